@@ -1,0 +1,33 @@
+// Loop IR → LLVM IR → x86-64 object → shared object (lld as a library). This header keeps LLVM
+// out of its includers.
+#ifndef KILN_COMPILER_CORE_CODEGEN_LLVM_CODEGEN_H_
+#define KILN_COMPILER_CORE_CODEGEN_LLVM_CODEGEN_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler_core/ir/loop/loop_ir.h"
+#include "compiler_core/support/target.h"
+
+namespace kiln::codegen {
+
+/// Resolves a target spec: "host" (this machine's CPU and features) or "cpu:<llvm cpu name>"
+/// (e.g. "cpu:skylake-avx512", "cpu:znver4", "cpu:x86-64-v3").
+/// Errors: kInvalidArgument for an unknown spec or a CPU name LLVM does not know for x86-64.
+absl::StatusOr<Target> ResolveTarget(std::string_view spec);
+
+/// Emits one LLVM module holding every func as an exported C-ABI kernel (runtime/abi.h) and
+/// returns its textual LLVM IR after optimization (O3 for the target).
+absl::StatusOr<std::string> EmitLlvmIr(const std::vector<loop::Func>& funcs, const Target& target);
+
+/// Compiles `funcs` for `target` and links them into an ELF shared object with lld; returns the
+/// .so bytes. Math functions (expf, tanhf, erff, ...) stay undefined and bind to the loading
+/// process's libm.
+absl::StatusOr<std::string> CompileToSharedObject(const std::vector<loop::Func>& funcs,
+                                                  const Target& target);
+
+}  // namespace kiln::codegen
+
+#endif  // KILN_COMPILER_CORE_CODEGEN_LLVM_CODEGEN_H_

@@ -1,0 +1,29 @@
+// ONNX ModelProto → graph IR, through the ONNX library's checker and shape inference.
+#ifndef KILN_COMPILER_CORE_IMPORTER_ONNX_IMPORTER_H_
+#define KILN_COMPILER_CORE_IMPORTER_ONNX_IMPORTER_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "compiler_core/ir/graph/graph.h"
+
+namespace kiln::importer {
+
+/// Imports the model at `path`. External-data tensors are read relative to the model's
+/// directory. Accepts default-domain opsets 7..17 and canonicalizes every op to Kiln's form
+/// (e.g. Clip min/max, Pad pads, Squeeze axes and Reshape shape as constant inputs; pre-13
+/// Softmax axis semantics made explicit). Constant nodes become constants.
+/// Errors: kNotFound (unreadable file); kInvalidArgument for a malformed model (bad protobuf,
+/// checker failure, a cycle, an undefined input, inconsistent shapes), naming the node;
+/// kUnimplemented for an unsupported op or opset, naming the node and op.
+absl::StatusOr<std::unique_ptr<graph::Graph>> ImportOnnxFile(const std::string& path);
+
+/// Same, from serialized ModelProto bytes; external data is resolved against `base_dir`.
+absl::StatusOr<std::unique_ptr<graph::Graph>> ImportOnnxBytes(std::string_view bytes,
+                                                              const std::string& base_dir);
+
+}  // namespace kiln::importer
+
+#endif  // KILN_COMPILER_CORE_IMPORTER_ONNX_IMPORTER_H_

@@ -1,0 +1,54 @@
+// Node attributes: a name-sorted map of typed values (ONNX attribute kinds INT, FLOAT, STRING,
+// INTS, FLOATS, TENSOR). Sorted so that printing and hashing are deterministic.
+#ifndef KILN_COMPILER_CORE_IR_GRAPH_ATTRIBUTES_H_
+#define KILN_COMPILER_CORE_IR_GRAPH_ATTRIBUTES_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "compiler_core/ir/graph/tensor.h"
+
+namespace kiln::graph {
+
+using AttrValue = std::variant<int64_t, float, std::string, std::vector<int64_t>,
+                               std::vector<float>, std::shared_ptr<const Tensor>>;
+
+/// Attributes of one node, keyed by ONNX attribute name.
+class AttrMap {
+ public:
+  void Set(const std::string& name, AttrValue value) { attrs_[name] = std::move(value); }
+  bool Has(const std::string& name) const { return attrs_.count(name) != 0; }
+  void Erase(const std::string& name) { attrs_.erase(name); }
+
+  /// Typed getters: the value if present with that type, otherwise `default_value`.
+  int64_t GetInt(const std::string& name, int64_t default_value) const;
+  float GetFloat(const std::string& name, float default_value) const;
+  std::string GetString(const std::string& name, const std::string& default_value) const;
+  std::vector<int64_t> GetInts(const std::string& name,
+                               const std::vector<int64_t>& default_value = {}) const;
+  std::vector<float> GetFloats(const std::string& name,
+                               const std::vector<float>& default_value = {}) const;
+  std::shared_ptr<const Tensor> GetTensor(const std::string& name) const;
+
+  const std::map<std::string, AttrValue>& items() const { return attrs_; }
+  bool operator==(const AttrMap& other) const;
+
+ private:
+  std::map<std::string, AttrValue> attrs_;
+};
+
+/// Prints a float so that parsing it back gives the same bits (shortest round-trip form,
+/// "inf"/"-inf"/"nan" for non-finite values).
+std::string FormatFloatExact(double v);
+
+/// Printed form of one attribute value, e.g. "[1,1]", "3", "0.5", "\"NOTSET\"".
+/// Tensor attributes print as their type and content digest.
+std::string FormatAttrValue(const AttrValue& value);
+
+}  // namespace kiln::graph
+
+#endif  // KILN_COMPILER_CORE_IR_GRAPH_ATTRIBUTES_H_

@@ -1,0 +1,135 @@
+// The graph IR: typed SSA values, operator nodes in topological order, graph inputs, constants
+// (weights) and outputs.
+#ifndef KILN_COMPILER_CORE_IR_GRAPH_GRAPH_H_
+#define KILN_COMPILER_CORE_IR_GRAPH_GRAPH_H_
+
+#include <memory>
+
+#include "absl/status/status.h"
+#include <string>
+#include <vector>
+
+#include "compiler_core/ir/graph/attributes.h"
+#include "compiler_core/ir/graph/op.h"
+#include "compiler_core/ir/graph/tensor.h"
+
+namespace kiln::graph {
+
+class Node;
+
+/// An SSA value: a graph input, a constant, or one output of a node. Owned by its Graph.
+class Value {
+ public:
+  /// Unique within the graph, assigned at creation; not the printed number.
+  int id() const { return id_; }
+  /// The value's static type.
+  const TensorType& type() const { return type_; }
+  void set_type(TensorType type) { type_ = std::move(type); }
+  /// Source name (ONNX value name); informational, never part of the graph hash.
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+  /// Producing node, or nullptr for graph inputs and constants.
+  Node* producer() const { return producer_; }
+  /// Index among the producer's outputs (0 when there is no producer).
+  int output_index() const { return output_index_; }
+  /// Constant data, non-null exactly for constants (ONNX initializers and Constant nodes).
+  const std::shared_ptr<const Tensor>& constant() const { return constant_; }
+  bool is_constant() const { return constant_ != nullptr; }
+
+ private:
+  friend class Graph;
+  int id_ = 0;
+  TensorType type_;
+  std::string name_;
+  Node* producer_ = nullptr;
+  int output_index_ = 0;
+  std::shared_ptr<const Tensor> constant_;
+};
+
+/// One operator application. Inputs may contain nullptr for omitted optional ONNX inputs.
+class Node {
+ public:
+  OpKind op() const { return op_; }
+  const OpInfo& info() const { return GetOpInfo(op_); }
+  /// Source node name (ONNX); informational, never part of the graph hash.
+  const std::string& name() const { return name_; }
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  Value* input(int i) const { return i < static_cast<int>(inputs_.size()) ? inputs_[i] : nullptr; }
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  void set_input(int i, Value* v) { inputs_[i] = v; }
+  const std::vector<Value*>& outputs() const { return outputs_; }
+  Value* output(int i) const { return outputs_[i]; }
+  AttrMap& attrs() { return attrs_; }
+  const AttrMap& attrs() const { return attrs_; }
+  /// Fusion group id assigned by the fusion pass; -1 when the node is not fused. Nodes with the
+  /// same id form one kernel; the group's anchor is its first node in topological order.
+  int fusion_group() const { return fusion_group_; }
+  void set_fusion_group(int group) { fusion_group_ = group; }
+
+ private:
+  friend class Graph;
+  OpKind op_;
+  std::string name_;
+  std::vector<Value*> inputs_;
+  std::vector<Value*> outputs_;
+  AttrMap attrs_;
+  int fusion_group_ = -1;
+};
+
+/// A computation graph. Nodes are kept in a topological order; passes that insert nodes keep it.
+class Graph {
+ public:
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  Value* AddInput(std::string name, TensorType type);
+  Value* AddConstant(std::string name, std::shared_ptr<const Tensor> data);
+  /// Appends a node at the end of the order, creating one output per entry of `output_types`.
+  Node* AddNode(OpKind op, std::string name, std::vector<Value*> inputs,
+                std::vector<TensorType> output_types, AttrMap attrs = {});
+  /// Like AddNode, but places the node right before `before` in the order.
+  Node* InsertNodeBefore(Node* before, OpKind op, std::string name, std::vector<Value*> inputs,
+                         std::vector<TensorType> output_types, AttrMap attrs = {});
+  /// Removes `node`. Its outputs must have no remaining users.
+  void RemoveNode(Node* node);
+  /// Rewrites every use of `from` (node inputs and graph outputs) to `to`.
+  void ReplaceAllUsesWith(Value* from, Value* to);
+  /// Nodes that read `value`, in graph order (a node appears once even if it reads it twice).
+  std::vector<Node*> Users(const Value* value) const;
+  bool IsGraphOutput(const Value* value) const;
+
+  void SetOutputs(std::vector<Value*> outputs) { outputs_ = std::move(outputs); }
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  const std::vector<Value*>& outputs() const { return outputs_; }
+  /// Constants in creation order (including ones no longer used; see LiveConstants).
+  const std::vector<Value*>& constants() const { return constants_; }
+  /// Constants read by at least one node or listed as a graph output, in creation order.
+  std::vector<Value*> LiveConstants() const;
+  /// Nodes in topological order.
+  std::vector<Node*> nodes() const;
+  int num_nodes() const { return static_cast<int>(nodes_.size()); }
+
+  /// Reorders nodes topologically (stable: ties keep their current order).
+  /// Fails with kInvalidArgument naming a node on a cycle.
+  absl::Status SortTopologically();
+
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+
+ private:
+  Value* NewValue();
+  std::unique_ptr<Node> MakeNode(OpKind op, std::string name, std::vector<Value*> inputs,
+                                 std::vector<TensorType> output_types, AttrMap attrs);
+
+  std::string name_ = "main";
+  std::vector<std::unique_ptr<Value>> values_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<Value*> inputs_;
+  std::vector<Value*> constants_;
+  std::vector<Value*> outputs_;
+};
+
+}  // namespace kiln::graph
+
+#endif  // KILN_COMPILER_CORE_IR_GRAPH_GRAPH_H_

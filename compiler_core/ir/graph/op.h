@@ -1,0 +1,45 @@
+// Operator kinds and the static facts each operator declares (name, arity, fusion class),
+// all derived from ops.def.
+#ifndef KILN_COMPILER_CORE_IR_GRAPH_OP_H_
+#define KILN_COMPILER_CORE_IR_GRAPH_OP_H_
+
+#include <optional>
+#include <string_view>
+
+namespace kiln::graph {
+
+enum class OpKind : uint16_t {
+#define KILN_OP(kind, name, fusion, min_in, max_in, n_out) kind,
+#include "compiler_core/ir/graph/ops.def"
+#undef KILN_OP
+};
+
+/// How an operator may combine with its neighbours under fusion (TVM's OpPatternKind).
+enum class FusionClass : uint8_t {
+  kElementwise,       // out[i] = f(in[i])
+  kBroadcast,         // elementwise with broadcast inputs
+  kInjective,         // each output element reads one input element (reshape, transpose, ...)
+  kReduction,         // reduces one or more axes
+  kOutEwiseFusable,   // conv, matmul, pooling: elementwise consumers fuse into the epilogue
+  kOpaque,            // never fused
+};
+
+/// Static facts about one operator, from ops.def.
+struct OpInfo {
+  OpKind kind;
+  const char* name;  // ONNX op_type, also the printed name
+  FusionClass fusion_class;
+  int min_inputs;
+  int max_inputs;
+  int num_outputs;  // the maximum number of outputs; optional trailing outputs may be absent
+};
+
+const OpInfo& GetOpInfo(OpKind kind);
+inline const char* OpName(OpKind kind) { return GetOpInfo(kind).name; }
+/// OpKind for an ONNX op_type in the default domain; nullopt if Kiln has no such op.
+std::optional<OpKind> OpKindFromName(std::string_view name);
+const char* FusionClassName(FusionClass fusion_class);
+
+}  // namespace kiln::graph
+
+#endif  // KILN_COMPILER_CORE_IR_GRAPH_OP_H_

@@ -1,0 +1,60 @@
+// Tensor types (dtype + static shape) and constant tensor data.
+#ifndef KILN_COMPILER_CORE_IR_GRAPH_TENSOR_H_
+#define KILN_COMPILER_CORE_IR_GRAPH_TENSOR_H_
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler_core/ir/graph/dtype.h"
+
+namespace kiln {
+
+/// A dtype and a static shape, row-major (the last dimension is contiguous). Rank 0 is a scalar
+/// with one element; a zero dimension makes an empty tensor.
+struct TensorType {
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+
+  int64_t rank() const { return static_cast<int64_t>(shape.size()); }
+  int64_t NumElements() const;
+  int64_t NumBytes() const { return NumElements() * static_cast<int64_t>(DTypeSize(dtype)); }
+  /// Printed form, e.g. "f32[1,3,224,224]"; a scalar prints as "f32[]".
+  std::string ToString() const;
+  bool operator==(const TensorType& other) const = default;
+};
+
+/// Row-major strides in elements for `shape`.
+std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& shape);
+
+/// Constant tensor data: a type and its elements as little-endian bytes, row-major.
+/// Immutable once built; shared between graphs by shared_ptr<const Tensor>.
+struct Tensor {
+  TensorType type;
+  std::vector<uint8_t> bytes;  // size == type.NumBytes()
+
+  template <typename T>
+  const T* data() const {
+    return reinterpret_cast<const T*>(bytes.data());
+  }
+  template <typename T>
+  T* mutable_data() {
+    return reinterpret_cast<T*>(bytes.data());
+  }
+  /// Element `i` (flat index) converted to double / int64, whatever the dtype (f16 decoded).
+  double GetAsDouble(int64_t i) const;
+  int64_t GetAsInt64(int64_t i) const;
+
+  /// A zero-filled tensor of `type`.
+  static std::shared_ptr<Tensor> Zeros(const TensorType& type);
+};
+
+/// IEEE half <-> float conversions (round to nearest even).
+float HalfToFloat(uint16_t h);
+uint16_t FloatToHalf(float f);
+
+}  // namespace kiln
+
+#endif  // KILN_COMPILER_CORE_IR_GRAPH_TENSOR_H_

@@ -1,0 +1,150 @@
+// Loop IR node constructors.
+#include "compiler_core/ir/loop/loop_ir.h"
+
+#include <cassert>
+
+namespace kiln::loop {
+
+int64_t Buffer::NumElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+int64_t Buffer::NumBytes() const { return NumElements() * static_cast<int64_t>(DTypeSize(dtype)); }
+
+BufferRef MakeBuffer(std::string name, DType dtype, std::vector<int64_t> shape,
+                     Buffer::Scope scope) {
+  auto b = std::make_shared<Buffer>();
+  b->name = std::move(name);
+  b->dtype = dtype;
+  b->shape = std::move(shape);
+  b->scope = scope;
+  return b;
+}
+
+Var MakeVar(std::string name) {
+  auto v = std::make_shared<VarNode>();
+  v->name = std::move(name);
+  return v;
+}
+
+namespace {
+std::shared_ptr<ExprNode> NewExpr(ExprKind kind, DType dtype) {
+  auto e = std::make_shared<ExprNode>();
+  e->kind = kind;
+  e->dtype = dtype;
+  return e;
+}
+std::shared_ptr<StmtNode> NewStmt(StmtKind kind) {
+  auto s = std::make_shared<StmtNode>();
+  s->kind = kind;
+  return s;
+}
+bool IsComparison(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::kLt: case BinaryOp::kLe: case BinaryOp::kGt: case BinaryOp::kGe:
+    case BinaryOp::kEq: case BinaryOp::kNe:
+      return true;
+    default:
+      return false;
+  }
+}
+}  // namespace
+
+Expr IntImm(int64_t v, DType dtype) {
+  auto e = NewExpr(ExprKind::kIntImm, dtype);
+  e->int_value = v;
+  return e;
+}
+
+Expr FloatImm(double v, DType dtype) {
+  auto e = NewExpr(ExprKind::kFloatImm, dtype);
+  e->float_value = v;
+  return e;
+}
+
+Expr VarRef(const Var& var) {
+  auto e = NewExpr(ExprKind::kVar, DType::kInt64);
+  e->var = var;
+  return e;
+}
+
+Expr Binary(BinaryOp op, Expr a, Expr b) {
+  assert(a && b && a->dtype == b->dtype);
+  auto e = NewExpr(ExprKind::kBinary, IsComparison(op) ? DType::kBool : a->dtype);
+  e->binary_op = op;
+  e->operands = {std::move(a), std::move(b)};
+  return e;
+}
+
+Expr Unary(UnaryOp op, Expr a) {
+  assert(a);
+  auto e = NewExpr(ExprKind::kUnary, a->dtype);
+  e->unary_op = op;
+  e->operands = {std::move(a)};
+  return e;
+}
+
+Expr Select(Expr cond, Expr true_value, Expr false_value) {
+  assert(cond && cond->dtype == DType::kBool && true_value->dtype == false_value->dtype);
+  auto e = NewExpr(ExprKind::kSelect, true_value->dtype);
+  e->operands = {std::move(cond), std::move(true_value), std::move(false_value)};
+  return e;
+}
+
+Expr Load(BufferRef buffer, std::vector<Expr> indices) {
+  assert(buffer && indices.size() == buffer->shape.size());
+  auto e = NewExpr(ExprKind::kLoad, buffer->dtype);
+  e->buffer = std::move(buffer);
+  e->operands = std::move(indices);
+  return e;
+}
+
+Expr Cast(DType dtype, Expr a) {
+  auto e = NewExpr(ExprKind::kCast, dtype);
+  e->operands = {std::move(a)};
+  return e;
+}
+
+Stmt For(Var loop_var, int64_t extent, Stmt body, ForKind kind, bool is_reduction) {
+  auto s = NewStmt(StmtKind::kFor);
+  s->loop_var = std::move(loop_var);
+  s->extent = extent;
+  s->body = std::move(body);
+  s->for_kind = kind;
+  s->is_reduction = is_reduction;
+  return s;
+}
+
+Stmt Store(BufferRef buffer, std::vector<Expr> indices, Expr value) {
+  assert(buffer && indices.size() == buffer->shape.size() && value->dtype == buffer->dtype);
+  auto s = NewStmt(StmtKind::kStore);
+  s->buffer = std::move(buffer);
+  s->indices = std::move(indices);
+  s->value = std::move(value);
+  return s;
+}
+
+Stmt Block(std::vector<Stmt> stmts) {
+  auto s = NewStmt(StmtKind::kBlock);
+  s->stmts = std::move(stmts);
+  return s;
+}
+
+Stmt IfThenElse(Expr cond, Stmt then_body, Stmt else_body) {
+  auto s = NewStmt(StmtKind::kIf);
+  s->cond = std::move(cond);
+  s->then_body = std::move(then_body);
+  s->else_body = std::move(else_body);
+  return s;
+}
+
+Stmt Allocate(BufferRef buffer, Stmt body) {
+  auto s = NewStmt(StmtKind::kAllocate);
+  s->buffer = std::move(buffer);
+  s->body = std::move(body);
+  return s;
+}
+
+}  // namespace kiln::loop

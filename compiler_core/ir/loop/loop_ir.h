@@ -1,0 +1,152 @@
+// The loop IR: buffers, scalar expressions and loop-nest statements that one fused kernel
+// lowers to. Nodes are immutable and shared (shared_ptr<const ...>); transformations build new
+// trees. All loops start at 0 and have a static extent (Kiln compiles static shapes).
+#ifndef KILN_COMPILER_CORE_IR_LOOP_LOOP_IR_H_
+#define KILN_COMPILER_CORE_IR_LOOP_LOOP_IR_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler_core/ir/graph/dtype.h"
+#include "compiler_core/ir/graph/op.h"
+
+namespace kiln::loop {
+
+/// A multi-dimensional row-major array the kernel reads or writes.
+struct Buffer {
+  enum class Scope : uint8_t {
+    kGlobal,  // passed in by the runtime: a kernel parameter or a workspace
+    kLocal,   // allocated on the kernel's stack by an Allocate statement (e.g. a register tile)
+  };
+  std::string name;              // unique within a Func; printed as %name
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;    // static; rank 0 is one element
+  Scope scope = Scope::kGlobal;
+
+  int64_t NumElements() const;
+  int64_t NumBytes() const;
+};
+using BufferRef = std::shared_ptr<const Buffer>;
+BufferRef MakeBuffer(std::string name, DType dtype, std::vector<int64_t> shape,
+                     Buffer::Scope scope = Buffer::Scope::kGlobal);
+
+/// A loop variable (always i64). Identity is the object; `name` is unique within a Func and is
+/// how schedule primitives refer to the loop that binds it.
+struct VarNode {
+  std::string name;
+};
+using Var = std::shared_ptr<const VarNode>;
+Var MakeVar(std::string name);
+
+enum class ExprKind : uint8_t { kIntImm, kFloatImm, kVar, kBinary, kUnary, kSelect, kLoad, kCast };
+
+enum class BinaryOp : uint8_t {
+  kAdd, kSub, kMul,
+  kDiv,       // float division; for integers, truncating division (C semantics)
+  kFloorDiv,  // integer division rounding toward negative infinity (index arithmetic)
+  kFloorMod,  // remainder with the sign of the divisor (index arithmetic)
+  kMin, kMax,
+  kPow,       // float only
+  kLt, kLe, kGt, kGe, kEq, kNe,  // result dtype bool
+  kAnd, kOr,                      // bool operands
+};
+
+enum class UnaryOp : uint8_t {
+  kNeg, kAbs, kExp, kLog, kSqrt, kTanh, kErf, kFloor, kCeil, kNot,
+};
+
+struct ExprNode;
+using Expr = std::shared_ptr<const ExprNode>;
+
+/// A scalar expression. One node type with a kind tag (like tinygrad's UOp); which fields are
+/// meaningful depends on `kind`.
+struct ExprNode {
+  ExprKind kind;
+  DType dtype;                 // result type; i64 for index arithmetic, bool for conditions
+  int64_t int_value = 0;       // kIntImm (also bool immediates: 0 / 1)
+  double float_value = 0;      // kFloatImm
+  Var var;                     // kVar
+  BinaryOp binary_op{};        // kBinary
+  UnaryOp unary_op{};          // kUnary
+  BufferRef buffer;            // kLoad
+  /// kBinary: {a, b}; kUnary: {a}; kSelect: {cond, true_value, false_value};
+  /// kLoad: one index per buffer dimension; kCast: {a}.
+  std::vector<Expr> operands;
+};
+
+// Expression constructors. Binary/unary constructors take their dtype from the operands
+// (bool for comparisons); both operands of a binary op must have the same dtype.
+Expr IntImm(int64_t v, DType dtype = DType::kInt64);
+Expr FloatImm(double v, DType dtype = DType::kFloat32);
+Expr VarRef(const Var& var);
+Expr Binary(BinaryOp op, Expr a, Expr b);
+Expr Unary(UnaryOp op, Expr a);
+Expr Select(Expr cond, Expr true_value, Expr false_value);
+Expr Load(BufferRef buffer, std::vector<Expr> indices);
+Expr Cast(DType dtype, Expr a);
+
+inline Expr operator+(Expr a, Expr b) { return Binary(BinaryOp::kAdd, std::move(a), std::move(b)); }
+inline Expr operator-(Expr a, Expr b) { return Binary(BinaryOp::kSub, std::move(a), std::move(b)); }
+inline Expr operator*(Expr a, Expr b) { return Binary(BinaryOp::kMul, std::move(a), std::move(b)); }
+inline Expr Min(Expr a, Expr b) { return Binary(BinaryOp::kMin, std::move(a), std::move(b)); }
+inline Expr Max(Expr a, Expr b) { return Binary(BinaryOp::kMax, std::move(a), std::move(b)); }
+
+enum class StmtKind : uint8_t { kFor, kStore, kBlock, kIf, kAllocate };
+
+/// How a loop executes. Set by schedule primitives; lowering emits kSerial only.
+enum class ForKind : uint8_t {
+  kSerial,
+  kParallel,    // iterations split across the runtime's thread pool
+  kVectorized,  // iterations become SIMD lanes; must be innermost, static extent
+  kUnrolled,    // body replicated `extent` times
+};
+
+struct StmtNode;
+using Stmt = std::shared_ptr<const StmtNode>;
+
+/// A statement. One node type with a kind tag; which fields are meaningful depends on `kind`.
+struct StmtNode {
+  StmtKind kind;
+  // kFor: for loop_var in [0, extent) { body }
+  Var loop_var;
+  int64_t extent = 0;
+  ForKind for_kind = ForKind::kSerial;
+  /// True if the loop iterates a reduction axis (a loop-carried dependence through the store
+  /// it accumulates into): it may not be vectorized or parallelized.
+  bool is_reduction = false;
+  Stmt body;
+  // kStore: buffer[indices] = value. kAllocate: buffer (kLocal scope) lives for `body`.
+  BufferRef buffer;
+  std::vector<Expr> indices;
+  Expr value;
+  // kBlock: stmts run in order.
+  std::vector<Stmt> stmts;
+  // kIf: if (cond) then_body else else_body (else_body may be null).
+  Expr cond;
+  Stmt then_body;
+  Stmt else_body;
+};
+
+Stmt For(Var loop_var, int64_t extent, Stmt body, ForKind kind = ForKind::kSerial,
+         bool is_reduction = false);
+Stmt Store(BufferRef buffer, std::vector<Expr> indices, Expr value);
+Stmt Block(std::vector<Stmt> stmts);
+Stmt IfThenElse(Expr cond, Stmt then_body, Stmt else_body = nullptr);
+Stmt Allocate(BufferRef buffer, Stmt body);
+
+/// One kernel: a function over buffers. The runtime calls it with one pointer per entry of
+/// `params` followed by one per entry of `workspaces` (see runtime/abi.h).
+struct Func {
+  std::string name;                  // exported symbol name; a C identifier
+  std::vector<BufferRef> params;     // bound to graph values (inputs, weights, results)
+  std::vector<BufferRef> workspaces; // kernel-private scratch the runtime allocates
+  Stmt body;
+  /// The op the kernel was lowered from (its fusion group's anchor); guides default schedules.
+  graph::OpKind anchor = graph::OpKind::kIdentity;
+};
+
+}  // namespace kiln::loop
+
+#endif  // KILN_COMPILER_CORE_IR_LOOP_LOOP_IR_H_

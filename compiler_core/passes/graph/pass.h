@@ -1,0 +1,50 @@
+// The graph pass interface and the pass pipeline that runs passes with verification between
+// them (XLA's invariant checker) and optional printing after each.
+#ifndef KILN_COMPILER_CORE_PASSES_GRAPH_PASS_H_
+#define KILN_COMPILER_CORE_PASSES_GRAPH_PASS_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler_core/ir/graph/graph.h"
+
+namespace kiln::passes {
+
+/// A transformation over a graph. Run returns an error or whether the graph changed.
+class GraphPass {
+ public:
+  virtual ~GraphPass() = default;
+  /// Registry name (kebab-case), as accepted by `kiln-opt -passes=` and `--print-ir-after=`.
+  virtual std::string_view name() const = 0;
+  virtual absl::StatusOr<bool> Run(graph::Graph& graph) = 0;
+};
+
+/// Creates the pass registered as `name` (nullptr if none): "constant-folding", "dce", "cse",
+/// "fold-batchnorm", "fusion".
+std::unique_ptr<GraphPass> CreatePass(std::string_view name);
+/// Every registered pass name, in the default pipeline's order.
+std::vector<std::string> RegisteredPassNames();
+
+/// Runs passes in order, verifying the graph after each. `print_after` names passes whose output
+/// goes to `printer` ("all" for every pass).
+struct PipelineOptions {
+  std::vector<std::string> print_after;
+  std::function<void(std::string_view pass_name, const std::string& ir)> printer;
+  bool verify = true;
+};
+
+/// Runs `pass_names` in order. Errors: kInvalidArgument for an unknown pass name; a pass's own
+/// error; kInternal naming the pass if the verifier fails after it.
+absl::Status RunPasses(graph::Graph& graph, const std::vector<std::string>& pass_names,
+                       const PipelineOptions& options = {});
+
+/// The default optimization pipeline: constant folding, fold-batchnorm, cse, dce, fusion.
+std::vector<std::string> DefaultPassPipeline();
+
+}  // namespace kiln::passes
+
+#endif  // KILN_COMPILER_CORE_PASSES_GRAPH_PASS_H_

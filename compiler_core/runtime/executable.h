@@ -1,0 +1,38 @@
+// Loads an artifact's code and runs it: binds inputs, outputs, weights and the arena to each
+// kernel call in order, on a thread pool. No LLVM here.
+#ifndef KILN_COMPILER_CORE_RUNTIME_EXECUTABLE_H_
+#define KILN_COMPILER_CORE_RUNTIME_EXECUTABLE_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler_core/ir/graph/tensor.h"
+#include "compiler_core/runtime/artifact.h"
+
+namespace kiln::runtime {
+
+/// A loaded artifact, ready to run. Run is not reentrant; use one Executable per thread.
+class Executable {
+ public:
+  /// Loads `artifact`'s shared object (from memory, via memfd) and resolves every kernel symbol.
+  /// `num_threads` <= 0 means the number of online cores. Errors: kInvalidArgument if the ABI
+  /// version differs or a symbol is missing; kInternal if the loader fails.
+  static absl::StatusOr<std::unique_ptr<Executable>> Load(Artifact artifact, int num_threads = 0);
+  ~Executable();
+
+  const kiln::v1::Manifest& manifest() const;
+
+  /// Runs the model. `inputs` must match the manifest's inputs in order, dtype and shape
+  /// (kInvalidArgument naming the input otherwise). Returns the outputs in manifest order.
+  absl::StatusOr<std::vector<Tensor>> Run(const std::vector<const Tensor*>& inputs);
+
+ private:
+  Executable();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln::runtime
+
+#endif  // KILN_COMPILER_CORE_RUNTIME_EXECUTABLE_H_

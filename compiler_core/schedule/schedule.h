@@ -1,0 +1,44 @@
+// Schedules as data: a list of primitives (split, reorder, vectorize, unroll, parallel, fuse)
+// over a loop IR Func's named loops. A schedule replays deterministically, so a tuning record can
+// store it and a compile can re-apply it (TVM's trace).
+#ifndef KILN_COMPILER_CORE_SCHEDULE_SCHEDULE_H_
+#define KILN_COMPILER_CORE_SCHEDULE_SCHEDULE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "compiler_core/ir/loop/loop_ir.h"
+#include "compiler_core/support/target.h"
+
+namespace kiln::schedule {
+
+/// One schedule step.
+struct Primitive {
+  enum class Kind : uint8_t { kSplit, kReorder, kFuse, kVectorize, kUnroll, kParallel };
+  Kind kind;
+  /// kSplit/kVectorize/kUnroll/kParallel: one loop; kReorder: the new order, outermost first;
+  /// kFuse: two directly nested loops, outer first.
+  std::vector<std::string> loops;
+  int64_t factor = 0;  // kSplit: inner extent
+};
+
+/// An ordered list of primitives. Printed one per line, e.g. "split(ow, 16)".
+struct Schedule {
+  std::vector<Primitive> steps;
+  std::string ToString() const;
+};
+
+/// Applies `schedule` to `func` in order. Errors: kFailedPrecondition naming the step and why
+/// it is illegal (unknown loop, vectorizing a reduction or non-innermost loop, reordering loops
+/// that are not one perfect nest, ...); `func` is unchanged on error.
+absl::Status ApplySchedule(const Schedule& schedule, loop::Func& func);
+
+/// The default schedule for a lowered kernel on `target`: tiles and vectorizes the innermost
+/// spatial loops to the target's f32 lanes, and parallelizes the outermost spatial loop.
+Schedule DefaultSchedule(const loop::Func& func, const Target& target);
+
+}  // namespace kiln::schedule
+
+#endif  // KILN_COMPILER_CORE_SCHEDULE_SCHEDULE_H_

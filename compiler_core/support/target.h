@@ -1,0 +1,29 @@
+// The target descriptor: what hardware a compile is for. Resolved from a user spec ("host",
+// "cpu:<llvm cpu name>") by codegen::ResolveTarget, which asks LLVM for the CPU's features.
+#ifndef KILN_COMPILER_CORE_SUPPORT_TARGET_H_
+#define KILN_COMPILER_CORE_SUPPORT_TARGET_H_
+
+#include <cstdint>
+#include <string>
+
+namespace kiln {
+
+/// A resolved CPU target. All fields are filled by codegen::ResolveTarget.
+struct Target {
+  std::string kind = "cpu";   // "cpu" (later "cuda")
+  std::string triple;          // LLVM target triple, e.g. "x86_64-pc-linux-gnu"
+  std::string cpu;             // LLVM CPU name, e.g. "znver4", "skylake-avx512", "x86-64-v3"
+  std::string features;        // LLVM feature string, sorted, e.g. "+avx2,+fma,..."
+  int vector_bits = 128;       // widest usable float SIMD register: 128 (SSE), 256 (AVX2), 512
+  int num_cores = 1;           // threads the runtime's pool uses by default (host only)
+
+  /// f32 lanes in one vector register (vector_bits / 32).
+  int f32_lanes() const { return vector_bits / 32; }
+  /// Canonical string form, part of artifact cache keys: "cpu:<cpu>:<triple>:v<bits>:<features>".
+  /// Excludes num_cores (the artifact runs with any thread count).
+  std::string Key() const;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_COMPILER_CORE_SUPPORT_TARGET_H_

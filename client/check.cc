@@ -1,0 +1,140 @@
+// Model-directory checking against reference outputs.
+#include "client/check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/importer/onnx/tensor_file.h"
+#include "compiler_core/runtime/executable.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::client {
+
+namespace fs = std::filesystem;
+
+OutputComparison CompareTensors(const Tensor& got, const Tensor& expected,
+                                const Tolerance& tolerance) {
+  OutputComparison c;
+  if (got.type.dtype != expected.type.dtype) {
+    c.error = absl::StrCat("dtype mismatch: got ", DTypeName(got.type.dtype), ", expected ",
+                           DTypeName(expected.type.dtype));
+    return c;
+  }
+  if (got.type.shape != expected.type.shape) {
+    c.error = absl::StrCat("shape mismatch: got ", got.type.ToString(), ", expected ",
+                           expected.type.ToString());
+    return c;
+  }
+  bool exact = !IsFloat(got.type.dtype);
+  int64_t bad = 0, first_bad = -1;
+  for (int64_t i = 0; i < got.type.NumElements(); ++i) {
+    double a = got.GetAsDouble(i), b = expected.GetAsDouble(i);
+    if (exact) {
+      a = static_cast<double>(got.GetAsInt64(i));
+      b = static_cast<double>(expected.GetAsInt64(i));
+    }
+    if (std::isnan(a) && std::isnan(b)) continue;
+    double diff = std::abs(a - b);
+    if (std::isinf(a) && std::isinf(b) && (a > 0) == (b > 0)) diff = 0;
+    if (std::isnan(diff)) diff = INFINITY;
+    c.max_abs_error = std::max(c.max_abs_error, diff);
+    if (b != 0) c.max_rel_error = std::max(c.max_rel_error, diff / std::abs(b));
+    bool ok = exact ? diff == 0 : diff <= tolerance.atol + tolerance.rtol * std::abs(b);
+    if (!ok) {
+      if (first_bad < 0) first_bad = i;
+      ++bad;
+    }
+  }
+  c.pass = bad == 0;
+  if (!c.pass) {
+    c.error = absl::StrCat(bad, " of ", got.type.NumElements(),
+                           " elements outside tolerance; first at flat index ", first_bad,
+                           ": got ", got.GetAsDouble(first_bad), ", expected ",
+                           expected.GetAsDouble(first_bad));
+  }
+  return c;
+}
+
+namespace {
+
+// input_N.pb / output_N.pb files of one data set, ordered by N.
+std::vector<fs::path> NumberedFiles(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::pair<int, fs::path>> found;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0 || entry.path().extension() != ".pb") continue;
+    std::string number = name.substr(prefix.size(), name.size() - prefix.size() - 3);
+    if (number.empty() || number.find_first_not_of("0123456789") != std::string::npos) continue;
+    found.push_back({std::stoi(number), entry.path()});
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<fs::path> paths;
+  for (auto& [n, p] : found) paths.push_back(p);
+  return paths;
+}
+
+}  // namespace
+
+absl::StatusOr<CheckReport> CheckModelDir(const std::string& dir,
+                                          const pipeline::CompileOptions& options,
+                                          const Tolerance& tolerance) {
+  fs::path root(dir);
+  fs::path model = root / "model.onnx";
+  std::error_code ec;
+  if (!fs::exists(model, ec)) {
+    return absl::NotFoundError(absl::StrCat("no model.onnx in '", dir, "'"));
+  }
+  std::vector<fs::path> data_sets;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0) {
+      data_sets.push_back(entry.path());
+    }
+  }
+  std::sort(data_sets.begin(), data_sets.end());
+  if (data_sets.empty()) {
+    return absl::NotFoundError(absl::StrCat("no test_data_set_* directory in '", dir, "'"));
+  }
+
+  CheckReport report;
+  KILN_ASSIGN_OR_RETURN(report.compile, pipeline::CompileModelFile(model.string(), options));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> exe,
+                        runtime::Executable::Load(report.compile.artifact));
+  const kiln::v1::Manifest& m = exe->manifest();
+  report.all_pass = true;
+  for (const fs::path& ds : data_sets) {
+    std::vector<fs::path> input_files = NumberedFiles(ds, "input_");
+    std::vector<fs::path> output_files = NumberedFiles(ds, "output_");
+    if (static_cast<int>(input_files.size()) != m.inputs_size()) {
+      return absl::InvalidArgumentError(absl::StrCat(ds.string(), ": has ", input_files.size(),
+                                                     " input files, the model has ",
+                                                     m.inputs_size(), " inputs"));
+    }
+    if (static_cast<int>(output_files.size()) != m.outputs_size()) {
+      return absl::InvalidArgumentError(absl::StrCat(ds.string(), ": has ", output_files.size(),
+                                                     " output files, the model has ",
+                                                     m.outputs_size(), " outputs"));
+    }
+    std::vector<importer::NamedTensor> inputs;
+    for (const fs::path& f : input_files) {
+      KILN_ASSIGN_OR_RETURN(importer::NamedTensor t, importer::ReadTensorFile(f.string()));
+      inputs.push_back(std::move(t));
+    }
+    std::vector<const Tensor*> input_ptrs;
+    for (const auto& t : inputs) input_ptrs.push_back(&t.tensor);
+    KILN_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, exe->Run(input_ptrs));
+    for (size_t i = 0; i < output_files.size(); ++i) {
+      KILN_ASSIGN_OR_RETURN(importer::NamedTensor expected,
+                            importer::ReadTensorFile(output_files[i].string()));
+      OutputComparison c = CompareTensors(outputs[i], expected.tensor, tolerance);
+      c.data_set = ds.filename().string();
+      c.name = m.outputs(static_cast<int>(i)).name();
+      report.all_pass = report.all_pass && c.pass;
+      report.outputs.push_back(std::move(c));
+    }
+  }
+  return report;
+}
+
+}  // namespace kiln::client

@@ -1,0 +1,52 @@
+// `kiln check`: compile a model directory's model.onnx, run every test_data_set_* through the
+// compiled artifact, and compare each output with the stored reference.
+#ifndef KILN_CLIENT_CHECK_H_
+#define KILN_CLIENT_CHECK_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler_core/ir/graph/tensor.h"
+#include "compiler_core/pipeline/compile.h"
+
+namespace kiln::client {
+
+/// Tolerance of the comparison: floating point elements pass when
+/// |got - expected| <= atol + rtol * |expected| (NaN matches NaN); integers and bools exactly.
+struct Tolerance {
+  double atol = 1e-4;
+  double rtol = 1e-3;
+};
+
+/// Result of comparing one output tensor.
+struct OutputComparison {
+  std::string data_set;   // e.g. "test_data_set_0"
+  std::string name;       // output name
+  bool pass = false;
+  double max_abs_error = 0;
+  double max_rel_error = 0;  // max over elements of |got - expected| / |expected| (|expected|>0)
+  std::string error;         // why it failed beyond tolerance (shape or dtype mismatch, ...)
+};
+
+/// Compares `got` with `expected`: shapes and dtypes must be equal exactly.
+OutputComparison CompareTensors(const Tensor& got, const Tensor& expected,
+                                const Tolerance& tolerance);
+
+struct CheckReport {
+  pipeline::CompileResult compile;  // graph hash, target, timings (artifact included)
+  std::vector<OutputComparison> outputs;
+  bool all_pass = false;
+};
+
+/// Compiles `dir`/model.onnx with `options` and checks every `dir`/test_data_set_*/ (inputs
+/// input_N.pb in graph input order, references output_N.pb in graph output order).
+/// Errors: compile errors; kNotFound if there is no model.onnx or no data set; kInvalidArgument
+/// if a data set's inputs do not match the model.
+absl::StatusOr<CheckReport> CheckModelDir(const std::string& dir,
+                                          const pipeline::CompileOptions& options,
+                                          const Tolerance& tolerance = {});
+
+}  // namespace kiln::client
+
+#endif  // KILN_CLIENT_CHECK_H_

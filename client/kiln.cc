@@ -1,0 +1,261 @@
+// The `kiln` command line: compile, run, check and inspect models locally.
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "client/check.h"
+#include "compiler_core/importer/onnx/tensor_file.h"
+#include "compiler_core/pipeline/compile.h"
+#include "compiler_core/runtime/artifact.h"
+#include "compiler_core/runtime/executable.h"
+
+namespace kiln::client {
+namespace {
+
+constexpr char kUsage[] = R"(usage:
+  kiln compile MODEL.onnx -o OUT.kiln [--target host|cpu:<llvm cpu name>] [--print-ir-after=PASS]
+  kiln run OUT.kiln --input NAME=FILE.pb ... --output-dir DIR [--threads N]
+  kiln check DIR [--target T] [--print-ir-after=PASS]
+  kiln inspect OUT.kiln
+
+PASS is a graph pass (constant-folding, fold-batchnorm, cse, dce, fusion), "import", "lower"
+(loop IR before scheduling), "schedule" (loop IR after scheduling) or "all"; repeatable.
+)";
+
+int Fail(const std::string& message) {
+  std::cerr << "kiln: " << message << "\n";
+  return 1;
+}
+
+int FailStatus(const absl::Status& status) {
+  return Fail(absl::StrCat(absl::StatusCodeToString(status.code()), ": ", status.message()));
+}
+
+/// Parsed command line: positional arguments and --flag values (repeatable flags keep all).
+struct Args {
+  std::vector<std::string> positional;
+  std::multimap<std::string, std::string> flags;
+  std::string error;
+
+  bool Has(const std::string& f) const { return flags.count(f) != 0; }
+  std::string Get(const std::string& f, const std::string& def = "") const {
+    auto it = flags.find(f);
+    return it == flags.end() ? def : it->second;
+  }
+  std::vector<std::string> GetAll(const std::string& f) const {
+    std::vector<std::string> out;
+    for (auto [it, end] = flags.equal_range(f); it != end; ++it) out.push_back(it->second);
+    return out;
+  }
+};
+
+Args ParseArgs(int argc, char** argv, int first, const std::vector<std::string>& value_flags) {
+  Args args;
+  for (int i = first; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("-", 0) != 0 || a == "-") {
+      args.positional.push_back(a);
+      continue;
+    }
+    std::string name = a, value;
+    if (auto eq = a.find('='); eq != std::string::npos) {
+      name = a.substr(0, eq);
+      value = a.substr(eq + 1);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      args.error = absl::StrCat("flag ", a, " needs a value");
+      return args;
+    }
+    if (std::find(value_flags.begin(), value_flags.end(), name) == value_flags.end()) {
+      args.error = absl::StrCat("unknown flag ", name);
+      return args;
+    }
+    args.flags.insert({name, value});
+  }
+  return args;
+}
+
+pipeline::CompileOptions OptionsFrom(const Args& args) {
+  pipeline::CompileOptions options;
+  options.target = args.Get("--target", "host");
+  for (const std::string& p : args.GetAll("--print-ir-after")) {
+    for (absl::string_view part : absl::StrSplit(p, ',')) options.print_ir_after.emplace_back(part);
+  }
+  return options;
+}
+
+void PrintTimings(const pipeline::CompileResult& r) {
+  std::cout << absl::StrFormat(
+      "compiled in %.0f ms (import %.0f, passes %.0f, lower+schedule %.0f, codegen %.0f)\n",
+      r.timings.total_ms, r.timings.import_ms, r.timings.passes_ms, r.timings.lower_ms,
+      r.timings.codegen_ms);
+}
+
+int Compile(int argc, char** argv) {
+  Args args = ParseArgs(argc, argv, 2, {"-o", "--output", "--target", "--print-ir-after"});
+  if (!args.error.empty()) return Fail(args.error);
+  if (args.positional.size() != 1) return Fail("compile: expected one MODEL.onnx\n" + std::string(kUsage));
+  std::string out = args.Get("-o", args.Get("--output"));
+  if (out.empty()) return Fail("compile: missing -o OUT.kiln");
+  auto result = pipeline::CompileModelFile(args.positional[0], OptionsFrom(args));
+  if (!result.ok()) return FailStatus(result.status());
+  absl::Status st = runtime::WriteArtifactFile(out, result->artifact);
+  if (!st.ok()) return FailStatus(st);
+  PrintTimings(*result);
+  std::cout << "wrote " << out << " (" << result->artifact.manifest.kernels_size()
+            << " kernels, graph " << result->graph_hash.substr(0, 16) << ", target "
+            << result->target.cpu << ")\n";
+  return 0;
+}
+
+std::string SafeFileName(const std::string& name) {
+  std::string s = name;
+  for (char& c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
+  }
+  return s.empty() ? "output" : s;
+}
+
+int Run(int argc, char** argv) {
+  Args args = ParseArgs(argc, argv, 2, {"--input", "--output-dir", "--threads"});
+  if (!args.error.empty()) return Fail(args.error);
+  if (args.positional.size() != 1) return Fail("run: expected one OUT.kiln\n" + std::string(kUsage));
+  std::string out_dir = args.Get("--output-dir");
+  if (out_dir.empty()) return Fail("run: missing --output-dir DIR");
+  auto artifact = runtime::ReadArtifactFile(args.positional[0]);
+  if (!artifact.ok()) return FailStatus(artifact.status());
+  int threads = 0;
+  if (args.Has("--threads") && !absl::SimpleAtoi(args.Get("--threads"), &threads)) {
+    return Fail("run: --threads needs an integer");
+  }
+  auto exe = runtime::Executable::Load(std::move(*artifact), threads);
+  if (!exe.ok()) return FailStatus(exe.status());
+  const auto& m = (*exe)->manifest();
+  std::map<std::string, std::string> files;
+  for (const std::string& spec : args.GetAll("--input")) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos) return Fail("run: --input wants NAME=FILE.pb, got '" + spec + "'");
+    files[spec.substr(0, eq)] = spec.substr(eq + 1);
+  }
+  std::vector<importer::NamedTensor> inputs;
+  for (const auto& in : m.inputs()) {
+    auto it = files.find(in.name());
+    if (it == files.end()) return Fail("run: missing --input " + in.name() + "=FILE.pb");
+    auto t = importer::ReadTensorFile(it->second);
+    if (!t.ok()) return FailStatus(t.status());
+    inputs.push_back(std::move(*t));
+    files.erase(it);
+  }
+  if (!files.empty()) return Fail("run: the model has no input named '" + files.begin()->first + "'");
+  std::vector<const Tensor*> ptrs;
+  for (const auto& t : inputs) ptrs.push_back(&t.tensor);
+  auto outputs = (*exe)->Run(ptrs);
+  if (!outputs.ok()) return FailStatus(outputs.status());
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) return Fail("run: cannot create '" + out_dir + "': " + ec.message());
+  for (int i = 0; i < m.outputs_size(); ++i) {
+    std::string path = (std::filesystem::path(out_dir) / (SafeFileName(m.outputs(i).name()) + ".pb")).string();
+    absl::Status st = importer::WriteTensorFile(path, m.outputs(i).name(), (*outputs)[i]);
+    if (!st.ok()) return FailStatus(st);
+    std::cout << "wrote " << path << " " << (*outputs)[i].type.ToString() << "\n";
+  }
+  return 0;
+}
+
+int Check(int argc, char** argv) {
+  Args args = ParseArgs(argc, argv, 2, {"--target", "--print-ir-after"});
+  if (!args.error.empty()) return Fail(args.error);
+  if (args.positional.size() != 1) return Fail("check: expected one model DIR\n" + std::string(kUsage));
+  auto report = CheckModelDir(args.positional[0], OptionsFrom(args));
+  if (!report.ok()) return FailStatus(report.status());
+  PrintTimings(report->compile);
+  std::cout << "graph " << report->compile.graph_hash.substr(0, 16) << ", target "
+            << report->compile.target.cpu << "\n";
+  for (const OutputComparison& c : report->outputs) {
+    std::cout << absl::StrFormat("%s %s/%s: max_abs_err=%.3g max_rel_err=%.3g%s\n",
+                                 c.pass ? "PASS" : "FAIL", c.data_set, c.name, c.max_abs_error,
+                                 c.max_rel_error, c.error.empty() ? "" : " (" + c.error + ")");
+  }
+  std::cout << (report->all_pass ? "PASS" : "FAIL") << " " << args.positional[0] << "\n";
+  return report->all_pass ? 0 : 1;
+}
+
+std::string BindingText(const kiln::v1::Binding& b) {
+  switch (b.kind()) {
+    case kiln::v1::Binding::INPUT: return absl::StrCat("input", b.index());
+    case kiln::v1::Binding::OUTPUT: return absl::StrCat("output", b.index());
+    case kiln::v1::Binding::WEIGHT: return absl::StrCat("weights+", b.offset());
+    default: return absl::StrCat("arena+", b.offset());
+  }
+}
+
+std::string SpecText(const kiln::v1::TensorSpec& s) {
+  return absl::StrCat(s.name(), ": ", s.dtype(), "[", absl::StrJoin(s.shape(), ","), "]");
+}
+
+int Inspect(int argc, char** argv) {
+  Args args = ParseArgs(argc, argv, 2, {});
+  if (!args.error.empty()) return Fail(args.error);
+  if (args.positional.size() != 1) return Fail("inspect: expected one OUT.kiln");
+  auto artifact = runtime::ReadArtifactFile(args.positional[0]);
+  if (!artifact.ok()) return FailStatus(artifact.status());
+  const kiln::v1::Manifest& m = artifact->manifest;
+  std::cout << "artifact:         " << args.positional[0] << "\n"
+            << "graph hash:       " << m.graph_hash() << "\n"
+            << "target:           " << m.target_key() << "\n"
+            << "compiler version: " << m.compiler_version() << "\n"
+            << "abi version:      " << m.abi_version() << "\n"
+            << "code:             " << artifact->code.size() << " bytes (ELF shared object)\n"
+            << "weights:          " << m.weights_bytes() << " bytes\n"
+            << "arena:            " << m.arena_bytes() << " bytes (" << m.arena_bytes_no_reuse()
+            << " without buffer reuse)\n";
+  for (const auto& in : m.inputs()) std::cout << "input:  " << SpecText(in) << "\n";
+  for (const auto& out : m.outputs()) std::cout << "output: " << SpecText(out) << "\n";
+  std::cout << "kernels (" << m.kernels_size() << "):\n";
+  for (const auto& k : m.kernels()) {
+    std::vector<std::string> args_text;
+    for (const auto& b : k.args()) args_text.push_back(BindingText(b));
+    std::cout << "  " << k.symbol() << "  " << k.fused_ops() << "  (" << absl::StrJoin(args_text, ", ")
+              << ")\n";
+    for (absl::string_view line : absl::StrSplit(k.schedule(), '\n', absl::SkipEmpty())) {
+      std::cout << "      " << line << "\n";
+    }
+  }
+  std::cout << "memory plan (" << m.buffers_size() << " buffers):\n";
+  for (const auto& b : m.buffers()) {
+    std::cout << absl::StrFormat("  %-40s offset %10d size %10d live kernels %d..%d\n", b.name(),
+                                 b.offset(), b.size_bytes(), b.first_kernel(), b.last_kernel());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace kiln::client
+
+int main(int argc, char** argv) {
+  using namespace kiln::client;
+  if (argc < 2) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  std::string cmd = argv[1];
+  if (cmd == "compile") return Compile(argc, argv);
+  if (cmd == "run") return Run(argc, argv);
+  if (cmd == "check") return Check(argc, argv);
+  if (cmd == "inspect") return Inspect(argc, argv);
+  if (cmd == "-h" || cmd == "--help" || cmd == "help") {
+    std::cout << kUsage;
+    return 0;
+  }
+  std::cerr << "kiln: unknown command '" << cmd << "'\n" << kUsage;
+  return 2;
+}

@@ -1,0 +1,93 @@
+// The compile pipeline: the named stages from model to artifact.
+#include "compiler_core/pipeline/compile.h"
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/codegen/llvm/codegen.h"
+#include "compiler_core/importer/onnx/importer.h"
+#include "compiler_core/ir/graph/graph_hash.h"
+#include "compiler_core/ir/graph/printer.h"
+#include "compiler_core/passes/graph/pass.h"
+#include "compiler_core/pipeline/kernel_plan.h"
+#include "compiler_core/runtime/abi.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::pipeline {
+namespace {
+
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+}  // namespace
+
+absl::StatusOr<CompileResult> CompileGraph(std::unique_ptr<graph::Graph> graph,
+                                           const CompileOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  auto print = [&](const std::string& stage, const std::string& ir) {
+    if (options.printer) {
+      options.printer(stage, ir);
+    } else {
+      std::cerr << "// ----- IR after " << stage << " -----\n" << ir;
+    }
+  };
+  auto print_stage = [&](const std::string& stage) {
+    const auto& want = options.print_ir_after;
+    return std::find(want.begin(), want.end(), stage) != want.end() ||
+           std::find(want.begin(), want.end(), "all") != want.end();
+  };
+
+  CompileResult result;
+  KILN_ASSIGN_OR_RETURN(result.target, codegen::ResolveTarget(options.target));
+  result.graph_hash = graph::GraphHash(*graph);
+  if (print_stage("import")) print("import", graph::PrintGraph(*graph));
+
+  auto passes_start = std::chrono::steady_clock::now();
+  passes::PipelineOptions pass_options;
+  pass_options.print_after = options.print_ir_after;
+  pass_options.printer = [&](std::string_view pass, const std::string& ir) {
+    print(std::string(pass), ir);
+  };
+  KILN_RETURN_IF_ERROR(passes::RunPasses(*graph, passes::DefaultPassPipeline(), pass_options));
+  result.timings.passes_ms = MsSince(passes_start);
+
+  auto lower_start = std::chrono::steady_clock::now();
+  KILN_ASSIGN_OR_RETURN(KernelPlan plan,
+                        BuildKernelPlan(*graph, result.target, print_stage, print));
+  result.timings.lower_ms = MsSince(lower_start);
+
+  auto codegen_start = std::chrono::steady_clock::now();
+  KILN_ASSIGN_OR_RETURN(std::string code,
+                        codegen::CompileToSharedObject(plan.funcs, result.target));
+  result.timings.codegen_ms = MsSince(codegen_start);
+
+  kiln::v1::Manifest& m = plan.manifest;
+  m.set_abi_version(KILN_ABI_VERSION);
+  m.set_graph_hash(result.graph_hash);
+  m.set_target_key(result.target.Key());
+  m.set_compiler_version(kCompilerVersion);
+  m.set_model_name(graph->name());
+  result.artifact.manifest = std::move(m);
+  result.artifact.code = std::move(code);
+  result.artifact.weights = std::move(plan.weights);
+  result.timings.total_ms = MsSince(start);
+  return result;
+}
+
+absl::StatusOr<CompileResult> CompileModelFile(const std::string& model_path,
+                                               const CompileOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<graph::Graph> graph,
+                        importer::ImportOnnxFile(model_path));
+  double import_ms = MsSince(start);
+  KILN_ASSIGN_OR_RETURN(CompileResult result, CompileGraph(std::move(graph), options));
+  result.timings.import_ms = import_ms;
+  result.timings.total_ms += import_ms;
+  return result;
+}
+
+}  // namespace kiln::pipeline

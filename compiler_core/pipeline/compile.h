@@ -1,0 +1,59 @@
+// The one entry point of compiler_core: CompileOptions + model + target → artifact.
+// Stages: import → graph passes → lowering of each fused group → schedule → LLVM codegen →
+// memory planning → artifact.
+#ifndef KILN_COMPILER_CORE_PIPELINE_COMPILE_H_
+#define KILN_COMPILER_CORE_PIPELINE_COMPILE_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler_core/ir/graph/graph.h"
+#include "compiler_core/runtime/artifact.h"
+#include "compiler_core/support/target.h"
+
+namespace kiln::pipeline {
+
+/// The compiler's version, part of every artifact's cache key.
+inline constexpr char kCompilerVersion[] = "kiln-0.1.0";
+
+/// Options of one compile. No global state: everything a compile depends on is here.
+struct CompileOptions {
+  /// Target spec: "host" or "cpu:<llvm cpu name>" (see codegen::ResolveTarget).
+  std::string target = "host";
+  /// Graph pass names after which to print the graph IR ("all" for every pass), plus the
+  /// pseudo-stages "import" (graph IR as imported), "lower" (loop IR before scheduling) and
+  /// "schedule" (loop IR after scheduling).
+  std::vector<std::string> print_ir_after;
+  /// Receives printed IR; stderr when unset.
+  std::function<void(const std::string& stage, const std::string& ir)> printer;
+};
+
+/// Wall-clock time per stage, in ms.
+struct CompileTimings {
+  double import_ms = 0, passes_ms = 0, lower_ms = 0, codegen_ms = 0, total_ms = 0;
+};
+
+struct CompileResult {
+  runtime::Artifact artifact;
+  std::string graph_hash;  // of the imported graph, before optimization
+  Target target;
+  CompileTimings timings;
+};
+
+/// Compiles the ONNX model at `model_path`.
+/// Errors: those of the importer (kNotFound, kInvalidArgument, kUnimplemented), of target
+/// resolution (kInvalidArgument), of lowering (kUnimplemented naming the node) and kInternal
+/// for a failed pass verification or code generation.
+absl::StatusOr<CompileResult> CompileModelFile(const std::string& model_path,
+                                               const CompileOptions& options);
+
+/// Compiles an already imported graph (consumed: passes rewrite it).
+absl::StatusOr<CompileResult> CompileGraph(std::unique_ptr<graph::Graph> graph,
+                                           const CompileOptions& options);
+
+}  // namespace kiln::pipeline
+
+#endif  // KILN_COMPILER_CORE_PIPELINE_COMPILE_H_

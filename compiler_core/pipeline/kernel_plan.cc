@@ -1,0 +1,295 @@
+// Group lowering, argument binding and memory planning for the artifact's kernel sequence.
+#include "compiler_core/pipeline/kernel_plan.h"
+
+#include <map>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler_core/ir/loop/printer.h"
+#include "compiler_core/lowering/lower.h"
+#include "compiler_core/pipeline/memory_plan.h"
+#include "compiler_core/schedule/schedule.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::pipeline {
+namespace {
+
+using graph::Node;
+using graph::OpKind;
+using graph::Value;
+
+constexpr int64_t kAlignment = 64;
+
+int64_t AlignUp(int64_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
+
+/// Ops that only reinterpret their first input's row-major data with a new shape.
+bool IsViewOp(OpKind op) {
+  return op == OpKind::kReshape || op == OpKind::kFlatten || op == OpKind::kSqueeze ||
+         op == OpKind::kUnsqueeze || op == OpKind::kIdentity;
+}
+
+kiln::v1::TensorSpec Spec(const Value* v) {
+  kiln::v1::TensorSpec spec;
+  spec.set_name(v->name());
+  spec.set_dtype(DTypeName(v->type().dtype));
+  for (int64_t d : v->type().shape) spec.add_shape(d);
+  return spec;
+}
+
+class Planner {
+ public:
+  Planner(const graph::Graph& graph, const Target& target,
+          const std::function<bool(const std::string&)>& print_stage,
+          const std::function<void(const std::string&, const std::string&)>& print)
+      : graph_(graph), target_(target), print_stage_(print_stage), print_(print) {}
+
+  absl::StatusOr<KernelPlan> Build() {
+    for (size_t i = 0; i < graph_.inputs().size(); ++i) input_index_[graph_.inputs()[i]] = i;
+    KILN_RETURN_IF_ERROR(LowerGroups());
+    KILN_RETURN_IF_ERROR(AddOutputCopies());
+    PackWeights();
+    PlanArena();
+    return Finish();
+  }
+
+ private:
+  // Storage root of a value: views alias their source.
+  const Value* Root(const Value* v) const {
+    auto it = view_source_.find(v);
+    while (it != view_source_.end()) {
+      v = it->second;
+      it = view_source_.find(v);
+    }
+    return v;
+  }
+
+  absl::Status LowerGroups() {
+    std::vector<Node*> nodes = graph_.nodes();
+    // Emit each group where its last member stands: by then every value any member reads from
+    // outside the group has been produced.
+    std::map<int, std::vector<const Node*>> members;
+    std::map<int, int> last_position;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      int group = nodes[i]->fusion_group();
+      if (group < 0) group = -1 - static_cast<int>(i);  // unfused: its own group
+      members[group].push_back(nodes[i]);
+      last_position[group] = static_cast<int>(i);
+    }
+    std::vector<std::pair<int, int>> order;  // (last position, group)
+    for (const auto& [group, pos] : last_position) order.push_back({pos, group});
+    std::sort(order.begin(), order.end());
+    for (const auto& [pos, group] : order) {
+      const std::vector<const Node*>& group_nodes = members[group];
+      const Node* anchor = group_nodes.front();
+      if (group_nodes.size() == 1 && IsViewOp(anchor->op())) {
+        view_source_[anchor->output(0)] = anchor->input(0);
+        continue;
+      }
+      std::string name = absl::StrCat("kernel_", kernels_.size());
+      KILN_ASSIGN_OR_RETURN(lowering::LoweredKernel lowered, lowering::LowerGroup(group_nodes, name));
+      std::vector<std::string> ops;
+      for (const Node* n : group_nodes) ops.push_back(n->info().name);
+      KILN_RETURN_IF_ERROR(AddKernel(std::move(lowered), absl::StrJoin(ops, "+")));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status AddKernel(lowering::LoweredKernel lowered, std::string fused_ops) {
+    if (print_stage_("lower")) print_("lower", loop::PrintFunc(lowered.func));
+    schedule::Schedule sched = schedule::DefaultSchedule(lowered.func, target_);
+    absl::Status st = schedule::ApplySchedule(sched, lowered.func);
+    if (!st.ok()) {
+      return absl::InternalError(absl::StrCat("default schedule of ", lowered.func.name, " (",
+                                              fused_ops, ") failed: ", st.message()));
+    }
+    if (print_stage_("schedule")) print_("schedule", loop::PrintFunc(lowered.func));
+    Kernel k;
+    k.fused_ops = std::move(fused_ops);
+    k.schedule = sched.ToString();
+    k.lowered = std::move(lowered);
+    kernels_.push_back(std::move(k));
+    return absl::OkStatus();
+  }
+
+  // Every graph output needs a kernel that writes it into the caller's output buffer. A value
+  // computed by a kernel is written there directly; anything else (a graph input, a constant, a
+  // view, a value listed as an output twice) gets a copy kernel.
+  absl::Status AddOutputCopies() {
+    std::unordered_map<const Value*, bool> produced_by_kernel;
+    for (const Kernel& k : kernels_) produced_by_kernel[k.lowered.result] = true;
+    for (size_t i = 0; i < graph_.outputs().size(); ++i) {
+      const Value* out = graph_.outputs()[i];
+      if (produced_by_kernel.count(out) && !output_index_.count(out)) {
+        output_index_[out] = static_cast<int>(i);
+        continue;
+      }
+      std::string name = absl::StrCat("kernel_", kernels_.size());
+      KILN_ASSIGN_OR_RETURN(lowering::LoweredKernel copy, lowering::LowerCopy(out, out, name));
+      copy_outputs_[kernels_.size()] = static_cast<int>(i);
+      KILN_RETURN_IF_ERROR(AddKernel(std::move(copy), "Copy"));
+    }
+    return absl::OkStatus();
+  }
+
+  void PackWeights() {
+    for (const Kernel& k : kernels_) {
+      for (const Value* v : k.lowered.param_values) {
+        const Value* r = Root(v);
+        if (!r->is_constant() || weight_offset_.count(r)) continue;
+        int64_t offset = AlignUp(static_cast<int64_t>(weights_.size()));
+        weights_.resize(offset, '\0');
+        const Tensor& t = *r->constant();
+        weights_.append(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
+        weight_offset_[r] = offset;
+      }
+    }
+    weights_.resize(AlignUp(static_cast<int64_t>(weights_.size())), '\0');
+  }
+
+  bool InArena(const Value* root) const {
+    return !root->is_constant() && !input_index_.count(root) && !output_index_.count(root);
+  }
+
+  void PlanArena() {
+    // Live ranges of arena roots, in kernel indices.
+    std::map<int, BufferRequest> by_value_id;  // ordered by value id for determinism
+    std::unordered_map<int, const Value*> value_of_id;
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      const lowering::LoweredKernel& lk = kernels_[k].lowered;
+      for (size_t p = 0; p < lk.param_values.size(); ++p) {
+        const Value* r = Root(lk.param_values[p]);
+        if (copy_outputs_.count(k) && p + 1 == lk.param_values.size()) continue;  // output slot
+        if (!InArena(r)) continue;
+        auto [it, inserted] = by_value_id.try_emplace(r->id());
+        BufferRequest& req = it->second;
+        if (inserted) {
+          req.name = r->name().empty() ? absl::StrCat("v", r->id()) : r->name();
+          req.size_bytes = r->type().NumBytes();
+          req.first_use = static_cast<int>(k);
+          value_of_id[r->id()] = r;
+        }
+        req.last_use = static_cast<int>(k);
+      }
+    }
+    std::vector<BufferRequest> requests;
+    std::vector<const Value*> request_values;
+    for (auto& [id, req] : by_value_id) {
+      requests.push_back(req);
+      request_values.push_back(value_of_id[id]);
+    }
+    // Workspaces live during their kernel only.
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      for (const loop::BufferRef& ws : kernels_[k].lowered.func.workspaces) {
+        requests.push_back({absl::StrCat(kernels_[k].lowered.func.name, ".", ws->name),
+                            ws->NumBytes(), static_cast<int>(k), static_cast<int>(k)});
+        request_values.push_back(nullptr);
+        workspace_request_[{k, ws->name}] = requests.size() - 1;
+      }
+    }
+    plan_ = PlanMemory(requests);
+    requests_ = std::move(requests);
+    for (size_t i = 0; i < request_values.size(); ++i) {
+      if (request_values[i] != nullptr) arena_offset_[request_values[i]] = plan_.offsets[i];
+    }
+  }
+
+  kiln::v1::Binding BindingFor(const Value* v) const {
+    kiln::v1::Binding b;
+    const Value* r = Root(v);
+    b.set_size_bytes(v->type().NumBytes());
+    if (auto it = input_index_.find(r); it != input_index_.end()) {
+      b.set_kind(kiln::v1::Binding::INPUT);
+      b.set_index(static_cast<int64_t>(it->second));
+    } else if (r->is_constant()) {
+      b.set_kind(kiln::v1::Binding::WEIGHT);
+      b.set_offset(weight_offset_.at(r));
+    } else if (auto it = output_index_.find(r); it != output_index_.end()) {
+      b.set_kind(kiln::v1::Binding::OUTPUT);
+      b.set_index(it->second);
+    } else {
+      b.set_kind(kiln::v1::Binding::ARENA);
+      b.set_offset(arena_offset_.at(r));
+    }
+    return b;
+  }
+
+  absl::StatusOr<KernelPlan> Finish() {
+    KernelPlan plan;
+    kiln::v1::Manifest& m = plan.manifest;
+    for (const Value* in : graph_.inputs()) *m.add_inputs() = Spec(in);
+    for (const Value* out : graph_.outputs()) *m.add_outputs() = Spec(out);
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      Kernel& kernel = kernels_[k];
+      kiln::v1::KernelCall* call = m.add_kernels();
+      call->set_symbol(kernel.lowered.func.name);
+      call->set_fused_ops(kernel.fused_ops);
+      call->set_schedule(kernel.schedule);
+      const auto& params = kernel.lowered.param_values;
+      for (size_t p = 0; p < params.size(); ++p) {
+        if (auto it = copy_outputs_.find(k); it != copy_outputs_.end() && p + 1 == params.size()) {
+          kiln::v1::Binding* b = call->add_args();
+          b->set_kind(kiln::v1::Binding::OUTPUT);
+          b->set_index(it->second);
+          b->set_size_bytes(params[p]->type().NumBytes());
+          continue;
+        }
+        *call->add_args() = BindingFor(params[p]);
+      }
+      for (const loop::BufferRef& ws : kernel.lowered.func.workspaces) {
+        kiln::v1::Binding* b = call->add_args();
+        b->set_kind(kiln::v1::Binding::ARENA);
+        b->set_offset(plan_.offsets[workspace_request_.at({k, ws->name})]);
+        b->set_size_bytes(ws->NumBytes());
+      }
+      plan.funcs.push_back(std::move(kernel.lowered.func));
+    }
+    m.set_arena_bytes(plan_.arena_bytes);
+    m.set_arena_bytes_no_reuse(plan_.arena_bytes_no_reuse);
+    for (size_t i = 0; i < requests_.size(); ++i) {
+      kiln::v1::PlannedBuffer* pb = m.add_buffers();
+      pb->set_name(requests_[i].name);
+      pb->set_offset(plan_.offsets[i]);
+      pb->set_size_bytes(requests_[i].size_bytes);
+      pb->set_first_kernel(requests_[i].first_use);
+      pb->set_last_kernel(requests_[i].last_use);
+    }
+    m.set_weights_bytes(static_cast<int64_t>(weights_.size()));
+    plan.weights = std::move(weights_);
+    return plan;
+  }
+
+  struct Kernel {
+    lowering::LoweredKernel lowered;
+    std::string fused_ops;
+    std::string schedule;
+  };
+
+  const graph::Graph& graph_;
+  const Target& target_;
+  const std::function<bool(const std::string&)>& print_stage_;
+  const std::function<void(const std::string&, const std::string&)>& print_;
+
+  std::vector<Kernel> kernels_;
+  std::unordered_map<const Value*, const Value*> view_source_;
+  std::unordered_map<const Value*, size_t> input_index_;
+  std::unordered_map<const Value*, int> output_index_;
+  std::map<size_t, int> copy_outputs_;  // kernel index → graph output index it writes
+  std::unordered_map<const Value*, int64_t> weight_offset_;
+  std::unordered_map<const Value*, int64_t> arena_offset_;
+  std::map<std::pair<size_t, std::string>, size_t> workspace_request_;
+  std::vector<BufferRequest> requests_;
+  MemoryPlan plan_;
+  std::string weights_;
+};
+
+}  // namespace
+
+absl::StatusOr<KernelPlan> BuildKernelPlan(
+    const graph::Graph& graph, const Target& target,
+    const std::function<bool(const std::string&)>& print_stage,
+    const std::function<void(const std::string&, const std::string&)>& print) {
+  return Planner(graph, target, print_stage, print).Build();
+}
+
+}  // namespace kiln::pipeline

@@ -1,0 +1,36 @@
+// Turns an optimized, fused graph into the sequence of kernel calls of an artifact: lowers and
+// schedules each fusion group, resolves view ops (Reshape, Flatten, ...) to aliases, binds every
+// kernel argument to an input, output, weight or arena slot, and plans the arena.
+#ifndef KILN_COMPILER_CORE_PIPELINE_KERNEL_PLAN_H_
+#define KILN_COMPILER_CORE_PIPELINE_KERNEL_PLAN_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler_core/ir/graph/graph.h"
+#include "compiler_core/ir/loop/loop_ir.h"
+#include "compiler_core/support/target.h"
+#include "kiln/v1/artifact.pb.h"
+
+namespace kiln::pipeline {
+
+/// The kernels of a model and everything the manifest needs besides the code.
+struct KernelPlan {
+  std::vector<loop::Func> funcs;   // scheduled, one per kernel call, in call order
+  kiln::v1::Manifest manifest;     // inputs, outputs, kernels (with bindings), arena, buffers
+  std::string weights;             // packed constants, 64-byte aligned, at WEIGHT offsets
+};
+
+/// Builds the kernel plan of `graph`, which must have been through the fusion pass.
+/// `print` receives loop IR for the stages "lower" and "schedule" when `print_stage` says so.
+/// Errors: kUnimplemented from lowering (naming the node), kInternal if a schedule fails.
+absl::StatusOr<KernelPlan> BuildKernelPlan(
+    const graph::Graph& graph, const Target& target,
+    const std::function<bool(const std::string&)>& print_stage,
+    const std::function<void(const std::string&, const std::string&)>& print);
+
+}  // namespace kiln::pipeline
+
+#endif  // KILN_COMPILER_CORE_PIPELINE_KERNEL_PLAN_H_

@@ -1,0 +1,226 @@
+// Artifact file format: serialization, verified parsing (magic, version, sizes, SHA-256,
+// manifest) and atomic file writes (temp file in the same directory, fsync, rename).
+#include "compiler_core/runtime/artifact.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "compiler_core/support/sha256.h"
+
+namespace kiln::runtime {
+namespace {
+
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'A', 'R', 'T', '\0'};
+constexpr size_t kHeaderSize = 72;
+constexpr size_t kChecksumOffset = 40;
+
+void PutLe(std::string& out, size_t offset, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out[offset + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+
+uint64_t GetLe(std::string_view in, size_t offset, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) {
+    v |= static_cast<uint64_t>(static_cast<uint8_t>(in[offset + i])) << (8 * i);
+  }
+  return v;
+}
+
+std::array<uint8_t, 32> PayloadDigest(std::string_view payload) {
+  Sha256 sha;
+  sha.Update(payload);
+  return sha.Digest();
+}
+
+absl::Status ErrnoStatus(int err, const std::string& what) {
+  std::string message = absl::StrCat(what, ": ", std::strerror(err));
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+      return absl::NotFoundError(message);
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return absl::PermissionDeniedError(message);
+    case ENOSPC:
+    case EDQUOT:
+      return absl::ResourceExhaustedError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+// Writes all of `data` to `fd`, retrying short writes and EINTR.
+bool WriteAll(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string SerializeArtifact(const Artifact& artifact) {
+  std::string manifest;
+  artifact.manifest.SerializeToString(&manifest);
+  const uint64_t m = manifest.size();
+  const uint64_t c = artifact.code.size();
+  const uint64_t w = artifact.weights.size();
+
+  std::string out(kHeaderSize, '\0');
+  out.reserve(kHeaderSize + m + c + w);
+  std::memcpy(out.data(), kMagic, sizeof(kMagic));
+  PutLe(out, 8, kArtifactFormatVersion, 4);
+  PutLe(out, 12, 0, 4);
+  PutLe(out, 16, m, 8);
+  PutLe(out, 24, c, 8);
+  PutLe(out, 32, w, 8);
+  out += manifest;
+  out += artifact.code;
+  out += artifact.weights;
+  std::array<uint8_t, 32> digest = PayloadDigest(std::string_view(out).substr(kHeaderSize));
+  std::memcpy(out.data() + kChecksumOffset, digest.data(), digest.size());
+  return out;
+}
+
+absl::StatusOr<Artifact> ParseArtifact(std::string_view bytes) {
+  if (bytes.size() < kHeaderSize) {
+    return absl::InvalidArgumentError(absl::StrCat("artifact is too short: ", bytes.size(),
+                                                   " bytes, the header alone is ", kHeaderSize));
+  }
+  if (std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
+    return absl::InvalidArgumentError("artifact has bad magic: not a kiln artifact file");
+  }
+  const uint32_t version = static_cast<uint32_t>(GetLe(bytes, 8, 4));
+  if (version != kArtifactFormatVersion) {
+    return absl::InvalidArgumentError(absl::StrCat("unsupported artifact format version ", version,
+                                                   ": this runtime reads version ",
+                                                   kArtifactFormatVersion));
+  }
+  const uint32_t reserved = static_cast<uint32_t>(GetLe(bytes, 12, 4));
+  if (reserved != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("artifact header reserved field is ", reserved, ", expected 0"));
+  }
+  const uint64_t m = GetLe(bytes, 16, 8);
+  const uint64_t c = GetLe(bytes, 24, 8);
+  const uint64_t w = GetLe(bytes, 32, 8);
+  // Sum with overflow checks: a corrupted size must not wrap around to a small total.
+  uint64_t total = kHeaderSize;
+  for (uint64_t part : {m, c, w}) {
+    if (part > UINT64_MAX - total) {
+      return absl::InvalidArgumentError(absl::StrCat("artifact section sizes overflow: manifest ",
+                                                     m, ", code ", c, ", weights ", w, " bytes"));
+    }
+    total += part;
+  }
+  if (total > bytes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("artifact is truncated: header says ", total,
+                                                   " bytes, file has ", bytes.size()));
+  }
+  if (total < bytes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("artifact has ", bytes.size() - total,
+                                                   " trailing bytes: header says ", total,
+                                                   " bytes, file has ", bytes.size()));
+  }
+  std::string_view payload = bytes.substr(kHeaderSize);
+  std::array<uint8_t, 32> digest = PayloadDigest(payload);
+  if (std::memcmp(digest.data(), bytes.data() + kChecksumOffset, digest.size()) != 0) {
+    return absl::InvalidArgumentError("artifact checksum mismatch: file is corrupted");
+  }
+  Artifact artifact;
+  if (!artifact.manifest.ParseFromArray(payload.data(), static_cast<int>(m))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("artifact manifest (", m, " bytes) does not parse as kiln.v1.Manifest"));
+  }
+  artifact.code.assign(payload.substr(m, c));
+  artifact.weights.assign(payload.substr(m + c, w));
+  return artifact;
+}
+
+absl::StatusOr<Artifact> ReadArtifactFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read artifact file '", path, "': ", std::strerror(errno)));
+  }
+  std::string bytes;
+  char buffer[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      return absl::NotFoundError(
+          absl::StrCat("cannot read artifact file '", path, "': ", std::strerror(err)));
+    }
+    if (n == 0) break;
+    bytes.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  absl::StatusOr<Artifact> artifact = ParseArtifact(bytes);
+  if (!artifact.ok()) {
+    return absl::Status(artifact.status().code(),
+                        absl::StrCat(artifact.status().message(), " (", path, ")"));
+  }
+  return artifact;
+}
+
+absl::Status WriteArtifactFile(const std::string& path, const Artifact& artifact) {
+  const std::string bytes = SerializeArtifact(artifact);
+  const size_t slash = path.rfind('/');
+  const std::string dir =
+      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+
+  // A unique sibling name; O_EXCL with mode 0666 so that the umask applies as for any file.
+  static std::atomic<uint64_t> counter{0};
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; fd < 0; ++attempt) {
+    tmp = absl::StrCat(path, ".tmp.", ::getpid(), ".", counter.fetch_add(1));
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && (errno != EEXIST || attempt == 100)) {
+      return ErrnoStatus(errno, absl::StrCat("cannot create temp file '", tmp, "'"));
+    }
+  }
+  auto fail = [&](const std::string& what) {
+    absl::Status status = ErrnoStatus(errno, absl::StrCat(what, " '", tmp, "'"));
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    return status;
+  };
+  if (!WriteAll(fd, bytes.data(), bytes.size())) return fail("cannot write");
+  if (::fsync(fd) != 0) return fail("cannot fsync");
+  if (::close(fd) != 0) {
+    fd = -1;
+    return fail("cannot close");
+  }
+  fd = -1;
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    return fail(absl::StrCat("cannot rename to '", path, "' from"));
+  }
+  // Make the rename itself durable.
+  int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::runtime

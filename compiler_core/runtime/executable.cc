@@ -1,0 +1,394 @@
+// Executable: loads an artifact's shared object from memory (memfd + dlopen), resolves its kernel
+// symbols, owns the aligned weights and arena, and runs the kernel sequence on a thread pool.
+#include "compiler_core/runtime/executable.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler_core/runtime/abi.h"
+#include "compiler_core/runtime/thread_pool.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::runtime {
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+struct FreeDeleter {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+using AlignedBuffer = std::unique_ptr<uint8_t[], FreeDeleter>;
+
+// A zero-filled 64-byte-aligned buffer of at least `size` bytes (never null).
+AlignedBuffer AllocateAligned(size_t size) {
+  const size_t rounded =
+      std::max<size_t>(kAlignment, (size + kAlignment - 1) / kAlignment * kAlignment);
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kAlignment, rounded));
+  if (p == nullptr) return nullptr;
+  std::memset(p, 0, rounded);
+  return AlignedBuffer(p);
+}
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
+}
+
+bool WriteAll(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// A shared object loaded from memory. The file descriptor behind the path stays open while the
+// object is loaded: the dynamic loader identifies objects by path name, so reusing the number
+// for a second artifact while the first is still mapped would hand back the first one.
+struct LoadedCode {
+  void* handle = nullptr;
+  int fd = -1;
+  std::string path;
+
+  ~LoadedCode() {
+    if (handle != nullptr) {
+      ::dlclose(handle);
+      // If something pinned the object (NODELETE), keep the name (our fd) reserved forever.
+      void* still = ::dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+      if (still != nullptr) {
+        ::dlclose(still);
+        return;
+      }
+    }
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+absl::Status DlopenError(const std::string& what) {
+  const char* err = ::dlerror();
+  return absl::InternalError(absl::StrCat(what, ": ", err != nullptr ? err : "unknown error"));
+}
+
+// Tries to dlopen `path`, first making sure that no loaded object already has that name.
+absl::StatusOr<void*> DlopenFresh(const std::string& path) {
+  if (void* existing = ::dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
+    ::dlclose(existing);
+    return absl::AlreadyExistsError(absl::StrCat("an object named ", path, " is already loaded"));
+  }
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) return DlopenError("cannot load the artifact's shared object");
+  return handle;
+}
+
+absl::Status LoadFromMemfd(const std::string& code, LoadedCode& out) {
+  int fd = ::memfd_create("kiln-artifact", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) {
+    return absl::UnavailableError(absl::StrCat("memfd_create: ", std::strerror(errno)));
+  }
+  if (!WriteAll(fd, code.data(), code.size())) {
+    int err = errno;
+    ::close(fd);
+    return absl::InternalError(absl::StrCat("cannot write code to memfd: ", std::strerror(err)));
+  }
+  // The code is final: seal it so that nothing can change it under the loader (best effort).
+  ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+  std::string path = absl::StrCat("/proc/self/fd/", fd);
+  if (::access(path.c_str(), R_OK) != 0) {
+    ::close(fd);
+    return absl::UnavailableError(absl::StrCat(path, " is not accessible (no /proc?)"));
+  }
+  absl::StatusOr<void*> handle = DlopenFresh(path);
+  if (!handle.ok()) {
+    ::close(fd);
+    return handle.status();
+  }
+  out.handle = *handle;
+  out.fd = fd;
+  out.path = std::move(path);
+  return absl::OkStatus();
+}
+
+// Fallback where memfd or /proc is unavailable: an unlinked temp file, its fd kept open.
+absl::Status LoadFromTempFile(const std::string& code, LoadedCode& out) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string path_template =
+      absl::StrCat(tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp", "/kiln-code-XXXXXX");
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    std::string path = path_template;
+    int fd = ::mkostemp(path.data(), O_CLOEXEC);
+    if (fd < 0) {
+      return absl::InternalError(
+          absl::StrCat("cannot create temp file for code: ", std::strerror(errno)));
+    }
+    if (!WriteAll(fd, code.data(), code.size())) {
+      int err = errno;
+      ::close(fd);
+      ::unlink(path.c_str());
+      return absl::InternalError(absl::StrCat("cannot write code: ", std::strerror(err)));
+    }
+    absl::StatusOr<void*> handle = DlopenFresh(path);
+    ::unlink(path.c_str());
+    if (handle.ok()) {
+      out.handle = *handle;
+      out.fd = fd;
+      out.path = std::move(path);
+      return absl::OkStatus();
+    }
+    ::close(fd);
+    if (!absl::IsAlreadyExists(handle.status())) return handle.status();
+  }
+  return absl::InternalError("cannot find an unused name to load the artifact's code");
+}
+
+// Checks what Load relies on: binding kinds, indices and bounds, and tensor specs.
+absl::Status ValidateManifest(const kiln::v1::Manifest& m, int64_t weights_size) {
+  if (m.abi_version() != KILN_ABI_VERSION) {
+    return absl::InvalidArgumentError(absl::StrCat("artifact abi version ", m.abi_version(),
+                                                   " is not supported: this runtime implements "
+                                                   "kiln abi version ",
+                                                   KILN_ABI_VERSION));
+  }
+  // weights_bytes 0 means "not recorded" (hand-written manifests); otherwise it must agree.
+  if (m.weights_bytes() != 0 && m.weights_bytes() != weights_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("manifest says weights_bytes is ", m.weights_bytes(),
+                     " but the weights section has ", weights_size, " bytes"));
+  }
+  if (m.arena_bytes() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("arena_bytes is negative: ", m.arena_bytes()));
+  }
+  auto check_specs = [](const auto& specs, const char* what) -> absl::Status {
+    for (int i = 0; i < specs.size(); ++i) {
+      const kiln::v1::TensorSpec& spec = specs[i];
+      if (!ParseDType(spec.dtype()).has_value()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, " ", i, " ('", spec.name(), "') has unknown dtype '", spec.dtype(), "'"));
+      }
+      for (int64_t d : spec.shape()) {
+        if (d < 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              what, " ", i, " ('", spec.name(), "') has a negative dimension in shape ",
+              ShapeString({spec.shape().begin(), spec.shape().end()})));
+        }
+      }
+    }
+    return absl::OkStatus();
+  };
+  KILN_RETURN_IF_ERROR(check_specs(m.inputs(), "input"));
+  KILN_RETURN_IF_ERROR(check_specs(m.outputs(), "output"));
+  for (int k = 0; k < m.kernels_size(); ++k) {
+    const kiln::v1::KernelCall& call = m.kernels(k);
+    for (int a = 0; a < call.args_size(); ++a) {
+      const kiln::v1::Binding& b = call.args(a);
+      std::string where = absl::StrCat("kernel ", k, " (", call.symbol(), ") argument ", a);
+      switch (b.kind()) {
+        case kiln::v1::Binding::INPUT:
+          if (b.index() < 0 || b.index() >= m.inputs_size()) {
+            return absl::InvalidArgumentError(absl::StrCat(where, " binds input ", b.index(),
+                                                           " but the model has ", m.inputs_size(),
+                                                           " inputs"));
+          }
+          break;
+        case kiln::v1::Binding::OUTPUT:
+          if (b.index() < 0 || b.index() >= m.outputs_size()) {
+            return absl::InvalidArgumentError(absl::StrCat(where, " binds output ", b.index(),
+                                                           " but the model has ", m.outputs_size(),
+                                                           " outputs"));
+          }
+          break;
+        case kiln::v1::Binding::WEIGHT:
+          if (b.offset() < 0 || b.size_bytes() < 0 || b.offset() > weights_size ||
+              b.size_bytes() > weights_size - b.offset()) {
+            return absl::InvalidArgumentError(absl::StrCat(where, " binds weights [", b.offset(),
+                                                           ", +", b.size_bytes(), ") outside the ",
+                                                           weights_size, "-byte weights section"));
+          }
+          break;
+        case kiln::v1::Binding::ARENA:
+          if (b.offset() < 0 || b.size_bytes() < 0 || b.offset() > m.arena_bytes() ||
+              b.size_bytes() > m.arena_bytes() - b.offset()) {
+            return absl::InvalidArgumentError(absl::StrCat(where, " binds arena [", b.offset(),
+                                                           ", +", b.size_bytes(), ") outside the ",
+                                                           m.arena_bytes(), "-byte arena"));
+          }
+          break;
+        default:
+          return absl::InvalidArgumentError(
+              absl::StrCat(where, " has unknown binding kind ", static_cast<int>(b.kind())));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+struct Executable::Impl {
+  Artifact artifact;  // manifest kept; code and weights cleared after loading
+  std::vector<TensorType> input_types;
+  std::vector<TensorType> output_types;
+  LoadedCode code;
+  std::vector<kiln_kernel_fn> kernels;
+  std::vector<std::vector<void*>> args;  // per kernel call, refilled by Run
+  AlignedBuffer weights;
+  AlignedBuffer arena;
+  std::unique_ptr<ThreadPool> pool;
+  kiln_context context{};
+};
+
+Executable::Executable() : impl_(std::make_unique<Impl>()) {}
+Executable::~Executable() = default;
+
+const kiln::v1::Manifest& Executable::manifest() const { return impl_->artifact.manifest; }
+
+absl::StatusOr<std::unique_ptr<Executable>> Executable::Load(Artifact artifact, int num_threads) {
+  const kiln::v1::Manifest& m = artifact.manifest;
+  KILN_RETURN_IF_ERROR(ValidateManifest(m, static_cast<int64_t>(artifact.weights.size())));
+
+  std::unique_ptr<Executable> exe(new Executable());
+  Impl& impl = *exe->impl_;
+  auto to_types = [](const auto& specs) {
+    std::vector<TensorType> types;
+    for (const kiln::v1::TensorSpec& spec : specs) {
+      types.push_back(
+          TensorType{*ParseDType(spec.dtype()), {spec.shape().begin(), spec.shape().end()}});
+    }
+    return types;
+  };
+  impl.input_types = to_types(m.inputs());
+  impl.output_types = to_types(m.outputs());
+
+  if (m.kernels_size() > 0) {
+    if (artifact.code.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("artifact has ", m.kernels_size(), " kernel calls but no code"));
+    }
+    absl::Status loaded = LoadFromMemfd(artifact.code, impl.code);
+    if (!loaded.ok() && !absl::IsInternal(loaded)) {
+      // memfd or /proc unavailable, or the name is taken: fall back to a temp file.
+      loaded = LoadFromTempFile(artifact.code, impl.code);
+    }
+    KILN_RETURN_IF_ERROR(loaded);
+  }
+  impl.kernels.reserve(m.kernels_size());
+  impl.args.reserve(m.kernels_size());
+  for (int k = 0; k < m.kernels_size(); ++k) {
+    const kiln::v1::KernelCall& call = m.kernels(k);
+    ::dlerror();
+    void* sym = ::dlsym(impl.code.handle, call.symbol().c_str());
+    if (sym == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("kernel ", k, ": symbol '", call.symbol(),
+                                                     "' is not exported by the artifact's code"));
+    }
+    impl.kernels.push_back(reinterpret_cast<kiln_kernel_fn>(sym));
+    impl.args.emplace_back(call.args_size(), nullptr);
+  }
+
+  impl.weights = AllocateAligned(artifact.weights.size());
+  impl.arena = AllocateAligned(static_cast<size_t>(m.arena_bytes()));
+  if (impl.weights == nullptr || impl.arena == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", artifact.weights.size(),
+                                                     " bytes of weights and ", m.arena_bytes(),
+                                                     " bytes of arena"));
+  }
+  if (!artifact.weights.empty()) {
+    std::memcpy(impl.weights.get(), artifact.weights.data(), artifact.weights.size());
+  }
+
+  if (num_threads <= 0)
+    num_threads = static_cast<int>(std::max<long>(1, ::sysconf(_SC_NPROCESSORS_ONLN)));
+  impl.pool = std::make_unique<ThreadPool>(num_threads);
+  impl.context.parallel_for = &ThreadPool::ParallelForTrampoline;
+  impl.context.pool = impl.pool.get();
+
+  // The code and weights now live in the loaded object and the aligned buffer.
+  artifact.code.clear();
+  artifact.code.shrink_to_fit();
+  artifact.weights.clear();
+  artifact.weights.shrink_to_fit();
+  impl.artifact = std::move(artifact);
+  return exe;
+}
+
+absl::StatusOr<std::vector<Tensor>> Executable::Run(const std::vector<const Tensor*>& inputs) {
+  Impl& impl = *impl_;
+  const kiln::v1::Manifest& m = impl.artifact.manifest;
+  if (static_cast<int>(inputs.size()) != m.inputs_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected ", m.inputs_size(), " inputs, got ", inputs.size()));
+  }
+  for (int i = 0; i < m.inputs_size(); ++i) {
+    const Tensor* t = inputs[i];
+    const TensorType& want = impl.input_types[i];
+    const std::string& name = m.inputs(i).name();
+    if (t == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("input ", i, " ('", name, "') is null"));
+    }
+    if (t->type.dtype != want.dtype) {
+      return absl::InvalidArgumentError(absl::StrCat("input ", i, " ('", name,
+                                                     "'): expected dtype ", DTypeName(want.dtype),
+                                                     ", got ", DTypeName(t->type.dtype)));
+    }
+    if (t->type.shape != want.shape) {
+      return absl::InvalidArgumentError(absl::StrCat("input ", i, " ('", name,
+                                                     "'): expected shape ", ShapeString(want.shape),
+                                                     ", got ", ShapeString(t->type.shape)));
+    }
+    if (static_cast<int64_t>(t->bytes.size()) != want.NumBytes()) {
+      return absl::InvalidArgumentError(absl::StrCat("input ", i, " ('", name, "') holds ",
+                                                     t->bytes.size(), " bytes of data, expected ",
+                                                     want.NumBytes(), " for ", want.ToString()));
+    }
+  }
+
+  std::vector<Tensor> outputs(impl.output_types.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    outputs[i].type = impl.output_types[i];
+    outputs[i].bytes.assign(static_cast<size_t>(outputs[i].type.NumBytes()), 0);
+  }
+
+  for (int k = 0; k < m.kernels_size(); ++k) {
+    const kiln::v1::KernelCall& call = m.kernels(k);
+    std::vector<void*>& args = impl.args[k];
+    for (int a = 0; a < call.args_size(); ++a) {
+      const kiln::v1::Binding& b = call.args(a);
+      switch (b.kind()) {
+        case kiln::v1::Binding::INPUT:
+          // Kernels never write their inputs; the ABI has no const pointers.
+          args[a] = const_cast<uint8_t*>(inputs[b.index()]->bytes.data());
+          break;
+        case kiln::v1::Binding::OUTPUT:
+          args[a] = outputs[b.index()].bytes.data();
+          break;
+        case kiln::v1::Binding::WEIGHT:
+          args[a] = impl.weights.get() + b.offset();
+          break;
+        case kiln::v1::Binding::ARENA:
+          args[a] = impl.arena.get() + b.offset();
+          break;
+        default:
+          args[a] = nullptr;  // rejected by ValidateManifest
+          break;
+      }
+    }
+    impl.kernels[k](&impl.context, args.data());
+  }
+  return outputs;
+}
+
+}  // namespace kiln::runtime

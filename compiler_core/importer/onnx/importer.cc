@@ -1,0 +1,246 @@
+// ONNX import driver: parses and checks the model, then builds the graph node by node through
+// the per-op builders, typing every value with the shape rules and cross-checking the types
+// ONNX shape inference found.
+#include "compiler_core/importer/onnx/importer.h"
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/importer/onnx/import_context.h"
+#include "compiler_core/importer/onnx/model_checks.h"
+#include "compiler_core/importer/onnx/tensor_proto.h"
+#include "compiler_core/ir/graph/verifier.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::importer {
+namespace {
+
+using graph::AttrMap;
+using graph::Graph;
+using graph::Value;
+using TypeMap = std::map<std::string, onnx::TypeProto>;
+
+absl::StatusOr<AttrMap> ConvertAttrs(const onnx::NodeProto& node) {
+  AttrMap attrs;
+  for (const auto& a : node.attribute()) {
+    switch (a.type()) {
+      case onnx::AttributeProto::INT: attrs.Set(a.name(), static_cast<int64_t>(a.i())); break;
+      case onnx::AttributeProto::FLOAT: attrs.Set(a.name(), a.f()); break;
+      case onnx::AttributeProto::STRING: attrs.Set(a.name(), a.s()); break;
+      case onnx::AttributeProto::INTS:
+        attrs.Set(a.name(), std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+        break;
+      case onnx::AttributeProto::FLOATS:
+        attrs.Set(a.name(), std::vector<float>(a.floats().begin(), a.floats().end()));
+        break;
+      case onnx::AttributeProto::TENSOR: {
+        KILN_ASSIGN_OR_RETURN(auto t, TensorFromProto(a.t(), ""));
+        attrs.Set(a.name(), std::shared_ptr<const Tensor>(std::move(t)));
+        break;
+      }
+      default:
+        return absl::UnimplementedError(absl::StrCat("node '", NodeDisplayName(node), "' (",
+                                                     node.op_type(), "): attribute '", a.name(),
+                                                     "' has an unsupported kind"));
+    }
+  }
+  return attrs;
+}
+
+// The tensor of a Constant node, from any of its value forms.
+absl::StatusOr<std::shared_ptr<const Tensor>> ConstantValue(const onnx::NodeProto& node,
+                                                            const AttrMap& attrs) {
+  if (auto t = attrs.GetTensor("value")) return t;
+  auto make = [](DType dtype, size_t n, bool scalar) {
+    TensorType type{dtype, {}};
+    if (!scalar) type.shape.push_back(static_cast<int64_t>(n));
+    return Tensor::Zeros(type);
+  };
+  for (const auto& a : node.attribute()) {
+    if (a.name() == "value_float") {
+      auto t = make(DType::kFloat32, 1, true);
+      *t->mutable_data<float>() = a.f();
+      return std::shared_ptr<const Tensor>(t);
+    }
+    if (a.name() == "value_int") {
+      auto t = make(DType::kInt64, 1, true);
+      *t->mutable_data<int64_t>() = a.i();
+      return std::shared_ptr<const Tensor>(t);
+    }
+    if (a.name() == "value_floats") {
+      auto t = make(DType::kFloat32, a.floats_size(), false);
+      for (int i = 0; i < a.floats_size(); ++i) t->mutable_data<float>()[i] = a.floats(i);
+      return std::shared_ptr<const Tensor>(t);
+    }
+    if (a.name() == "value_ints") {
+      auto t = make(DType::kInt64, a.ints_size(), false);
+      for (int i = 0; i < a.ints_size(); ++i) t->mutable_data<int64_t>()[i] = a.ints(i);
+      return std::shared_ptr<const Tensor>(t);
+    }
+  }
+  return absl::UnimplementedError(absl::StrCat("node '", NodeDisplayName(node),
+                                               "' (Constant): unsupported value form"));
+}
+
+absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& vi) {
+  const std::string& name = vi.name();
+  if (!vi.type().has_tensor_type()) {
+    return absl::UnimplementedError(absl::StrCat("graph input '", name, "' is not a tensor"));
+  }
+  const auto& tt = vi.type().tensor_type();
+  std::optional<DType> dtype = DTypeFromOnnx(tt.elem_type());
+  if (!dtype) {
+    return absl::UnimplementedError(absl::StrCat("graph input '", name,
+                                                 "' has unsupported element type ",
+                                                 tt.elem_type()));
+  }
+  if (!tt.has_shape()) {
+    return absl::UnimplementedError(
+        absl::StrCat("graph input '", name, "' has no shape (static shapes only)"));
+  }
+  TensorType type{*dtype, {}};
+  for (int i = 0; i < tt.shape().dim_size(); ++i) {
+    const auto& d = tt.shape().dim(i);
+    if (!d.has_dim_value()) {
+      std::string what = d.has_dim_param() ? absl::StrCat("'", d.dim_param(), "'") : "unknown";
+      return absl::UnimplementedError(absl::StrCat("graph input '", name,
+                                                   "' has a non-static shape: dim ", i, " is ",
+                                                   what));
+    }
+    type.shape.push_back(d.dim_value());
+  }
+  return type;
+}
+
+// The static type ONNX knows for a value, if fully known.
+std::optional<TensorType> KnownType(const TypeMap& types, const std::string& name) {
+  auto it = types.find(name);
+  if (it == types.end() || !it->second.has_tensor_type()) return std::nullopt;
+  const auto& tt = it->second.tensor_type();
+  std::optional<DType> dtype = DTypeFromOnnx(tt.elem_type());
+  if (!dtype || !tt.has_shape()) return std::nullopt;
+  TensorType type{*dtype, {}};
+  for (const auto& d : tt.shape().dim()) {
+    if (!d.has_dim_value()) return std::nullopt;
+    type.shape.push_back(d.dim_value());
+  }
+  return type;
+}
+
+absl::Status BuildNodes(const onnx::GraphProto& g, ImportContext& ctx, const TypeMap& types,
+                        std::map<std::string, Value*>& values) {
+  for (const auto& proto : g.node()) {
+    std::string display = NodeDisplayName(proto);
+    KILN_ASSIGN_OR_RETURN(AttrMap attrs, ConvertAttrs(proto));
+    if (proto.op_type() == "Constant") {
+      KILN_ASSIGN_OR_RETURN(auto t, ConstantValue(proto, attrs));
+      values[proto.output(0)] = ctx.graph().AddConstant(proto.output(0), t);
+      continue;
+    }
+    OnnxNode node;
+    node.proto = &proto;
+    node.op = *graph::OpKindFromName(proto.op_type());
+    node.name = display;
+    node.attrs = std::move(attrs);
+    for (const auto& in : proto.input()) node.inputs.push_back(in.empty() ? nullptr : values[in]);
+    KILN_ASSIGN_OR_RETURN(BuiltOutputs outs, BuildNode(ctx, node));
+    for (int i = 0; i < proto.output_size(); ++i) {
+      const std::string& name = proto.output(i);
+      if (name.empty()) continue;
+      Value* v = i < static_cast<int>(outs.size()) ? outs[i] : nullptr;
+      if (v == nullptr) {
+        if (ctx.IsUsed(name)) {
+          return absl::UnimplementedError(node.Prefix() +
+                                          absl::StrCat("output ", i, " ('", name,
+                                                       "') is not supported"));
+        }
+        continue;
+      }
+      v->set_name(name);
+      values[name] = v;
+      std::optional<TensorType> known = KnownType(types, name);
+      if (known && *known != v->type()) {
+        return absl::InvalidArgumentError(
+            node.Prefix() + absl::StrCat("output ", i, " ('", name, "') has type ",
+                                         v->type().ToString(), " but onnx shape inference says ",
+                                         known->ToString()));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxBytes(std::string_view bytes,
+                                                       const std::string& base_dir) {
+  onnx::ModelProto model;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::InvalidArgumentError("cannot parse the ONNX model: not a valid ModelProto");
+  }
+  KILN_ASSIGN_OR_RETURN(int opset, CheckOpsets(model));
+  KILN_RETURN_IF_ERROR(CheckOpsSupported(model));
+  onnx::GraphProto& g = *model.mutable_graph();
+  KILN_RETURN_IF_ERROR(SortNodes(g));
+  KILN_RETURN_IF_ERROR(InlineExternalData(g, base_dir));
+  // Input types first: a non-static input is kUnimplemented, whatever the checker thinks.
+  std::set<std::string> initializers;
+  for (const auto& init : g.initializer()) initializers.insert(init.name());
+  std::map<std::string, TensorType> input_types;
+  for (const auto& in : g.input()) {
+    if (initializers.count(in.name())) continue;  // an initializer listed as input (IR < 4)
+    KILN_ASSIGN_OR_RETURN(input_types[in.name()], InputType(in));
+  }
+  KILN_ASSIGN_OR_RETURN(TypeMap types, CheckAndInfer(model));
+
+  auto graph = std::make_unique<Graph>();
+  ImportContext ctx(*graph, opset);
+  for (const auto& node : g.node()) {
+    for (const auto& in : node.input()) ctx.MarkUsed(in);
+  }
+  for (const auto& out : g.output()) ctx.MarkUsed(out.name());
+
+  std::map<std::string, Value*> values;
+  for (const auto& init : g.initializer()) {
+    KILN_ASSIGN_OR_RETURN(auto t, TensorFromProto(init, base_dir));
+    values[init.name()] = graph->AddConstant(init.name(), std::move(t));
+  }
+  for (const auto& in : g.input()) {
+    if (initializers.count(in.name())) continue;
+    values[in.name()] = graph->AddInput(in.name(), input_types[in.name()]);
+  }
+  KILN_RETURN_IF_ERROR(BuildNodes(g, ctx, types, values));
+
+  std::vector<Value*> outputs;
+  for (const auto& out : g.output()) {
+    auto it = values.find(out.name());
+    if (it == values.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph output '", out.name(), "' is undefined"));
+    }
+    outputs.push_back(it->second);
+  }
+  graph->SetOutputs(std::move(outputs));
+  absl::Status verified = graph::VerifyGraph(*graph);
+  if (!verified.ok()) {
+    return absl::InternalError(absl::StrCat("imported graph fails verification: ",
+                                            std::string(verified.message())));
+  }
+  return graph;
+}
+
+absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ONNX model '", path, "'"));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  size_t slash = path.find_last_of('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  return ImportOnnxBytes(buffer.str(), dir);
+}
+
+}  // namespace kiln::importer

@@ -1,0 +1,445 @@
+// Tests of the ONNX importer: canonical forms per op, error detection, external data, and
+// real models from ../shared.
+#include "compiler_core/importer/onnx/importer.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "compiler_core/ir/graph/printer.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "onnx/onnx_pb.h"
+
+namespace kiln::importer {
+namespace {
+
+using graph::Graph;
+using graph::Node;
+using graph::OpKind;
+using ::testing::HasSubstr;
+using Ints = std::vector<int64_t>;
+
+// Small ModelProto builder for tests.
+class ModelBuilder {
+ public:
+  explicit ModelBuilder(int opset = 13, int ir_version = 8) {
+    model_.set_ir_version(ir_version);
+    auto* imp = model_.add_opset_import();
+    imp->set_domain("");
+    imp->set_version(opset);
+    model_.mutable_graph()->set_name("test");
+  }
+  onnx::GraphProto* g() { return model_.mutable_graph(); }
+
+  void Input(const std::string& name, const Ints& dims, const std::string& dim_param = "") {
+    auto* vi = g()->add_input();
+    vi->set_name(name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    auto* shape = tt->mutable_shape();
+    for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+    if (!dim_param.empty()) shape->add_dim()->set_dim_param(dim_param);
+  }
+  void Output(const std::string& name, const Ints& dims,
+              int elem_type = onnx::TensorProto::FLOAT) {
+    auto* vi = g()->add_output();
+    vi->set_name(name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(elem_type);
+    auto* shape = tt->mutable_shape();
+    for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+  }
+  onnx::TensorProto* Init(const std::string& name, const Ints& dims,
+                          const std::vector<float>& values) {
+    auto* t = g()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    for (float v : values) t->add_float_data(v);
+    return t;
+  }
+  void InitI64(const std::string& name, const Ints& values) {
+    auto* t = g()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t v : values) t->add_int64_data(v);
+  }
+  onnx::NodeProto* Node(const std::string& op, const std::vector<std::string>& in,
+                        const std::vector<std::string>& out, const std::string& name = "") {
+    auto* n = g()->add_node();
+    n->set_op_type(op);
+    n->set_name(name.empty() ? out[0] + "_node" : name);
+    for (const auto& s : in) n->add_input(s);
+    for (const auto& s : out) n->add_output(s);
+    return n;
+  }
+  std::string Bytes() const { return model_.SerializeAsString(); }
+
+ private:
+  onnx::ModelProto model_;
+};
+
+void SetInts(onnx::NodeProto* n, const std::string& name, const Ints& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+void SetInt(onnx::NodeProto* n, const std::string& name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+void SetFloat(onnx::NodeProto* n, const std::string& name, float v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+void SetString(onnx::NodeProto* n, const std::string& name, const std::string& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+
+absl::StatusOr<std::unique_ptr<Graph>> Import(const ModelBuilder& b) {
+  return ImportOnnxBytes(b.Bytes(), ::testing::TempDir());
+}
+
+Node* Only(const Graph& g, OpKind op) {
+  for (Node* n : g.nodes()) {
+    if (n->op() == op) return n;
+  }
+  return nullptr;
+}
+
+std::vector<int64_t> ConstInts(const graph::Value* v) {
+  std::vector<int64_t> out;
+  if (v == nullptr || !v->is_constant()) return out;
+  for (int64_t i = 0; i < v->type().NumElements(); ++i) out.push_back(v->constant()->GetAsInt64(i));
+  return out;
+}
+
+TEST(ImporterTest, ConvAutoPadResolved) {
+  ModelBuilder b;
+  b.Input("x", {1, 2, 5, 5});
+  b.Init("w", {4, 2, 3, 3}, std::vector<float>(72, 0.1f));
+  auto* n = b.Node("Conv", {"x", "w"}, {"y"}, "conv");
+  SetString(n, "auto_pad", "SAME_UPPER");
+  SetInts(n, "strides", {2, 2});
+  b.Output("y", {1, 4, 3, 3});
+  auto g = Import(b);
+  ASSERT_TRUE(g.ok()) << g.status();
+  Node* conv = Only(**g, OpKind::kConv);
+  ASSERT_NE(conv, nullptr);
+  EXPECT_FALSE(conv->attrs().Has("auto_pad"));
+  EXPECT_EQ(conv->attrs().GetInts("pads"), (Ints{1, 1, 1, 1}));
+  EXPECT_EQ(conv->attrs().GetInts("kernel_shape"), (Ints{3, 3}));
+  EXPECT_EQ(conv->attrs().GetInts("dilations"), (Ints{1, 1}));
+  EXPECT_EQ(conv->attrs().GetInt("group", -1), 1);
+  EXPECT_EQ(conv->output(0)->type(), (TensorType{DType::kFloat32, {1, 4, 3, 3}}));
+  EXPECT_EQ(conv->output(0)->name(), "y");
+  EXPECT_EQ((*g)->outputs()[0], conv->output(0));
+}
+
+TEST(ImporterTest, PoolAttrsExplicitAndIndicesRejected) {
+  ModelBuilder b;
+  b.Input("x", {1, 1, 4, 4});
+  auto* n = b.Node("AveragePool", {"x"}, {"y"}, "avg");
+  SetInts(n, "kernel_shape", {2, 2});
+  b.Output("y", {1, 1, 3, 3});
+  auto g = Import(b);
+  ASSERT_TRUE(g.ok()) << g.status();
+  Node* p = Only(**g, OpKind::kAveragePool);
+  EXPECT_EQ(p->attrs().GetInts("strides"), (Ints{1, 1}));
+  EXPECT_EQ(p->attrs().GetInts("pads"), (Ints{0, 0, 0, 0}));
+  EXPECT_EQ(p->attrs().GetInt("ceil_mode", -1), 0);
+  EXPECT_EQ(p->attrs().GetInt("count_include_pad", -1), 0);
+
+  ModelBuilder m;
+  m.Input("x", {1, 1, 4, 4});
+  auto* mp = m.Node("MaxPool", {"x"}, {"y", "idx"}, "mp");
+  SetInts(mp, "kernel_shape", {2, 2});
+  m.Output("y", {1, 1, 3, 3});
+  auto ok = Import(m);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(Only(**ok, OpKind::kMaxPool)->outputs().size(), 1u);
+  m.Output("idx", {1, 1, 3, 3}, onnx::TensorProto::INT64);
+  auto bad = Import(m);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(bad.status().message(), HasSubstr("node 'mp' (MaxPool)"));
+}
+
+TEST(ImporterTest, ClipAndPadPre11Attributes) {
+  ModelBuilder b(/*opset=*/10);
+  b.Input("x", {2, 3});
+  auto* c = b.Node("Clip", {"x"}, {"c"}, "clip");
+  SetFloat(c, "min", -1.0f);
+  SetFloat(c, "max", 6.0f);
+  auto* p = b.Node("Pad", {"c"}, {"y"}, "pad");
+  SetInts(p, "pads", {0, 1, 1, 0});
+  SetFloat(p, "value", 2.5f);
+  b.Output("y", {3, 4});
+  auto g = Import(b);
+  ASSERT_TRUE(g.ok()) << g.status();
+  Node* clip = Only(**g, OpKind::kClip);
+  ASSERT_EQ(clip->num_inputs(), 3);
+  EXPECT_EQ(clip->input(1)->constant()->GetAsDouble(0), -1.0);
+  EXPECT_EQ(clip->input(2)->constant()->GetAsDouble(0), 6.0);
+  EXPECT_EQ(clip->input(1)->type(), (TensorType{DType::kFloat32, {}}));
+  Node* pad = Only(**g, OpKind::kPad);
+  EXPECT_EQ(ConstInts(pad->input(1)), (Ints{0, 1, 1, 0}));
+  EXPECT_EQ(pad->input(2)->constant()->GetAsDouble(0), 2.5);
+  EXPECT_EQ(pad->attrs().GetString("mode", ""), "constant");
+  EXPECT_EQ(pad->output(0)->type(), (TensorType{DType::kFloat32, {3, 4}}));
+}
+
+TEST(ImporterTest, Opset13ClipOptionalInputs) {
+  ModelBuilder b;
+  b.Input("x", {2});
+  auto* t = b.Init("hi", {}, {3.0f});
+  (void)t;
+  b.Node("Clip", {"x", "", "hi"}, {"y"}, "clip");
+  b.Output("y", {2});
+  auto g = Import(b);
+  ASSERT_TRUE(g.ok()) << g.status();
+  Node* clip = Only(**g, OpKind::kClip);
+  ASSERT_EQ(clip->num_inputs(), 3);
+  EXPECT_EQ(clip->input(1), nullptr);
+  EXPECT_TRUE(clip->input(2)->is_constant());
+}
+
+TEST(ImporterTest, SoftmaxPre13IsCoercedTo2d) {
+  ModelBuilder b(/*opset=*/11);
+  b.Input("x", {2, 3, 4});
+  b.Node("Softmax", {"x"}, {"y"}, "sm");  // default axis 1
+  b.Output("y", {2, 3, 4});
+  auto g = Import(b);
+  ASSERT_TRUE(g.ok()) << g.status();
+  std::vector<Node*> nodes = (*g)->nodes();
+  ASSERT_EQ(nodes.size(), 3u);
+  EXPECT_EQ(nodes[0]->op(), OpKind::kReshape);
+  EXPECT_EQ(ConstInts(nodes[0]->input(1)), (Ints{2, 12}));
+  EXPECT_EQ(nodes[1]->op(), OpKind::kSoftmax);
+  EXPECT_EQ(nodes[1]->attrs().GetInt("axis", -1), 1);
+  EXPECT_EQ(nodes[2]->op(), OpKind::kReshape);
+  EXPECT_EQ(nodes[2]->output(0)->type(), (TensorType{DType::kFloat32, {2, 3, 4}}));
+  EXPECT_EQ(nodes[2]->output(0)->name(), "y");
+}
+
+TEST(ImporterTest, SqueezeSliceReshapeCanonical) {
+  ModelBuilder b(/*opset=*/11);
+  b.Input("x", {1, 4, 1, 6});
+  auto* sq = b.Node("Squeeze", {"x"}, {"s"}, "sq");
+  SetInts(sq, "axes", {-2, 0});
+  b.InitI64("st", {1});
+  b.InitI64("en", {-1});
+  b.Node("Slice", {"s", "st", "en"}, {"sl"}, "slice");
+  b.InitI64("shape", {0, -1});
+  b.Node("Reshape", {"sl", "shape"}, {"r"}, "reshape");
+  auto* us = b.Node("Unsqueeze", {"r"}, {"y"}, "us");
+  SetInts(us, "axes", {-1});
+  b.Output("y", {2, 6, 1});
+  auto g = Import(b);
+  ASSERT_TRUE(g.ok()) << g.status();
+  Node* squeeze = Only(**g, OpKind::kSqueeze);
+  EXPECT_EQ(ConstInts(squeeze->input(1)), (Ints{0, 2}));
+  Node* slice = Only(**g, OpKind::kSlice);
+  ASSERT_EQ(slice->num_inputs(), 5);
+  EXPECT_EQ(ConstInts(slice->input(3)), (Ints{0}));
+  EXPECT_EQ(ConstInts(slice->input(4)), (Ints{1}));
+  EXPECT_EQ(slice->output(0)->type().shape, (Ints{2, 6}));
+  EXPECT_EQ(Only(**g, OpKind::kReshape)->attrs().GetInt("allowzero", -1), 0);
+  Node* unsq = Only(**g, OpKind::kUnsqueeze);
+  EXPECT_EQ(ConstInts(unsq->input(1)), (Ints{2}));
+  EXPECT_EQ(unsq->output(0)->type().shape, (Ints{2, 6, 1}));
+}
+
+TEST(ImporterTest, ConstantShapeDropoutFolded) {
+  ModelBuilder b;
+  b.Input("x", {2, 3});
+  auto* c = b.Node("Constant", {}, {"k"}, "k");
+  auto* a = c->add_attribute();
+  a->set_name("value_floats");
+  a->set_type(onnx::AttributeProto::FLOATS);
+  for (float v : {1.0f, 2.0f, 3.0f}) a->add_floats(v);
+  b.Node("Add", {"x", "k"}, {"s"}, "add");
+  b.Node("Dropout", {"s"}, {"d"}, "drop");
+  b.Node("Shape", {"d"}, {"shp"}, "shape");
+  b.Output("d", {2, 3});
+  b.Output("shp", {2}, onnx::TensorProto::INT64);
+  auto g = Import(b);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(Only(**g, OpKind::kConstant), nullptr);
+  EXPECT_EQ(Only(**g, OpKind::kShape), nullptr);
+  EXPECT_EQ(Only(**g, OpKind::kDropout), nullptr);
+  EXPECT_NE(Only(**g, OpKind::kIdentity), nullptr);
+  Node* add = Only(**g, OpKind::kAdd);
+  EXPECT_TRUE(add->input(1)->is_constant());
+  EXPECT_EQ(add->input(1)->constant()->GetAsDouble(2), 3.0);
+  EXPECT_EQ(ConstInts((*g)->outputs()[1]), (Ints{2, 3}));
+}
+
+TEST(ImporterTest, DropoutMaskUnsupported) {
+  ModelBuilder b;
+  b.Input("x", {2});
+  b.Node("Dropout", {"x"}, {"y", "mask"}, "drop");
+  b.Output("y", {2});
+  b.Output("mask", {2}, onnx::TensorProto::BOOL);
+  EXPECT_EQ(Import(b).status().code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST(ImporterTest, Errors) {
+  EXPECT_EQ(ImportOnnxBytes("\x0a\xff\xff garbage", "").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  {
+    ModelBuilder b;
+    b.Input("x", {2, 3});
+    b.Init("w", {2, 3}, std::vector<float>(6, 1.0f));
+    b.Node("Add", {"x", "w"}, {"y"});
+    b.Output("y", {2, 3});
+    std::string bytes = b.Bytes();
+    auto r = ImportOnnxBytes(bytes.substr(0, bytes.size() / 2), "");
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  }
+  {
+    ModelBuilder b;
+    b.Input("x", {2, 3});
+    b.Node("Relu", {"x", }, {"a"}, "a");
+    b.Node("Add", {"a", "c"}, {"b"}, "b");
+    b.Node("Relu", {"b"}, {"c"}, "c");
+    b.Output("b", {2, 3});
+    auto r = Import(b);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(r.status().message(), HasSubstr("cycle"));
+  }
+  {
+    ModelBuilder b;
+    b.Input("x", {2, 3});
+    b.Node("Relu", {"nope"}, {"y"}, "r");
+    b.Output("y", {2, 3});
+    auto r = Import(b);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(r.status().message(), HasSubstr("node 'r' (Relu): input 'nope' is undefined"));
+  }
+  {
+    ModelBuilder b;
+    b.Input("x", {2, 3});
+    b.Input("z", {4, 5});
+    b.Node("Add", {"x", "z"}, {"y"}, "add");
+    b.Output("y", {2, 3});
+    auto r = Import(b);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(r.status().message(), HasSubstr("node 'add' (Add)"));
+  }
+  {
+    ModelBuilder b;
+    b.Input("x", {2, 3});
+    b.Node("Foo", {"x"}, {"y"}, "x1");
+    b.Output("y", {2, 3});
+    auto r = Import(b);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_THAT(r.status().message(), HasSubstr("node 'x1' (Foo): unsupported op 'Foo'"));
+  }
+  {
+    ModelBuilder b;
+    b.Input("x", {3}, "batch");
+    b.Node("Relu", {"x"}, {"y"}, "r");
+    b.Output("y", {3});
+    auto r = Import(b);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_THAT(r.status().message(), HasSubstr("'x'"));
+    EXPECT_THAT(r.status().message(), HasSubstr("batch"));
+  }
+  for (int opset : {6, 18}) {
+    ModelBuilder b(opset);
+    b.Input("x", {3});
+    b.Node("Relu", {"x"}, {"y"}, "r");
+    b.Output("y", {3});
+    EXPECT_EQ(Import(b).status().code(), absl::StatusCode::kUnimplemented) << opset;
+  }
+  EXPECT_EQ(ImportOnnxFile("/nonexistent/model.onnx").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(ImporterTest, InitializerListedAsInputIsConstant) {
+  ModelBuilder b(/*opset=*/8, /*ir_version=*/3);
+  b.Input("x", {2});
+  b.Input("w", {2});
+  b.Init("w", {2}, {1.0f, 2.0f});
+  b.Node("Mul", {"x", "w"}, {"y"}, "mul");
+  b.Output("y", {2});
+  auto g = Import(b);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ((*g)->inputs().size(), 1u);
+  EXPECT_TRUE(Only(**g, OpKind::kMul)->input(1)->is_constant());
+}
+
+TEST(ImporterTest, ExternalData) {
+  std::string dir = ::testing::TempDir() + "/kiln_ext";
+  std::filesystem::create_directories(dir);
+  std::vector<float> w{0.0f, 0.0f, 1.5f, -2.0f, 4.0f, 8.0f};  // 8 bytes of padding first
+  {
+    std::ofstream out(dir + "/weights.bin", std::ios::binary);
+    out.write(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(float));
+  }
+  ModelBuilder b;
+  b.Input("x", {2, 2});
+  auto* t = b.g()->add_initializer();
+  t->set_name("w");
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_dims(2);
+  t->add_dims(2);
+  t->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto add_kv = [&](const std::string& k, const std::string& v) {
+    auto* e = t->add_external_data();
+    e->set_key(k);
+    e->set_value(v);
+  };
+  add_kv("location", "weights.bin");
+  add_kv("offset", "8");
+  add_kv("length", "16");
+  b.Node("Add", {"x", "w"}, {"y"}, "add");
+  b.Output("y", {2, 2});
+  auto g = ImportOnnxBytes(b.Bytes(), dir);
+  ASSERT_TRUE(g.ok()) << g.status();
+  const graph::Value* c = Only(**g, OpKind::kAdd)->input(1);
+  ASSERT_TRUE(c->is_constant());
+  EXPECT_EQ(c->constant()->GetAsDouble(0), 1.5);
+  EXPECT_EQ(c->constant()->GetAsDouble(3), 8.0);
+  // Missing file and escaping locations fail.
+  EXPECT_FALSE(ImportOnnxBytes(b.Bytes(), dir + "/missing").ok());
+  t->mutable_external_data(0)->set_value("../weights.bin");
+  EXPECT_EQ(ImportOnnxBytes(b.Bytes(), dir).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ImporterTest, RealModels) {
+  struct Case {
+    const char* path;
+    TensorType out;
+  };
+  for (const Case& c :
+       {Case{"../shared/models/mlp/model.onnx", {DType::kFloat32, {1, 10}}},
+        Case{"../shared/models/lenet/model.onnx", {DType::kFloat32, {1, 10}}},
+        Case{"../shared/models/squeezenet1_1/model.onnx", {DType::kFloat32, {1, 1000}}},
+        Case{"../shared/models/resnet18/model.onnx", {DType::kFloat32, {1, 1000}}},
+        Case{"../shared/models/mobilenet_v2/model.onnx", {DType::kFloat32, {1, 1000}}}}) {
+    if (!std::filesystem::exists(c.path)) GTEST_SKIP() << c.path << " is not available";
+    auto g = ImportOnnxFile(c.path);
+    ASSERT_TRUE(g.ok()) << c.path << ": " << g.status();
+    ASSERT_EQ((*g)->outputs().size(), 1u);
+    EXPECT_EQ((*g)->outputs()[0]->type(), c.out) << c.path;
+  }
+  if (std::filesystem::exists("../shared/models/transformer_encoder/model.onnx")) {
+    auto g = ImportOnnxFile("../shared/models/transformer_encoder/model.onnx");
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_THAT(g.status().message(), HasSubstr("LayerNormalization"));
+  }
+}
+
+}  // namespace
+}  // namespace kiln::importer

@@ -1,0 +1,168 @@
+// Model-level checks run before building the graph: opsets, op support, definedness and
+// order, external data, and the ONNX library's checker and shape inference.
+#include "compiler_core/importer/onnx/model_checks.h"
+
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/importer/onnx/tensor_proto.h"
+#include "compiler_core/ir/graph/op.h"
+#include "compiler_core/support/status_macros.h"
+#include "onnx/checker.h"
+#include "onnx/shape_inference/implementation.h"
+
+namespace kiln::importer {
+namespace {
+
+constexpr int kMinOpset = 7;
+constexpr int kMaxOpset = 17;
+
+bool IsDefaultDomain(const std::string& domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
+std::string Prefix(const onnx::NodeProto& node) {
+  return absl::StrCat("node '", NodeDisplayName(node), "' (", node.op_type(), "): ");
+}
+
+absl::Status InlineTensor(onnx::TensorProto& t, const std::string& base_dir) {
+  if (t.data_location() != onnx::TensorProto::EXTERNAL) return absl::OkStatus();
+  KILN_ASSIGN_OR_RETURN(auto tensor, TensorFromProto(t, base_dir));
+  t.set_raw_data(
+      std::string(reinterpret_cast<const char*>(tensor->bytes.data()), tensor->bytes.size()));
+  t.clear_external_data();
+  t.set_data_location(onnx::TensorProto::DEFAULT);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string NodeDisplayName(const onnx::NodeProto& node) {
+  if (!node.name().empty()) return node.name();
+  if (node.output_size() > 0) return node.output(0);
+  return node.op_type();
+}
+
+absl::StatusOr<int> CheckOpsets(const onnx::ModelProto& model) {
+  int opset = -1;
+  for (const auto& imp : model.opset_import()) {
+    if (IsDefaultDomain(imp.domain())) opset = static_cast<int>(imp.version());
+  }
+  if (opset < 0) {
+    if (model.ir_version() >= 3 || model.opset_import_size() > 0) {
+      return absl::InvalidArgumentError("model imports no default-domain (ai.onnx) opset");
+    }
+    opset = 1;
+  }
+  if (opset < kMinOpset || opset > kMaxOpset) {
+    return absl::UnimplementedError(absl::StrCat("unsupported opset ", opset,
+                                                 " of domain ai.onnx (supported: ", kMinOpset,
+                                                 "..", kMaxOpset, ")"));
+  }
+  return opset;
+}
+
+absl::Status CheckOpsSupported(const onnx::ModelProto& model) {
+  for (const auto& node : model.graph().node()) {
+    if (!IsDefaultDomain(node.domain()) || !graph::OpKindFromName(node.op_type())) {
+      std::string domain = node.domain().empty() ? "ai.onnx" : node.domain();
+      return absl::UnimplementedError(Prefix(node) + absl::StrCat("unsupported op '",
+                                                                  node.op_type(), "' (domain ",
+                                                                  domain, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SortNodes(onnx::GraphProto& graph) {
+  std::set<std::string> outside;  // graph inputs and initializers
+  for (const auto& in : graph.input()) outside.insert(in.name());
+  for (const auto& init : graph.initializer()) outside.insert(init.name());
+  int n = graph.node_size();
+  std::unordered_map<std::string, int> producer;
+  for (int i = 0; i < n; ++i) {
+    for (const auto& out : graph.node(i).output()) {
+      if (out.empty()) continue;
+      if (producer.count(out) || outside.count(out)) {
+        return absl::InvalidArgumentError(
+            Prefix(graph.node(i)) + absl::StrCat("value '", out, "' is defined more than once"));
+      }
+      producer[out] = i;
+    }
+  }
+  std::vector<int> pending(n, 0);
+  std::vector<std::vector<int>> users(n);
+  for (int i = 0; i < n; ++i) {
+    for (const auto& in : graph.node(i).input()) {
+      if (in.empty()) continue;
+      auto it = producer.find(in);
+      if (it == producer.end()) {
+        if (outside.count(in)) continue;
+        return absl::InvalidArgumentError(
+            Prefix(graph.node(i)) + absl::StrCat("input '", in, "' is undefined"));
+      }
+      ++pending[i];
+      users[it->second].push_back(i);
+    }
+  }
+  std::set<int> ready;
+  for (int i = 0; i < n; ++i) {
+    if (pending[i] == 0) ready.insert(i);
+  }
+  std::vector<int> order;
+  while (!ready.empty()) {
+    int i = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(i);
+    for (int u : users[i]) {
+      if (--pending[u] == 0) ready.insert(u);
+    }
+  }
+  if (static_cast<int>(order.size()) != n) {
+    for (int i = 0; i < n; ++i) {
+      if (pending[i] > 0) {
+        return absl::InvalidArgumentError(Prefix(graph.node(i)) + "is on a cycle");
+      }
+    }
+  }
+  std::vector<onnx::NodeProto> sorted;
+  sorted.reserve(n);
+  for (int i : order) sorted.push_back(std::move(*graph.mutable_node(i)));
+  graph.clear_node();
+  for (auto& node : sorted) *graph.add_node() = std::move(node);
+  return absl::OkStatus();
+}
+
+absl::Status InlineExternalData(onnx::GraphProto& graph, const std::string& base_dir) {
+  for (auto& init : *graph.mutable_initializer()) {
+    KILN_RETURN_IF_ERROR(InlineTensor(init, base_dir));
+  }
+  for (auto& node : *graph.mutable_node()) {
+    for (auto& attr : *node.mutable_attribute()) {
+      if (attr.has_t()) KILN_RETURN_IF_ERROR(InlineTensor(*attr.mutable_t(), base_dir));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, onnx::TypeProto>> CheckAndInfer(onnx::ModelProto& model) {
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("onnx checker: ", e.what()));
+  }
+  try {
+    onnx::ShapeInferenceOptions options(/*check_type_val=*/true, /*strict_mode_val=*/0);
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("onnx shape inference: ", e.what()));
+  }
+  std::map<std::string, onnx::TypeProto> types;
+  for (const auto& vi : model.graph().value_info()) types[vi.name()] = vi.type();
+  for (const auto& vi : model.graph().output()) types[vi.name()] = vi.type();
+  return types;
+}
+
+}  // namespace kiln::importer

@@ -1,0 +1,37 @@
+// Pre-import passes over a ModelProto: opset and op support, definedness and topological
+// order of nodes, external data inlining, and the ONNX checker and shape inference.
+#ifndef KILN_COMPILER_CORE_IMPORTER_ONNX_MODEL_CHECKS_H_
+#define KILN_COMPILER_CORE_IMPORTER_ONNX_MODEL_CHECKS_H_
+
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "onnx/onnx_pb.h"
+
+namespace kiln::importer {
+
+/// The default-domain opset; kUnimplemented outside 7..17 or for other domains' nodes.
+absl::StatusOr<int> CheckOpsets(const onnx::ModelProto& model);
+
+/// kUnimplemented naming the first node whose op Kiln lacks.
+absl::Status CheckOpsSupported(const onnx::ModelProto& model);
+
+/// Checks that every node input is defined (graph input, initializer or node output) and
+/// reorders the nodes topologically (stable); kInvalidArgument naming a node on a cycle or
+/// reading an undefined value.
+absl::Status SortNodes(onnx::GraphProto& graph);
+
+/// Reads every external-data tensor (initializers and Constant attributes) into raw_data.
+absl::Status InlineExternalData(onnx::GraphProto& graph, const std::string& base_dir);
+
+/// Runs onnx::checker and onnx::shape_inference; returns the inferred type of every value
+/// name ONNX could type (value_info and graph outputs). kInvalidArgument on checker failure.
+absl::StatusOr<std::map<std::string, onnx::TypeProto>> CheckAndInfer(onnx::ModelProto& model);
+
+/// Display name of a node: its name, or its first output's name when unnamed.
+std::string NodeDisplayName(const onnx::NodeProto& node);
+
+}  // namespace kiln::importer
+
+#endif  // KILN_COMPILER_CORE_IMPORTER_ONNX_MODEL_CHECKS_H_

@@ -1,0 +1,219 @@
+// The import context helpers and the builders of elementwise, contraction and normalization
+// ops; dispatch to the window (conv/pool) and shape (data movement) builders.
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/importer/onnx/import_context.h"
+#include "compiler_core/ir/graph/shape_rules.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::importer {
+
+using graph::AttrMap;
+using graph::Node;
+using graph::OpKind;
+using graph::Value;
+
+std::string OnnxNode::Prefix() const {
+  return absl::StrCat("node '", name, "' (", proto->op_type(), "): ");
+}
+
+absl::StatusOr<Node*> ImportContext::Emit(OpKind op, const std::string& name,
+                                          std::vector<Value*> inputs, AttrMap attrs,
+                                          int num_outputs) {
+  Node* node = graph_.AddNode(op, name, std::move(inputs),
+                              std::vector<TensorType>(num_outputs), std::move(attrs));
+  KILN_ASSIGN_OR_RETURN(std::vector<TensorType> types, graph::InferOutputTypes(*node));
+  for (int i = 0; i < num_outputs; ++i) node->output(i)->set_type(types[i]);
+  return node;
+}
+
+Value* ImportContext::ConstI64(const std::string& name, const std::vector<int64_t>& values) {
+  auto t = Tensor::Zeros(TensorType{DType::kInt64, {static_cast<int64_t>(values.size())}});
+  for (size_t i = 0; i < values.size(); ++i) t->mutable_data<int64_t>()[i] = values[i];
+  return graph_.AddConstant(name, std::move(t));
+}
+
+Value* ImportContext::ConstScalar(const std::string& name, DType dtype, double value) {
+  auto t = Tensor::Zeros(TensorType{dtype, {}});
+  switch (dtype) {
+    case DType::kFloat32: *t->mutable_data<float>() = static_cast<float>(value); break;
+    case DType::kFloat64: *t->mutable_data<double>() = value; break;
+    case DType::kFloat16: *t->mutable_data<uint16_t>() = FloatToHalf(static_cast<float>(value)); break;
+    case DType::kInt8: *t->mutable_data<int8_t>() = static_cast<int8_t>(value); break;
+    case DType::kInt16: *t->mutable_data<int16_t>() = static_cast<int16_t>(value); break;
+    case DType::kInt32: *t->mutable_data<int32_t>() = static_cast<int32_t>(value); break;
+    case DType::kInt64: *t->mutable_data<int64_t>() = static_cast<int64_t>(value); break;
+    case DType::kUInt8: *t->mutable_data<uint8_t>() = static_cast<uint8_t>(value); break;
+    case DType::kUInt16: *t->mutable_data<uint16_t>() = static_cast<uint16_t>(value); break;
+    case DType::kUInt32: *t->mutable_data<uint32_t>() = static_cast<uint32_t>(value); break;
+    case DType::kUInt64: *t->mutable_data<uint64_t>() = static_cast<uint64_t>(value); break;
+    case DType::kBool: *t->mutable_data<uint8_t>() = value != 0; break;
+  }
+  return graph_.AddConstant(name, std::move(t));
+}
+
+absl::StatusOr<std::vector<int64_t>> ImportContext::ConstInts(const OnnxNode& node,
+                                                              int i) const {
+  const Value* v = node.input(i);
+  if (v == nullptr || !v->is_constant()) {
+    return absl::UnimplementedError(
+        node.Prefix() + absl::StrCat("input ", i, " must be a constant (static shapes only)"));
+  }
+  if (IsFloat(v->type().dtype)) {
+    return absl::InvalidArgumentError(node.Prefix() +
+                                      absl::StrCat("input ", i, " must be an integer tensor"));
+  }
+  std::vector<int64_t> out;
+  for (int64_t k = 0; k < v->type().NumElements(); ++k) {
+    out.push_back(v->constant()->GetAsInt64(k));
+  }
+  return out;
+}
+
+namespace {
+
+absl::StatusOr<BuiltOutputs> Single(absl::StatusOr<Node*> node) {
+  KILN_ASSIGN_OR_RETURN(Node * n, std::move(node));
+  return BuiltOutputs{n->output(0)};
+}
+
+absl::Status RejectUsedOutputs(const ImportContext& ctx, const OnnxNode& node, int from,
+                               const char* what) {
+  for (int i = from; i < node.proto->output_size(); ++i) {
+    const std::string& out = node.proto->output(i);
+    if (!out.empty() && ctx.IsUsed(out)) {
+      return absl::UnimplementedError(node.Prefix() + absl::StrCat("output ", i, " ('", out,
+                                                                   "', ", what,
+                                                                   ") is not supported"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<BuiltOutputs> BuildGemm(ImportContext& ctx, const OnnxNode& node) {
+  AttrMap a;
+  a.Set("alpha", node.attrs.GetFloat("alpha", 1.0f));
+  a.Set("beta", node.attrs.GetFloat("beta", 1.0f));
+  a.Set("transA", node.attrs.GetInt("transA", 0) != 0 ? int64_t{1} : int64_t{0});
+  a.Set("transB", node.attrs.GetInt("transB", 0) != 0 ? int64_t{1} : int64_t{0});
+  return Single(ctx.Emit(OpKind::kGemm, node.name, {node.input(0), node.input(1), node.input(2)},
+                         a));
+}
+
+absl::StatusOr<BuiltOutputs> BuildClip(ImportContext& ctx, const OnnxNode& node) {
+  Value* x = node.input(0);
+  Value* lo = node.input(1);
+  Value* hi = node.input(2);
+  if (ctx.opset() < 11) {
+    lo = hi = nullptr;
+    if (node.attrs.Has("min")) {
+      lo = ctx.ConstScalar(node.name + "/min", x->type().dtype, node.attrs.GetFloat("min", 0));
+    }
+    if (node.attrs.Has("max")) {
+      hi = ctx.ConstScalar(node.name + "/max", x->type().dtype, node.attrs.GetFloat("max", 0));
+    }
+  }
+  Node* n = nullptr;
+  KILN_ASSIGN_OR_RETURN(n, ctx.Emit(OpKind::kClip, node.name, {x, lo, hi}, {}));
+  // Canonical Clip always has three inputs (nullptr for an absent bound).
+  return BuiltOutputs{n->output(0)};
+}
+
+absl::StatusOr<BuiltOutputs> BuildBatchNorm(ImportContext& ctx, const OnnxNode& node) {
+  if (node.attrs.GetInt("training_mode", 0) != 0) {
+    return absl::UnimplementedError(node.Prefix() + "training_mode=1 is not supported");
+  }
+  if (node.attrs.GetInt("spatial", 1) != 1) {
+    return absl::UnimplementedError(node.Prefix() + "spatial=0 is not supported");
+  }
+  KILN_RETURN_IF_ERROR(RejectUsedOutputs(ctx, node, 1, "training statistics"));
+  AttrMap a;
+  a.Set("epsilon", node.attrs.GetFloat("epsilon", 1e-5f));
+  std::vector<Value*> in(node.inputs.begin(), node.inputs.end());
+  return Single(ctx.Emit(OpKind::kBatchNormalization, node.name, in, a));
+}
+
+absl::StatusOr<BuiltOutputs> BuildDropout(ImportContext& ctx, const OnnxNode& node) {
+  KILN_RETURN_IF_ERROR(RejectUsedOutputs(ctx, node, 1, "dropout mask"));
+  if (const Value* training = node.input(2)) {
+    if (!training->is_constant() || training->constant()->GetAsInt64(0) != 0) {
+      return absl::UnimplementedError(node.Prefix() + "training mode is not supported");
+    }
+  }
+  return Single(ctx.Emit(OpKind::kIdentity, node.name, {node.input(0)}, {}));
+}
+
+// Softmax/LogSoftmax with opset-13 semantics; pre-13 coerces to 2-D at `axis`.
+absl::StatusOr<BuiltOutputs> BuildSoftmax(ImportContext& ctx, const OnnxNode& node) {
+  Value* x = node.input(0);
+  int64_t rank = x->type().rank();
+  int64_t axis = node.attrs.GetInt("axis", ctx.opset() < 13 ? 1 : -1);
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) {
+    return absl::InvalidArgumentError(node.Prefix() +
+                                      absl::StrCat("axis ", axis, " is out of range for rank ",
+                                                   rank));
+  }
+  if (axis < 0) axis += rank;
+  AttrMap a;
+  if (ctx.opset() >= 13 || axis == rank - 1 || rank == 0) {
+    a.Set("axis", axis);
+    return Single(ctx.Emit(node.op, node.name, {x}, a));
+  }
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < rank; ++i) (i < axis ? outer : inner) *= x->type().shape[i];
+  AttrMap ra;
+  ra.Set("allowzero", int64_t{0});
+  KILN_ASSIGN_OR_RETURN(
+      Node * to2d, ctx.Emit(OpKind::kReshape, node.name + "/to_2d",
+                            {x, ctx.ConstI64(node.name + "/shape_2d", {outer, inner})}, ra));
+  a.Set("axis", int64_t{1});
+  KILN_ASSIGN_OR_RETURN(Node * sm, ctx.Emit(node.op, node.name, {to2d->output(0)}, a));
+  return Single(ctx.Emit(OpKind::kReshape, node.name + "/from_2d",
+                         {sm->output(0), ctx.ConstI64(node.name + "/shape_nd", x->type().shape)},
+                         ra));
+}
+
+absl::StatusOr<BuiltOutputs> BuildGeneric(ImportContext& ctx, const OnnxNode& node) {
+  AttrMap a = node.attrs;
+  if (node.op == OpKind::kLeakyRelu) a.Set("alpha", node.attrs.GetFloat("alpha", 0.01f));
+  return Single(ctx.Emit(node.op, node.name, node.inputs, a));
+}
+
+}  // namespace
+
+absl::StatusOr<BuiltOutputs> BuildNode(ImportContext& ctx, const OnnxNode& node) {
+  switch (node.op) {
+    case OpKind::kConv:
+    case OpKind::kMaxPool:
+    case OpKind::kAveragePool:
+      return BuildWindowOp(ctx, node);
+    case OpKind::kFlatten:
+    case OpKind::kReshape:
+    case OpKind::kSqueeze:
+    case OpKind::kUnsqueeze:
+    case OpKind::kTranspose:
+    case OpKind::kConcat:
+    case OpKind::kPad:
+    case OpKind::kShape:
+    case OpKind::kGather:
+    case OpKind::kSlice:
+      return BuildShapeOp(ctx, node);
+    case OpKind::kGemm:
+      return BuildGemm(ctx, node);
+    case OpKind::kClip:
+      return BuildClip(ctx, node);
+    case OpKind::kBatchNormalization:
+      return BuildBatchNorm(ctx, node);
+    case OpKind::kDropout:
+      return BuildDropout(ctx, node);
+    case OpKind::kSoftmax:
+    case OpKind::kLogSoftmax:
+      return BuildSoftmax(ctx, node);
+    default:
+      return BuildGeneric(ctx, node);
+  }
+}
+
+}  // namespace kiln::importer

@@ -1,0 +1,192 @@
+// Builders of data-movement ops: axes normalized to non-negative, shape/axes/pads/slice
+// parameters as i64 constant inputs, Shape folded to a constant.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/importer/onnx/import_context.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::importer {
+
+using graph::AttrMap;
+using graph::Node;
+using graph::OpKind;
+using graph::Value;
+
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+absl::StatusOr<BuiltOutputs> Single(absl::StatusOr<Node*> node) {
+  KILN_ASSIGN_OR_RETURN(Node * n, std::move(node));
+  return BuiltOutputs{n->output(0)};
+}
+
+absl::StatusOr<int64_t> Axis(const OnnxNode& node, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) {
+    return absl::InvalidArgumentError(
+        node.Prefix() + absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+// Axes normalized against `rank`, sorted, without repeats.
+absl::StatusOr<Ints> NormalizeAxes(const OnnxNode& node, const Ints& axes, int64_t rank) {
+  Ints out;
+  for (int64_t a : axes) {
+    KILN_ASSIGN_OR_RETURN(int64_t n, Axis(node, a, rank));
+    out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end()) {
+    return absl::InvalidArgumentError(node.Prefix() + "axes contain a repeated axis");
+  }
+  return out;
+}
+
+// Integer parameter from constant input `i` (opset >= `since`) or attribute `attr` before.
+absl::StatusOr<Ints> Param(ImportContext& ctx, const OnnxNode& node, int i, int since,
+                           const std::string& attr, bool* present) {
+  if (ctx.opset() < since) {
+    *present = node.attrs.Has(attr);
+    return node.attrs.GetInts(attr);
+  }
+  *present = node.input(i) != nullptr;
+  if (!*present) return Ints{};
+  return ctx.ConstInts(node, i);
+}
+
+absl::StatusOr<BuiltOutputs> BuildSqueeze(ImportContext& ctx, const OnnxNode& node, bool un) {
+  Value* x = node.input(0);
+  bool present = false;
+  KILN_ASSIGN_OR_RETURN(Ints axes, Param(ctx, node, 1, 13, "axes", &present));
+  int64_t rank = x->type().rank();
+  if (un) {
+    if (!present) return absl::InvalidArgumentError(node.Prefix() + "missing axes");
+    rank += static_cast<int64_t>(axes.size());
+  } else if (!present) {
+    for (int64_t i = 0; i < rank; ++i) {
+      if (x->type().shape[i] == 1) axes.push_back(i);
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(axes, NormalizeAxes(node, axes, rank));
+  return Single(ctx.Emit(node.op, node.name, {x, ctx.ConstI64(node.name + "/axes", axes)}, {}));
+}
+
+absl::StatusOr<BuiltOutputs> BuildSlice(ImportContext& ctx, const OnnxNode& node) {
+  Value* x = node.input(0);
+  bool has_starts = false, has_ends = false, has_axes = false, has_steps = false;
+  KILN_ASSIGN_OR_RETURN(Ints starts, Param(ctx, node, 1, 10, "starts", &has_starts));
+  KILN_ASSIGN_OR_RETURN(Ints ends, Param(ctx, node, 2, 10, "ends", &has_ends));
+  KILN_ASSIGN_OR_RETURN(Ints axes, Param(ctx, node, 3, 10, "axes", &has_axes));
+  Ints steps;
+  if (ctx.opset() >= 10 && node.input(4) != nullptr) {
+    KILN_ASSIGN_OR_RETURN(steps, ctx.ConstInts(node, 4));
+    has_steps = true;
+  }
+  if (!has_starts || !has_ends || starts.size() != ends.size()) {
+    return absl::InvalidArgumentError(node.Prefix() + "starts and ends must have equal length");
+  }
+  if (!has_axes) {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  if (!has_steps) steps.assign(starts.size(), 1);
+  for (int64_t& a : axes) {
+    KILN_ASSIGN_OR_RETURN(a, Axis(node, a, x->type().rank()));
+  }
+  const std::string& n = node.name;
+  return Single(ctx.Emit(OpKind::kSlice, n,
+                         {x, ctx.ConstI64(n + "/starts", starts), ctx.ConstI64(n + "/ends", ends),
+                          ctx.ConstI64(n + "/axes", axes), ctx.ConstI64(n + "/steps", steps)},
+                         {}));
+}
+
+absl::StatusOr<BuiltOutputs> BuildPad(ImportContext& ctx, const OnnxNode& node) {
+  Value* x = node.input(0);
+  AttrMap a;
+  std::string mode = node.attrs.GetString("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge") {
+    return absl::UnimplementedError(node.Prefix() + absl::StrCat("unsupported mode '", mode, "'"));
+  }
+  a.Set("mode", mode);
+  Ints pads;
+  Value* value = nullptr;
+  if (ctx.opset() < 11) {
+    pads = node.attrs.GetInts("pads");
+    if (node.attrs.Has("value")) {
+      value = ctx.ConstScalar(node.name + "/value", x->type().dtype,
+                              node.attrs.GetFloat("value", 0.0f));
+    }
+  } else {
+    KILN_ASSIGN_OR_RETURN(pads, ctx.ConstInts(node, 1));
+    value = node.input(2);
+  }
+  return Single(ctx.Emit(OpKind::kPad, node.name,
+                         {x, ctx.ConstI64(node.name + "/pads", pads), value}, a));
+}
+
+}  // namespace
+
+absl::StatusOr<BuiltOutputs> BuildShapeOp(ImportContext& ctx, const OnnxNode& node) {
+  Value* x = node.input(0);
+  int64_t rank = x->type().rank();
+  AttrMap a;
+  switch (node.op) {
+    case OpKind::kFlatten: {
+      int64_t axis = node.attrs.GetInt("axis", 1);
+      if (axis < -rank || axis > rank) {
+        return absl::InvalidArgumentError(
+            node.Prefix() + absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+      }
+      a.Set("axis", axis < 0 ? axis + rank : axis);
+      return Single(ctx.Emit(OpKind::kFlatten, node.name, {x}, a));
+    }
+    case OpKind::kReshape: {
+      Value* shape = node.input(1);
+      if (ctx.opset() < 5) {
+        shape = ctx.ConstI64(node.name + "/shape", node.attrs.GetInts("shape"));
+      } else {
+        KILN_ASSIGN_OR_RETURN(Ints s, ctx.ConstInts(node, 1));
+        if (shape->type().dtype != DType::kInt64) shape = ctx.ConstI64(node.name + "/shape", s);
+      }
+      a.Set("allowzero", node.attrs.GetInt("allowzero", 0));
+      return Single(ctx.Emit(OpKind::kReshape, node.name, {x, shape}, a));
+    }
+    case OpKind::kSqueeze:
+      return BuildSqueeze(ctx, node, /*un=*/false);
+    case OpKind::kUnsqueeze:
+      return BuildSqueeze(ctx, node, /*un=*/true);
+    case OpKind::kTranspose: {
+      Ints perm;
+      for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
+      a.Set("perm", node.attrs.GetInts("perm", perm));
+      return Single(ctx.Emit(OpKind::kTranspose, node.name, {x}, a));
+    }
+    case OpKind::kConcat:
+    case OpKind::kGather: {
+      if (node.op == OpKind::kConcat && !node.attrs.Has("axis")) {
+        return absl::InvalidArgumentError(node.Prefix() + "missing attribute 'axis'");
+      }
+      KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs.GetInt("axis", 0), rank));
+      a.Set("axis", axis);
+      return Single(ctx.Emit(node.op, node.name, node.inputs, a));
+    }
+    case OpKind::kPad:
+      return BuildPad(ctx, node);
+    case OpKind::kSlice:
+      return BuildSlice(ctx, node);
+    case OpKind::kShape: {
+      int64_t start = node.attrs.GetInt("start", 0), end = node.attrs.GetInt("end", rank);
+      if (start < 0) start += rank;
+      if (end < 0) end += rank;
+      start = std::clamp<int64_t>(start, 0, rank);
+      end = std::clamp<int64_t>(end, start, rank);
+      Ints dims(x->type().shape.begin() + start, x->type().shape.begin() + end);
+      return BuiltOutputs{ctx.ConstI64(node.proto->output(0), dims)};
+    }
+    default:
+      return absl::InternalError(node.Prefix() + "not a shape op");
+  }
+}
+
+}  // namespace kiln::importer

@@ -1,0 +1,151 @@
+// TensorProto decoding (raw, typed fields, external data) and encoding (raw_data).
+#include "compiler_core/importer/onnx/tensor_proto.h"
+
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::importer {
+namespace {
+
+// Reads the bytes of an external-data tensor.
+absl::StatusOr<std::string> ReadExternal(const onnx::TensorProto& proto,
+                                         const std::string& base_dir) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : proto.external_data()) {
+    if (kv.key() == "location") location = kv.value();
+    if (kv.key() == "offset") offset = std::stoll(kv.value());
+    if (kv.key() == "length") length = std::stoll(kv.value());
+  }
+  std::string name = proto.name();
+  if (location.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", name, "': external data has no location"));
+  }
+  if (location[0] == '/' || location.find("..") != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor '", name, "': external data location '", location, "' escapes the model dir"));
+  }
+  std::string path = base_dir.empty() ? location : base_dir + "/" + location;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("tensor '", name, "': cannot open external data file '", path, "'"));
+  }
+  in.seekg(0, std::ios::end);
+  int64_t size = static_cast<int64_t>(in.tellg());
+  if (offset < 0 || offset > size) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': external data offset ",
+                                                   offset, " is past the end of '", path, "'"));
+  }
+  if (length < 0) length = size - offset;
+  if (offset + length > size) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': external data of ",
+                                                   length, " bytes at offset ", offset,
+                                                   " exceeds file '", path, "'"));
+  }
+  std::string bytes(static_cast<size_t>(length), '\0');
+  in.seekg(offset);
+  in.read(bytes.data(), length);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read '", path, "'"));
+  return bytes;
+}
+
+template <typename Dst, typename Field>
+void CopyField(const Field& field, Tensor& t) {
+  for (int i = 0; i < field.size(); ++i) t.mutable_data<Dst>()[i] = static_cast<Dst>(field[i]);
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<Tensor>> TensorFromProto(const onnx::TensorProto& proto,
+                                                        const std::string& base_dir) {
+  const std::string& name = proto.name();
+  std::optional<DType> dtype = DTypeFromOnnx(proto.data_type());
+  if (!dtype) {
+    return absl::UnimplementedError(absl::StrCat("tensor '", name, "': unsupported data type ",
+                                                 proto.data_type()));
+  }
+  TensorType type{*dtype, {}};
+  for (int64_t d : proto.dims()) {
+    if (d < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': negative dim ", d));
+    }
+    type.shape.push_back(d);
+  }
+  auto t = Tensor::Zeros(type);
+  int64_t n = type.NumElements();
+  size_t nbytes = static_cast<size_t>(type.NumBytes());
+  auto size_error = [&](int64_t got) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' of type ",
+                                                   type.ToString(), " has ", got,
+                                                   " data values, expected ", n));
+  };
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    KILN_ASSIGN_OR_RETURN(std::string bytes, ReadExternal(proto, base_dir));
+    if (bytes.size() != nbytes) return size_error(bytes.size() / DTypeSize(*dtype));
+    std::memcpy(t->bytes.data(), bytes.data(), nbytes);
+    return t;
+  }
+  if (proto.has_raw_data()) {
+    if (proto.raw_data().size() != nbytes) {
+      return size_error(proto.raw_data().size() / DTypeSize(*dtype));
+    }
+    std::memcpy(t->bytes.data(), proto.raw_data().data(), nbytes);
+    return t;
+  }
+  switch (*dtype) {
+    case DType::kFloat32:
+      if (proto.float_data_size() != n) return size_error(proto.float_data_size());
+      CopyField<float>(proto.float_data(), *t);
+      break;
+    case DType::kFloat64:
+      if (proto.double_data_size() != n) return size_error(proto.double_data_size());
+      CopyField<double>(proto.double_data(), *t);
+      break;
+    case DType::kInt64:
+      if (proto.int64_data_size() != n) return size_error(proto.int64_data_size());
+      CopyField<int64_t>(proto.int64_data(), *t);
+      break;
+    case DType::kUInt32:
+    case DType::kUInt64:
+      if (proto.uint64_data_size() != n) return size_error(proto.uint64_data_size());
+      if (*dtype == DType::kUInt32) {
+        CopyField<uint32_t>(proto.uint64_data(), *t);
+      } else {
+        CopyField<uint64_t>(proto.uint64_data(), *t);
+      }
+      break;
+    default:  // int32_data carries i32, i16, i8, u8, u16, bool and f16 bit patterns
+      if (proto.int32_data_size() != n) return size_error(proto.int32_data_size());
+      switch (*dtype) {
+        case DType::kInt32: CopyField<int32_t>(proto.int32_data(), *t); break;
+        case DType::kInt16: CopyField<int16_t>(proto.int32_data(), *t); break;
+        case DType::kInt8: CopyField<int8_t>(proto.int32_data(), *t); break;
+        case DType::kUInt8: CopyField<uint8_t>(proto.int32_data(), *t); break;
+        case DType::kUInt16:
+        case DType::kFloat16: CopyField<uint16_t>(proto.int32_data(), *t); break;
+        case DType::kBool:
+          for (int64_t i = 0; i < n; ++i) t->mutable_data<uint8_t>()[i] = proto.int32_data(i) != 0;
+          break;
+        default: break;
+      }
+  }
+  return t;
+}
+
+onnx::TensorProto TensorToProto(const std::string& name, const Tensor& tensor) {
+  onnx::TensorProto proto;
+  proto.set_name(name);
+  proto.set_data_type(DTypeToOnnx(tensor.type.dtype));
+  for (int64_t d : tensor.type.shape) proto.add_dims(d);
+  proto.set_raw_data(std::string(reinterpret_cast<const char*>(tensor.bytes.data()),
+                                 tensor.bytes.size()));
+  return proto;
+}
+
+}  // namespace kiln::importer

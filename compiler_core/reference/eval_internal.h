@@ -1,0 +1,40 @@
+// Helpers shared by the reference evaluator's per-family kernels: element access in double or
+// int64, broadcast indexing, and the family entry points.
+#ifndef KILN_COMPILER_CORE_REFERENCE_EVAL_INTERNAL_H_
+#define KILN_COMPILER_CORE_REFERENCE_EVAL_INTERNAL_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler_core/reference/evaluator.h"
+
+namespace kiln::reference {
+
+using TensorVec = std::vector<TensorPtr>;
+using Shape = std::vector<int64_t>;
+
+/// All elements converted to double (f16 decoded).
+std::vector<double> ToDoubles(const Tensor& t);
+/// Stores `v` at flat index `i`, converted to the tensor's dtype (ints truncate, bool != 0).
+void StoreDouble(Tensor& t, int64_t i, double v);
+void StoreInt(Tensor& t, int64_t i, int64_t v);
+/// A new tensor of `type` holding `values`.
+std::shared_ptr<Tensor> FromDoubles(const TensorType& type, const std::vector<double>& values);
+
+/// For each flat index of `out_shape`, the flat index into a tensor of `in_shape` under
+/// multidirectional broadcasting.
+std::vector<int64_t> BroadcastIndex(const Shape& in_shape, const Shape& out_shape);
+
+/// "node 'n' (Op): " for error messages.
+std::string NodePrefix(const graph::Node& node);
+
+/// Per-family kernels. Inputs are already checked against the node's input types.
+absl::StatusOr<TensorVec> EvalElementwise(const graph::Node& node, const TensorVec& in);
+absl::StatusOr<TensorVec> EvalNn(const graph::Node& node, const TensorVec& in);
+absl::StatusOr<TensorVec> EvalMovement(const graph::Node& node, const TensorVec& in);
+
+}  // namespace kiln::reference
+
+#endif  // KILN_COMPILER_CORE_REFERENCE_EVAL_INTERNAL_H_

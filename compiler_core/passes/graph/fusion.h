@@ -1,0 +1,34 @@
+// Operator fusion: assigns fusion group ids (TVM-style, from each op's fusion class) that the
+// lowering turns into one kernel per group.
+#ifndef KILN_COMPILER_CORE_PASSES_GRAPH_FUSION_H_
+#define KILN_COMPILER_CORE_PASSES_GRAPH_FUSION_H_
+
+#include <string_view>
+
+#include "compiler_core/passes/graph/pass.h"
+
+namespace kiln::passes {
+
+/// Assigns fusion groups. Contract (lowering and pipeline rely on it exactly):
+///  - afterwards EVERY node has a group id >= 0 (any earlier ids are recomputed);
+///  - groups are numbered 0, 1, 2, ... in the topological order of their anchors;
+///  - a group is an anchor followed by a chain c1, c2, ... where each ci has fusion class
+///    kElementwise or kBroadcast and one output, ci's output type (shape and dtype) equals the
+///    anchor's output 0 type, ci reads the previous member's output 0 (the anchor's for c1), and
+///    that output has exactly one user (ci), is not a graph output, and the previous member's
+///    other outputs are unused;
+///  - kOpaque ops and view ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity) never take
+///    consumers and are never consumers; any other op may anchor a group;
+///  - chain members come after their anchor in topological order (the node order is unchanged);
+///  - every value a group reads from outside itself is a graph input, a constant, or produced by
+///    a group with a smaller id, so running the groups in id order is valid.
+/// Example: Conv → Add(residual) → Relu is one group; Gemm → Relu one group; MaxPool alone.
+class OperatorFusion final : public GraphPass {
+ public:
+  std::string_view name() const override { return "fusion"; }
+  absl::StatusOr<bool> Run(graph::Graph& graph) override;
+};
+
+}  // namespace kiln::passes
+
+#endif  // KILN_COMPILER_CORE_PASSES_GRAPH_FUSION_H_

@@ -1,0 +1,99 @@
+// The graph pass registry and the pipeline runner (verification between passes, optional
+// printing after passes).
+#include "compiler_core/passes/graph/pass.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler_core/ir/graph/printer.h"
+#include "compiler_core/ir/graph/verifier.h"
+#include "compiler_core/passes/graph/constant_folding.h"
+#include "compiler_core/passes/graph/cse.h"
+#include "compiler_core/passes/graph/dce.h"
+#include "compiler_core/passes/graph/fold_batchnorm.h"
+#include "compiler_core/passes/graph/fusion.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::passes {
+namespace {
+
+struct PassEntry {
+  const char* name;
+  std::unique_ptr<GraphPass> (*create)();
+};
+
+template <typename T>
+std::unique_ptr<GraphPass> Make() {
+  return std::make_unique<T>();
+}
+
+// In the default pipeline's order.
+constexpr PassEntry kPasses[] = {
+    {"constant-folding", &Make<ConstantFolding>},
+    {"fold-batchnorm", &Make<FoldBatchNorm>},
+    {"cse", &Make<CommonSubexpressionElimination>},
+    {"dce", &Make<DeadCodeElimination>},
+    {"fusion", &Make<OperatorFusion>},
+};
+
+bool ShouldPrint(const PipelineOptions& options, std::string_view pass_name) {
+  if (!options.printer) return false;
+  return std::any_of(options.print_after.begin(), options.print_after.end(),
+                     [&](const std::string& p) { return p == "all" || p == pass_name; });
+}
+
+}  // namespace
+
+std::unique_ptr<GraphPass> CreatePass(std::string_view name) {
+  for (const PassEntry& entry : kPasses) {
+    if (name == entry.name) return entry.create();
+  }
+  return nullptr;
+}
+
+std::vector<std::string> RegisteredPassNames() {
+  std::vector<std::string> names;
+  for (const PassEntry& entry : kPasses) names.push_back(entry.name);
+  return names;
+}
+
+std::vector<std::string> DefaultPassPipeline() { return RegisteredPassNames(); }
+
+absl::Status RunPasses(graph::Graph& graph, const std::vector<std::string>& pass_names,
+                       const PipelineOptions& options) {
+  // Resolve every name first so a typo fails before any pass mutates the graph.
+  std::vector<std::unique_ptr<GraphPass>> passes;
+  for (const std::string& name : pass_names) {
+    std::unique_ptr<GraphPass> pass = CreatePass(name);
+    if (pass == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown pass '", name, "' (registered: ",
+                                                     absl::StrJoin(RegisteredPassNames(), ", "),
+                                                     ")"));
+    }
+    passes.push_back(std::move(pass));
+  }
+  for (const std::unique_ptr<GraphPass>& pass : passes) {
+    std::string name(pass->name());
+    absl::StatusOr<bool> changed = pass->Run(graph);
+    if (!changed.ok()) {
+      return absl::Status(changed.status().code(),
+                          absl::StrCat("pass '", name, "': ", changed.status().message()));
+    }
+    if (options.verify) {
+      absl::Status verified = graph::VerifyGraph(graph);
+      if (!verified.ok()) {
+        // The failing IR goes to the printer (when there is one) so it can be inspected.
+        if (options.printer) options.printer(name + " (verifier failed)", graph::PrintGraph(graph));
+        return absl::InternalError(absl::StrCat(
+            "verifier failed after pass '", name, "': ", verified.message(),
+            options.printer ? " (IR printed above)" : " (rerun with -print-ir-after=" + name +
+                                                          " to see the IR)"));
+      }
+    }
+    if (ShouldPrint(options, name)) options.printer(name, graph::PrintGraph(graph));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::passes

@@ -1,0 +1,201 @@
+// kiln-opt: reads graph IR text (or an ONNX model), runs graph passes, prints the result. The
+// driver of the golden tests, modeled on mlir-opt (-passes=, -split-input-file, -print-ir-after).
+//
+//   kiln-opt [-passes=a,b,c] [-split-input-file] [-print-ir-after=a,b|all] [-verify-each=0|1]
+//            [FILE|-]
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "compiler_core/importer/onnx/importer.h"
+#include "compiler_core/ir/graph/parser.h"
+#include "compiler_core/ir/graph/printer.h"
+#include "compiler_core/ir/graph/verifier.h"
+#include "compiler_core/passes/graph/pass.h"
+
+namespace kiln {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: kiln-opt [options] [FILE|-]\n"
+    "Reads graph IR text (or an ONNX model when FILE ends in .onnx), runs passes, prints the IR.\n"
+    "  -passes=a,b,c          passes to run in order (default: none)\n"
+    "  -split-input-file      split the input at '// -----' lines; process each part alone\n"
+    "  -print-ir-after=a,b    print the IR to stderr after these passes ('all' for every pass)\n"
+    "  -verify-each=0|1       verify the input and the IR after each pass (default: 1)\n"
+    "  -list-passes           print the registered pass names\n";
+
+constexpr char kSplitMarker[] = "// -----";
+
+struct Options {
+  std::vector<std::string> passes;
+  std::vector<std::string> print_after;
+  bool split_input_file = false;
+  bool verify = true;
+  bool list_passes = false;
+  std::string input = "-";
+};
+
+std::vector<std::string> SplitList(absl::string_view list) {
+  return absl::StrSplit(list, ',', absl::SkipEmpty());
+}
+
+/// Parses argv; returns an error message for a bad flag.
+absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
+  Options options;
+  bool have_input = false;
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg != "-" && absl::StartsWith(arg, "-")) {
+      absl::ConsumePrefix(&arg, "-");
+      absl::ConsumePrefix(&arg, "-");  // accept -flag and --flag alike
+      std::string flag(arg);
+      if (absl::ConsumePrefix(&arg, "passes=")) {
+        options.passes = SplitList(arg);
+      } else if (absl::ConsumePrefix(&arg, "print-ir-after=")) {
+        options.print_after = SplitList(arg);
+      } else if (absl::ConsumePrefix(&arg, "verify-each=")) {
+        if (!absl::SimpleAtob(std::string(arg), &options.verify)) {
+          return absl::InvalidArgumentError(absl::StrCat("bad value in -", flag));
+        }
+      } else if (arg == "split-input-file") {
+        options.split_input_file = true;
+      } else if (arg == "list-passes") {
+        options.list_passes = true;
+      } else if (arg == "h" || arg == "help") {
+        std::cout << kUsage;
+        std::exit(0);
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat("unknown option -", flag));
+      }
+    } else if (!have_input) {
+      options.input = std::string(arg);
+      have_input = true;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", std::string(arg),
+                                                     "': only one input file is allowed"));
+    }
+  }
+  return options;
+}
+
+absl::StatusOr<std::string> ReadInput(const std::string& path) {
+  std::stringstream buffer;
+  if (path == "-") {
+    buffer << std::cin.rdbuf();
+    return buffer.str();
+  }
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
+  buffer << file.rdbuf();
+  return buffer.str();
+}
+
+/// The input split at `// -----` lines. Each part is prefixed with newlines so that parser
+/// line numbers stay those of the whole file.
+std::vector<std::string> SplitInput(const std::string& text) {
+  std::vector<std::string> parts(1);
+  int line_number = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_number;
+    if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(line), kSplitMarker)) {
+      parts.push_back(std::string(line_number, '\n'));
+      continue;
+    }
+    absl::StrAppend(&parts.back(), std::string(line), "\n");
+  }
+  return parts;
+}
+
+/// Reports `status` for `path` as "path:LINE:COL: error: ..." (or "path: error: ...").
+void ReportError(const std::string& path, const absl::Status& status) {
+  std::cout.flush();  // keep stdout and stderr in order when both go to one pipe
+  absl::string_view message = status.message();
+  absl::string_view location;
+  // Parser messages start with "LINE:COL: ".
+  size_t colon = message.find(": ");
+  if (colon != absl::string_view::npos &&
+      message.substr(0, colon).find_first_not_of("0123456789:") == absl::string_view::npos &&
+      colon > 0) {
+    location = message.substr(0, colon);
+    message.remove_prefix(colon + 2);
+  }
+  std::string name = path == "-" ? "<stdin>" : path;
+  if (!location.empty()) name = absl::StrCat(name, ":", std::string(location));
+  std::cerr << name << ": error: " << message << "\n";
+}
+
+absl::Status RunOnGraph(graph::Graph& graph, const Options& options) {
+  if (options.verify) {
+    absl::Status verified = graph::VerifyGraph(graph);
+    if (!verified.ok()) {
+      return absl::Status(verified.code(),
+                          absl::StrCat("input graph is invalid: ", verified.message()));
+    }
+  }
+  passes::PipelineOptions pipeline;
+  pipeline.verify = options.verify;
+  pipeline.print_after = options.print_after;
+  pipeline.printer = [](std::string_view pass, const std::string& ir) {
+    std::cout.flush();
+    std::cerr << "// -----// IR after " << pass << " //----- //\n" << ir;
+  };
+  return passes::RunPasses(graph, options.passes, pipeline);
+}
+
+int Main(int argc, char** argv) {
+  absl::StatusOr<Options> options = ParseArgs(argc, argv);
+  if (!options.ok()) {
+    std::cerr << "kiln-opt: " << options.status().message() << "\n" << kUsage;
+    return 1;
+  }
+  if (options->list_passes) {
+    for (const std::string& name : passes::RegisteredPassNames()) std::cout << name << "\n";
+    return 0;
+  }
+  if (absl::EndsWith(options->input, ".onnx")) {
+    absl::StatusOr<std::unique_ptr<graph::Graph>> graph =
+        importer::ImportOnnxFile(options->input);
+    absl::Status status = graph.ok() ? RunOnGraph(**graph, *options) : graph.status();
+    if (!status.ok()) {
+      ReportError(options->input, status);
+      return 1;
+    }
+    std::cout << graph::PrintGraph(**graph);
+    return 0;
+  }
+  absl::StatusOr<std::string> text = ReadInput(options->input);
+  if (!text.ok()) {
+    std::cerr << "kiln-opt: " << text.status().message() << "\n";
+    return 1;
+  }
+  std::vector<std::string> parts =
+      options->split_input_file ? SplitInput(*text) : std::vector<std::string>{*text};
+  bool failed = false;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) std::cout << kSplitMarker << "\n";
+    absl::StatusOr<std::unique_ptr<graph::Graph>> graph = graph::ParseGraph(parts[i]);
+    absl::Status status = graph.ok() ? RunOnGraph(**graph, *options) : graph.status();
+    if (!status.ok()) {
+      // Keep going, as mlir-opt does, so one bad case does not hide the others.
+      ReportError(options->input, status);
+      failed = true;
+      continue;
+    }
+    std::cout << graph::PrintGraph(**graph);
+  }
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace kiln
+
+int main(int argc, char** argv) { return kiln::Main(argc, argv); }

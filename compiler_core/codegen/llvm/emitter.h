@@ -1,0 +1,132 @@
+// KernelEmitter: translates one loop::Func into LLVM IR. The class is split across files by
+// concern: emit_function.cc (kernel entry points, function attributes, parallel outlining),
+// emit_stmt.cc (statements, loops, memory), emit_vector.cc (SIMD loops), emit_expr.cc
+// (expressions, casts) and emit_intrinsics.cc (math, min/max, floor division).
+#ifndef KILN_COMPILER_CORE_CODEGEN_LLVM_EMITTER_H_
+#define KILN_COMPILER_CORE_CODEGEN_LLVM_EMITTER_H_
+
+#include <functional>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "compiler_core/ir/loop/loop_ir.h"
+#include "compiler_core/support/target.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Module.h"
+
+namespace kiln::codegen {
+
+/// Emits one loop::Func into `module` as
+///   extern "C" void <name>(const kiln_context* ctx, void* const* args)
+/// plus internal helpers: <name>.impl (the body, with noalias buffer parameters; always inlined
+/// into <name>) and, per parallel loop, <name>.parN (the kiln_task_fn) and <name>.parN.body.
+class KernelEmitter {
+ public:
+  KernelEmitter(llvm::Module& module, const Target& target, const loop::Func& func);
+
+  /// Emits the kernel. Errors: kInvalidArgument for malformed loop IR (an unbound variable, a
+  /// buffer the func does not declare, an unsupported dtype combination).
+  absl::Status Emit();
+
+ private:
+  // What is bound while emitting one LLVM function (the kernel body or an outlined body).
+  struct FunctionState {
+    llvm::Function* fn = nullptr;
+    llvm::Value* ctx = nullptr;  // const kiln_context*
+    llvm::MapVector<const loop::VarNode*, llvm::Value*> vars;   // scalar i64 values
+    llvm::MapVector<const loop::Buffer*, llvm::Value*> buffers;  // base pointers
+    int parallel_depth = 0;
+  };
+  // The vectorized loop being emitted, if any: its variable is the lane vector base + <0..W-1>.
+  struct VectorState {
+    const loop::VarNode* var = nullptr;
+    int lanes = 1;
+    llvm::Value* base = nullptr;  // scalar i64: the value of var in lane 0
+  };
+
+  // ---- emit_function.cc: entry points, attributes, outlining.
+  void SetFunctionAttributes(llvm::Function* fn);
+  llvm::Function* CreateBodyFunction(const std::string& name,
+                                     const std::vector<const loop::Buffer*>& buffers,
+                                     size_t num_i64_params);
+  void EmitParallelFor(const loop::StmtNode& s);
+
+  // ---- emit_stmt.cc: statements and memory.
+  void EmitStmt(const loop::Stmt& s);
+  void EmitFor(const loop::StmtNode& s);
+  void EmitSerialFor(const loop::StmtNode& s);
+  void EmitUnrolledFor(const loop::StmtNode& s);
+  void EmitIf(const loop::StmtNode& s);
+  void EmitAllocate(const loop::StmtNode& s);
+  void EmitStore(const loop::StmtNode& s);
+  /// Emits `for iv in [begin, end)`, calling body(iv) with the builder inside the loop. With
+  /// `nonempty` the entry guard is omitted. `loop_md` is attached to the back edge.
+  void EmitLoop(llvm::Value* begin, llvm::Value* end, bool nonempty,
+                const std::function<void(llvm::Value* iv)>& body,
+                llvm::MDNode* loop_md = nullptr);
+  /// Row-major flattened i64 index (a <W x i64> vector if an index varies across lanes).
+  llvm::Value* FlatIndex(const loop::Buffer& buffer, const std::vector<loop::Expr>& indices);
+  llvm::Value* BufferPointer(const loop::Buffer& buffer);
+  llvm::Value* EmitLoad(const loop::ExprNode& e);
+  llvm::AllocaInst* CreateEntryAlloca(llvm::Type* type, uint64_t align, const std::string& name);
+
+  // ---- emit_vector.cc: SIMD loops.
+  void EmitVectorizedFor(const loop::StmtNode& s);
+  void EmitVectorBody(const loop::StmtNode& s, llvm::Value* base, int lanes);
+  /// Flat index of a contiguous access evaluated at lane 0 (scalar i64).
+  llvm::Value* LaneZeroFlatIndex(const loop::Buffer& buffer,
+                                 const std::vector<loop::Expr>& indices);
+  llvm::Value* EmitVectorLoad(const loop::ExprNode& e, llvm::Value* base_ptr);
+  void EmitVectorStore(const loop::StmtNode& s, llvm::Value* base_ptr, llvm::Value* value);
+
+  // ---- emit_expr.cc: expressions.
+  llvm::Value* EmitExpr(const loop::Expr& e);
+  llvm::Value* EmitBinary(const loop::ExprNode& e);
+  llvm::Value* EmitCompare(loop::BinaryOp op, DType dtype, llvm::Value* a, llvm::Value* b);
+  llvm::Value* EmitCast(DType to, DType from, llvm::Value* v);
+  llvm::Value* EmitSelect(const loop::ExprNode& e);
+
+  // ---- emit_intrinsics.cc: math.
+  llvm::Value* EmitUnary(const loop::ExprNode& e);
+  llvm::Value* EmitMinMax(bool is_max, DType dtype, llvm::Value* a, llvm::Value* b);
+  llvm::Value* EmitFloorDivMod(bool is_mod, const loop::ExprNode& e, llvm::Value* a,
+                               llvm::Value* b);
+  llvm::Value* EmitIntrinsic(llvm::Intrinsic::ID id, llvm::Value* a, llvm::Value* b = nullptr);
+  static bool IsF32Vector(llvm::Value* v);
+  /// Horner evaluation of c0 x^k + c1 x^(k-1) + ... with fmuladd.
+  llvm::Value* EmitPolynomial(llvm::Value* x, std::initializer_list<double> coeffs);
+  /// exp and tanh on <W x float> without libm calls.
+  llvm::Value* EmitVectorExpF32(llvm::Value* x);
+  llvm::Value* EmitVectorTanhF32(llvm::Value* x);
+  /// Calls a libm function (e.g. tanhf) lane by lane.
+  llvm::Value* EmitLibmCall(const char* f32_name, const char* f64_name, DType dtype,
+                            llvm::Value* a);
+
+  // ---- helpers (emit_expr.cc).
+  llvm::Type* RegType(DType dtype);  // bool → i1
+  llvm::Type* MemType(DType dtype);  // bool → i8, f16 → half
+  llvm::Type* WithLanes(llvm::Type* scalar, llvm::Value* like);
+  /// Splats a scalar to the current lane count (no-op in scalar code or for vectors).
+  llvm::Value* Splat(llvm::Value* v);
+  /// Makes both operands vectors if either is.
+  void Unify(llvm::Value*& a, llvm::Value*& b);
+  llvm::Value* Fail(const std::string& message, llvm::Type* type = nullptr);
+
+  llvm::Module& module_;
+  llvm::LLVMContext& ctx_;
+  llvm::IRBuilder<> b_;
+  const Target& target_;
+  const loop::Func& func_;
+  FunctionState fs_;
+  VectorState vs_;
+  bool index_mode_ = false;  // emitting index arithmetic: integer ops get nsw
+  int num_outlined_ = 0;
+  absl::Status status_;
+};
+
+}  // namespace kiln::codegen
+
+#endif  // KILN_COMPILER_CORE_CODEGEN_LLVM_EMITTER_H_

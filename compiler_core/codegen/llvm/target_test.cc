@@ -1,0 +1,72 @@
+// Tests for ResolveTarget: host and named CPUs, SIMD width, feature strings, and bad specs.
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "compiler_core/codegen/llvm/codegen.h"
+#include "gtest/gtest.h"
+
+namespace kiln::codegen {
+namespace {
+
+TEST(ResolveTargetTest, Host) {
+  auto t = ResolveTarget("host");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->kind, "cpu");
+  EXPECT_FALSE(t->cpu.empty());
+  EXPECT_TRUE(absl::StartsWith(t->triple, "x86_64")) << t->triple;
+  EXPECT_GE(t->num_cores, 1);
+  EXPECT_TRUE(t->vector_bits == 128 || t->vector_bits == 256 || t->vector_bits == 512);
+  bool avx512 = absl::StrContains(t->features, "+avx512f");
+  bool avx = absl::StrContains(t->features, "+avx,") || absl::StrContains(t->features, "+avx2");
+  EXPECT_EQ(t->vector_bits, avx512 ? 512 : avx ? 256 : 128);
+}
+
+TEST(ResolveTargetTest, SkylakeAvx512) {
+  auto t = ResolveTarget("cpu:skylake-avx512");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->cpu, "skylake-avx512");
+  EXPECT_EQ(t->vector_bits, 512);
+  EXPECT_EQ(t->f32_lanes(), 16);
+  EXPECT_EQ(t->num_cores, 1);
+  EXPECT_TRUE(absl::StrContains(t->features, "+avx512f"));
+  EXPECT_TRUE(absl::StrContains(t->features, "+fma"));
+  EXPECT_EQ(t->Key().rfind("cpu:skylake-avx512:x86_64", 0), 0u) << t->Key();
+}
+
+TEST(ResolveTargetTest, Haswell) {
+  auto t = ResolveTarget("cpu:haswell");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->vector_bits, 256);
+  EXPECT_TRUE(absl::StrContains(t->features, "+avx2"));
+  EXPECT_FALSE(absl::StrContains(t->features, "avx512"));
+}
+
+TEST(ResolveTargetTest, BaselineX86_64) {
+  auto t = ResolveTarget("cpu:x86-64");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->vector_bits, 128);
+  EXPECT_EQ(t->f32_lanes(), 4);
+}
+
+TEST(ResolveTargetTest, FeaturesAreSorted) {
+  auto t = ResolveTarget("cpu:znver4");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->vector_bits, 512);
+  std::vector<std::string> features = absl::StrSplit(t->features, ',');
+  ASSERT_GT(features.size(), 10u);
+  for (size_t i = 1; i < features.size(); ++i) {
+    EXPECT_LT(features[i - 1].substr(1), features[i].substr(1));
+  }
+}
+
+TEST(ResolveTargetTest, BadSpecs) {
+  EXPECT_EQ(ResolveTarget("cpu:nonsense").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResolveTarget("gpu").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResolveTarget("cpu:").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResolveTarget("").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResolveTarget("cpu:i386").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace kiln::codegen

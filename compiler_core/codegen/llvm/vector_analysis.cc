@@ -1,0 +1,212 @@
+// Loop-IR analyses for vectorized codegen: linear coefficients, vectorization legality and
+// non-negativity (which lets index division use unsigned instructions).
+#include "compiler_core/codegen/llvm/vector_analysis.h"
+
+#include <map>
+
+namespace kiln::codegen {
+namespace {
+
+using loop::BinaryOp;
+using loop::Expr;
+using loop::ExprKind;
+using loop::Stmt;
+using loop::StmtKind;
+
+bool IsIntType(DType t) { return !IsFloat(t) && t != DType::kBool; }
+
+// One access to a buffer in a vectorized body.
+struct Access {
+  bool is_store;
+  const std::vector<Expr>* indices;
+};
+using AccessMap = std::map<const loop::Buffer*, std::vector<Access>>;
+
+void CollectLoads(const Expr& e, AccessMap& accesses) {
+  if (e->kind == ExprKind::kLoad) {
+    accesses[e->buffer.get()].push_back({false, &e->operands});
+  }
+  for (const Expr& op : e->operands) CollectLoads(op, accesses);
+}
+
+// Returns false if the statement holds something a SIMD body cannot (loops, allocations,
+// lane-dependent branches).
+bool CollectAccesses(const Stmt& s, const loop::VarNode* var, AccessMap& accesses) {
+  if (!s) return true;
+  switch (s->kind) {
+    case StmtKind::kStore:
+      for (const Expr& i : s->indices) CollectLoads(i, accesses);
+      CollectLoads(s->value, accesses);
+      accesses[s->buffer.get()].push_back({true, &s->indices});
+      return true;
+    case StmtKind::kBlock:
+      for (const Stmt& c : s->stmts) {
+        if (!CollectAccesses(c, var, accesses)) return false;
+      }
+      return true;
+    case StmtKind::kIf:
+      if (DependsOn(s->cond, var)) return false;
+      CollectLoads(s->cond, accesses);
+      return CollectAccesses(s->then_body, var, accesses) &&
+             CollectAccesses(s->else_body, var, accesses);
+    case StmtKind::kFor:
+    case StmtKind::kAllocate:
+      return false;
+  }
+  return false;
+}
+
+bool SameIndices(const std::vector<Expr>& a, const std::vector<Expr>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!SameExpr(a[i], b[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool DependsOn(const Expr& expr, const loop::VarNode* var) {
+  if (expr->kind == ExprKind::kVar) return expr->var.get() == var;
+  for (const Expr& op : expr->operands) {
+    if (DependsOn(op, var)) return true;
+  }
+  return false;
+}
+
+std::optional<int64_t> LinearCoefficient(const Expr& expr, const loop::VarNode* var) {
+  if (!DependsOn(expr, var)) return 0;
+  switch (expr->kind) {
+    case ExprKind::kVar:
+      return 1;
+    case ExprKind::kCast:
+      // Widening or same-width integer casts keep the coefficient for in-range indices.
+      if (IsIntType(expr->dtype) && IsIntType(expr->operands[0]->dtype) &&
+          DTypeSize(expr->dtype) >= DTypeSize(expr->operands[0]->dtype)) {
+        return LinearCoefficient(expr->operands[0], var);
+      }
+      return std::nullopt;
+    case ExprKind::kBinary: {
+      if (!IsIntType(expr->dtype)) return std::nullopt;
+      const Expr& a = expr->operands[0];
+      const Expr& b = expr->operands[1];
+      switch (expr->binary_op) {
+        case BinaryOp::kAdd:
+        case BinaryOp::kSub: {
+          auto ca = LinearCoefficient(a, var);
+          auto cb = LinearCoefficient(b, var);
+          if (!ca || !cb) return std::nullopt;
+          return expr->binary_op == BinaryOp::kAdd ? *ca + *cb : *ca - *cb;
+        }
+        case BinaryOp::kMul: {
+          if (a->kind == ExprKind::kIntImm) {
+            auto cb = LinearCoefficient(b, var);
+            if (cb) return a->int_value * *cb;
+          } else if (b->kind == ExprKind::kIntImm) {
+            auto ca = LinearCoefficient(a, var);
+            if (ca) return b->int_value * *ca;
+          }
+          return std::nullopt;
+        }
+        default:
+          return std::nullopt;
+      }
+    }
+    case ExprKind::kUnary:
+      if (expr->unary_op == loop::UnaryOp::kNeg && IsIntType(expr->dtype)) {
+        auto c = LinearCoefficient(expr->operands[0], var);
+        if (c) return -*c;
+      }
+      return std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<int64_t> FlatCoefficient(const loop::Buffer& buffer,
+                                       const std::vector<Expr>& indices,
+                                       const loop::VarNode* var) {
+  int64_t coeff = 0;
+  int64_t stride = 1;
+  for (size_t d = indices.size(); d-- > 0;) {
+    auto c = LinearCoefficient(indices[d], var);
+    if (!c) return std::nullopt;
+    coeff += *c * stride;
+    if (d < buffer.shape.size()) stride *= buffer.shape[d];
+  }
+  return coeff;
+}
+
+bool CanVectorizeBody(const Stmt& body, const loop::VarNode* var) {
+  AccessMap accesses;
+  if (!CollectAccesses(body, var, accesses)) return false;
+  for (const auto& [buffer, list] : accesses) {
+    bool written = false;
+    for (const Access& a : list) written |= a.is_store;
+    if (!written) continue;
+    // Uniform location, written only: the last lane's value wins, as in serial order.
+    bool all_uniform_stores = true;
+    for (const Access& a : list) {
+      auto c = FlatCoefficient(*buffer, *a.indices, var);
+      if (!a.is_store || !c || *c != 0) all_uniform_stores = false;
+    }
+    if (all_uniform_stores) continue;
+    // Lane-private: one index pattern, injective in the lane.
+    auto c = FlatCoefficient(*buffer, *list[0].indices, var);
+    if (!c || *c == 0) return false;
+    for (const Access& a : list) {
+      if (!SameIndices(*a.indices, *list[0].indices)) return false;
+    }
+  }
+  return true;
+}
+
+bool IsNonNegative(const Expr& expr) {
+  switch (expr->kind) {
+    case ExprKind::kIntImm:
+      return expr->int_value >= 0;
+    case ExprKind::kVar:
+      return true;  // loop variables run over [0, extent)
+    case ExprKind::kSelect:
+      return IsNonNegative(expr->operands[1]) && IsNonNegative(expr->operands[2]);
+    case ExprKind::kBinary: {
+      const Expr& a = expr->operands[0];
+      const Expr& b = expr->operands[1];
+      bool b_pos_const = b->kind == ExprKind::kIntImm && b->int_value > 0;
+      switch (expr->binary_op) {
+        case BinaryOp::kAdd:
+        case BinaryOp::kMul:
+        case BinaryOp::kMin:
+        case BinaryOp::kDiv:
+          return IsNonNegative(a) && IsNonNegative(b);
+        case BinaryOp::kMax:
+          return IsNonNegative(a) || IsNonNegative(b);
+        case BinaryOp::kFloorDiv:
+          return b_pos_const && IsNonNegative(a);
+        case BinaryOp::kFloorMod:
+          return b_pos_const;
+        default:
+          return false;
+      }
+    }
+    default:
+      return false;
+  }
+}
+
+bool SameExpr(const Expr& a, const Expr& b) {
+  if (a == b) return true;
+  if (!a || !b) return false;
+  if (a->kind != b->kind || a->dtype != b->dtype || a->int_value != b->int_value ||
+      a->float_value != b->float_value || a->var != b->var || a->binary_op != b->binary_op ||
+      a->unary_op != b->unary_op || a->buffer != b->buffer ||
+      a->operands.size() != b->operands.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a->operands.size(); ++i) {
+    if (!SameExpr(a->operands[i], b->operands[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace kiln::codegen

@@ -20,6 +20,29 @@ struct LoweredKernel {
   const graph::Value* result = nullptr;           // the value the kernel writes
 };
 
+/// Kernel layout produced by LowerGroup (schedules and default schedules rely on it):
+///
+/// - Params: the group's external inputs in first-use order ("in0", "in1", ...; constants
+///   included, omitted optional inputs skipped, each value once), then the result "out" LAST.
+///   Compile-time operands (Pad pads/constant_value, Slice starts/axes/steps, Reshape shape,
+///   constant Clip bounds) are folded into the IR and are not params.
+/// - Elementwise/broadcast anchors and data movement: one nest over the output, loops "d0",
+///   "d1", ...; fused consumers are applied at the store. Concat has one nest per input
+///   ("cat<k>.d0", ...).
+/// - Conv (NC[D]HW): optional pad nest "pad.n", "pad.c", "pad.[d|h|w]" writing workspace
+///   "xpad" (only when pads are non-zero); init nest "init.n", "init.oc", "init.o[d|h|w]"
+///   (out = bias or 0); update nest "n", "oc", "o[d|h|w]", then reductions "ic", "k[d|h|w]"
+///   innermost; epilogue nest "epi.d0", ... (only with fused consumers).
+/// - Gemm: "init.i", "init.j"; update "i", "j", "k" (k a reduction). MatMul: batch loops "b0",
+///   ... before "i"/"j" (absent for a 1-D operand), then "k".
+/// - MaxPool/AveragePool: "init.n", "init.c", "init.o*"; update "n", "c", "o*", "k*" (reduction);
+///   AveragePool always has the epilogue nest (divide by the window count).
+///   GlobalAverage/MaxPool: "init.n", "init.c"; update "n", "c", then "d"/"h"/"w" reductions.
+/// - Softmax/LogSoftmax: one nest over the non-axis dims ("d<axis index>") whose body runs four
+///   axis loops "max.a" (reduction), "exp.a", "sum.a" (reduction), "norm.a", with workspaces
+///   "max" and "sum" indexed by the non-axis dims.
+/// No nest ever loads out of bounds (padding goes through clamped indices under a select).
+///
 /// Lowers `nodes` — one fusion group in topological order: the anchor first, then elementwise /
 /// broadcast consumers applied in its epilogue, each consuming the previous node's output — to a
 /// serial, unscheduled loop nest named `kernel_name`. Loops get unique names from the op's axes

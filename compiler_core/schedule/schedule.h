@@ -30,7 +30,13 @@ struct Schedule {
   std::string ToString() const;
 };
 
-/// Applies `schedule` to `func` in order. Errors: kFailedPrecondition naming the step and why
+/// Applies `schedule` to `func` in order. A step names loops; it applies to every loop with that
+/// name (a split tail duplicates the loops below it under the same names). Semantics:
+/// split(x, f): x → x.o { x.i } with x = x.o*f + x.i, plus a tail loop x.t of extent n % f
+/// after x.o when f does not divide n (f >= n: x.o of extent 1, x.i of extent n);
+/// reorder(a, b, ...): the named loops must lie on one chain of perfectly nested loops;
+/// fuse(a, b): b must be the only statement of a, giving "a.b"; vectorize(x): innermost,
+/// non-reduction; parallel(x): non-reduction, no parallel loop around or inside it. Errors: kFailedPrecondition naming the step and why
 /// it is illegal (unknown loop, vectorizing a reduction or non-innermost loop, reordering loops
 /// that are not one perfect nest, ...); `func` is unchanged on error.
 absl::Status ApplySchedule(const Schedule& schedule, loop::Func& func);

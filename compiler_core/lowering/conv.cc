@@ -1,0 +1,126 @@
+// Conv (1-D/2-D/3-D, NC[D]HW, groups incl. depthwise, strides, dilations, pads) as three or
+// four nests: pad the input into a workspace (only when pads are non-zero, so the update nest
+// never loads out of bounds), init out with the bias, accumulate, then the fused epilogue.
+#include "absl/strings/str_cat.h"
+#include "compiler_core/lowering/op_lowering.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::lowering {
+
+using loop::BinaryOp;
+using loop::Expr;
+using loop::Stmt;
+
+absl::StatusOr<std::vector<Stmt>> LowerConv(KernelBuilder& b, const graph::Node& node,
+                                            const Epilogue& epi) {
+  KILN_RETURN_IF_ERROR(epi.CheckSameDType(node));
+  const graph::Value* xv = node.input(0);
+  const graph::Value* wv = node.input(1);
+  const graph::Value* bv = node.input(2);
+  const std::vector<int64_t>& xs = xv->type().shape;
+  const std::vector<int64_t>& ws = wv->type().shape;
+  const std::vector<int64_t>& os = node.output(0)->type().shape;
+  const DType dt = node.output(0)->type().dtype;
+  const size_t nsp = xs.size() >= 2 ? xs.size() - 2 : 0;
+  if (nsp < 1 || nsp > 3 || ws.size() != xs.size() || os.size() != xs.size()) {
+    return NoLowering(node, absl::StrCat("input rank ", xs.size()));
+  }
+  std::vector<int64_t> strides = node.attrs().GetInts("strides", std::vector<int64_t>(nsp, 1));
+  std::vector<int64_t> dilations =
+      node.attrs().GetInts("dilations", std::vector<int64_t>(nsp, 1));
+  std::vector<int64_t> pads = node.attrs().GetInts("pads", std::vector<int64_t>(2 * nsp, 0));
+  int64_t group = node.attrs().GetInt("group", 1);
+  if (strides.size() != nsp || dilations.size() != nsp || pads.size() != 2 * nsp || group < 1 ||
+      os[1] % group != 0 || ws[1] * group != xs[1]) {
+    return NoLowering(node, "these strides/dilations/pads/group attributes");
+  }
+  const int64_t cpg = ws[1];           // input channels per group
+  const int64_t ocpg = os[1] / group;  // output channels per group
+
+  loop::BufferRef x = b.Input(xv);
+  loop::BufferRef w = b.Input(wv);
+  loop::BufferRef bias = bv != nullptr ? b.Input(bv) : nullptr;
+  loop::BufferRef out = b.out();
+  std::vector<Stmt> nests;
+
+  // Pad nest: xpad[n, c, p...] = in bounds ? x[n, c, clamp(p - pad)...] : 0.
+  loop::BufferRef src = x;
+  std::vector<int64_t> ps = xs;
+  bool padded = false;
+  for (size_t d = 0; d < nsp; ++d) {
+    ps[2 + d] += pads[d] + pads[nsp + d];
+    padded |= pads[d] != 0 || pads[nsp + d] != 0;
+  }
+  for (size_t d = 0; d < nsp; ++d) {
+    if ((os[2 + d] - 1) * strides[d] + (ws[2 + d] - 1) * dilations[d] >= ps[2 + d]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node '", node.name(), "' (Conv): output spatial dim ", d, " reads past the input"));
+    }
+  }
+  if (padded) {
+    src = b.Workspace("xpad", dt, ps);
+    std::vector<std::string> names = {"n", "c"};
+    for (const std::string& s : SpatialNames("", nsp)) names.push_back(s);
+    std::vector<loop::Var> vars = b.NewVars("pad.", names);
+    std::vector<Expr> idx = Refs(vars);
+    std::vector<Expr> in_idx = {idx[0], idx[1]};
+    Expr cond;
+    for (size_t d = 0; d < nsp; ++d) {
+      Expr i = IdxAdd(idx[2 + d], -pads[d]);
+      cond = AndCond(cond, loop::Binary(BinaryOp::kGe, i, Idx(0)));
+      cond = AndCond(cond, loop::Binary(BinaryOp::kLt, i, Idx(xs[2 + d])));
+      in_idx.push_back(IdxClamp(i, xs[2 + d]));
+    }
+    Expr value = loop::Select(cond, loop::Load(x, in_idx), Const(0, dt));
+    nests.push_back(Nest(vars, ps, loop::Store(src, idx, value)));
+  }
+
+  // Init nest: out = bias[oc] or 0.
+  std::vector<std::string> onames = {"n", "oc"};
+  for (const std::string& s : SpatialNames("o", nsp)) onames.push_back(s);
+  {
+    std::vector<loop::Var> vars = b.NewVars("init.", onames);
+    std::vector<Expr> idx = Refs(vars);
+    Expr value = bias ? loop::Load(bias, {idx[1]}) : Const(0, dt);
+    nests.push_back(Nest(vars, os, loop::Store(out, idx, value)));
+  }
+
+  // Update nest: out[n, oc, o...] += src[n, g*cpg + ic, o*s + k*d ...] * w[oc, ic, k...].
+  {
+    std::vector<std::string> names = onames;
+    names.push_back("ic");
+    for (const std::string& s : SpatialNames("k", nsp)) names.push_back(s);
+    std::vector<loop::Var> vars = b.NewVars("", names);
+    std::vector<Expr> idx = Refs(vars);
+    std::vector<int64_t> extents = os;
+    extents.push_back(cpg);
+    std::vector<bool> reduction(os.size(), false);
+    reduction.push_back(true);
+    for (size_t d = 0; d < nsp; ++d) {
+      extents.push_back(ws[2 + d]);
+      reduction.push_back(true);
+    }
+    Expr oc = idx[1], ic = idx[os.size()];
+    Expr in_c = ic;
+    if (group > 1) {
+      Expr g = ocpg == 1 ? oc : loop::Binary(BinaryOp::kFloorDiv, oc, Idx(ocpg));
+      in_c = IdxAdd(IdxMul(g, cpg), ic);
+    }
+    std::vector<Expr> out_idx(idx.begin(), idx.begin() + os.size());
+    std::vector<Expr> in_idx = {idx[0], in_c};
+    std::vector<Expr> w_idx = {oc, ic};
+    for (size_t d = 0; d < nsp; ++d) {
+      Expr k = idx[os.size() + 1 + d];
+      in_idx.push_back(IdxAdd(IdxMul(idx[2 + d], strides[d]), IdxMul(k, dilations[d])));
+      w_idx.push_back(k);
+    }
+    Expr value = loop::Load(out, out_idx) + loop::Load(src, in_idx) * loop::Load(w, w_idx);
+    nests.push_back(Nest(vars, extents, loop::Store(out, out_idx, value), reduction));
+  }
+
+  KILN_ASSIGN_OR_RETURN(Stmt tail, epi.FinalNest(nullptr));
+  if (tail) nests.push_back(tail);
+  return nests;
+}
+
+}  // namespace kiln::lowering

@@ -1,0 +1,179 @@
+// Elementwise and broadcast ops (unary math, binary arithmetic with multidirectional
+// broadcasting, Clip, LeakyRelu, Cast, BatchNormalization in inference form) as scalar
+// expressions, and the single-nest kernel for groups anchored on one of them.
+#include <cmath>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/lowering/op_lowering.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::lowering {
+namespace {
+
+using graph::OpKind;
+using loop::BinaryOp;
+using loop::Expr;
+using loop::UnaryOp;
+
+/// The value of input `i` of `node` at the output index: a computed group value, or a
+/// broadcast load of an external input.
+Expr Operand(KernelBuilder& b, const graph::Node& node, int i, const std::vector<Expr>& out_idx,
+             const ValueExprs& computed) {
+  const graph::Value* v = node.input(i);
+  auto it = computed.find(v);
+  if (it != computed.end()) return it->second;
+  return loop::Load(b.Input(v), BroadcastIndices(v->type().shape, out_idx));
+}
+
+/// A Clip bound: an immediate for a constant input (or legacy attribute), else a load.
+std::optional<Expr> ClipBound(KernelBuilder& b, const graph::Node& node, int i,
+                              const char* attr, DType dtype, const std::vector<Expr>& out_idx,
+                              const ValueExprs& computed) {
+  const graph::Value* v = node.input(i);
+  if (v == nullptr) {
+    if (node.attrs().Has(attr)) return Const(node.attrs().GetFloat(attr, 0), dtype);
+    return std::nullopt;
+  }
+  if (v->is_constant() && v->type().NumElements() == 1) {
+    return Const(v->constant()->GetAsDouble(0), dtype);
+  }
+  return Operand(b, node, i, out_idx, computed);
+}
+
+absl::StatusOr<Expr> FloatUnary(const graph::Node& node, UnaryOp op, Expr x) {
+  if (!IsFloat(x->dtype)) return NoLowering(node, "integer operands");
+  return loop::Unary(op, std::move(x));
+}
+
+absl::StatusOr<Expr> BatchNorm(KernelBuilder& b, const graph::Node& node,
+                               const std::vector<Expr>& out_idx, const ValueExprs& computed) {
+  Expr x = Operand(b, node, 0, out_idx, computed);
+  DType dt = x->dtype;
+  if (!IsFloat(dt)) return NoLowering(node, "integer operands");
+  Expr c = out_idx.size() >= 2 ? out_idx[1] : Idx(0);
+  auto param = [&](int i) -> Expr {
+    const graph::Value* v = node.input(i);
+    auto it = computed.find(v);
+    if (it != computed.end()) return it->second;
+    return loop::Load(b.Input(v), {v->type().NumElements() == 1 ? Idx(0) : c});
+  };
+  Expr scale = param(1), bias = param(2), mean = param(3), var = param(4);
+  double eps = node.attrs().GetFloat("epsilon", 1e-5f);
+  Expr inv_std =
+      loop::Binary(BinaryOp::kDiv, scale, loop::Unary(UnaryOp::kSqrt, var + Const(eps, dt)));
+  return (x - mean) * inv_std + bias;
+}
+
+absl::StatusOr<Expr> Compute(KernelBuilder& b, const graph::Node& node,
+                             const std::vector<Expr>& out_idx, const ValueExprs& computed) {
+  DType out_dtype = node.output(0)->type().dtype;
+  auto x = [&]() { return Operand(b, node, 0, out_idx, computed); };
+  switch (node.op()) {
+    case OpKind::kRelu: return loop::Max(x(), Const(0, out_dtype));
+    case OpKind::kLeakyRelu: {
+      Expr v = x();
+      Expr alpha = Const(node.attrs().GetFloat("alpha", 0.01f), v->dtype);
+      return loop::Select(loop::Binary(BinaryOp::kLt, v, Const(0, v->dtype)), v * alpha, v);
+    }
+    case OpKind::kSigmoid: {
+      Expr v = x();
+      if (!IsFloat(v->dtype)) return NoLowering(node, "integer operands");
+      Expr one = Const(1, v->dtype);
+      return loop::Binary(BinaryOp::kDiv, one,
+                          one + loop::Unary(UnaryOp::kExp, loop::Unary(UnaryOp::kNeg, v)));
+    }
+    case OpKind::kTanh: return FloatUnary(node, UnaryOp::kTanh, x());
+    case OpKind::kExp: return FloatUnary(node, UnaryOp::kExp, x());
+    case OpKind::kLog: return FloatUnary(node, UnaryOp::kLog, x());
+    case OpKind::kSqrt: return FloatUnary(node, UnaryOp::kSqrt, x());
+    case OpKind::kErf: return FloatUnary(node, UnaryOp::kErf, x());
+    case OpKind::kNeg: return loop::Unary(UnaryOp::kNeg, x());
+    case OpKind::kAbs: return loop::Unary(UnaryOp::kAbs, x());
+    case OpKind::kReciprocal: {
+      Expr v = x();
+      return loop::Binary(BinaryOp::kDiv, Const(1, v->dtype), v);
+    }
+    case OpKind::kIdentity:
+    case OpKind::kDropout:
+      return x();
+    case OpKind::kClip: {
+      Expr v = x();
+      auto lo = ClipBound(b, node, 1, "min", v->dtype, out_idx, computed);
+      auto hi = ClipBound(b, node, 2, "max", v->dtype, out_idx, computed);
+      if (lo) v = loop::Max(v, *lo);
+      if (hi) v = loop::Min(v, *hi);
+      return v;
+    }
+    case OpKind::kCast: {
+      Expr v = x();
+      if (out_dtype == v->dtype) return v;
+      if (out_dtype == DType::kBool) {
+        return loop::Binary(BinaryOp::kNe, v, Const(0, v->dtype));
+      }
+      return loop::Cast(out_dtype, v);
+    }
+    case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv:
+    case OpKind::kPow: {
+      Expr a = x(), c = Operand(b, node, 1, out_idx, computed);
+      if (c->dtype != a->dtype) c = loop::Cast(a->dtype, c);
+      switch (node.op()) {
+        case OpKind::kAdd: return a + c;
+        case OpKind::kSub: return a - c;
+        case OpKind::kMul: return a * c;
+        case OpKind::kDiv: return loop::Binary(BinaryOp::kDiv, a, c);
+        default:
+          if (!IsFloat(a->dtype)) return NoLowering(node, "integer Pow");
+          return loop::Binary(BinaryOp::kPow, a, c);
+      }
+    }
+    case OpKind::kMax: case OpKind::kMin: case OpKind::kSum: {
+      Expr acc = x();
+      for (int i = 1; i < node.num_inputs(); ++i) {
+        Expr v = Operand(b, node, i, out_idx, computed);
+        acc = node.op() == OpKind::kMax ? loop::Max(acc, v)
+              : node.op() == OpKind::kMin ? loop::Min(acc, v)
+                                          : acc + v;
+      }
+      return acc;
+    }
+    case OpKind::kBatchNormalization: return BatchNorm(b, node, out_idx, computed);
+    default:
+      return NoLowering(node, "this op as an elementwise expression");
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<Expr> LowerElementwiseNode(KernelBuilder& b, const graph::Node& node,
+                                          const std::vector<Expr>& out_idx,
+                                          ValueExprs& computed) {
+  for (int i = 0; i < node.num_inputs(); ++i) {
+    const graph::Value* v = node.input(i);
+    if (v != nullptr && v->type().rank() > static_cast<int64_t>(out_idx.size())) {
+      return NoLowering(node, absl::StrCat("input ", i, " of higher rank than the output"));
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(Expr value, Compute(b, node, out_idx, computed));
+  if (value->dtype != node.output(0)->type().dtype) {
+    return NoLowering(node, absl::StrCat("result dtype ", DTypeName(value->dtype), ", expected ",
+                                         DTypeName(node.output(0)->type().dtype)));
+  }
+  computed[node.output(0)] = value;
+  return value;
+}
+
+absl::StatusOr<std::vector<loop::Stmt>> LowerElementwiseAnchor(KernelBuilder& b,
+                                                               const graph::Node& node,
+                                                               const Epilogue& epi) {
+  loop::BufferRef out = b.out();
+  const std::vector<int64_t>& shape = node.output(0)->type().shape;
+  std::vector<loop::Var> vars = b.NewVars("", AxisNames(shape.size()));
+  std::vector<Expr> idx = Refs(vars);
+  ValueExprs computed;
+  KILN_ASSIGN_OR_RETURN(Expr value, LowerElementwiseNode(b, node, idx, computed));
+  KILN_ASSIGN_OR_RETURN(value, epi.Apply(value, idx));
+  return std::vector<loop::Stmt>{Nest(vars, shape, loop::Store(out, idx, value))};
+}
+
+}  // namespace kiln::lowering

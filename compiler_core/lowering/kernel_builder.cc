@@ -1,0 +1,203 @@
+// Kernel assembly and index helpers shared by every op family's lowering.
+#include "compiler_core/lowering/kernel_builder.h"
+
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln::lowering {
+
+using loop::Expr;
+using loop::Stmt;
+using loop::Var;
+
+loop::BufferRef KernelBuilder::Input(const graph::Value* v) {
+  auto it = inputs_.find(v);
+  if (it != inputs_.end()) return it->second;
+  std::string name = absl::StrCat("in", inputs_.size());
+  buffer_names_.insert(name);
+  loop::BufferRef b = loop::MakeBuffer(name, v->type().dtype, v->type().shape);
+  inputs_[v] = b;
+  params_.push_back(b);
+  param_values_.push_back(v);
+  return b;
+}
+
+loop::BufferRef KernelBuilder::Output(const graph::Value* v) {
+  if (!out_) {
+    out_ = loop::MakeBuffer("out", v->type().dtype, v->type().shape);
+    out_value_ = v;
+    buffer_names_.insert("out");
+  }
+  return out_;
+}
+
+loop::BufferRef KernelBuilder::Workspace(const std::string& name, DType dtype,
+                                         std::vector<int64_t> shape) {
+  std::string unique = name;
+  for (int k = 1; buffer_names_.count(unique) != 0; ++k) unique = absl::StrCat(name, "_", k);
+  buffer_names_.insert(unique);
+  loop::BufferRef b = loop::MakeBuffer(unique, dtype, std::move(shape));
+  workspaces_.push_back(b);
+  return b;
+}
+
+Var KernelBuilder::NewVar(const std::string& name) {
+  std::string unique = name;
+  for (int k = 1; var_names_.count(unique) != 0; ++k) unique = absl::StrCat(name, "_", k);
+  var_names_.insert(unique);
+  return loop::MakeVar(unique);
+}
+
+std::vector<Var> KernelBuilder::NewVars(const std::string& prefix,
+                                        const std::vector<std::string>& names) {
+  std::vector<Var> vars;
+  for (const std::string& n : names) vars.push_back(NewVar(prefix + n));
+  return vars;
+}
+
+LoweredKernel KernelBuilder::Finish(std::vector<Stmt> nests) {
+  LoweredKernel k;
+  k.func.name = name_;
+  k.func.anchor = anchor_;
+  k.func.params = params_;
+  k.func.params.push_back(out_);
+  k.func.workspaces = workspaces_;
+  k.func.body = nests.size() == 1 ? nests[0] : loop::Block(std::move(nests));
+  k.param_values = param_values_;
+  k.param_values.push_back(out_value_);
+  k.result = out_value_;
+  return k;
+}
+
+std::vector<std::string> AxisNames(size_t rank) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < rank; ++i) names.push_back(absl::StrCat("d", i));
+  return names;
+}
+
+std::vector<std::string> SpatialNames(const std::string& prefix, size_t n) {
+  static const char* kLetters[] = {"d", "h", "w"};
+  std::vector<std::string> names;
+  for (size_t i = 0; i < n; ++i) {
+    size_t letter = 3 - n + i;
+    names.push_back(n <= 3 ? prefix + kLetters[letter] : absl::StrCat(prefix, "s", i));
+  }
+  return names;
+}
+
+Stmt Nest(const std::vector<Var>& vars, const std::vector<int64_t>& extents, Stmt body,
+          const std::vector<bool>& reduction) {
+  for (int i = static_cast<int>(vars.size()) - 1; i >= 0; --i) {
+    bool red = i < static_cast<int>(reduction.size()) && reduction[i];
+    body = loop::For(vars[i], extents[i], std::move(body), loop::ForKind::kSerial, red);
+  }
+  return body;
+}
+
+std::vector<Expr> Refs(const std::vector<Var>& vars) {
+  std::vector<Expr> refs;
+  for (const Var& v : vars) refs.push_back(loop::VarRef(v));
+  return refs;
+}
+
+Expr Idx(int64_t c) { return loop::IntImm(c); }
+
+namespace {
+bool IsIntConst(const Expr& e, int64_t v) {
+  return e->kind == loop::ExprKind::kIntImm && e->int_value == v;
+}
+}  // namespace
+
+Expr IdxAdd(Expr a, Expr b) {
+  if (IsIntConst(a, 0)) return b;
+  if (IsIntConst(b, 0)) return a;
+  if (a->kind == loop::ExprKind::kIntImm && b->kind == loop::ExprKind::kIntImm) {
+    return Idx(a->int_value + b->int_value);
+  }
+  return a + b;
+}
+
+Expr IdxAdd(Expr a, int64_t c) {
+  if (c < 0 && !(a->kind == loop::ExprKind::kIntImm)) return a - Idx(-c);
+  return IdxAdd(std::move(a), Idx(c));
+}
+
+Expr IdxMul(Expr a, int64_t c) {
+  if (c == 1) return a;
+  if (c == 0) return Idx(0);
+  if (a->kind == loop::ExprKind::kIntImm) return Idx(a->int_value * c);
+  return a * Idx(c);
+}
+
+Expr IdxClamp(Expr a, int64_t extent) {
+  if (a->kind == loop::ExprKind::kIntImm) {
+    return Idx(std::max<int64_t>(0, std::min(a->int_value, extent - 1)));
+  }
+  return loop::Min(loop::Max(std::move(a), Idx(0)), Idx(extent - 1));
+}
+
+Expr AndCond(Expr a, Expr b) {
+  if (!a) return b;
+  return loop::Binary(loop::BinaryOp::kAnd, std::move(a), std::move(b));
+}
+
+Expr Const(double v, DType dtype) {
+  if (IsFloat(dtype)) return loop::FloatImm(v, dtype);
+  return loop::IntImm(static_cast<int64_t>(v), dtype);
+}
+
+Expr Lowest(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: case DType::kFloat64: case DType::kFloat16:
+      return loop::FloatImm(-std::numeric_limits<double>::infinity(), dtype);
+    case DType::kInt8: return loop::IntImm(std::numeric_limits<int8_t>::min(), dtype);
+    case DType::kInt16: return loop::IntImm(std::numeric_limits<int16_t>::min(), dtype);
+    case DType::kInt32: return loop::IntImm(std::numeric_limits<int32_t>::min(), dtype);
+    case DType::kInt64: return loop::IntImm(std::numeric_limits<int64_t>::min(), dtype);
+    default: return loop::IntImm(0, dtype);
+  }
+}
+
+std::vector<Expr> BroadcastIndices(const std::vector<int64_t>& in_shape,
+                                   const std::vector<Expr>& out_idx) {
+  std::vector<Expr> idx;
+  size_t offset = out_idx.size() - in_shape.size();
+  for (size_t d = 0; d < in_shape.size(); ++d) {
+    idx.push_back(in_shape[d] == 1 ? Idx(0) : out_idx[offset + d]);
+  }
+  return idx;
+}
+
+std::vector<Expr> ReshapeIndices(const std::vector<int64_t>& in_shape,
+                                 const std::vector<int64_t>& out_shape,
+                                 const std::vector<Expr>& out_idx) {
+  std::vector<size_t> in_dims, out_dims;
+  for (size_t d = 0; d < in_shape.size(); ++d) if (in_shape[d] != 1) in_dims.push_back(d);
+  for (size_t d = 0; d < out_shape.size(); ++d) if (out_shape[d] != 1) out_dims.push_back(d);
+  std::vector<Expr> idx(in_shape.size(), Idx(0));
+  bool same = in_dims.size() == out_dims.size();
+  for (size_t k = 0; same && k < in_dims.size(); ++k) {
+    same = in_shape[in_dims[k]] == out_shape[out_dims[k]];
+  }
+  if (same) {
+    for (size_t k = 0; k < in_dims.size(); ++k) idx[in_dims[k]] = out_idx[out_dims[k]];
+    return idx;
+  }
+  // General case: flat position, then row-major digits of the input shape.
+  Expr flat = Idx(0);
+  std::vector<int64_t> out_strides = RowMajorStrides(out_shape);
+  for (size_t d : out_dims) flat = IdxAdd(flat, IdxMul(out_idx[d], out_strides[d]));
+  std::vector<int64_t> in_strides = RowMajorStrides(in_shape);
+  for (size_t k = 0; k < in_dims.size(); ++k) {
+    size_t d = in_dims[k];
+    Expr e = flat;
+    if (in_strides[d] != 1) e = loop::Binary(loop::BinaryOp::kFloorDiv, e, Idx(in_strides[d]));
+    if (k != 0) e = loop::Binary(loop::BinaryOp::kFloorMod, e, Idx(in_shape[d]));
+    idx[d] = e;
+  }
+  return idx;
+}
+
+}  // namespace kiln::lowering

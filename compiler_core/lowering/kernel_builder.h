@@ -1,0 +1,92 @@
+// Shared state and helpers for lowering one fused group: parameter/workspace buffers bound to
+// graph values, unique loop variables, loop-nest construction and index arithmetic.
+#ifndef KILN_COMPILER_CORE_LOWERING_KERNEL_BUILDER_H_
+#define KILN_COMPILER_CORE_LOWERING_KERNEL_BUILDER_H_
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler_core/ir/graph/graph.h"
+#include "compiler_core/ir/loop/loop_ir.h"
+#include "compiler_core/lowering/lower.h"
+
+namespace kiln::lowering {
+
+/// Collects the buffers and loop variables of one kernel while its nests are built.
+class KernelBuilder {
+ public:
+  KernelBuilder(std::string kernel_name, graph::OpKind anchor)
+      : name_(std::move(kernel_name)), anchor_(anchor) {}
+
+  /// The param buffer for external value `v`, created on first use ("in0", "in1", ...), so
+  /// params follow first-use order.
+  loop::BufferRef Input(const graph::Value* v);
+  /// The result buffer "out" of `v`'s type; always the last param.
+  loop::BufferRef Output(const graph::Value* v);
+  /// The result buffer created by Output (null before).
+  loop::BufferRef out() const { return out_; }
+  /// A kernel-private global scratch buffer; `name` is made unique.
+  loop::BufferRef Workspace(const std::string& name, DType dtype, std::vector<int64_t> shape);
+  /// A fresh loop variable named `name` (suffixed "_1", "_2", ... if taken).
+  loop::Var NewVar(const std::string& name);
+  /// One fresh variable per entry of `names`, each prefixed by `prefix` (e.g. "init.").
+  std::vector<loop::Var> NewVars(const std::string& prefix, const std::vector<std::string>& names);
+
+  /// Assembles the kernel from `nests`, run in order.
+  LoweredKernel Finish(std::vector<loop::Stmt> nests);
+
+ private:
+  std::string name_;
+  graph::OpKind anchor_;
+  std::vector<loop::BufferRef> params_;
+  std::vector<const graph::Value*> param_values_;
+  std::map<const graph::Value*, loop::BufferRef> inputs_;
+  std::vector<loop::BufferRef> workspaces_;
+  loop::BufferRef out_;
+  const graph::Value* out_value_ = nullptr;
+  std::set<std::string> buffer_names_;
+  std::set<std::string> var_names_;
+};
+
+/// Loop names for the axes of a rank-`rank` tensor: "d0", "d1", ...
+std::vector<std::string> AxisNames(size_t rank);
+/// Spatial axis names for `n` spatial dims with `prefix` (e.g. "o" → "ow", "oh"+"ow", ...).
+std::vector<std::string> SpatialNames(const std::string& prefix, size_t n);
+
+/// Wraps `body` in loops over `vars` (outermost first); loop i is a reduction if reduction[i].
+loop::Stmt Nest(const std::vector<loop::Var>& vars, const std::vector<int64_t>& extents,
+                loop::Stmt body, const std::vector<bool>& reduction = {});
+std::vector<loop::Expr> Refs(const std::vector<loop::Var>& vars);
+
+/// Index arithmetic that folds the trivial cases (x*1, x+0, 0*x).
+loop::Expr IdxAdd(loop::Expr a, loop::Expr b);
+loop::Expr IdxAdd(loop::Expr a, int64_t c);
+loop::Expr IdxMul(loop::Expr a, int64_t c);
+loop::Expr Idx(int64_t c);
+/// Clamps an index to [0, extent-1].
+loop::Expr IdxClamp(loop::Expr a, int64_t extent);
+/// a && b, folding a null `a`.
+loop::Expr AndCond(loop::Expr a, loop::Expr b);
+
+/// A constant of `dtype` (float or integer immediate).
+loop::Expr Const(double v, DType dtype);
+/// The smallest value of `dtype` (-inf for floats): the identity of max.
+loop::Expr Lowest(DType dtype);
+
+/// Indices into a tensor of shape `in_shape` broadcast (NumPy, right-aligned) to an output
+/// indexed by `out_idx`: size-1 dims index 0.
+std::vector<loop::Expr> BroadcastIndices(const std::vector<int64_t>& in_shape,
+                                         const std::vector<loop::Expr>& out_idx);
+
+/// Indices into a row-major tensor of `in_shape` holding the element at the same flat position
+/// as `out_idx` in `out_shape` (reshape semantics). Size-1 dims are dropped first so that
+/// squeeze/unsqueeze-like reshapes need no division.
+std::vector<loop::Expr> ReshapeIndices(const std::vector<int64_t>& in_shape,
+                                       const std::vector<int64_t>& out_shape,
+                                       const std::vector<loop::Expr>& out_idx);
+
+}  // namespace kiln::lowering
+
+#endif  // KILN_COMPILER_CORE_LOWERING_KERNEL_BUILDER_H_

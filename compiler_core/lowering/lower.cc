@@ -1,0 +1,92 @@
+// LowerGroup: validates a fusion group, binds its buffers and dispatches the anchor to its op
+// family's lowering; LowerCopy: the copy kernel for aliased graph outputs.
+#include "compiler_core/lowering/lower.h"
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/lowering/kernel_builder.h"
+#include "compiler_core/lowering/op_lowering.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::lowering {
+namespace {
+
+using graph::FusionClass;
+using graph::OpKind;
+
+absl::StatusOr<std::vector<loop::Stmt>> LowerAnchor(KernelBuilder& b, const graph::Node& node,
+                                                    const Epilogue& epi) {
+  switch (node.op()) {
+    case OpKind::kConv:
+      return LowerConv(b, node, epi);
+    case OpKind::kGemm: case OpKind::kMatMul:
+      return LowerMatMul(b, node, epi);
+    case OpKind::kMaxPool: case OpKind::kAveragePool: case OpKind::kGlobalAveragePool:
+    case OpKind::kGlobalMaxPool:
+      return LowerPool(b, node, epi);
+    case OpKind::kSoftmax: case OpKind::kLogSoftmax:
+      return LowerSoftmax(b, node, epi);
+    case OpKind::kFlatten: case OpKind::kReshape: case OpKind::kSqueeze: case OpKind::kUnsqueeze:
+    case OpKind::kTranspose: case OpKind::kConcat: case OpKind::kPad: case OpKind::kGather:
+    case OpKind::kSlice:
+      return LowerDataMovement(b, node, epi);
+    case OpKind::kShape: case OpKind::kConstant:
+      return NoLowering(node, "this op (it must be folded before lowering)");
+    default:
+      if (node.info().fusion_class == FusionClass::kElementwise ||
+          node.info().fusion_class == FusionClass::kBroadcast) {
+        return LowerElementwiseAnchor(b, node, epi);
+      }
+      return NoLowering(node, "this op");
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<LoweredKernel> LowerGroup(const std::vector<const graph::Node*>& nodes,
+                                         const std::string& kernel_name) {
+  if (nodes.empty()) return absl::InvalidArgumentError("cannot lower an empty fusion group");
+  const graph::Node& anchor = *nodes[0];
+  for (size_t i = 1; i < nodes.size(); ++i) {
+    FusionClass fc = nodes[i]->info().fusion_class;
+    if (fc != FusionClass::kElementwise && fc != FusionClass::kBroadcast) {
+      return NoLowering(*nodes[i], "a fused consumer that is not elementwise");
+    }
+    if (nodes[i]->output(0)->type().shape != anchor.output(0)->type().shape) {
+      return NoLowering(*nodes[i], "a fused consumer that changes the shape");
+    }
+  }
+  for (const graph::Node* n : nodes) {
+    for (size_t k = 1; k < n->outputs().size(); ++k) {
+      if (n->output(k) != nullptr && n->op() != OpKind::kMaxPool &&
+          n->op() != OpKind::kBatchNormalization && n->op() != OpKind::kDropout) {
+        return NoLowering(*n, "multiple outputs");
+      }
+    }
+  }
+  KernelBuilder b(kernel_name, anchor.op());
+  b.Output(nodes.back()->output(0));
+  std::vector<const graph::Node*> consumers(nodes.begin() + 1, nodes.end());
+  Epilogue epi(b, anchor.output(0), consumers);
+  KILN_ASSIGN_OR_RETURN(std::vector<loop::Stmt> nests, LowerAnchor(b, anchor, epi));
+  return b.Finish(std::move(nests));
+}
+
+absl::StatusOr<LoweredKernel> LowerCopy(const graph::Value* source, const graph::Value* result,
+                                        const std::string& kernel_name) {
+  if (source->type().NumElements() != result->type().NumElements() ||
+      source->type().dtype != result->type().dtype) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot copy ", source->type().ToString(),
+                                                   " into ", result->type().ToString()));
+  }
+  KernelBuilder b(kernel_name, OpKind::kIdentity);
+  loop::BufferRef out = b.Output(result);
+  loop::BufferRef in = b.Input(source);
+  const std::vector<int64_t>& os = result->type().shape;
+  std::vector<loop::Var> vars = b.NewVars("", AxisNames(os.size()));
+  std::vector<loop::Expr> idx = Refs(vars);
+  loop::Stmt body = loop::Store(out, idx, loop::Load(in, ReshapeIndices(source->type().shape,
+                                                                        os, idx)));
+  return b.Finish({Nest(vars, os, body)});
+}
+
+}  // namespace kiln::lowering

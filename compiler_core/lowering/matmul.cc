@@ -1,0 +1,131 @@
+// Gemm (transA/transB, alpha, beta, optional broadcast C) and MatMul (NumPy semantics: 1-D
+// operands, broadcast batch dims) as init / accumulate / epilogue nests over the result.
+#include "absl/strings/str_cat.h"
+#include "compiler_core/lowering/op_lowering.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::lowering {
+namespace {
+
+using loop::Expr;
+using loop::Stmt;
+
+absl::StatusOr<std::vector<Stmt>> LowerGemm(KernelBuilder& b, const graph::Node& node,
+                                            const Epilogue& epi) {
+  const graph::Value* av = node.input(0);
+  const graph::Value* bv = node.input(1);
+  const graph::Value* cv = node.input(2);
+  const std::vector<int64_t>& os = node.output(0)->type().shape;
+  const DType dt = node.output(0)->type().dtype;
+  if (av->type().rank() != 2 || bv->type().rank() != 2 || os.size() != 2) {
+    return NoLowering(node, "operands of rank other than 2");
+  }
+  const bool trans_a = node.attrs().GetInt("transA", 0) != 0;
+  const bool trans_b = node.attrs().GetInt("transB", 0) != 0;
+  const double alpha = node.attrs().GetFloat("alpha", 1.0f);
+  const double beta = node.attrs().GetFloat("beta", 1.0f);
+  const int64_t k_extent = av->type().shape[trans_a ? 0 : 1];
+
+  loop::BufferRef a = b.Input(av);
+  loop::BufferRef bm = b.Input(bv);
+  loop::BufferRef c = cv != nullptr ? b.Input(cv) : nullptr;
+  loop::BufferRef out = b.out();
+  std::vector<Stmt> nests;
+  {
+    std::vector<loop::Var> vars = b.NewVars("init.", {"i", "j"});
+    std::vector<Expr> idx = Refs(vars);
+    Expr value = Const(0, dt);
+    if (c && beta != 0) {
+      value = loop::Load(c, BroadcastIndices(cv->type().shape, idx));
+      if (beta != 1) value = Const(beta, dt) * value;
+    }
+    nests.push_back(Nest(vars, os, loop::Store(out, idx, value)));
+  }
+  {
+    std::vector<loop::Var> vars = b.NewVars("", {"i", "j", "k"});
+    std::vector<Expr> idx = Refs(vars);
+    Expr i = idx[0], j = idx[1], k = idx[2];
+    Expr prod = loop::Load(a, trans_a ? std::vector<Expr>{k, i} : std::vector<Expr>{i, k}) *
+                loop::Load(bm, trans_b ? std::vector<Expr>{j, k} : std::vector<Expr>{k, j});
+    if (alpha != 1) prod = Const(alpha, dt) * prod;
+    Expr value = loop::Load(out, {i, j}) + prod;
+    nests.push_back(Nest(vars, {os[0], os[1], k_extent}, loop::Store(out, {i, j}, value),
+                         {false, false, true}));
+  }
+  KILN_ASSIGN_OR_RETURN(Stmt tail, epi.FinalNest(nullptr));
+  if (tail) nests.push_back(tail);
+  return nests;
+}
+
+/// Indices into a MatMul operand of `shape` for batch indices `batch` (broadcast, right-aligned)
+/// and the two matrix indices (`row`, `col`); a 1-D operand takes only its vector index.
+std::vector<Expr> OperandIndices(const std::vector<int64_t>& shape, const std::vector<Expr>& batch,
+                                 Expr row, Expr col, bool is_a) {
+  if (shape.size() == 1) return {is_a ? col : row};
+  std::vector<int64_t> batch_shape(shape.begin(), shape.end() - 2);
+  std::vector<Expr> idx = BroadcastIndices(batch_shape, batch);
+  idx.push_back(row);
+  idx.push_back(col);
+  return idx;
+}
+
+absl::StatusOr<std::vector<Stmt>> LowerBatchedMatMul(KernelBuilder& b, const graph::Node& node,
+                                                     const Epilogue& epi) {
+  const graph::Value* av = node.input(0);
+  const graph::Value* bv = node.input(1);
+  const std::vector<int64_t>& as = av->type().shape;
+  const std::vector<int64_t>& bs = bv->type().shape;
+  const std::vector<int64_t>& os = node.output(0)->type().shape;
+  const DType dt = node.output(0)->type().dtype;
+  if (as.empty() || bs.empty()) return NoLowering(node, "scalar operands");
+  const bool a_vec = as.size() == 1, b_vec = bs.size() == 1;
+  const int64_t nbatch = static_cast<int64_t>(os.size()) - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
+  if (nbatch < 0) return NoLowering(node, "this output rank");
+  const int64_t k_extent = as.back();
+
+  loop::BufferRef a = b.Input(av);
+  loop::BufferRef bm = b.Input(bv);
+  loop::BufferRef out = b.out();
+  std::vector<std::string> names;
+  for (int64_t d = 0; d < nbatch; ++d) names.push_back(absl::StrCat("b", d));
+  if (!a_vec) names.push_back("i");
+  if (!b_vec) names.push_back("j");
+  std::vector<Stmt> nests;
+  {
+    std::vector<loop::Var> vars = b.NewVars("init.", names);
+    nests.push_back(Nest(vars, os, loop::Store(out, Refs(vars), Const(0, dt))));
+  }
+  {
+    std::vector<std::string> unames = names;
+    unames.push_back("k");
+    std::vector<loop::Var> vars = b.NewVars("", unames);
+    std::vector<Expr> idx = Refs(vars);
+    std::vector<Expr> out_idx(idx.begin(), idx.end() - 1);
+    std::vector<Expr> batch(idx.begin(), idx.begin() + nbatch);
+    Expr k = idx.back();
+    Expr i = a_vec ? nullptr : idx[nbatch];
+    Expr j = b_vec ? nullptr : idx[nbatch + (a_vec ? 0 : 1)];
+    Expr value = loop::Load(out, out_idx) +
+                 loop::Load(a, OperandIndices(as, batch, i, k, /*is_a=*/true)) *
+                     loop::Load(bm, OperandIndices(bs, batch, k, j, /*is_a=*/false));
+    std::vector<int64_t> extents = os;
+    extents.push_back(k_extent);
+    std::vector<bool> reduction(os.size(), false);
+    reduction.push_back(true);
+    nests.push_back(Nest(vars, extents, loop::Store(out, out_idx, value), reduction));
+  }
+  KILN_ASSIGN_OR_RETURN(Stmt tail, epi.FinalNest(nullptr));
+  if (tail) nests.push_back(tail);
+  return nests;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Stmt>> LowerMatMul(KernelBuilder& b, const graph::Node& node,
+                                              const Epilogue& epi) {
+  KILN_RETURN_IF_ERROR(epi.CheckSameDType(node));
+  if (node.op() == graph::OpKind::kGemm) return LowerGemm(b, node, epi);
+  return LowerBatchedMatMul(b, node, epi);
+}
+
+}  // namespace kiln::lowering

@@ -1,0 +1,75 @@
+// Internal interface between LowerGroup and the per-op-family lowerings: each family turns its
+// anchor node into loop nests that write the kernel's "out" buffer, applying the group's fused
+// elementwise consumers (the Epilogue) where the final value of an element is known.
+#ifndef KILN_COMPILER_CORE_LOWERING_OP_LOWERING_H_
+#define KILN_COMPILER_CORE_LOWERING_OP_LOWERING_H_
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "compiler_core/ir/graph/graph.h"
+#include "compiler_core/ir/loop/loop_ir.h"
+#include "compiler_core/lowering/kernel_builder.h"
+
+namespace kiln::lowering {
+
+/// Values already computed inside the current nest body, by graph value.
+using ValueExprs = std::map<const graph::Value*, loop::Expr>;
+
+/// The fused consumers of a group's anchor, applied to the anchor's value at the final store.
+class Epilogue {
+ public:
+  Epilogue(KernelBuilder& builder, const graph::Value* anchor_out,
+           std::vector<const graph::Node*> consumers)
+      : builder_(builder), anchor_out_(anchor_out), consumers_(std::move(consumers)) {}
+
+  bool empty() const { return consumers_.empty(); }
+  /// The consumers applied to `value`, the anchor's output element at `out_idx`.
+  absl::StatusOr<loop::Expr> Apply(loop::Expr value, const std::vector<loop::Expr>& out_idx) const;
+  /// kUnimplemented unless the result dtype equals the anchor's (needed by ops that accumulate
+  /// in the result buffer).
+  absl::Status CheckSameDType(const graph::Node& anchor) const;
+  /// A nest "epi.d0", ... over the result: out = Apply(pre(out)). `pre` may be null (identity);
+  /// returns null when there is nothing to do (no consumers and no `pre`).
+  absl::StatusOr<loop::Stmt> FinalNest(
+      const std::function<loop::Expr(loop::Expr, const std::vector<loop::Expr>&)>& pre) const;
+
+ private:
+  KernelBuilder& builder_;
+  const graph::Value* anchor_out_;
+  std::vector<const graph::Node*> consumers_;
+};
+
+/// The value of elementwise/broadcast `node` at output index `out_idx`; operands come from
+/// `computed` when present, otherwise loads of external inputs (broadcast; BatchNormalization
+/// parameters by channel; constant Clip bounds as immediates). Records the result in `computed`.
+absl::StatusOr<loop::Expr> LowerElementwiseNode(KernelBuilder& b, const graph::Node& node,
+                                                const std::vector<loop::Expr>& out_idx,
+                                                ValueExprs& computed);
+
+// Per-family lowerings of the group anchor `node`. Each returns the nests in execution order.
+absl::StatusOr<std::vector<loop::Stmt>> LowerElementwiseAnchor(KernelBuilder& b,
+                                                               const graph::Node& node,
+                                                               const Epilogue& epi);
+absl::StatusOr<std::vector<loop::Stmt>> LowerConv(KernelBuilder& b, const graph::Node& node,
+                                                  const Epilogue& epi);
+absl::StatusOr<std::vector<loop::Stmt>> LowerMatMul(KernelBuilder& b, const graph::Node& node,
+                                                    const Epilogue& epi);
+absl::StatusOr<std::vector<loop::Stmt>> LowerPool(KernelBuilder& b, const graph::Node& node,
+                                                  const Epilogue& epi);
+absl::StatusOr<std::vector<loop::Stmt>> LowerSoftmax(KernelBuilder& b, const graph::Node& node,
+                                                     const Epilogue& epi);
+absl::StatusOr<std::vector<loop::Stmt>> LowerDataMovement(KernelBuilder& b,
+                                                          const graph::Node& node,
+                                                          const Epilogue& epi);
+
+/// kUnimplemented "node 'x' (Op): no lowering for <what>".
+absl::Status NoLowering(const graph::Node& node, const std::string& what);
+
+}  // namespace kiln::lowering
+
+#endif  // KILN_COMPILER_CORE_LOWERING_OP_LOWERING_H_

@@ -1,0 +1,174 @@
+// MaxPool / AveragePool (pads, strides, dilations, ceil_mode, count_include_pad) and
+// GlobalAveragePool / GlobalMaxPool. Window positions outside the input are masked with a
+// select over a clamped (always in-bounds) load; AveragePool divides by the per-window count.
+#include "absl/strings/str_cat.h"
+#include "compiler_core/lowering/op_lowering.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::lowering {
+namespace {
+
+using graph::OpKind;
+using loop::BinaryOp;
+using loop::Expr;
+using loop::Stmt;
+
+/// Number of k in [0, kernel) with lo <= start + k*dil < hi, where start = o*stride - pad_begin.
+Expr WindowCount(Expr o, int64_t stride, int64_t pad_begin, int64_t dil, int64_t kernel,
+                 int64_t lo, int64_t hi) {
+  // lo - start = (lo + pad_begin) - o*stride; hi - 1 - start = (hi - 1 + pad_begin) - o*stride.
+  Expr os = IdxMul(o, stride);
+  Expr below = Idx(lo + pad_begin) - os;
+  Expr above = Idx(hi - 1 + pad_begin) - os;
+  Expr kmin, kmax;
+  if (dil == 1) {
+    kmin = below;
+    kmax = above;
+  } else {
+    kmin = loop::Binary(BinaryOp::kFloorDiv, IdxAdd(below, dil - 1), Idx(dil));
+    kmax = loop::Binary(BinaryOp::kFloorDiv, above, Idx(dil));
+  }
+  kmin = loop::Max(kmin, Idx(0));
+  kmax = loop::Min(kmax, Idx(kernel - 1));
+  return loop::Max(IdxAdd(kmax - kmin, 1), Idx(0));
+}
+
+absl::StatusOr<std::vector<Stmt>> LowerWindowPool(KernelBuilder& b, const graph::Node& node,
+                                                  const Epilogue& epi) {
+  const bool is_max = node.op() == OpKind::kMaxPool;
+  const graph::Value* xv = node.input(0);
+  const std::vector<int64_t>& xs = xv->type().shape;
+  const std::vector<int64_t>& os = node.output(0)->type().shape;
+  const DType dt = node.output(0)->type().dtype;
+  const size_t nsp = xs.size() >= 3 ? xs.size() - 2 : 0;
+  if (nsp < 1 || nsp > 3 || os.size() != xs.size()) {
+    return NoLowering(node, absl::StrCat("input rank ", xs.size()));
+  }
+  std::vector<int64_t> kernel = node.attrs().GetInts("kernel_shape");
+  std::vector<int64_t> strides = node.attrs().GetInts("strides", std::vector<int64_t>(nsp, 1));
+  std::vector<int64_t> dilations =
+      node.attrs().GetInts("dilations", std::vector<int64_t>(nsp, 1));
+  std::vector<int64_t> pads = node.attrs().GetInts("pads", std::vector<int64_t>(2 * nsp, 0));
+  const bool include_pad = node.attrs().GetInt("count_include_pad", 0) != 0;
+  if (kernel.size() != nsp || strides.size() != nsp || dilations.size() != nsp ||
+      pads.size() != 2 * nsp) {
+    return NoLowering(node, "these kernel_shape/strides/dilations/pads attributes");
+  }
+  if (node.outputs().size() > 1 && node.output(1) != nullptr) {
+    return NoLowering(node, "the Indices output");
+  }
+
+  loop::BufferRef x = b.Input(xv);
+  loop::BufferRef out = b.out();
+  Expr identity = is_max ? Lowest(dt) : Const(0, dt);
+  std::vector<std::string> onames = {"n", "c"};
+  for (const std::string& s : SpatialNames("o", nsp)) onames.push_back(s);
+  std::vector<Stmt> nests;
+  {
+    std::vector<loop::Var> vars = b.NewVars("init.", onames);
+    nests.push_back(Nest(vars, os, loop::Store(out, Refs(vars), identity)));
+  }
+  {
+    std::vector<std::string> names = onames;
+    for (const std::string& s : SpatialNames("k", nsp)) names.push_back(s);
+    std::vector<loop::Var> vars = b.NewVars("", names);
+    std::vector<Expr> idx = Refs(vars);
+    std::vector<Expr> out_idx(idx.begin(), idx.begin() + os.size());
+    std::vector<Expr> in_idx = {idx[0], idx[1]};
+    std::vector<int64_t> extents = os;
+    std::vector<bool> reduction(os.size(), false);
+    Expr cond;
+    for (size_t d = 0; d < nsp; ++d) {
+      Expr k = idx[os.size() + d];
+      Expr pos = IdxAdd(IdxAdd(IdxMul(idx[2 + d], strides[d]), IdxMul(k, dilations[d])), -pads[d]);
+      cond = AndCond(cond, loop::Binary(BinaryOp::kGe, pos, Idx(0)));
+      cond = AndCond(cond, loop::Binary(BinaryOp::kLt, pos, Idx(xs[2 + d])));
+      in_idx.push_back(IdxClamp(pos, xs[2 + d]));
+      extents.push_back(kernel[d]);
+      reduction.push_back(true);
+    }
+    Expr value = loop::Select(cond, loop::Load(x, in_idx), identity);
+    Expr acc = loop::Load(out, out_idx);
+    value = is_max ? loop::Max(acc, value) : acc + value;
+    nests.push_back(Nest(vars, extents, loop::Store(out, out_idx, value), reduction));
+  }
+  std::function<Expr(Expr, const std::vector<Expr>&)> divide;
+  if (!is_max) {
+    divide = [&](Expr v, const std::vector<Expr>& idx) {
+      Expr count;
+      for (size_t d = 0; d < nsp; ++d) {
+        int64_t lo = include_pad ? -pads[d] : 0;
+        int64_t hi = include_pad ? xs[2 + d] + pads[nsp + d] : xs[2 + d];
+        Expr c = WindowCount(idx[2 + d], strides[d], pads[d], dilations[d], kernel[d], lo, hi);
+        count = count ? count * c : c;
+      }
+      // A window wholly outside the counted region sums to 0; divide by 1, never by 0.
+      return loop::Binary(BinaryOp::kDiv, v, loop::Cast(dt, loop::Max(count, Idx(1))));
+    };
+  }
+  KILN_ASSIGN_OR_RETURN(Stmt tail, epi.FinalNest(divide));
+  if (tail) nests.push_back(tail);
+  return nests;
+}
+
+absl::StatusOr<std::vector<Stmt>> LowerGlobalPool(KernelBuilder& b, const graph::Node& node,
+                                                  const Epilogue& epi) {
+  const bool is_max = node.op() == OpKind::kGlobalMaxPool;
+  const graph::Value* xv = node.input(0);
+  const std::vector<int64_t>& xs = xv->type().shape;
+  const DType dt = node.output(0)->type().dtype;
+  if (xs.size() < 3) return NoLowering(node, absl::StrCat("input rank ", xs.size()));
+  const size_t nsp = xs.size() - 2;
+  loop::BufferRef x = b.Input(xv);
+  loop::BufferRef out = b.out();
+  Expr identity = is_max ? Lowest(dt) : Const(0, dt);
+  std::vector<Stmt> nests;
+  auto out_index = [&](const std::vector<Expr>& nc) {
+    std::vector<Expr> idx = {nc[0], nc[1]};
+    for (size_t d = 0; d < nsp; ++d) idx.push_back(Idx(0));
+    return idx;
+  };
+  {
+    std::vector<loop::Var> vars = b.NewVars("init.", {"n", "c"});
+    nests.push_back(Nest(vars, {xs[0], xs[1]}, loop::Store(out, out_index(Refs(vars)), identity)));
+  }
+  int64_t count = 1;
+  {
+    std::vector<std::string> names = {"n", "c"};
+    for (const std::string& s : SpatialNames("", nsp)) names.push_back(s);
+    std::vector<loop::Var> vars = b.NewVars("", names);
+    std::vector<Expr> idx = Refs(vars);
+    std::vector<Expr> out_idx = out_index(idx);
+    std::vector<bool> reduction = {false, false};
+    for (size_t d = 0; d < nsp; ++d) {
+      reduction.push_back(true);
+      count *= xs[2 + d];
+    }
+    Expr acc = loop::Load(out, out_idx);
+    Expr v = loop::Load(x, idx);
+    nests.push_back(Nest(vars, xs, loop::Store(out, out_idx, is_max ? loop::Max(acc, v) : acc + v),
+                         reduction));
+  }
+  std::function<Expr(Expr, const std::vector<Expr>&)> divide;
+  if (!is_max) {
+    divide = [&](Expr v, const std::vector<Expr>&) {
+      return loop::Binary(BinaryOp::kDiv, v, Const(static_cast<double>(count), dt));
+    };
+  }
+  KILN_ASSIGN_OR_RETURN(Stmt tail, epi.FinalNest(divide));
+  if (tail) nests.push_back(tail);
+  return nests;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Stmt>> LowerPool(KernelBuilder& b, const graph::Node& node,
+                                            const Epilogue& epi) {
+  KILN_RETURN_IF_ERROR(epi.CheckSameDType(node));
+  if (node.op() == OpKind::kGlobalAveragePool || node.op() == OpKind::kGlobalMaxPool) {
+    return LowerGlobalPool(b, node, epi);
+  }
+  return LowerWindowPool(b, node, epi);
+}
+
+}  // namespace kiln::lowering

@@ -1,0 +1,213 @@
+// The default CPU schedule. Per top-level nest: contraction update nests (conv, matmul,
+// pooling) move the reductions above the innermost output axis, block another output axis by
+// 4 (unrolled), and vectorize the innermost axis; other nests vectorize their innermost
+// non-reduction loops; large nests run their outermost spatial loop (fused with the next one
+// when it is short) in parallel. Every step is tried on a copy and dropped if illegal.
+#include <algorithm>
+
+#include "compiler_core/schedule/loop_utils.h"
+#include "compiler_core/schedule/schedule.h"
+
+namespace kiln::schedule {
+namespace {
+
+using graph::OpKind;
+using loop::Stmt;
+using Kind = Primitive::Kind;
+
+/// Nests with at least this many loop iterations run their outer loop in parallel.
+constexpr int64_t kParallelThreshold = 16384;
+/// Output-channel register block of contraction nests.
+constexpr int64_t kBlock = 4;
+
+struct LoopInfo {
+  std::string name;
+  int64_t extent;
+  bool reduction;
+};
+
+class Planner {
+ public:
+  Planner(const loop::Func& func, const Target& target)
+      : work_(func), lanes_(std::max(1, target.f32_lanes())),
+        cores_(std::max(4, target.num_cores)) {}
+
+  Schedule Run() {
+    std::vector<Stmt> nests;
+    Stmt body = Unwrap(work_.body);
+    if (!body) return schedule_;
+    if (body->kind == loop::StmtKind::kBlock) {
+      nests = body->stmts;
+    } else {
+      nests = {body};
+    }
+    for (const Stmt& nest : nests) PlanNest(nest);
+    return schedule_;
+  }
+
+ private:
+  bool Try(Kind kind, std::vector<std::string> loops, int64_t factor = 0) {
+    Schedule one;
+    one.steps.push_back(Primitive{kind, std::move(loops), factor});
+    loop::Func copy = work_;
+    if (!ApplySchedule(one, copy).ok()) return false;
+    work_ = std::move(copy);
+    schedule_.steps.push_back(one.steps[0]);
+    return true;
+  }
+
+  /// Splits `name` (extent `extent`) by the vector width and vectorizes the pieces. Returns the
+  /// name of the loop that is left outside (for parallelization), or "" if none.
+  std::string Vectorize(const std::string& name, int64_t extent) {
+    if (extent > lanes_) {
+      if (!Try(Kind::kSplit, {name}, lanes_)) return name;
+      Try(Kind::kVectorize, {name + ".i"});
+      if (extent % lanes_ != 0) Try(Kind::kVectorize, {name + ".t"});
+      return name + ".o";
+    }
+    if (extent >= 2) Try(Kind::kVectorize, {name});
+    return "";
+  }
+
+  void PlanNest(const Stmt& nest) {
+    std::vector<LoopInfo> chain;
+    for (const Stmt& s : PerfectChain(nest)) {
+      chain.push_back({s->loop_var->name, s->extent, s->is_reduction});
+    }
+    const int64_t work = Work(nest);
+    if (chain.empty()) return;
+    std::vector<LoopInfo> spatial, reds;
+    bool reductions_last = true;
+    for (const LoopInfo& l : chain) {
+      if (l.reduction) {
+        reds.push_back(l);
+      } else {
+        if (!reds.empty()) reductions_last = false;
+        spatial.push_back(l);
+      }
+    }
+    const bool contraction = IsContraction(work_.anchor) && !reds.empty() && reductions_last &&
+                             !spatial.empty();
+    std::vector<std::string> outer_order;  // spatial loops above the vector loop, outermost first
+    if (contraction) {
+      outer_order = PlanContraction(spatial, reds);
+    } else {
+      const Stmt inner = chain.back().reduction ? nullptr : PerfectChain(nest).back();
+      for (const LoopInfo& l : chain) {
+        if (l.reduction) break;
+        outer_order.push_back(l.name);
+      }
+      if (inner && !ContainsFor(inner->body)) {
+        std::string rest = Vectorize(chain.back().name, chain.back().extent);
+        outer_order.pop_back();
+        if (!rest.empty()) outer_order.push_back(rest);
+      } else {
+        // The chain ends in a block (e.g. softmax passes): vectorize its innermost loops.
+        for (const Stmt& s : InnermostLoops(PerfectChain(nest).back()->body)) {
+          if (!s->is_reduction) Vectorize(s->loop_var->name, s->extent);
+        }
+      }
+    }
+    if (work >= kParallelThreshold && !outer_order.empty()) Parallelize(outer_order, chain);
+  }
+
+  /// Returns the spatial loops left above the reductions, outermost first.
+  std::vector<std::string> PlanContraction(const std::vector<LoopInfo>& spatial,
+                                           const std::vector<LoopInfo>& reds) {
+    const LoopInfo inner = spatial.back();
+    std::string block;
+    for (const LoopInfo& l : spatial) {
+      if (&l != &spatial.back() && (l.name == "oc" || l.name == "i") && l.extent % kBlock == 0 &&
+          l.extent >= 2 * kBlock) {
+        block = l.name;
+      }
+    }
+    if (!block.empty() && !Try(Kind::kSplit, {block}, kBlock)) block.clear();
+    const bool exact = inner.extent > lanes_ && inner.extent % lanes_ == 0;
+    if (exact && !Try(Kind::kSplit, {inner.name}, lanes_)) return {};
+    std::vector<std::string> outer, order;
+    for (const LoopInfo& l : spatial) {
+      if (l.name == inner.name) continue;
+      outer.push_back(l.name == block ? block + ".o" : l.name);
+    }
+    if (exact) outer.push_back(inner.name + ".o");
+    order = outer;
+    for (const LoopInfo& l : reds) order.push_back(l.name);
+    if (!block.empty()) order.push_back(block + ".i");
+    order.push_back(exact ? inner.name + ".i" : inner.name);
+    if (!Try(Kind::kReorder, order)) return {};
+    if (exact) {
+      Try(Kind::kVectorize, {inner.name + ".i"});
+    } else {
+      Vectorize(inner.name, inner.extent);
+    }
+    if (!block.empty()) Try(Kind::kUnroll, {block + ".i"});
+    return outer;
+  }
+
+  /// Parallelizes the outermost loop of `outer` (fusing it with the next one when it is short).
+  void Parallelize(const std::vector<std::string>& outer, const std::vector<LoopInfo>& chain) {
+    int64_t extent = 0;
+    for (const LoopInfo& l : chain) {
+      if (l.name == outer[0]) extent = l.extent;
+    }
+    std::string target = outer[0];
+    if (outer.size() >= 2 && extent > 0 && extent < cores_ &&
+        Try(Kind::kFuse, {outer[0], outer[1]})) {
+      target = outer[0] + "." + outer[1];
+    }
+    Try(Kind::kParallel, {target});
+  }
+
+  /// Number of leaf statements `s` executes (the nest's work, for the parallel threshold).
+  static int64_t Work(const Stmt& s) {
+    if (!s) return 0;
+    switch (s->kind) {
+      case loop::StmtKind::kFor: return s->extent * Work(s->body);
+      case loop::StmtKind::kAllocate: return Work(s->body);
+      case loop::StmtKind::kIf: return std::max(Work(s->then_body), Work(s->else_body));
+      case loop::StmtKind::kStore: return 1;
+      case loop::StmtKind::kBlock: {
+        int64_t total = 0;
+        for (const Stmt& c : s->stmts) total += Work(c);
+        return total;
+      }
+    }
+    return 0;
+  }
+
+  static bool IsContraction(OpKind op) {
+    return op == OpKind::kConv || op == OpKind::kGemm || op == OpKind::kMatMul ||
+           op == OpKind::kMaxPool || op == OpKind::kAveragePool;
+  }
+
+  static std::vector<Stmt> InnermostLoops(const Stmt& s) {
+    std::vector<Stmt> out;
+    if (!s) return out;
+    if (s->kind == loop::StmtKind::kFor) {
+      if (!ContainsFor(s->body)) return {s};
+      return InnermostLoops(s->body);
+    }
+    for (const Stmt& c : s->stmts) {
+      for (const Stmt& l : InnermostLoops(c)) out.push_back(l);
+    }
+    for (const Stmt& c : {s->body, s->then_body, s->else_body}) {
+      if (s->kind == loop::StmtKind::kFor) continue;
+      for (const Stmt& l : InnermostLoops(c)) out.push_back(l);
+    }
+    return out;
+  }
+
+  loop::Func work_;
+  int lanes_;
+  int64_t cores_;
+  Schedule schedule_;
+};
+
+}  // namespace
+
+Schedule DefaultSchedule(const loop::Func& func, const Target& target) {
+  return Planner(func, target).Run();
+}
+
+}  // namespace kiln::schedule

@@ -1,0 +1,86 @@
+// Schedule printing and application: each step dispatches to its primitive; the Func is only
+// updated once every step has succeeded.
+#include "compiler_core/schedule/schedule.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler_core/schedule/primitives.h"
+
+namespace kiln::schedule {
+namespace {
+
+const char* KindName(Primitive::Kind kind) {
+  switch (kind) {
+    case Primitive::Kind::kSplit: return "split";
+    case Primitive::Kind::kReorder: return "reorder";
+    case Primitive::Kind::kFuse: return "fuse";
+    case Primitive::Kind::kVectorize: return "vectorize";
+    case Primitive::Kind::kUnroll: return "unroll";
+    case Primitive::Kind::kParallel: return "parallel";
+  }
+  return "?";
+}
+
+std::string StepString(const Primitive& p) {
+  std::string args = absl::StrJoin(p.loops, ", ");
+  if (p.kind == Primitive::Kind::kSplit) absl::StrAppend(&args, ", ", p.factor);
+  return absl::StrCat(KindName(p.kind), "(", args, ")");
+}
+
+absl::StatusOr<loop::Stmt> ApplyStep(const Primitive& p, const loop::Stmt& body) {
+  auto need = [&](size_t n) -> absl::Status {
+    if (p.kind == Primitive::Kind::kReorder ? p.loops.empty() : p.loops.size() != n) {
+      return absl::FailedPreconditionError(absl::StrCat("expected ", n, " loop name(s)"));
+    }
+    return absl::OkStatus();
+  };
+  switch (p.kind) {
+    case Primitive::Kind::kSplit:
+      if (auto s = need(1); !s.ok()) return s;
+      return SplitLoop(body, p.loops[0], p.factor);
+    case Primitive::Kind::kReorder:
+      if (auto s = need(0); !s.ok()) return s;
+      return ReorderLoops(body, p.loops);
+    case Primitive::Kind::kFuse:
+      if (auto s = need(2); !s.ok()) return s;
+      return FuseLoops(body, p.loops[0], p.loops[1]);
+    case Primitive::Kind::kVectorize:
+      if (auto s = need(1); !s.ok()) return s;
+      return AnnotateLoop(body, p.loops[0], loop::ForKind::kVectorized);
+    case Primitive::Kind::kUnroll:
+      if (auto s = need(1); !s.ok()) return s;
+      return AnnotateLoop(body, p.loops[0], loop::ForKind::kUnrolled);
+    case Primitive::Kind::kParallel:
+      if (auto s = need(1); !s.ok()) return s;
+      return AnnotateLoop(body, p.loops[0], loop::ForKind::kParallel);
+  }
+  return absl::FailedPreconditionError("unknown primitive");
+}
+
+}  // namespace
+
+std::string Schedule::ToString() const {
+  std::vector<std::string> lines;
+  for (const Primitive& p : steps) lines.push_back(StepString(p));
+  return absl::StrJoin(lines, "\n");
+}
+
+absl::Status ApplySchedule(const Schedule& schedule, loop::Func& func) {
+  loop::Stmt body = func.body;
+  for (size_t i = 0; i < schedule.steps.size(); ++i) {
+    const Primitive& p = schedule.steps[i];
+    absl::StatusOr<loop::Stmt> next =
+        body ? ApplyStep(p, body)
+             : absl::FailedPreconditionError("the function has no body");
+    if (!next.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat("func '", func.name, "' step ", i, " ",
+                                                        StepString(p), ": ",
+                                                        next.status().message()));
+    }
+    body = *next;
+  }
+  func.body = body;
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::schedule

@@ -11,6 +11,7 @@
 #include "compiler_core/ir/graph/op.h"
 #include "compiler_core/support/status_macros.h"
 #include "onnx/checker.h"
+#include "onnx/version_converter/convert.h"
 #include "onnx/shape_inference/implementation.h"
 
 namespace kiln::importer {
@@ -56,12 +57,27 @@ absl::StatusOr<int> CheckOpsets(const onnx::ModelProto& model) {
     }
     opset = 1;
   }
-  if (opset < kMinOpset || opset > kMaxOpset) {
+  // Opsets 1..6 are upgraded to 7 with the ONNX version converter (UpgradeLegacyOpset).
+  if (opset < 1 || opset > kMaxOpset) {
     return absl::UnimplementedError(absl::StrCat("unsupported opset ", opset,
-                                                 " of domain ai.onnx (supported: ", kMinOpset,
+                                                 " of domain ai.onnx (supported: 1..6 through the version converter, ", kMinOpset,
                                                  "..", kMaxOpset, ")"));
   }
   return opset;
+}
+
+absl::Status UpgradeLegacyOpset(onnx::ModelProto& model, int& opset) {
+  if (opset >= kMinOpset) return absl::OkStatus();
+  // The ONNX library reports conversion failures by throwing; keep them inside this function.
+  try {
+    model = onnx::version_conversion::ConvertVersion(model, kMinOpset);
+  } catch (const std::exception& e) {
+    return absl::UnimplementedError(absl::StrCat("cannot upgrade opset ", opset, " to ",
+                                                 kMinOpset, " with the ONNX version converter: ",
+                                                 e.what()));
+  }
+  opset = kMinOpset;
+  return absl::OkStatus();
 }
 
 absl::Status CheckOpsSupported(const onnx::ModelProto& model) {

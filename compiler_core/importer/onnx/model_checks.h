@@ -15,6 +15,11 @@ namespace kiln::importer {
 absl::StatusOr<int> CheckOpsets(const onnx::ModelProto& model);
 
 /// kUnimplemented naming the first node whose op Kiln lacks.
+/// Upgrades a model of default-domain opset 1..6 to opset 7 in place with the ONNX version
+/// converter (updating `opset`); a no-op for newer models. Errors: kUnimplemented when the
+/// converter cannot upgrade the model.
+absl::Status UpgradeLegacyOpset(onnx::ModelProto& model, int& opset);
+
 absl::Status CheckOpsSupported(const onnx::ModelProto& model);
 
 /// Checks that every node input is defined (graph input, initializer or node output) and

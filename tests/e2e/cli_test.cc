@@ -1,0 +1,91 @@
+// The `kiln` CLI end to end on a real model: compile → inspect → run, with the output file
+// compared to the stored PyTorch reference.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "client/check.h"
+#include "compiler_core/importer/onnx/tensor_file.h"
+#include "tests/e2e/shared_data.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::pair<int, std::string> Kiln(const std::string& args) {
+  std::string cmd = testing::BinDir() + "/kiln " + args + " 2>&1";
+  std::string out;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST(CliTest, CompileInspectRunLenet) {
+  const std::string model_dir = "../shared/models/lenet";
+  KILN_REQUIRE_PATH_OR_SKIP(model_dir);
+  fs::path tmp = fs::temp_directory_path() / ("kiln_cli_" + std::to_string(getpid()));
+  fs::create_directories(tmp);
+  std::string artifact = (tmp / "lenet.kiln").string();
+
+  auto [compile_rc, compile_out] =
+      Kiln("compile " + model_dir + "/model.onnx -o " + artifact + " --target host");
+  ASSERT_EQ(compile_rc, 0) << compile_out;
+
+  auto [inspect_rc, inspect_out] = Kiln("inspect " + artifact);
+  ASSERT_EQ(inspect_rc, 0) << inspect_out;
+  EXPECT_NE(inspect_out.find("input:  input: f32[1,1,28,28]"), std::string::npos) << inspect_out;
+  EXPECT_NE(inspect_out.find("output: logits: f32[1,10]"), std::string::npos) << inspect_out;
+  EXPECT_NE(inspect_out.find("Conv+Relu"), std::string::npos) << "fusion must show in inspect";
+  EXPECT_NE(inspect_out.find("compiler version: kiln-"), std::string::npos);
+
+  auto [run_rc, run_out] = Kiln("run " + artifact + " --input input=" + model_dir +
+                                "/test_data_set_0/input_0.pb --output-dir " + (tmp / "out").string());
+  ASSERT_EQ(run_rc, 0) << run_out;
+  auto got = importer::ReadTensorFile((tmp / "out" / "logits.pb").string());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->name, "logits");
+  auto expected = importer::ReadTensorFile(model_dir + "/test_data_set_0/output_0.pb");
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  client::OutputComparison c = client::CompareTensors(got->tensor, expected->tensor, {});
+  EXPECT_TRUE(c.pass) << c.error;
+  EXPECT_LT(c.max_abs_error, 1e-5);
+
+  // The same model compiled twice gives the same graph hash and identical artifact bytes.
+  std::string again = (tmp / "again.kiln").string();
+  ASSERT_EQ(Kiln("compile " + model_dir + "/model.onnx -o " + again).first, 0);
+  auto read = [](const std::string& p) {
+    FILE* f = std::fopen(p.c_str(), "rb");
+    std::string s;
+    char buf[65536];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) s.append(buf, n);
+    std::fclose(f);
+    return s;
+  };
+  EXPECT_EQ(read(artifact), read(again)) << "compiles must be deterministic";
+  fs::remove_all(tmp);
+}
+
+TEST(CliTest, CheckReportsPassAndExitCode) {
+  KILN_REQUIRE_PATH_OR_SKIP("examples/squeezenet1_1");
+  auto [rc, out] = Kiln("check examples/squeezenet1_1");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("PASS test_data_set_0/logits: max_abs_err="), std::string::npos) << out;
+}
+
+TEST(CliTest, UsageErrors) {
+  EXPECT_EQ(Kiln("frobnicate").first, 2);
+  EXPECT_EQ(Kiln("compile").first, 1);
+  EXPECT_EQ(Kiln("compile x.onnx").first, 1);  // no -o
+  EXPECT_EQ(Kiln("run a.kiln").first, 1);       // no --output-dir
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,21 +1,53 @@
 // Benchmark (not a test): compiles a model directory's model.onnx with Kiln, then times
 // inference on its test_data_set_0 inputs. Prints cold compile time and latency statistics.
 //   kiln-bench-model DIR [--threads N] [--warmup W] [--runs R] [--target T] [--json]
+//                        [--profile [TOP]] [--serve]
+// --profile: times every kernel call over the runs and prints the TOP (default 15) kernels by
+//   median time, with their fused ops and schedule.
+// --serve: for bench/compare, which interleaves Kiln's runs with ONNX Runtime's. After compiling
+//   and warming up, prints one JSON line {"ready":...,"compile_ms":...}, then for each line "N"
+//   read from stdin runs N times and prints {"ms":[...]}; exits at end of input or on "q".
+//   Errors are printed as one JSON line {"error":"..."} (and exit status 1).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "compiler_core/importer/onnx/tensor_file.h"
 #include "compiler_core/pipeline/compile.h"
 #include "compiler_core/runtime/executable.h"
 
 namespace {
 
+bool g_serve = false;
+
+std::string JsonEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 int Fail(const std::string& message) {
+  if (g_serve) {
+    std::printf("{\"error\":\"%s\"}\n", JsonEscape(message).c_str());
+    std::fflush(stdout);
+  }
   std::fprintf(stderr, "kiln-bench-model: %s\n", message.c_str());
   return 1;
 }
@@ -29,10 +61,14 @@ double Percentile(std::vector<double> v, double p) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) return Fail("usage: kiln-bench-model DIR [--threads N] [--warmup W] [--runs R] [--target T] [--json]");
+  if (argc < 2) {
+    return Fail("usage: kiln-bench-model DIR [--threads N] [--warmup W] [--runs R] [--target T] "
+                "[--json] [--profile [TOP]] [--serve]");
+  }
   std::string dir = argv[1];
   int threads = 0, warmup = 10, runs = 50;
-  bool json = false;
+  bool json = false, profile = false;
+  int top = 15;
   kiln::pipeline::CompileOptions options;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
@@ -42,6 +78,12 @@ int main(int argc, char** argv) {
     if (a == "--runs" && next(&runs)) continue;
     if (a == "--target" && i + 1 < argc) { options.target = argv[++i]; continue; }
     if (a == "--json") { json = true; continue; }
+    if (a == "--serve") { g_serve = true; continue; }
+    if (a == "--profile") {
+      profile = true;
+      if (i + 1 < argc && absl::SimpleAtoi(argv[i + 1], &top)) ++i;
+      continue;
+    }
     return Fail("bad argument '" + a + "'");
   }
   auto compiled = kiln::pipeline::CompileModelFile(dir + "/model.onnx", options);
@@ -60,6 +102,74 @@ int main(int argc, char** argv) {
   for (int i = 0; i < warmup; ++i) {
     auto out = (*exe)->Run(ptrs);
     if (!out.ok()) return Fail(std::string(out.status().message()));
+  }
+  if (g_serve) {
+    std::printf("{\"ready\":true,\"model\":\"%s\",\"threads\":%d,\"compile_ms\":%.1f,\"kernels\":%d}\n",
+                std::filesystem::path(dir).filename().c_str(), threads, compile_ms,
+                (*exe)->manifest().kernels_size());
+    std::fflush(stdout);
+    char line[64];
+    while (std::fgets(line, sizeof line, stdin) != nullptr) {
+      int n = 0;
+      if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &n) || n <= 0) break;
+      std::string reply = "{\"ms\":[";
+      for (int i = 0; i < n; ++i) {
+        auto start = std::chrono::steady_clock::now();
+        auto out = (*exe)->Run(ptrs);
+        double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        if (!out.ok()) return Fail(std::string(out.status().message()));
+        absl::StrAppend(&reply, i ? "," : "", absl::StrFormat("%.5f", t));
+      }
+      std::printf("%s]}\n", reply.c_str());
+      std::fflush(stdout);
+    }
+    return 0;
+  }
+  if (profile) {
+    const auto& m = (*exe)->manifest();
+    std::vector<std::vector<double>> per_kernel(m.kernels_size());
+    std::vector<double> totals, kernel_ms;
+    for (int i = 0; i < runs; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      auto out = (*exe)->RunProfiled(ptrs, &kernel_ms);
+      totals.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      if (!out.ok()) return Fail(std::string(out.status().message()));
+      for (size_t k = 0; k < kernel_ms.size(); ++k) per_kernel[k].push_back(kernel_ms[k]);
+    }
+    std::vector<std::pair<double, int>> order;
+    double sum = 0;
+    for (int k = 0; k < m.kernels_size(); ++k) {
+      double med = Percentile(per_kernel[k], 0.5);
+      sum += med;
+      order.push_back({med, k});
+    }
+    std::sort(order.begin(), order.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    // Time by fused-op pattern, to see which kind of kernel dominates.
+    std::map<std::string, std::pair<double, int>> by_ops;
+    for (auto& [med, k] : order) {
+      auto& e = by_ops[m.kernels(k).fused_ops()];
+      e.first += med;
+      e.second += 1;
+    }
+    std::printf("%s: threads %d, %d kernels, run median %.3f ms, sum of kernel medians %.3f ms (%d runs)\n",
+                dir.c_str(), threads, m.kernels_size(), Percentile(totals, 0.5), sum, runs);
+    std::printf("by fused ops:\n");
+    std::vector<std::pair<double, std::string>> ops_order;
+    for (auto& [ops, e] : by_ops) ops_order.push_back({e.first, ops});
+    std::sort(ops_order.rbegin(), ops_order.rend());
+    for (auto& [t, ops] : ops_order) {
+      std::printf("  %8.3f ms %5.1f%%  x%-3d %s\n", t, 100 * t / sum, by_ops[ops].second, ops.c_str());
+    }
+    std::printf("top kernels by median time:\n");
+    for (int r = 0; r < std::min<int>(top, static_cast<int>(order.size())); ++r) {
+      auto [med, k] = order[r];
+      const auto& call = m.kernels(k);
+      std::string sched = call.schedule();
+      for (char& c : sched) if (c == '\n') c = ' ';
+      std::printf("  #%-3d %8.3f ms %5.1f%%  %-28s %s\n        schedule: %s\n", k, med, 100 * med / sum,
+                  call.symbol().c_str(), call.fused_ops().c_str(), sched.c_str());
+    }
+    return 0;
   }
   std::vector<double> ms;
   for (int i = 0; i < runs; ++i) {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -326,6 +327,18 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Load(Artifact artifact, 
 }
 
 absl::StatusOr<std::vector<Tensor>> Executable::Run(const std::vector<const Tensor*>& inputs) {
+  return RunImpl(inputs, nullptr);
+}
+
+absl::StatusOr<std::vector<Tensor>> Executable::RunProfiled(
+    const std::vector<const Tensor*>& inputs, std::vector<double>* kernel_ms) {
+  if (kernel_ms == nullptr) return absl::InvalidArgumentError("RunProfiled: kernel_ms is null");
+  kernel_ms->assign(static_cast<size_t>(impl_->artifact.manifest.kernels_size()), 0.0);
+  return RunImpl(inputs, kernel_ms);
+}
+
+absl::StatusOr<std::vector<Tensor>> Executable::RunImpl(const std::vector<const Tensor*>& inputs,
+                                                        std::vector<double>* kernel_ms) {
   Impl& impl = *impl_;
   const kiln::v1::Manifest& m = impl.artifact.manifest;
   if (static_cast<int>(inputs.size()) != m.inputs_size()) {
@@ -386,7 +399,15 @@ absl::StatusOr<std::vector<Tensor>> Executable::Run(const std::vector<const Tens
           break;
       }
     }
-    impl.kernels[k](&impl.context, args.data());
+    if (kernel_ms == nullptr) {
+      impl.kernels[k](&impl.context, args.data());
+    } else {
+      const auto start = std::chrono::steady_clock::now();
+      impl.kernels[k](&impl.context, args.data());
+      (*kernel_ms)[k] = std::chrono::duration<double, std::milli>(
+                            std::chrono::steady_clock::now() - start)
+                            .count();
+    }
   }
   return outputs;
 }

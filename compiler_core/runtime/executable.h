@@ -27,8 +27,15 @@ class Executable {
   /// (kInvalidArgument naming the input otherwise). Returns the outputs in manifest order.
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<const Tensor*>& inputs);
 
+  /// Like Run, and also stores each kernel call's wall time in ms in `kernel_ms` (resized to the
+  /// manifest's kernel count, manifest order). For profiling; `kernel_ms` may not be null.
+  absl::StatusOr<std::vector<Tensor>> RunProfiled(const std::vector<const Tensor*>& inputs,
+                                                  std::vector<double>* kernel_ms);
+
  private:
   Executable();
+  absl::StatusOr<std::vector<Tensor>> RunImpl(const std::vector<const Tensor*>& inputs,
+                                              std::vector<double>* kernel_ms);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): Kiln vs ONNX Runtime on every model in ../shared/models, 1 and 2
+# threads, median/p90 latency and ratio, plus Kiln's cold compile time per model.
+#   bench/compare.sh [ort_bench.mjs options: --threads 1,2 --warmup 20 --runs 100
+#                     --budget-ms 8000 --only mlp,resnet18 --models DIR]
+# Environment: KILN_BUILD_DIR (default build) holds bin/kiln-bench-model; built there with
+# cmake if missing. ONNX Runtime (npm onnxruntime-node@1.30.0, CPU library inside the package)
+# is installed once into bench/.ort/ (git-ignored); nothing in the product depends on it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ORT_VERSION=1.30.0
+ORT_DIR=bench/.ort
+BUILD_DIR=${KILN_BUILD_DIR:-build}
+BIN="$BUILD_DIR/bin/kiln-bench-model"
+
+command -v node >/dev/null || { echo "compare.sh: node is required (apt-get install nodejs npm)" >&2; exit 1; }
+
+if [[ ! -x "$BIN" ]]; then
+  echo "compare.sh: building kiln-bench-model in $BUILD_DIR" >&2
+  [[ -f "$BUILD_DIR/CMakeCache.txt" ]] || cmake -S . -B "$BUILD_DIR" -G Ninja -DKILN_BUILD_SERVER=OFF >/dev/null
+  cmake --build "$BUILD_DIR" --target kiln-bench-model >&2
+fi
+
+installed_version() {
+  node -p "require('./$ORT_DIR/node_modules/onnxruntime-node/package.json').version" 2>/dev/null || true
+}
+if [[ "$(installed_version)" != "$ORT_VERSION" ]]; then
+  echo "compare.sh: installing onnxruntime-node@$ORT_VERSION into $ORT_DIR" >&2
+  mkdir -p "$ORT_DIR"
+  [[ -f "$ORT_DIR/package.json" ]] || echo '{"name":"kiln-bench-ort","private":true}' > "$ORT_DIR/package.json"
+  # --ignore-scripts: the package's install script downloads GPU libraries (and fails offline);
+  # the CPU library ships inside the package.
+  (cd "$ORT_DIR" && npm install --ignore-scripts --no-audit --no-fund --loglevel=error \
+     "onnxruntime-node@$ORT_VERSION" >&2)
+fi
+
+exec node bench/ort_bench.mjs --kiln-bin "$BIN" --ort-dir "$ORT_DIR" --models ../shared/models "$@"

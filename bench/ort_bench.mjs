@@ -1,0 +1,380 @@
+// Benchmark driver (not a test) for bench/compare.sh: Kiln and ONNX Runtime side by side on
+// every model directory (model.onnx + test_data_set_0/input_*.pb) under a models folder.
+//
+//   node bench/ort_bench.mjs --kiln-bin build/bin/kiln-bench-model [--models ../shared/models]
+//        [--ort-dir bench/.ort] [--threads 1,2] [--warmup 20] [--runs 100] [--budget-ms 8000]
+//        [--only mlp,resnet18]
+//
+// Kiln runs in a `kiln-bench-model DIR --serve` child process (it compiles, warms up, then runs
+// batches on request); ONNX Runtime runs in this process (intraOpNumThreads = N,
+// interOpNumThreads = 1, graphOptimizationLevel 'all', executionMode 'sequential', CPU EP). The
+// two alternate in small batches (A B B A ...) so machine noise hits both alike. Kiln times
+// Executable::Run in C++; ORT times `await session.run()` here (a few µs of N-API overhead).
+// --runs is capped so that one runtime's runs of one model take about --budget-ms.
+
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { performance } from 'node:perf_hooks';
+
+// ---- arguments ----------------------------------------------------------------------------
+const opts = {
+  kilnBin: 'build/bin/kiln-bench-model',
+  models: '../shared/models',
+  ortDir: 'bench/.ort',
+  threads: [1, 2],
+  warmup: 20,
+  runs: 100,
+  budgetMs: 8000,
+  only: null,
+};
+{
+  const argv = process.argv.slice(2);
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const v = () => {
+      if (i + 1 >= argv.length) throw new Error(`missing value for ${a}`);
+      return argv[++i];
+    };
+    if (a === '--kiln-bin') opts.kilnBin = v();
+    else if (a === '--models') opts.models = v();
+    else if (a === '--ort-dir') opts.ortDir = v();
+    else if (a === '--threads') opts.threads = v().split(',').map(Number).filter((n) => n > 0);
+    else if (a === '--warmup') opts.warmup = Number(v());
+    else if (a === '--runs') opts.runs = Number(v());
+    else if (a === '--budget-ms') opts.budgetMs = Number(v());
+    else if (a === '--only') opts.only = v().split(',');
+    else {
+      console.error(`ort_bench.mjs: unknown argument ${a}`);
+      process.exit(2);
+    }
+  }
+}
+
+const require = createRequire(path.resolve(opts.ortDir, 'package.json'));
+const ort = require('onnxruntime-node');
+
+// ---- ONNX TensorProto (protobuf wire format), enough for test-data inputs -------------------
+const DTYPES = { 1: 'float32', 6: 'int32', 7: 'int64', 9: 'bool', 11: 'float64' };
+
+function readTensorProto(file) {
+  const buf = fs.readFileSync(file);
+  let pos = 0;
+  const varint = () => {
+    let result = 0n;
+    let shift = 0n;
+    for (;;) {
+      const b = buf[pos++];
+      result |= BigInt(b & 0x7f) << shift;
+      if (b < 0x80) return result;
+      shift += 7n;
+    }
+  };
+  const dims = [];
+  let dataType = 1;
+  let name = '';
+  let raw = null;
+  const floats = [];
+  const int64s = [];
+  const int32s = [];
+  while (pos < buf.length) {
+    const key = Number(varint());
+    const field = key >> 3;
+    const wire = key & 7;
+    if (wire === 0) {
+      const v = varint();
+      if (field === 1) dims.push(Number(v));
+      else if (field === 2) dataType = Number(v);
+      else if (field === 5) int32s.push(Number(BigInt.asIntN(32, v)));
+      else if (field === 7) int64s.push(BigInt.asIntN(64, v));
+    } else if (wire === 2) {
+      const len = Number(varint());
+      const bytes = buf.subarray(pos, pos + len);
+      pos += len;
+      if (field === 9) raw = bytes;
+      else if (field === 8) name = bytes.toString('utf8');
+      else if (field === 1 || field === 5 || field === 7) {
+        // packed varints
+        const save = pos;
+        let p = 0;
+        const sub = () => {
+          let r = 0n;
+          let s = 0n;
+          for (;;) {
+            const b = bytes[p++];
+            r |= BigInt(b & 0x7f) << s;
+            if (b < 0x80) return r;
+            s += 7n;
+          }
+        };
+        while (p < bytes.length) {
+          const v = sub();
+          if (field === 1) dims.push(Number(v));
+          else if (field === 5) int32s.push(Number(BigInt.asIntN(32, v)));
+          else int64s.push(BigInt.asIntN(64, v));
+        }
+        pos = save;
+      } else if (field === 4) {
+        for (let i = 0; i + 4 <= bytes.length; i += 4) floats.push(bytes.readFloatLE(i));
+      }
+    } else if (wire === 5) {
+      if (field === 4) floats.push(buf.readFloatLE(pos));
+      pos += 4;
+    } else if (wire === 1) {
+      pos += 8;
+    } else {
+      throw new Error(`${file}: unsupported protobuf wire type ${wire}`);
+    }
+  }
+  const type = DTYPES[dataType];
+  if (!type) throw new Error(`${file}: unsupported TensorProto data_type ${dataType}`);
+  const count = dims.reduce((a, b) => a * b, 1);
+  let data;
+  const fromRaw = (Ctor) => {
+    // Copy into an aligned buffer (raw_data may sit at any offset); little-endian host assumed.
+    const copy = new Uint8Array(raw.length);
+    copy.set(raw);
+    return new Ctor(copy.buffer, 0, count);
+  };
+  if (type === 'float32') data = raw ? fromRaw(Float32Array) : Float32Array.from(floats);
+  else if (type === 'float64') data = fromRaw(Float64Array);
+  else if (type === 'int64') data = raw ? fromRaw(BigInt64Array) : BigInt64Array.from(int64s);
+  else if (type === 'int32') data = raw ? fromRaw(Int32Array) : Int32Array.from(int32s);
+  else if (type === 'bool') data = raw ? fromRaw(Uint8Array) : Uint8Array.from(int32s);
+  if (data.length !== count) throw new Error(`${file}: ${data.length} elements, dims say ${count}`);
+  return { name, type, dims, data };
+}
+
+// ---- Kiln child process ---------------------------------------------------------------------
+class KilnServer {
+  constructor(dir, threads, warmup) {
+    this.child = spawn(opts.kilnBin, [dir, '--threads', String(threads), '--warmup', String(warmup), '--serve'], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    this.stderr = '';
+    this.child.stderr.on('data', (d) => (this.stderr += d));
+    this.lines = [];
+    this.waiters = [];
+    this.closed = false;
+    const rl = readline.createInterface({ input: this.child.stdout });
+    rl.on('line', (line) => {
+      if (this.waiters.length) this.waiters.shift()(line);
+      else this.lines.push(line);
+    });
+    const onEnd = () => {
+      this.closed = true;
+      while (this.waiters.length) this.waiters.shift()(null);
+    };
+    rl.on('close', onEnd);
+    this.child.on('error', (e) => {
+      this.stderr += String(e);
+      onEnd();
+    });
+  }
+  nextLine() {
+    if (this.lines.length) return Promise.resolve(this.lines.shift());
+    if (this.closed) return Promise.resolve(null);
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+  async message() {
+    const line = await this.nextLine();
+    if (line === null) {
+      const why = this.stderr.trim().split('\n').pop() || 'kiln-bench-model exited';
+      return { error: why.replace(/^kiln-bench-model: /, '') };
+    }
+    try {
+      return JSON.parse(line);
+    } catch {
+      return { error: `bad reply: ${line}` };
+    }
+  }
+  async run(n) {
+    this.child.stdin.write(`${n}\n`);
+    const m = await this.message();
+    if (m.error) throw new Error(m.error);
+    return m.ms;
+  }
+  close() {
+    if (!this.closed) this.child.stdin.end('q\n');
+  }
+}
+
+// ---- statistics and formatting --------------------------------------------------------------
+function percentile(values, p) {
+  const v = [...values].sort((a, b) => a - b);
+  return v[Math.min(v.length - 1, Math.round(p * (v.length - 1)))];
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const fmt = (x, w = 9) => (x === undefined || x === null || Number.isNaN(x) ? '-' : x < 1 ? x.toFixed(4) : x < 100 ? x.toFixed(3) : x.toFixed(1)).padStart(w);
+const short = (s, n = 70) => (s.length > n ? s.slice(0, n - 1) + '…' : s);
+
+// ---- one model at one thread count ----------------------------------------------------------
+async function benchOne(dir, threads) {
+  const row = { model: path.basename(dir), threads };
+  const inputFiles = fs
+    .readdirSync(path.join(dir, 'test_data_set_0'))
+    .filter((f) => /^input_\d+\.pb$/.test(f))
+    .sort((a, b) => Number(a.match(/\d+/)[0]) - Number(b.match(/\d+/)[0]));
+  const inputs = inputFiles.map((f) => readTensorProto(path.join(dir, 'test_data_set_0', f)));
+
+  // Kiln: compiles (cold, in a fresh process) and warms up while ORT builds its session.
+  const kiln = new KilnServer(dir, threads, opts.warmup);
+  let session = null;
+  try {
+    const t0 = performance.now();
+    session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'), {
+      executionProviders: ['cpu'],
+      intraOpNumThreads: threads,
+      interOpNumThreads: 1,
+      graphOptimizationLevel: 'all',
+      executionMode: 'sequential',
+    });
+    row.ortCreateMs = performance.now() - t0;
+  } catch (e) {
+    row.ortError = String(e.message || e).split('\n')[0];
+  }
+  const ready = await kiln.message();
+  if (ready.error) row.kilnError = ready.error;
+  else row.kilnCompileMs = ready.compile_ms;
+
+  let feeds = null;
+  if (session) {
+    feeds = {};
+    session.inputNames.forEach((name, i) => {
+      const t = inputs[i];
+      feeds[name] = new ort.Tensor(t.type, t.data, t.dims);
+    });
+    try {
+      for (let i = 0; i < opts.warmup; i++) await session.run(feeds);
+    } catch (e) {
+      row.ortError = String(e.message || e).split('\n')[0];
+      session = null;
+    }
+  }
+  const haveKiln = !row.kilnError;
+  const haveOrt = !!session;
+
+  // Size the measurement: about budgetMs per runtime, at most opts.runs, at least 10 runs.
+  const probe = async () => {
+    let per = 0;
+    if (haveKiln) per = Math.max(per, percentile(await kiln.run(3), 0.5));
+    if (haveOrt) {
+      const t = [];
+      for (let i = 0; i < 3; i++) {
+        const s = performance.now();
+        await session.run(feeds);
+        t.push(performance.now() - s);
+      }
+      per = Math.max(per, percentile(t, 0.5));
+    }
+    return per;
+  };
+  try {
+    const per = haveKiln || haveOrt ? await probe() : 0;
+    const runs = Math.max(10, Math.min(opts.runs, Math.floor(opts.budgetMs / Math.max(per, 1e-3))));
+    const batch = Math.max(1, Math.round(runs / 10));
+    const kilnMs = [];
+    const ortMs = [];
+    const ortBatch = async () => {
+      for (let i = 0; i < batch; i++) {
+        const s = performance.now();
+        await session.run(feeds);
+        ortMs.push(performance.now() - s);
+      }
+    };
+    const kilnBatch = async () => kilnMs.push(...(await kiln.run(batch)));
+    // Let the other runtime's idle pool threads stop spinning before this one's batch.
+    const gap = threads > 1 ? 20 : 0;
+    const more = () => (haveKiln && kilnMs.length < runs) || (haveOrt && ortMs.length < runs);
+    for (let round = 0; more(); round++) {
+      const order = round % 2 === 0 ? [kilnBatch, ortBatch] : [ortBatch, kilnBatch];
+      for (const step of order) {
+        if ((step === kilnBatch && !haveKiln) || (step === ortBatch && !haveOrt)) continue;
+        await step();
+        if (gap) await sleep(gap);
+      }
+    }
+    row.runs = runs;
+    if (haveKiln) Object.assign(row, { kilnP50: percentile(kilnMs, 0.5), kilnP90: percentile(kilnMs, 0.9) });
+    if (haveOrt) Object.assign(row, { ortP50: percentile(ortMs, 0.5), ortP90: percentile(ortMs, 0.9) });
+  } catch (e) {
+    row.kilnError = row.kilnError || String(e.message || e);
+  } finally {
+    kiln.close();
+    if (session && session.release) await session.release();
+  }
+  return row;
+}
+
+// ---- main -----------------------------------------------------------------------------------
+function modelDirs() {
+  let names = fs
+    .readdirSync(opts.models, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && fs.existsSync(path.join(opts.models, d.name, 'model.onnx')))
+    .map((d) => d.name);
+  // Small to big, as MANIFEST.tsv sizes say when it is there.
+  const manifest = path.join(opts.models, 'MANIFEST.tsv');
+  if (fs.existsSync(manifest)) {
+    const size = {};
+    for (const line of fs.readFileSync(manifest, 'utf8').split('\n').slice(1)) {
+      const f = line.split('\t');
+      if (f.length > 2) size[f[0]] = Number(f[2]);
+    }
+    names.sort((a, b) => (size[a] ?? Infinity) - (size[b] ?? Infinity) || a.localeCompare(b));
+  } else {
+    names.sort();
+  }
+  if (opts.only) names = names.filter((n) => opts.only.includes(n));
+  return names.map((n) => path.join(opts.models, n));
+}
+
+async function main() {
+  const cpus = os.cpus();
+  console.log(`Kiln vs ONNX Runtime ${ort.env.versions?.common ?? ''} (onnxruntime-node, CPU EP)`);
+  console.log(`host: ${cpus.length} x ${cpus[0]?.model ?? '?'}; load average at start ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  console.log(`warm-up ${opts.warmup}, up to ${opts.runs} runs each (about ${opts.budgetMs} ms per runtime per row), alternating batches\n`);
+  const head = `${'model'.padEnd(20)} ${'thr'.padStart(3)} | ${'Kiln p50'.padStart(9)} ${'Kiln p90'.padStart(9)} | ${'ORT p50'.padStart(9)} ${'ORT p90'.padStart(9)} | ${'Kiln/ORT'.padStart(8)} ${'runs'.padStart(5)}  (ms)`;
+  console.log(head);
+  console.log('-'.repeat(head.length));
+  const rows = [];
+  for (const dir of modelDirs()) {
+    for (const threads of opts.threads) {
+      const r = await benchOne(dir, threads);
+      rows.push(r);
+      const name = r.model.padEnd(20);
+      const thr = String(threads).padStart(3);
+      const ratio = r.kilnP50 / r.ortP50;
+      const cols = `${fmt(r.kilnP50)} ${fmt(r.kilnP90)} | ${fmt(r.ortP50)} ${fmt(r.ortP90)} | ${fmt(ratio, 8)} ${String(r.runs ?? '-').padStart(5)}`;
+      const notes = [];
+      if (r.kilnError) notes.push(`kiln: ${short(r.kilnError, 100)}`);
+      if (r.ortError) notes.push(`ort: ${short(r.ortError, 100)}`);
+      if (!Number.isNaN(ratio) && ratio > 1.5) notes.push('> 1.5x');
+      console.log(`${name} ${thr} | ${cols}  ${notes.join('; ')}`);
+    }
+  }
+
+  console.log(`\nCompile time, cold (Kiln: a fresh process per model, CompileModelFile total; ORT: InferenceSession.create)`);
+  const chead = `${'model'.padEnd(20)} | ${'Kiln ms'.padStart(9)} | ${'ORT ms'.padStart(9)} |`;
+  console.log(chead);
+  console.log('-'.repeat(chead.length));
+  const seen = new Set();
+  for (const r of rows) {
+    if (seen.has(r.model)) continue;
+    seen.add(r.model);
+    let note = '';
+    if (r.model === 'resnet18' && r.kilnCompileMs !== undefined) {
+      note = r.kilnCompileMs < 20000 ? 'target < 20 s: OK' : 'target < 20 s: MISSED';
+    }
+    if (r.kilnError) note = `kiln: ${short(r.kilnError, 100)}`;
+    console.log(`${r.model.padEnd(20)} | ${fmt(r.kilnCompileMs, 9)} | ${fmt(r.ortCreateMs, 9)} | ${note}`);
+  }
+  console.log(`\nload average at end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

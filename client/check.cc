@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "compiler_core/importer/onnx/tensor_file.h"
 #include "compiler_core/runtime/executable.h"
 #include "compiler_core/support/status_macros.h"
@@ -13,6 +14,12 @@
 namespace kiln::client {
 
 namespace fs = std::filesystem;
+
+std::string FormatComparison(const OutputComparison& c) {
+  return absl::StrFormat("%s %s/%s: max_abs_err=%.3g max_rel_err=%.3g%s", c.pass ? "PASS" : "FAIL",
+                         c.data_set, c.name, c.max_abs_error, c.max_rel_error,
+                         c.error.empty() ? "" : " (" + c.error + ")");
+}
 
 OutputComparison CompareTensors(const Tensor& got, const Tensor& expected,
                                 const Tolerance& tolerance) {
@@ -77,32 +84,33 @@ std::vector<fs::path> NumberedFiles(const fs::path& dir, const std::string& pref
 
 }  // namespace
 
-absl::StatusOr<CheckReport> CheckModelDir(const std::string& dir,
-                                          const pipeline::CompileOptions& options,
-                                          const Tolerance& tolerance) {
-  fs::path root(dir);
-  fs::path model = root / "model.onnx";
-  std::error_code ec;
-  if (!fs::exists(model, ec)) {
-    return absl::NotFoundError(absl::StrCat("no model.onnx in '", dir, "'"));
-  }
+namespace {
+
+std::vector<fs::path> DataSets(const fs::path& root) {
   std::vector<fs::path> data_sets;
+  std::error_code ec;
   for (const auto& entry : fs::directory_iterator(root, ec)) {
     if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0) {
       data_sets.push_back(entry.path());
     }
   }
   std::sort(data_sets.begin(), data_sets.end());
+  return data_sets;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<OutputComparison>> CheckArtifact(const std::string& dir,
+                                                            const runtime::Artifact& artifact,
+                                                            const Tolerance& tolerance) {
+  std::vector<fs::path> data_sets = DataSets(dir);
   if (data_sets.empty()) {
     return absl::NotFoundError(absl::StrCat("no test_data_set_* directory in '", dir, "'"));
   }
-
-  CheckReport report;
-  KILN_ASSIGN_OR_RETURN(report.compile, pipeline::CompileModelFile(model.string(), options));
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> exe,
-                        runtime::Executable::Load(report.compile.artifact));
+                        runtime::Executable::Load(artifact));
   const kiln::v1::Manifest& m = exe->manifest();
-  report.all_pass = true;
+  std::vector<OutputComparison> comparisons;
   for (const fs::path& ds : data_sets) {
     std::vector<fs::path> input_files = NumberedFiles(ds, "input_");
     std::vector<fs::path> output_files = NumberedFiles(ds, "output_");
@@ -130,10 +138,28 @@ absl::StatusOr<CheckReport> CheckModelDir(const std::string& dir,
       OutputComparison c = CompareTensors(outputs[i], expected.tensor, tolerance);
       c.data_set = ds.filename().string();
       c.name = m.outputs(static_cast<int>(i)).name();
-      report.all_pass = report.all_pass && c.pass;
-      report.outputs.push_back(std::move(c));
+      comparisons.push_back(std::move(c));
     }
   }
+  return comparisons;
+}
+
+absl::StatusOr<CheckReport> CheckModelDir(const std::string& dir,
+                                          const pipeline::CompileOptions& options,
+                                          const Tolerance& tolerance) {
+  fs::path model = fs::path(dir) / "model.onnx";
+  std::error_code ec;
+  if (!fs::exists(model, ec)) {
+    return absl::NotFoundError(absl::StrCat("no model.onnx in '", dir, "'"));
+  }
+  if (DataSets(dir).empty()) {
+    return absl::NotFoundError(absl::StrCat("no test_data_set_* directory in '", dir, "'"));
+  }
+  CheckReport report;
+  KILN_ASSIGN_OR_RETURN(report.compile, pipeline::CompileModelFile(model.string(), options));
+  KILN_ASSIGN_OR_RETURN(report.outputs, CheckArtifact(dir, report.compile.artifact, tolerance));
+  report.all_pass = true;
+  for (const OutputComparison& c : report.outputs) report.all_pass = report.all_pass && c.pass;
   return report;
 }
 

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "compiler_core/ir/graph/tensor.h"
 #include "compiler_core/pipeline/compile.h"
+#include "compiler_core/runtime/artifact.h"
 
 namespace kiln::client {
 
@@ -29,6 +30,9 @@ struct OutputComparison {
   std::string error;         // why it failed beyond tolerance (shape or dtype mismatch, ...)
 };
 
+/// One line for a report: "PASS|FAIL <data set>/<output>: max_abs_err=... max_rel_err=...".
+std::string FormatComparison(const OutputComparison& c);
+
 /// Compares `got` with `expected`: shapes and dtypes must be equal exactly.
 OutputComparison CompareTensors(const Tensor& got, const Tensor& expected,
                                 const Tolerance& tolerance);
@@ -38,6 +42,13 @@ struct CheckReport {
   std::vector<OutputComparison> outputs;
   bool all_pass = false;
 };
+
+/// Runs every `dir`/test_data_set_*/ through `artifact` and compares each output with its
+/// reference (see CheckModelDir for the layout). Errors: kNotFound if there is no data set;
+/// kInvalidArgument if a data set's inputs do not match the artifact; load/run errors.
+absl::StatusOr<std::vector<OutputComparison>> CheckArtifact(const std::string& dir,
+                                                            const runtime::Artifact& artifact,
+                                                            const Tolerance& tolerance = {});
 
 /// Compiles `dir`/model.onnx with `options` and checks every `dir`/test_data_set_*/ (inputs
 /// input_N.pb in graph input order, references output_N.pb in graph output order).

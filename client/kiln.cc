@@ -1,4 +1,5 @@
-// The `kiln` command line: compile, run, check and inspect models locally.
+// The `kiln` command line: compile, run, check and inspect models locally, or compile and check
+// through a kilnd server (--server) and query its status, jobs and workers.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -11,84 +12,37 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/check.h"
+#include "client/remote_commands.h"
 #include "compiler_core/importer/onnx/tensor_file.h"
 #include "compiler_core/pipeline/compile.h"
 #include "compiler_core/runtime/artifact.h"
 #include "compiler_core/runtime/executable.h"
+#include "compiler_core/support/status_macros.h"
 
 namespace kiln::client {
 namespace {
 
 constexpr char kUsage[] = R"(usage:
   kiln compile MODEL.onnx -o OUT.kiln [--target host|cpu:<llvm cpu name>] [--print-ir-after=PASS]
+               [--disable-pass=PASS] [--server HOST:PORT [--json] [--timeout-s S]]
   kiln run OUT.kiln --input NAME=FILE.pb ... --output-dir DIR [--threads N]
-  kiln check DIR [--target T] [--print-ir-after=PASS]
+  kiln check DIR [--target T] [--print-ir-after=PASS] [--disable-pass=PASS] [--server HOST:PORT]
   kiln inspect OUT.kiln
+  kiln status --server HOST:PORT
+  kiln jobs --server HOST:PORT [--state queued|running|succeeded|failed|cancelled] [--limit N]
+  kiln workers --server HOST:PORT
 
 PASS is a graph pass (constant-folding, fold-batchnorm, cse, dce, fusion), "import", "lower"
 (loop IR before scheduling), "schedule" (loop IR after scheduling) or "all"; repeatable.
+With --server, compile and check upload the model to kilnd (only if it lacks it), compile there
+and download the artifact; --json prints the result as one JSON object.
 )";
-
-int Fail(const std::string& message) {
-  std::cerr << "kiln: " << message << "\n";
-  return 1;
-}
-
-int FailStatus(const absl::Status& status) {
-  return Fail(absl::StrCat(absl::StatusCodeToString(status.code()), ": ", status.message()));
-}
-
-/// Parsed command line: positional arguments and --flag values (repeatable flags keep all).
-struct Args {
-  std::vector<std::string> positional;
-  std::multimap<std::string, std::string> flags;
-  std::string error;
-
-  bool Has(const std::string& f) const { return flags.count(f) != 0; }
-  std::string Get(const std::string& f, const std::string& def = "") const {
-    auto it = flags.find(f);
-    return it == flags.end() ? def : it->second;
-  }
-  std::vector<std::string> GetAll(const std::string& f) const {
-    std::vector<std::string> out;
-    for (auto [it, end] = flags.equal_range(f); it != end; ++it) out.push_back(it->second);
-    return out;
-  }
-};
-
-Args ParseArgs(int argc, char** argv, int first, const std::vector<std::string>& value_flags) {
-  Args args;
-  for (int i = first; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a.rfind("-", 0) != 0 || a == "-") {
-      args.positional.push_back(a);
-      continue;
-    }
-    std::string name = a, value;
-    if (auto eq = a.find('='); eq != std::string::npos) {
-      name = a.substr(0, eq);
-      value = a.substr(eq + 1);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      args.error = absl::StrCat("flag ", a, " needs a value");
-      return args;
-    }
-    if (std::find(value_flags.begin(), value_flags.end(), name) == value_flags.end()) {
-      args.error = absl::StrCat("unknown flag ", name);
-      return args;
-    }
-    args.flags.insert({name, value});
-  }
-  return args;
-}
 
 pipeline::CompileOptions OptionsFrom(const Args& args) {
   pipeline::CompileOptions options;
   options.target = args.Get("--target", "host");
-  for (const std::string& p : args.GetAll("--print-ir-after")) {
-    for (absl::string_view part : absl::StrSplit(p, ',')) options.print_ir_after.emplace_back(part);
-  }
+  options.print_ir_after = SplitAll(args, "--print-ir-after");
+  options.disabled_passes = SplitAll(args, "--disable-pass");
   return options;
 }
 
@@ -100,11 +54,16 @@ void PrintTimings(const pipeline::CompileResult& r) {
 }
 
 int Compile(int argc, char** argv) {
-  Args args = ParseArgs(argc, argv, 2, {"-o", "--output", "--target", "--print-ir-after"});
+  Args args = ParseArgs(argc, argv, 2,
+                        {"-o", "--output", "--target", "--print-ir-after", "--disable-pass",
+                         "--server", "--json", "--timeout-s"},
+                        /*bool_flags=*/{"--json"});
   if (!args.error.empty()) return Fail(args.error);
   if (args.positional.size() != 1) return Fail("compile: expected one MODEL.onnx\n" + std::string(kUsage));
   std::string out = args.Get("-o", args.Get("--output"));
   if (out.empty()) return Fail("compile: missing -o OUT.kiln");
+  if (args.Has("--server")) return CompileOnServer(args, out);
+  if (args.Has("--json")) return Fail("compile: --json needs --server");
   auto result = pipeline::CompileModelFile(args.positional[0], OptionsFrom(args));
   if (!result.ok()) return FailStatus(result.status());
   absl::Status st = runtime::WriteArtifactFile(out, result->artifact);
@@ -172,19 +131,18 @@ int Run(int argc, char** argv) {
 }
 
 int Check(int argc, char** argv) {
-  Args args = ParseArgs(argc, argv, 2, {"--target", "--print-ir-after"});
+  Args args = ParseArgs(argc, argv, 2,
+                        {"--target", "--print-ir-after", "--disable-pass", "--server",
+                         "--timeout-s"});
   if (!args.error.empty()) return Fail(args.error);
   if (args.positional.size() != 1) return Fail("check: expected one model DIR\n" + std::string(kUsage));
+  if (args.Has("--server")) return CheckOnServer(args);
   auto report = CheckModelDir(args.positional[0], OptionsFrom(args));
   if (!report.ok()) return FailStatus(report.status());
   PrintTimings(report->compile);
   std::cout << "graph " << report->compile.graph_hash.substr(0, 16) << ", target "
             << report->compile.target.cpu << "\n";
-  for (const OutputComparison& c : report->outputs) {
-    std::cout << absl::StrFormat("%s %s/%s: max_abs_err=%.3g max_rel_err=%.3g%s\n",
-                                 c.pass ? "PASS" : "FAIL", c.data_set, c.name, c.max_abs_error,
-                                 c.max_rel_error, c.error.empty() ? "" : " (" + c.error + ")");
-  }
+  for (const OutputComparison& c : report->outputs) std::cout << FormatComparison(c) << "\n";
   std::cout << (report->all_pass ? "PASS" : "FAIL") << " " << args.positional[0] << "\n";
   return report->all_pass ? 0 : 1;
 }
@@ -252,6 +210,9 @@ int main(int argc, char** argv) {
   if (cmd == "run") return Run(argc, argv);
   if (cmd == "check") return Check(argc, argv);
   if (cmd == "inspect") return Inspect(argc, argv);
+  if (cmd == "status") return StatusCommand(argc, argv);
+  if (cmd == "jobs") return JobsCommand(argc, argv);
+  if (cmd == "workers") return WorkersCommand(argc, argv);
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
     std::cout << kUsage;
     return 0;

@@ -23,6 +23,24 @@ double MsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
+// The default pass pipeline minus `disabled`; every disabled name must be a registered pass.
+absl::StatusOr<std::vector<std::string>> EnabledPasses(const std::vector<std::string>& disabled) {
+  std::vector<std::string> registered = passes::RegisteredPassNames();
+  for (const std::string& name : disabled) {
+    if (std::find(registered.begin(), registered.end(), name) == registered.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("disabled pass '", name, "' is not a registered graph pass"));
+    }
+  }
+  std::vector<std::string> enabled;
+  for (const std::string& name : passes::DefaultPassPipeline()) {
+    if (std::find(disabled.begin(), disabled.end(), name) == disabled.end()) {
+      enabled.push_back(name);
+    }
+  }
+  return enabled;
+}
+
 }  // namespace
 
 absl::StatusOr<CompileResult> CompileGraph(std::unique_ptr<graph::Graph> graph,
@@ -52,7 +70,9 @@ absl::StatusOr<CompileResult> CompileGraph(std::unique_ptr<graph::Graph> graph,
   pass_options.printer = [&](std::string_view pass, const std::string& ir) {
     print(std::string(pass), ir);
   };
-  KILN_RETURN_IF_ERROR(passes::RunPasses(*graph, passes::DefaultPassPipeline(), pass_options));
+  KILN_ASSIGN_OR_RETURN(std::vector<std::string> pass_names,
+                        EnabledPasses(options.disabled_passes));
+  KILN_RETURN_IF_ERROR(passes::RunPasses(*graph, pass_names, pass_options));
   result.timings.passes_ms = MsSince(passes_start);
 
   auto lower_start = std::chrono::steady_clock::now();

@@ -27,6 +27,9 @@ struct CompileOptions {
   /// pseudo-stages "import" (graph IR as imported), "lower" (loop IR before scheduling) and
   /// "schedule" (loop IR after scheduling).
   std::vector<std::string> print_ir_after;
+  /// Graph passes of the default pipeline to skip (registry names, e.g. "fusion"). A name that
+  /// is not a registered pass is kInvalidArgument.
+  std::vector<std::string> disabled_passes;
   /// Receives printed IR; stderr when unset.
   std::function<void(const std::string& stage, const std::string& ir)> printer;
 };

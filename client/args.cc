@@ -1,0 +1,61 @@
+// Command-line parsing for the kiln CLI.
+#include "client/args.h"
+
+#include <algorithm>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace kiln::client {
+
+int Fail(const std::string& message) {
+  std::cerr << "kiln: " << message << "\n";
+  return 1;
+}
+
+int FailStatus(const absl::Status& status) {
+  return Fail(absl::StrCat(absl::StatusCodeToString(status.code()), ": ", status.message()));
+}
+
+Args ParseArgs(int argc, char** argv, int first, const std::vector<std::string>& value_flags,
+               const std::vector<std::string>& bool_flags) {
+  Args args;
+  for (int i = first; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("-", 0) != 0 || a == "-") {
+      args.positional.push_back(a);
+      continue;
+    }
+    std::string name = a, value;
+    if (std::find(bool_flags.begin(), bool_flags.end(), a) != bool_flags.end()) {
+      args.flags.insert({name, "true"});
+      continue;
+    }
+    if (auto eq = a.find('='); eq != std::string::npos) {
+      name = a.substr(0, eq);
+      value = a.substr(eq + 1);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      args.error = absl::StrCat("flag ", a, " needs a value");
+      return args;
+    }
+    if (std::find(value_flags.begin(), value_flags.end(), name) == value_flags.end()) {
+      args.error = absl::StrCat("unknown flag ", name);
+      return args;
+    }
+    args.flags.insert({name, value});
+  }
+  return args;
+}
+
+std::vector<std::string> SplitAll(const Args& args, const std::string& flag) {
+  std::vector<std::string> out;
+  for (const std::string& p : args.GetAll(flag)) {
+    for (absl::string_view part : absl::StrSplit(p, ',')) out.emplace_back(part);
+  }
+  return out;
+}
+
+}  // namespace kiln::client

@@ -1,0 +1,47 @@
+// The CLI's small argument parser and error printers, shared by the local subcommands
+// (kiln.cc) and the remote ones (remote_commands.cc).
+#ifndef KILN_CLIENT_ARGS_H_
+#define KILN_CLIENT_ARGS_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace kiln::client {
+
+/// Prints "kiln: <message>" to stderr; returns exit status 1.
+int Fail(const std::string& message);
+/// Fail with "<CODE>: <message>".
+int FailStatus(const absl::Status& status);
+
+/// Parsed command line: positional arguments and --flag values (repeatable flags keep all).
+struct Args {
+  std::vector<std::string> positional;
+  std::multimap<std::string, std::string> flags;
+  std::string error;  // set when the command line is invalid
+
+  bool Has(const std::string& f) const { return flags.count(f) != 0; }
+  std::string Get(const std::string& f, const std::string& def = "") const {
+    auto it = flags.find(f);
+    return it == flags.end() ? def : it->second;
+  }
+  std::vector<std::string> GetAll(const std::string& f) const {
+    std::vector<std::string> out;
+    for (auto [it, end] = flags.equal_range(f); it != end; ++it) out.push_back(it->second);
+    return out;
+  }
+};
+
+/// Parses argv[first..]: `value_flags` lists every accepted flag ("--f V" or "--f=V"); those
+/// also in `bool_flags` take no value.
+Args ParseArgs(int argc, char** argv, int first, const std::vector<std::string>& value_flags,
+               const std::vector<std::string>& bool_flags = {});
+
+/// Every value of a repeatable flag, each also split at commas.
+std::vector<std::string> SplitAll(const Args& args, const std::string& flag);
+
+}  // namespace kiln::client
+
+#endif  // KILN_CLIENT_ARGS_H_

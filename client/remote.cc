@@ -1,0 +1,268 @@
+// KilnService client calls, chunked transfers, and the JSON form of a compile result.
+#include "client/remote.h"
+
+#include <fcntl.h>
+#include <grpcpp/grpcpp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "compiler_core/support/sha256.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::client {
+namespace {
+
+constexpr size_t kChunkBytes = size_t{1} << 20;  // at most 1 MiB of data per message
+
+absl::Status FromGrpc(const std::string& rpc, const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      absl::StrCat(rpc, ": ", s.error_message()));
+}
+
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+}  // namespace
+
+kiln::v1::Digest DigestOf(const std::string& bytes) {
+  kiln::v1::Digest d;
+  d.set_hash(Sha256Hex(bytes));
+  d.set_size_bytes(static_cast<int64_t>(bytes.size()));
+  return d;
+}
+
+RemoteClient::RemoteClient(const std::string& server, int64_t timeout_ms)
+    : timeout_ms_(timeout_ms) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(8 << 20);
+  // Each client gets its own connection (a benchmark's concurrent clients really are distinct).
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  stub_ = kiln::v1::KilnService::NewStub(
+      grpc::CreateCustomChannel(server, grpc::InsecureChannelCredentials(), args));
+}
+
+void RemoteClient::Prepare(grpc::ClientContext& context) const {
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms_));
+}
+
+absl::StatusOr<std::vector<kiln::v1::Digest>> RemoteClient::FindMissingBlobs(
+    const std::vector<kiln::v1::Digest>& digests) {
+  grpc::ClientContext context;
+  Prepare(context);
+  kiln::v1::FindMissingBlobsRequest request;
+  for (const auto& d : digests) *request.add_digests() = d;
+  kiln::v1::FindMissingBlobsResponse response;
+  KILN_RETURN_IF_ERROR(
+      FromGrpc("FindMissingBlobs", stub_->FindMissingBlobs(&context, request, &response)));
+  return std::vector<kiln::v1::Digest>(response.missing().begin(), response.missing().end());
+}
+
+absl::StatusOr<kiln::v1::UploadModelResponse> RemoteClient::UploadModel(
+    const std::string& bytes, const kiln::v1::Digest& digest) {
+  grpc::ClientContext context;
+  Prepare(context);
+  kiln::v1::UploadModelResponse response;
+  auto writer = stub_->UploadModel(&context, &response);
+  size_t offset = 0;
+  bool first = true;
+  // One message per chunk (an empty model still sends its digest once). kilnd may end the call
+  // early (already present, too large): Write then fails and Finish says why.
+  while (first || offset < bytes.size()) {
+    kiln::v1::UploadModelRequest request;
+    if (first) *request.mutable_digest() = digest;
+    size_t n = std::min(kChunkBytes, bytes.size() - offset);
+    request.set_data(bytes.data() + offset, n);
+    offset += n;
+    first = false;
+    if (!writer->Write(request)) break;
+  }
+  writer->WritesDone();
+  KILN_RETURN_IF_ERROR(FromGrpc("UploadModel", writer->Finish()));
+  return response;
+}
+
+absl::StatusOr<kiln::v1::CompileResponse> RemoteClient::Compile(
+    const kiln::v1::CompileRequest& request) {
+  grpc::ClientContext context;
+  Prepare(context);
+  kiln::v1::CompileResponse response;
+  KILN_RETURN_IF_ERROR(FromGrpc("Compile", stub_->Compile(&context, request, &response)));
+  return response;
+}
+
+absl::StatusOr<std::string> RemoteClient::FetchArtifact(const kiln::v1::Digest& digest) {
+  grpc::ClientContext context;
+  Prepare(context);
+  kiln::v1::FetchArtifactRequest request;
+  *request.mutable_digest() = digest;
+  auto reader = stub_->FetchArtifact(&context, request);
+  std::string bytes;
+  bytes.reserve(static_cast<size_t>(std::max<int64_t>(digest.size_bytes(), 0)));
+  kiln::v1::FetchArtifactResponse chunk;
+  bool too_big = false;
+  // Bounded by the deadline and by the digest's size.
+  while (reader->Read(&chunk)) {
+    if (static_cast<int64_t>(bytes.size() + chunk.data().size()) > digest.size_bytes()) {
+      too_big = true;
+      context.TryCancel();
+      break;
+    }
+    bytes += chunk.data();
+  }
+  grpc::Status status = reader->Finish();
+  if (too_big) {
+    return absl::DataLossError(
+        absl::StrCat("FetchArtifact: server sent more than ", digest.size_bytes(), " bytes"));
+  }
+  KILN_RETURN_IF_ERROR(FromGrpc("FetchArtifact", status));
+  std::string got = Sha256Hex(bytes);
+  if (static_cast<int64_t>(bytes.size()) != digest.size_bytes() || got != digest.hash()) {
+    return absl::DataLossError(absl::StrCat("FetchArtifact: got ", bytes.size(),
+                                            " bytes hashing to ", got, ", expected ",
+                                            digest.size_bytes(), " bytes ", digest.hash()));
+  }
+  return bytes;
+}
+
+absl::StatusOr<RemoteCompileResult> RemoteClient::CompileModel(
+    const std::string& model_bytes, const RemoteCompileOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  kiln::v1::Digest digest = DigestOf(model_bytes);
+  KILN_ASSIGN_OR_RETURN(RemoteCompileResult result, CompileModel(model_bytes, digest, options));
+  result.total_ms = MsSince(start);
+  return result;
+}
+
+absl::StatusOr<RemoteCompileResult> RemoteClient::CompileModel(
+    const std::string& model_bytes, const kiln::v1::Digest& digest,
+    const RemoteCompileOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  RemoteCompileResult result;
+  KILN_ASSIGN_OR_RETURN(std::vector<kiln::v1::Digest> missing, FindMissingBlobs({digest}));
+  if (!missing.empty()) {
+    KILN_ASSIGN_OR_RETURN(kiln::v1::UploadModelResponse uploaded, UploadModel(model_bytes, digest));
+    result.uploaded = !uploaded.already_present();
+  }
+  kiln::v1::CompileRequest request;
+  *request.mutable_model_digest() = digest;
+  request.set_target(options.target);
+  for (const std::string& p : options.disabled_passes)
+    request.mutable_options()->add_disabled_passes(p);
+  request.set_priority(options.priority);
+  KILN_ASSIGN_OR_RETURN(result.response, Compile(request));
+  KILN_ASSIGN_OR_RETURN(result.artifact, FetchArtifact(result.response.artifact_digest()));
+  result.total_ms = MsSince(start);
+  return result;
+}
+
+absl::StatusOr<kiln::v1::GetStatsResponse> RemoteClient::GetStats() {
+  grpc::ClientContext context;
+  Prepare(context);
+  kiln::v1::GetStatsResponse response;
+  KILN_RETURN_IF_ERROR(FromGrpc("GetStats", stub_->GetStats(&context, {}, &response)));
+  return response;
+}
+
+absl::StatusOr<kiln::v1::ListJobsResponse> RemoteClient::ListJobs(kiln::v1::JobState state,
+                                                                  int limit) {
+  grpc::ClientContext context;
+  Prepare(context);
+  kiln::v1::ListJobsRequest request;
+  request.set_state(state);
+  request.set_limit(limit);
+  kiln::v1::ListJobsResponse response;
+  KILN_RETURN_IF_ERROR(FromGrpc("ListJobs", stub_->ListJobs(&context, request, &response)));
+  return response;
+}
+
+absl::StatusOr<kiln::v1::ListWorkersResponse> RemoteClient::ListWorkers() {
+  grpc::ClientContext context;
+  Prepare(context);
+  kiln::v1::ListWorkersResponse response;
+  KILN_RETURN_IF_ERROR(FromGrpc("ListWorkers", stub_->ListWorkers(&context, {}, &response)));
+  return response;
+}
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (c < 0x20) {
+          out += absl::StrFormat("\\u%04x", c);
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string CompileResultJson(const RemoteCompileResult& r) {
+  const kiln::v1::CompileResponse& c = r.response;
+  return absl::StrCat("{\"cache_hit\":", c.cache_hit() ? "true" : "false",
+                      ",\"graph_hash\":", JsonString(c.key().graph_hash()),
+                      ",\"target_key\":", JsonString(c.key().target_key()),
+                      ",\"compiler_version\":", JsonString(c.key().compiler_version()),
+                      ",\"options_hash\":", JsonString(c.key().options_hash()),
+                      ",\"artifact_digest\":", JsonString(c.artifact_digest().hash()),
+                      ",\"artifact_bytes\":", c.artifact_digest().size_bytes(),
+                      ",\"compile_ms\":", absl::StrFormat("%.3f", c.compile_ms()),
+                      ",\"server_ms\":", absl::StrFormat("%.3f", c.server_ms()),
+                      ",\"total_ms\":", absl::StrFormat("%.3f", r.total_ms),
+                      ",\"uploaded\":", r.uploaded ? "true" : "false",
+                      ",\"job_id\":", JsonString(c.job_id()),
+                      ",\"worker\":", JsonString(c.worker()), "}");
+}
+
+absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
+  std::filesystem::path target(path);
+  std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
+  std::string tmp = (dir / (".tmp-" + target.filename().string() + "-XXXXXX")).string();
+  int fd = mkstemp(tmp.data());
+  if (fd < 0)
+    return absl::UnavailableError(
+        absl::StrCat("cannot create a temp file in '", dir.string(), "'"));
+  fchmod(fd, 0644);  // mkstemp's 0600 is too narrow for a build output
+  size_t written = 0;
+  // Bounded: each round writes at least one byte or fails.
+  while (written < bytes.size()) {
+    ssize_t n = write(fd, bytes.data() + written, bytes.size() - written);
+    if (n <= 0) break;
+    written += static_cast<size_t>(n);
+  }
+  bool ok = written == bytes.size() && fsync(fd) == 0;
+  ok = close(fd) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return absl::UnavailableError(absl::StrCat("cannot write '", path, "'"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::client

@@ -1,0 +1,86 @@
+// The CLI's remote mode: a client of kilnd's KilnService. Compiling a model uploads it only if
+// the server lacks it (FindMissingBlobs, then UploadModel in chunks of at most 1 MiB), asks for
+// the compile, and fetches the artifact, verified against its digest.
+#ifndef KILN_CLIENT_REMOTE_H_
+#define KILN_CLIENT_REMOTE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kiln/v1/service.grpc.pb.h"
+
+namespace kiln::client {
+
+/// What to compile for, and how long to wait.
+struct RemoteCompileOptions {
+  std::string target = "host";
+  std::vector<std::string> disabled_passes;
+  kiln::v1::Priority priority = kiln::v1::INTERACTIVE;
+  /// Deadline of each RPC, in ms.
+  int64_t timeout_ms = 600'000;
+};
+
+/// The outcome of RemoteClient::CompileModel.
+struct RemoteCompileResult {
+  kiln::v1::CompileResponse response;
+  bool uploaded = false;  // the model was sent (the server did not have it)
+  std::string artifact;   // the artifact's bytes, digest-verified
+  double total_ms = 0;    // the whole round trip, as the client saw it
+};
+
+/// A connection to one kilnd. Thread-safe (gRPC stubs are).
+class RemoteClient {
+ public:
+  /// `server` is "HOST:PORT". Does not contact the server.
+  explicit RemoteClient(const std::string& server, int64_t timeout_ms = 600'000);
+
+  /// The digests among `digests` that the server lacks.
+  absl::StatusOr<std::vector<kiln::v1::Digest>> FindMissingBlobs(
+      const std::vector<kiln::v1::Digest>& digests);
+  /// Uploads `bytes` as a model under `digest` (normally DigestOf(bytes); a test may lie).
+  absl::StatusOr<kiln::v1::UploadModelResponse> UploadModel(const std::string& bytes,
+                                                            const kiln::v1::Digest& digest);
+  absl::StatusOr<kiln::v1::CompileResponse> Compile(const kiln::v1::CompileRequest& request);
+  /// Fetches an artifact and checks its size and SHA-256 (kDataLoss if they differ).
+  absl::StatusOr<std::string> FetchArtifact(const kiln::v1::Digest& digest);
+
+  /// FindMissingBlobs → UploadModel if missing → Compile → FetchArtifact.
+  /// Errors: the server's status for each step, with its code and message.
+  absl::StatusOr<RemoteCompileResult> CompileModel(const std::string& model_bytes,
+                                                   const RemoteCompileOptions& options);
+  /// The same with the model's digest already computed (DigestOf(model_bytes)).
+  absl::StatusOr<RemoteCompileResult> CompileModel(const std::string& model_bytes,
+                                                   const kiln::v1::Digest& digest,
+                                                   const RemoteCompileOptions& options);
+
+  absl::StatusOr<kiln::v1::GetStatsResponse> GetStats();
+  absl::StatusOr<kiln::v1::ListJobsResponse> ListJobs(kiln::v1::JobState state, int limit);
+  absl::StatusOr<kiln::v1::ListWorkersResponse> ListWorkers();
+
+ private:
+  void Prepare(grpc::ClientContext& context) const;
+
+  int64_t timeout_ms_;
+  std::unique_ptr<kiln::v1::KilnService::Stub> stub_;
+};
+
+/// The Digest of `bytes` (SHA-256 hex, size).
+kiln::v1::Digest DigestOf(const std::string& bytes);
+
+/// `s` as a JSON string literal, quotes included (control characters as \u00XX).
+std::string JsonString(const std::string& s);
+
+/// One JSON object, for build systems: cache_hit, graph_hash, target_key, compiler_version,
+/// options_hash, artifact_digest, artifact_bytes, compile_ms, server_ms, total_ms, uploaded,
+/// job_id, worker.
+std::string CompileResultJson(const RemoteCompileResult& result);
+
+/// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync, rename.
+absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes);
+
+}  // namespace kiln::client
+
+#endif  // KILN_CLIENT_REMOTE_H_

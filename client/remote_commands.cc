@@ -1,0 +1,201 @@
+// Remote subcommands over KilnService.
+#include "client/remote_commands.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "client/check.h"
+#include "client/remote.h"
+#include "compiler_core/runtime/artifact.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::client {
+namespace {
+
+/// The remote client and options of --server, --timeout-s, --target, --disable-pass.
+struct Remote {
+  std::unique_ptr<RemoteClient> client;
+  RemoteCompileOptions options;
+  std::string error;
+};
+
+Remote RemoteFrom(const Args& args) {
+  Remote r;
+  int timeout_s = 600;
+  if (args.Has("--timeout-s") &&
+      (!absl::SimpleAtoi(args.Get("--timeout-s"), &timeout_s) || timeout_s <= 0)) {
+    r.error = "--timeout-s needs a positive integer";
+    return r;
+  }
+  r.options.target = args.Get("--target", "host");
+  r.options.disabled_passes = SplitAll(args, "--disable-pass");
+  r.options.timeout_ms = int64_t{timeout_s} * 1000;
+  r.client = std::make_unique<RemoteClient>(args.Get("--server"), r.options.timeout_ms);
+  return r;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return absl::NotFoundError(absl::StrCat("cannot read '", path, "'"));
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+/// Compiles `model_path` on the server (the artifact's digest verified, not yet parsed).
+absl::StatusOr<RemoteCompileResult> CompileRemotely(const Args& args,
+                                                    const std::string& model_path) {
+  Remote remote = RemoteFrom(args);
+  if (!remote.error.empty()) return absl::InvalidArgumentError(remote.error);
+  KILN_ASSIGN_OR_RETURN(std::string model, ReadFile(model_path));
+  return remote.client->CompileModel(model, remote.options);
+}
+
+/// "cpu:znver4" from a target key "cpu:znver4:<triple>:v512:<features>".
+std::string ShortTarget(const std::string& key) {
+  size_t second = key.find(':', key.find(':') + 1);
+  return key.substr(0, second);
+}
+
+void PrintRemoteSummary(const RemoteCompileResult& r) {
+  const kiln::v1::CompileResponse& c = r.response;
+  std::cout << absl::StrFormat(
+      "cache %s: graph %s, target %s, %s; model %s; artifact %s (%d bytes)\n",
+      c.cache_hit() ? "hit" : "miss", c.key().graph_hash().substr(0, 16),
+      ShortTarget(c.key().target_key()),
+      c.key().compiler_version(), r.uploaded ? "uploaded" : "already on the server",
+      c.artifact_digest().hash().substr(0, 16), c.artifact_digest().size_bytes());
+  std::cout << absl::StrFormat("compile %.0f ms%s, server %.0f ms, total %.0f ms\n", c.compile_ms(),
+                               c.cache_hit() ? " (cached)" : "", c.server_ms(), r.total_ms);
+}
+
+std::string TimeText(int64_t unix_ms) {
+  if (unix_ms <= 0) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(unix_ms), absl::UTCTimeZone());
+}
+
+/// Parses `--server` (required) for the server-only commands.
+std::unique_ptr<RemoteClient> ServerFrom(const Args& args, std::string& error) {
+  if (!args.error.empty()) {
+    error = args.error;
+  } else if (!args.Has("--server")) {
+    error = "missing --server HOST:PORT";
+  } else if (!args.positional.empty()) {
+    error = "unexpected argument '" + args.positional[0] + "'";
+  }
+  if (!error.empty()) return nullptr;
+  return RemoteFrom(args).client;
+}
+
+}  // namespace
+
+int CompileOnServer(const Args& args, const std::string& out) {
+  auto result = CompileRemotely(args, args.positional[0]);
+  if (!result.ok()) return FailStatus(result.status());
+  // Never write something the runtime would refuse.
+  absl::Status st = runtime::ParseArtifact(result->artifact).status();
+  if (st.ok()) st = WriteFileAtomically(out, result->artifact);
+  if (!st.ok()) return FailStatus(st);
+  if (args.Has("--json")) {
+    std::cout << CompileResultJson(*result) << "\n";
+  } else {
+    PrintRemoteSummary(*result);
+    std::cout << "wrote " << out << "\n";
+  }
+  return 0;
+}
+
+int CheckOnServer(const Args& args) {
+  const std::string& dir = args.positional[0];
+  auto result = CompileRemotely(args, (std::filesystem::path(dir) / "model.onnx").string());
+  if (!result.ok()) return FailStatus(result.status());
+  PrintRemoteSummary(*result);
+  auto artifact = runtime::ParseArtifact(result->artifact);
+  if (!artifact.ok()) return FailStatus(artifact.status());
+  auto outputs = CheckArtifact(dir, *artifact);
+  if (!outputs.ok()) return FailStatus(outputs.status());
+  for (const OutputComparison& c : *outputs) std::cout << FormatComparison(c) << "\n";
+  bool all_pass = !outputs->empty();
+  for (const OutputComparison& c : *outputs) all_pass = all_pass && c.pass;
+  std::cout << (all_pass ? "PASS" : "FAIL") << " " << dir << " (cache "
+            << (result->response.cache_hit() ? "hit" : "miss") << ")\n";
+  return all_pass ? 0 : 1;
+}
+
+int StatusCommand(int argc, char** argv) {
+  std::string error;
+  auto client = ServerFrom(ParseArgs(argc, argv, 2, {"--server", "--timeout-s"}), error);
+  if (!client) return Fail("status: " + error);
+  auto s = client->GetStats();
+  if (!s.ok()) return FailStatus(s.status());
+  std::cout << absl::StrFormat(
+      "compiler version: %s\nuptime:           %.1f s\nworkers:          %d\n"
+      "jobs:             %d queued, %d running, %d succeeded, %d failed\n"
+      "cache:            %d hits, %d misses\n"
+      "storage:          %d artifacts, %d blobs, %d bytes\n",
+      s->compiler_version(), s->uptime_ms() / 1000.0, s->workers(), s->jobs_queued(),
+      s->jobs_running(), s->jobs_succeeded(), s->jobs_failed(), s->cache_hits(), s->cache_misses(),
+      s->artifact_count(), s->blob_count(), s->blob_bytes());
+  return 0;
+}
+
+int JobsCommand(int argc, char** argv) {
+  Args args = ParseArgs(argc, argv, 2, {"--server", "--timeout-s", "--state", "--limit"});
+  std::string error;
+  auto client = ServerFrom(args, error);
+  if (!client) return Fail("jobs: " + error);
+  kiln::v1::JobState state = kiln::v1::JOB_STATE_UNSPECIFIED;
+  if (args.Has("--state") &&
+      !kiln::v1::JobState_Parse(absl::AsciiStrToUpper(args.Get("--state")), &state)) {
+    return Fail("jobs: unknown --state '" + args.Get("--state") + "'");
+  }
+  int limit = 0;
+  if (args.Has("--limit") && (!absl::SimpleAtoi(args.Get("--limit"), &limit) || limit < 0)) {
+    return Fail("jobs: --limit needs an integer >= 0");
+  }
+  auto jobs = client->ListJobs(state, limit);
+  if (!jobs.ok()) return FailStatus(jobs.status());
+  std::cout << absl::StrFormat("%-24s %-10s %-11s %-16s %-24s %3s %-20s %s\n", "ID", "STATE",
+                               "PRIORITY", "MODEL", "TARGET", "TRY", "UPDATED (UTC)",
+                               "WORKER / ERROR");
+  for (const kiln::v1::Job& j : jobs->jobs()) {
+    std::string last =
+        j.error_message().empty()
+            ? j.worker()
+            : absl::StrCat(absl::StatusCodeToString(static_cast<absl::StatusCode>(j.error_code())),
+                           ": ", j.error_message());
+    std::cout << absl::StrFormat(
+        "%-24s %-10s %-11s %-16s %-24s %3d %-20s %s\n", j.id(), kiln::v1::JobState_Name(j.state()),
+        kiln::v1::Priority_Name(j.priority()), j.model_digest().substr(0, 16), j.target(),
+        j.attempts(), TimeText(j.updated_ms()), last);
+  }
+  return 0;
+}
+
+int WorkersCommand(int argc, char** argv) {
+  std::string error;
+  auto client = ServerFrom(ParseArgs(argc, argv, 2, {"--server", "--timeout-s"}), error);
+  if (!client) return Fail("workers: " + error);
+  auto workers = client->ListWorkers();
+  if (!workers.ok()) return FailStatus(workers.status());
+  std::cout << absl::StrFormat("%-24s %-8s %-16s %-6s %-10s %-7s %-8s %-20s %s\n", "ID", "KIND",
+                               "CPU", "DEVICE", "BUSY/SLOTS", "PID", "LOCAL", "HEARTBEAT (UTC)",
+                               "ADDRESS");
+  for (const kiln::v1::Worker& w : workers->workers()) {
+    std::cout << absl::StrFormat("%-24s %-8s %-16s %-6s %4d/%-5d %-7d %-8s %-20s %s\n", w.id(),
+                                 w.kind(), w.cpu(), w.device(), w.busy(), w.slots(), w.pid(),
+                                 w.local() ? "yes" : "no", TimeText(w.last_heartbeat_ms()),
+                                 w.address());
+  }
+  return 0;
+}
+
+}  // namespace kiln::client

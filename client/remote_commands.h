@@ -1,0 +1,24 @@
+// The CLI subcommands that talk to kilnd: compile/check with --server, status, jobs, workers.
+// Built from remote_commands.cc, or from remote_commands_off.cc (each fails with a clear
+// message) when the service is not built (KILN_BUILD_SERVER=OFF).
+#ifndef KILN_CLIENT_REMOTE_COMMANDS_H_
+#define KILN_CLIENT_REMOTE_COMMANDS_H_
+
+#include <string>
+
+#include "client/args.h"
+
+namespace kiln::client {
+
+/// `kiln compile MODEL --server HOST:PORT -o OUT [--json]`: writes the artifact atomically.
+int CompileOnServer(const Args& args, const std::string& out);
+/// `kiln check DIR --server HOST:PORT`: compiles remotely, runs locally, prints hit or miss.
+int CheckOnServer(const Args& args);
+/// `kiln status|jobs|workers --server HOST:PORT`.
+int StatusCommand(int argc, char** argv);
+int JobsCommand(int argc, char** argv);
+int WorkersCommand(int argc, char** argv);
+
+}  // namespace kiln::client
+
+#endif  // KILN_CLIENT_REMOTE_COMMANDS_H_

@@ -1,0 +1,192 @@
+// Wiring and lifetime of the daemon.
+#include "server/daemon.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/pipeline/compile.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "server/cache/storage.h"
+#include "server/compile_prep.h"
+#include "server/executor.h"
+#include "server/log.h"
+#include "server/metrics/http_server.h"
+#include "server/metrics/metrics.h"
+#include "server/metrics/service_metrics.h"
+#include "server/model_index.h"
+#include "server/prometheus_hooks.h"
+#include "server/recovery.h"
+#include "server/scheduler.h"
+#include "server/service.h"
+#include "server/service_context.h"
+#include "server/supervisor.h"
+#include "server/worker_hub.h"
+
+namespace kiln::server {
+namespace {
+
+std::string SelfDir() {
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : exe.parent_path().string();
+}
+
+/// The address local workers dial: the listen host, or loopback for a wildcard host.
+std::string LocalConnectAddress(const std::string& listen, int port) {
+  std::string host = listen.substr(0, listen.rfind(':'));
+  if (host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::" || host == "*") {
+    host = "127.0.0.1";
+  }
+  return absl::StrCat(host, ":", port);
+}
+
+/// Writes DATA_DIR/kilnd.port (temp file + rename), so tests and scripts find an ephemeral port.
+void WritePortFile(const std::string& data_dir, int port) {
+  std::string path = absl::StrCat(data_dir, "/kilnd.port");
+  std::string tmp = absl::StrCat(path, ".tmp");
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << port << "\n";
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+int Fail(std::string_view event, const absl::Status& status) {
+  LogError(event, {{"status", status}});
+  std::fprintf(stderr, "kilnd: %s\n", std::string(status.message()).c_str());
+  return 1;
+}
+
+}  // namespace
+
+int RunDaemon(const DaemonOptions& options) {
+  // Block the shutdown signals in every thread (threads inherit the mask) and sigwait for them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  LogInfo("kilnd.starting", {{"pid", static_cast<int>(getpid())},
+                             {"compiler_version", pipeline::kCompilerVersion},
+                             {"data_dir", options.data_dir},
+                             {"listen", options.listen},
+                             {"workers", options.workers}});
+
+  cache::StorageOptions storage_options;
+  storage_options.data_dir = options.data_dir;
+  storage_options.max_cache_bytes = options.cache_max_bytes;
+  absl::StatusOr<std::unique_ptr<cache::Storage>> storage =
+      cache::OpenSqliteStorage(storage_options);
+  if (!storage.ok()) return Fail("kilnd.storage_failed", storage.status());
+
+  metrics::Registry registry;
+  metrics::ServiceMetrics service_metrics(registry);
+  PrometheusHooks hooks(&service_metrics);
+  std::unique_ptr<metrics::MetricsServer> metrics_server;
+  if (!options.metrics_listen.empty()) {
+    auto started = metrics::StartMetricsServer(registry, options.metrics_listen);
+    if (!started.ok()) return Fail("kilnd.metrics_failed", started.status());
+    metrics_server = std::move(*started);
+    LogInfo("kilnd.metrics", {{"address", metrics_server->address()}});
+  }
+
+  Executor executor(options.executor_threads);
+  ModelIndex models(storage->get());
+  TargetResolver targets;
+  CompilePreparer preparer(storage->get(), &models, &targets, options.inline_model_max_bytes);
+  absl::StatusOr<Target> host = targets.Resolve("host");
+  if (!host.ok()) return Fail("kilnd.host_target_failed", host.status());
+
+  SchedulerOptions scheduler_options;
+  scheduler_options.storage = storage->get();
+  scheduler_options.metrics = &hooks;
+  scheduler_options.heartbeat_timeout = options.heartbeat_timeout;
+  scheduler_options.host_cpu = host->cpu;
+  Scheduler scheduler(scheduler_options);
+  absl::StatusOr<RecoveryCounts> recovered = RecoverJobs(storage->get(), &preparer, &scheduler);
+  if (!recovered.ok()) return Fail("kilnd.recovery_failed", recovered.status());
+
+  std::unique_ptr<Supervisor> supervisor;
+  ServiceContext ctx;
+  ctx.storage = storage->get();
+  ctx.scheduler = &scheduler;
+  ctx.preparer = &preparer;
+  ctx.executor = &executor;
+  ctx.metrics = &hooks;
+  ctx.limits.max_model_bytes = options.max_model_bytes;
+  ctx.limits.verify_cache_hits = options.verify_cache_hits;
+  ctx.limits.heartbeat_interval = options.heartbeat_interval;
+  // Set once the supervisor runs; read by worker registrations on the executor.
+  std::atomic<Supervisor*> local_workers{nullptr};
+  ctx.is_local_worker = [&local_workers](int pid) {
+    Supervisor* s = local_workers.load();
+    return s != nullptr && s->IsWorker(pid);
+  };
+  KilnServiceImpl service(&ctx);
+  WorkerHubImpl hub(&ctx);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  builder.RegisterService(&hub);
+  // Chunks are at most 1 MiB; inline models can be larger.
+  int64_t max_message = std::max<int64_t>(options.inline_model_max_bytes + (1 << 20), 8 << 20);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<int64_t>(max_message, INT32_MAX)));
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    return Fail("kilnd.listen_failed",
+                absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen)));
+  }
+  WritePortFile(options.data_dir, port);
+  LogInfo("kilnd.listening", {{"address", LocalConnectAddress(options.listen, port)},
+                              {"port", port},
+                              {"jobs_requeued", recovered->requeued}});
+
+  if (options.workers > 0) {
+    SupervisorOptions sup;
+    sup.worker_binary = options.worker_binary.empty() ? absl::StrCat(SelfDir(), "/kiln-worker")
+                                                      : options.worker_binary;
+    sup.args = {"--connect", LocalConnectAddress(options.listen, port)};
+    sup.workers = options.workers;
+    sup.metrics = &hooks;
+    supervisor = std::make_unique<Supervisor>(sup);
+    absl::Status started = supervisor->Start();
+    if (started.ok()) {
+      local_workers = supervisor.get();
+    } else {
+      // Still useful: remote workers can join, and cache hits need no worker.
+      LogError("kilnd.no_local_workers", {{"status", started}});
+      supervisor.reset();
+    }
+  }
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  LogInfo("kilnd.shutdown", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
+                             {"grace_ms", absl::ToInt64Milliseconds(options.shutdown_grace)}});
+  ctx.draining = true;
+  server->GetHealthCheckService()->SetServingStatus(false);
+  scheduler.Drain(options.shutdown_grace);
+  if (supervisor) supervisor->Stop();  // still in local_workers: Stop keeps the object alive
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  executor.Shutdown();
+  std::remove(absl::StrCat(options.data_dir, "/kilnd.port").c_str());
+  LogInfo("kilnd.stopped");
+  return 0;
+}
+
+}  // namespace kiln::server

@@ -1,0 +1,36 @@
+// kilnd's lifetime: open storage, recover jobs, serve KilnService + WorkerHub (+ health and
+// reflection), start local workers, wait for SIGTERM/SIGINT, then shut down gracefully.
+#ifndef KILN_SERVER_DAEMON_H_
+#define KILN_SERVER_DAEMON_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/time/time.h"
+
+namespace kiln::server {
+
+struct DaemonOptions {
+  std::string listen = "127.0.0.1:7878";
+  std::string data_dir = "./kiln-data";
+  /// Local workers to start; 0: none (remote workers only).
+  int workers = 1;
+  std::string worker_binary;  // default: kiln-worker next to kilnd
+  int64_t cache_max_bytes = 0;
+  int64_t max_model_bytes = int64_t{1} << 30;
+  int64_t inline_model_max_bytes = int64_t{4} << 20;
+  std::string metrics_listen;  // empty: no /metrics endpoint
+  absl::Duration shutdown_grace = absl::Seconds(30);
+  absl::Duration heartbeat_interval = absl::Seconds(3);
+  absl::Duration heartbeat_timeout = absl::Seconds(15);
+  int executor_threads = 8;
+  bool verify_cache_hits = true;
+};
+
+/// Runs kilnd until SIGTERM or SIGINT. Call before starting any thread: it blocks those signals
+/// process-wide to wait for them. Returns the process exit code (0 after a clean shutdown).
+int RunDaemon(const DaemonOptions& options);
+
+}  // namespace kiln::server
+
+#endif  // KILN_SERVER_DAEMON_H_

@@ -1,0 +1,66 @@
+// kilnd: the Kiln compile service daemon. Flags map onto DaemonOptions; see daemon.h.
+#include <algorithm>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "server/daemon.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:7878",
+          "HOST:PORT to serve on; port 0 picks one (written to DATA_DIR/kilnd.port)");
+ABSL_FLAG(std::string, data_dir, "./kiln-data", "directory of the cache database and blobs");
+ABSL_FLAG(int, workers, -1, "local kiln-worker processes to start (-1: one per core, 0: none)");
+ABSL_FLAG(std::string, worker_binary, "", "kiln-worker to start (default: next to kilnd)");
+ABSL_FLAG(int64_t, cache_max_bytes, 0, "LRU limit on all blobs, in bytes (0: unlimited)");
+ABSL_FLAG(int64_t, max_model_bytes, int64_t{1} << 30, "largest model UploadModel accepts");
+ABSL_FLAG(int64_t, inline_model_max_bytes, int64_t{4} << 20,
+          "largest model a Compile request may carry inline");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "HOST:PORT of the Prometheus /metrics endpoint (empty: off)");
+ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(30),
+          "on SIGTERM, how long running jobs may finish before they are saved as queued");
+ABSL_FLAG(absl::Duration, heartbeat_timeout, absl::Seconds(15),
+          "drop a worker (and retry its tasks) after this long without a message");
+ABSL_FLAG(int, executor_threads, 8, "threads for kilnd's blocking work (storage, import)");
+ABSL_FLAG(bool, verify_cache_hits, true,
+          "verify the artifact's digest before answering a Compile cache hit");
+
+int main(int argc, char** argv) {
+  // Accept --data-dir as well as --data_dir (absl spells flag names with underscores).
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string& a = args[i];
+    if (a == "--") break;
+    if (a.rfind("--", 0) != 0) continue;
+    size_t end = std::min(a.find('='), a.size());
+    for (size_t j = 2; j < end; ++j) {
+      if (a[j] == '-') a[j] = '_';
+    }
+  }
+  std::vector<char*> arg_ptrs;
+  for (std::string& a : args) arg_ptrs.push_back(a.data());
+  argc = static_cast<int>(arg_ptrs.size());
+  argv = arg_ptrs.data();
+  absl::SetProgramUsageMessage(
+      "kilnd --listen HOST:PORT --data-dir DIR [--workers N] [--cache-max-bytes B] ...");
+  absl::ParseCommandLine(argc, argv);
+  kiln::server::DaemonOptions options;
+  options.listen = absl::GetFlag(FLAGS_listen);
+  options.data_dir = absl::GetFlag(FLAGS_data_dir);
+  int workers = absl::GetFlag(FLAGS_workers);
+  options.workers =
+      workers >= 0 ? workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  options.worker_binary = absl::GetFlag(FLAGS_worker_binary);
+  options.cache_max_bytes = absl::GetFlag(FLAGS_cache_max_bytes);
+  options.max_model_bytes = absl::GetFlag(FLAGS_max_model_bytes);
+  options.inline_model_max_bytes = absl::GetFlag(FLAGS_inline_model_max_bytes);
+  options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  options.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
+  options.heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout);
+  options.executor_threads = absl::GetFlag(FLAGS_executor_threads);
+  options.verify_cache_hits = absl::GetFlag(FLAGS_verify_cache_hits);
+  return kiln::server::RunDaemon(options);
+}

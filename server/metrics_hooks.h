@@ -1,0 +1,36 @@
+// The hook through which kilnd reports what it does to a metrics backend. Every method has a
+// no-op default, so tests pass a bare MetricsHooks and the daemon passes the Prometheus adapter
+// (prometheus_hooks.h). Implementations must be thread-safe and must not block.
+#ifndef KILN_SERVER_METRICS_HOOKS_H_
+#define KILN_SERVER_METRICS_HOOKS_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "server/cache/storage.h"
+
+namespace kiln::server {
+
+class MetricsHooks {
+ public:
+  virtual ~MetricsHooks() = default;
+  /// An RPC of KilnService or WorkerHub finished with `code` after `seconds` in kilnd.
+  virtual void RpcFinished(std::string_view method, absl::StatusCode code, double seconds) {}
+  /// An artifact cache lookup of Compile / SubmitJob.
+  virtual void CacheLookup(bool hit) {}
+  /// A job reached a terminal state; `compile_seconds` is the worker's compile time (success).
+  virtual void JobFinished(cache::JobState state, double compile_seconds) {}
+  /// The scheduler's state changed.
+  virtual void SchedulerState(int queued, int running, int workers) {}
+  /// The supervisor restarted a local worker that died.
+  virtual void WorkerRestarted() {}
+  /// An upload accepted `bytes` more bytes of a blob.
+  virtual void BlobBytesReceived(cache::BlobKind kind, int64_t bytes) {}
+  /// A blob failed its digest check on read (storage evicted it).
+  virtual void BlobCorrupted() {}
+};
+
+}  // namespace kiln::server
+
+#endif  // KILN_SERVER_METRICS_HOOKS_H_

@@ -1,0 +1,98 @@
+// Graph-hash memo (import once per model digest) and target resolution memo.
+#include "server/model_index.h"
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/codegen/llvm/codegen.h"
+#include "compiler_core/importer/onnx/importer.h"
+#include "compiler_core/ir/graph/graph_hash.h"
+#include "server/log.h"
+
+namespace kiln::server {
+namespace {
+
+absl::StatusOr<std::string> ImportAndHash(const std::string& digest, std::string_view bytes) {
+  auto start = absl::Now();
+  // Uploaded models are one blob: external data has no directory to come from. An empty base
+  // dir makes such a model fail to import; report that as a bad model, not as kNotFound (which
+  // means "never uploaded" to clients).
+  absl::StatusOr<std::unique_ptr<graph::Graph>> graph = importer::ImportOnnxBytes(bytes, "");
+  if (!graph.ok()) {
+    absl::Status s = graph.status();
+    LogInfo("model.import_failed", {{"model", digest.substr(0, 12)}, {"status", s}});
+    if (absl::IsUnimplemented(s) || absl::IsInvalidArgument(s)) {
+      return absl::Status(s.code(), absl::StrCat("model ", digest, ": ", s.message()));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("model ", digest, " cannot be imported (", s.message(),
+                     "); models with external data must be uploaded with their tensors inlined"));
+  }
+  std::string hash = graph::GraphHash(**graph);
+  LogInfo("model.imported", {{"model", digest.substr(0, 12)},
+                             {"graph_hash", hash.substr(0, 12)},
+                             {"ms", absl::ToInt64Milliseconds(absl::Now() - start)}});
+  return hash;
+}
+
+bool Memoizable(const absl::StatusOr<std::string>& r) {
+  return r.ok() || absl::IsInvalidArgument(r.status()) || absl::IsUnimplemented(r.status());
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ModelIndex::GraphHash(const std::string& digest) {
+  return Compute(digest, nullptr);
+}
+
+absl::StatusOr<std::string> ModelIndex::GraphHashOfBytes(const std::string& digest,
+                                                         std::string_view bytes) {
+  std::string copy(bytes);
+  return Compute(digest, &copy);
+}
+
+ModelIndex::Result ModelIndex::Compute(const std::string& digest, const std::string* bytes) {
+  std::promise<Result> promise;
+  std::shared_future<Result> future;
+  bool owner = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = hashes_.find(digest);
+    if (it != hashes_.end()) {
+      future = it->second;
+    } else {
+      future = promise.get_future().share();
+      hashes_[digest] = future;
+      owner = true;
+    }
+  }
+  if (!owner) return future.get();
+
+  Result result;
+  if (bytes != nullptr) {
+    result = ImportAndHash(digest, *bytes);
+  } else {
+    absl::StatusOr<std::string> blob = storage_->GetBlob(digest);
+    result = blob.ok() ? ImportAndHash(digest, *blob) : Result(blob.status());
+  }
+  promise.set_value(result);
+  if (!Memoizable(result)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    hashes_.erase(digest);
+  }
+  return result;
+}
+
+absl::StatusOr<Target> TargetResolver::Resolve(const std::string& spec) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = resolved_.find(spec);
+  if (it != resolved_.end()) return it->second;
+  absl::StatusOr<Target> target = codegen::ResolveTarget(spec);
+  if (!target.ok() && !absl::IsInvalidArgument(target.status())) {
+    target = absl::InvalidArgumentError(
+        absl::StrCat("unknown target '", spec, "': ", target.status().message()));
+  }
+  // Bound the memo: specs come from clients.
+  if (resolved_.size() < 1024) resolved_.emplace(spec, target);
+  return target;
+}
+
+}  // namespace kiln::server

@@ -1,0 +1,57 @@
+// What kilnd knows about models and targets before compiling: the graph hash of each uploaded
+// model (found by importing it: protobuf parse + checker + shape inference, never compiling),
+// memoized by model digest, and resolved targets, memoized by spec. Both are blocking: call them
+// from the executor, never from a gRPC reactor.
+#ifndef KILN_SERVER_MODEL_INDEX_H_
+#define KILN_SERVER_MODEL_INDEX_H_
+
+#include <future>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "compiler_core/support/target.h"
+#include "server/cache/storage.h"
+
+namespace kiln::server {
+
+/// Model digest → graph hash. Thread-safe; concurrent requests for one digest import once.
+class ModelIndex {
+ public:
+  explicit ModelIndex(cache::Storage* storage) : storage_(storage) {}
+
+  /// The graph hash of the stored model blob `digest`. Errors: those of GetBlob (kNotFound,
+  /// kDataLoss), kInvalidArgument for a malformed model (also for one with external data, which
+  /// kilnd cannot read), kUnimplemented for an unsupported op or opset.
+  absl::StatusOr<std::string> GraphHash(const std::string& digest);
+
+  /// The same for model bytes in hand (an inline model whose SHA-256 is `digest`).
+  absl::StatusOr<std::string> GraphHashOfBytes(const std::string& digest, std::string_view bytes);
+
+ private:
+  using Result = absl::StatusOr<std::string>;
+  Result Compute(const std::string& digest, const std::string* bytes);
+
+  cache::Storage* storage_;
+  std::mutex mu_;
+  /// Results are kept when they depend only on the bytes (OK, kInvalidArgument, kUnimplemented).
+  std::map<std::string, std::shared_future<Result>> hashes_;
+};
+
+/// Target spec → resolved Target, through codegen::ResolveTarget. "host" is kilnd's own host,
+/// which local workers share. Thread-safe.
+class TargetResolver {
+ public:
+  /// Errors: kInvalidArgument for an unknown spec or CPU name.
+  absl::StatusOr<Target> Resolve(const std::string& spec);
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, absl::StatusOr<Target>> resolved_;
+};
+
+}  // namespace kiln::server
+
+#endif  // KILN_SERVER_MODEL_INDEX_H_

@@ -1,0 +1,65 @@
+// Re-queues persisted live jobs at startup.
+#include "server/recovery.h"
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/support/status_macros.h"
+#include "server/artifact_key.h"
+#include "server/log.h"
+
+namespace kiln::server {
+
+absl::StatusOr<RecoveryCounts> RecoverJobs(cache::Storage* storage, CompilePreparer* preparer,
+                                           Scheduler* scheduler) {
+  RecoveryCounts counts;
+  std::vector<cache::JobRecord> live;
+  for (cache::JobState state : {cache::JobState::kRunning, cache::JobState::kQueued}) {
+    KILN_ASSIGN_OR_RETURN(std::vector<cache::JobRecord> jobs, storage->JobsInState(state));
+    live.insert(live.end(), jobs.begin(), jobs.end());
+  }
+  for (const cache::JobRecord& record : live) {
+    v1::CompileRequest request;
+    absl::StatusOr<CompileSpec> spec = request.ParseFromString(record.request)
+                                           ? preparer->Prepare(request, v1::BATCH)
+                                           : absl::StatusOr<CompileSpec>(absl::InternalError(
+                                                 "the persisted request cannot be parsed"));
+    if (!spec.ok()) {
+      cache::JobUpdate update;
+      update.state = cache::JobState::kFailed;
+      update.error =
+          absl::Status(spec.status().code(),
+                       absl::StrCat("cannot resume after a restart: ", spec.status().message()));
+      KILN_ASSIGN_OR_RETURN(cache::JobRecord updated, storage->UpdateJob(record.id, update));
+      (void)updated;
+      LogWarning("job.recovery_failed", {{"job", record.id}, {"status", spec.status()}});
+      ++counts.failed;
+      continue;
+    }
+    KILN_ASSIGN_OR_RETURN(std::optional<cache::ArtifactEntry> entry,
+                          storage->LookupArtifact(spec->key));
+    if (entry.has_value()) {
+      v1::CompileResponse result;
+      result.mutable_artifact_digest()->set_hash(entry->artifact_digest);
+      result.mutable_artifact_digest()->set_size_bytes(entry->size_bytes);
+      *result.mutable_key() = KeyToProto(spec->key);
+      result.set_compile_ms(static_cast<double>(entry->compile_ms));
+      result.set_job_id(record.id);
+      cache::JobUpdate update;
+      update.state = cache::JobState::kSucceeded;
+      update.result = result.SerializeAsString();
+      KILN_ASSIGN_OR_RETURN(cache::JobRecord updated, storage->UpdateJob(record.id, update));
+      (void)updated;
+      ++counts.from_cache;
+      continue;
+    }
+    KILN_RETURN_IF_ERROR(scheduler->Restore(record, *spec));
+    ++counts.requeued;
+  }
+  if (!live.empty()) {
+    LogInfo("jobs.recovered", {{"requeued", counts.requeued},
+                               {"from_cache", counts.from_cache},
+                               {"failed", counts.failed}});
+  }
+  return counts;
+}
+
+}  // namespace kiln::server

@@ -1,0 +1,505 @@
+// Scheduler tests with in-process fake workers over the real SQLite storage in a temp dir:
+// priorities, single-flight, retry-once, deadlines, cancellation, watch events, persistence.
+#include "server/scheduler.h"
+
+#include <deque>
+#include <future>
+#include <memory>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/support/sha256.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/artifact_key.h"
+#include "server/cache/test_util.h"
+
+namespace kiln::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+/// Records what the scheduler sends; the test plays the worker's part.
+class FakeWorker final : public WorkerChannel {
+ public:
+  void SendTask(const v1::CompileTask& task) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.push_back(task);
+  }
+  void SendCancel(const std::string& task_id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancels_.push_back(task_id);
+  }
+  void Close(const absl::Status& why) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+  }
+  std::vector<v1::CompileTask> tasks() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return {tasks_.begin(), tasks_.end()};
+  }
+  std::vector<std::string> cancels() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cancels_;
+  }
+  bool closed() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return closed_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::deque<v1::CompileTask> tasks_;
+  std::vector<std::string> cancels_;
+  bool closed_ = false;
+};
+
+/// Collects a job's outcome.
+struct Waiter {
+  std::promise<JobOutcome> promise;
+  std::future<JobOutcome> future = promise.get_future();
+  JobCallback callback() {
+    return [this](const JobOutcome& o) { promise.set_value(o); };
+  }
+  bool ready() { return future.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
+  JobOutcome get() {
+    EXPECT_EQ(future.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+    return future.get();
+  }
+};
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cache::StorageOptions options;
+    options.data_dir = dir_.path();
+    auto storage = cache::OpenSqliteStorage(options);
+    ASSERT_TRUE(storage.ok()) << storage.status();
+    storage_ = std::move(*storage);
+    scheduler_ = MakeScheduler();
+  }
+
+  std::unique_ptr<Scheduler> MakeScheduler() {
+    SchedulerOptions options;
+    options.storage = storage_.get();
+    options.heartbeat_timeout = absl::Seconds(30);
+    options.tick_interval = absl::Milliseconds(20);
+    options.host_cpu = "testcpu";
+    return std::make_unique<Scheduler>(options);
+  }
+
+  /// A spec whose key is unique per `name`.
+  CompileSpec Spec(const std::string& name, v1::Priority priority = v1::INTERACTIVE) {
+    CompileSpec spec;
+    spec.model_digest = Sha256Hex(name);
+    spec.model_size_bytes = 10;
+    spec.target = "host";
+    spec.priority = priority;
+    spec.key = cache::ArtifactKey{Sha256Hex(absl::StrCat("graph-", name)), "cpu:testcpu",
+                                  "kiln-test", OptionsHash(spec.options)};
+    return spec;
+  }
+
+  std::shared_ptr<FakeWorker> AddWorker(std::string* id, int slots = 1,
+                                        const std::string& cpu = "testcpu") {
+    auto worker = std::make_shared<FakeWorker>();
+    v1::Worker info;
+    info.set_kind("compile");
+    info.set_cpu(cpu);
+    info.set_slots(slots);
+    *id = scheduler_->AddWorker(info, worker);
+    return worker;
+  }
+
+  /// Plays a worker that compiled `task` successfully: stores the artifact, reports it.
+  void Succeed(const std::string& worker_id, const v1::CompileTask& task) {
+    std::string artifact = absl::StrCat("artifact for ", task.key().graph_hash());
+    auto digest = storage_->PutBlob(cache::BlobKind::kArtifact, artifact);
+    ASSERT_TRUE(digest.ok()) << digest.status();
+    v1::TaskResult result;
+    result.set_task_id(task.task_id());
+    result.mutable_artifact_digest()->set_hash(*digest);
+    result.mutable_artifact_digest()->set_size_bytes(static_cast<int64_t>(artifact.size()));
+    *result.mutable_key() = task.key();
+    result.set_compile_ms(12);
+    scheduler_->TaskDone(worker_id, result);
+  }
+
+  cache::JobState StoredState(const std::string& job_id) {
+    auto record = storage_->GetJob(job_id);
+    EXPECT_TRUE(record.ok()) << record.status();
+    return record.ok() ? record->state : cache::JobState::kFailed;
+  }
+
+  cache::testing::TempDir dir_;
+  std::unique_ptr<cache::Storage> storage_;
+  std::unique_ptr<Scheduler> scheduler_;
+};
+
+TEST_F(SchedulerTest, CompilesOnAWorkerAndFilesTheArtifact) {
+  Waiter w;
+  auto ticket = scheduler_->Submit(Spec("a"), absl::InfiniteFuture(), false, w.callback());
+  ASSERT_TRUE(ticket.ok()) << ticket.status();
+  EXPECT_EQ(StoredState(ticket->job_id), cache::JobState::kQueued);
+
+  std::string wid;
+  auto worker = AddWorker(&wid);
+  ASSERT_EQ(worker->tasks().size(), 1u);
+  v1::CompileTask task = worker->tasks()[0];
+  EXPECT_EQ(task.job_id(), ticket->job_id);
+  EXPECT_EQ(task.target(), "host");
+  EXPECT_EQ(task.key().graph_hash(), Spec("a").key.graph_hash);
+  EXPECT_EQ(StoredState(ticket->job_id), cache::JobState::kRunning);
+
+  Succeed(wid, task);
+  JobOutcome outcome = w.get();
+  ASSERT_TRUE(outcome.status.ok()) << outcome.status;
+  EXPECT_EQ(outcome.response.job_id(), ticket->job_id);
+  EXPECT_EQ(outcome.response.worker(), wid);
+  EXPECT_EQ(outcome.response.key().graph_hash(), Spec("a").key.graph_hash);
+  EXPECT_EQ(StoredState(ticket->job_id), cache::JobState::kSucceeded);
+  auto entry = storage_->LookupArtifact(Spec("a").key);
+  ASSERT_TRUE(entry.ok() && entry->has_value());
+  EXPECT_EQ((*entry)->artifact_digest, outcome.response.artifact_digest().hash());
+  EXPECT_EQ(scheduler_->GetCounts().running, 0);
+}
+
+TEST_F(SchedulerTest, InteractiveRunsBeforeBatch) {
+  auto batch = scheduler_->Submit(Spec("batch", v1::BATCH), absl::InfiniteFuture(), true, nullptr);
+  auto batch2 =
+      scheduler_->Submit(Spec("batch2", v1::BATCH), absl::InfiniteFuture(), true, nullptr);
+  auto interactive = scheduler_->Submit(Spec("interactive"), absl::InfiniteFuture(), true, nullptr);
+  ASSERT_TRUE(batch.ok() && batch2.ok() && interactive.ok());
+
+  std::string wid;
+  auto worker = AddWorker(&wid, /*slots=*/1);
+  ASSERT_EQ(worker->tasks().size(), 1u);
+  EXPECT_EQ(worker->tasks()[0].job_id(), interactive->job_id);
+  Succeed(wid, worker->tasks()[0]);
+  ASSERT_EQ(worker->tasks().size(), 2u);
+  EXPECT_EQ(worker->tasks()[1].job_id(), batch->job_id);  // FIFO within BATCH
+  Succeed(wid, worker->tasks()[1]);
+  ASSERT_EQ(worker->tasks().size(), 3u);
+  EXPECT_EQ(worker->tasks()[2].job_id(), batch2->job_id);
+}
+
+TEST_F(SchedulerTest, InteractiveRequestPromotesQueuedBatchJob) {
+  auto other = scheduler_->Submit(Spec("other", v1::BATCH), absl::InfiniteFuture(), true, nullptr);
+  auto batch = scheduler_->Submit(Spec("x", v1::BATCH), absl::InfiniteFuture(), true, nullptr);
+  auto joined =
+      scheduler_->Submit(Spec("x", v1::INTERACTIVE), absl::InfiniteFuture(), false, nullptr);
+  ASSERT_TRUE(other.ok() && batch.ok() && joined.ok());
+  EXPECT_TRUE(joined->joined);
+  std::string wid;
+  auto worker = AddWorker(&wid);
+  ASSERT_EQ(worker->tasks().size(), 1u);
+  EXPECT_EQ(worker->tasks()[0].job_id(), batch->job_id);
+}
+
+TEST_F(SchedulerTest, SingleFlightRunsOneJobForIdenticalRequests) {
+  std::vector<std::unique_ptr<Waiter>> waiters;
+  std::set<std::string> job_ids;
+  for (int i = 0; i < 8; ++i) {
+    waiters.push_back(std::make_unique<Waiter>());
+    auto ticket =
+        scheduler_->Submit(Spec("same"), absl::InfiniteFuture(), false, waiters.back()->callback());
+    ASSERT_TRUE(ticket.ok());
+    EXPECT_EQ(ticket->joined, i > 0);
+    job_ids.insert(ticket->job_id);
+  }
+  EXPECT_EQ(job_ids.size(), 1u);
+  std::string wid;
+  auto worker = AddWorker(&wid, /*slots=*/4);
+  ASSERT_EQ(worker->tasks().size(), 1u);
+  Succeed(wid, worker->tasks()[0]);
+  std::set<std::string> digests;
+  for (auto& w : waiters) {
+    JobOutcome o = w->get();
+    ASSERT_TRUE(o.status.ok()) << o.status;
+    digests.insert(o.response.artifact_digest().hash());
+  }
+  EXPECT_EQ(digests.size(), 1u);
+  auto jobs = storage_->ListJobs({});
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ(jobs->size(), 1u);
+
+  // Once finished, an identical request is a new job (the service checks the cache first).
+  auto again = scheduler_->Submit(Spec("same"), absl::InfiniteFuture(), true, nullptr);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->joined);
+}
+
+TEST_F(SchedulerTest, WorkerDeathIsRetriedOnceOnAnotherWorker) {
+  Waiter w;
+  auto ticket = scheduler_->Submit(Spec("a"), absl::InfiniteFuture(), false, w.callback());
+  ASSERT_TRUE(ticket.ok());
+  std::string w1, w2;
+  auto worker1 = AddWorker(&w1);
+  auto worker2 = AddWorker(&w2);
+  auto first = worker1->tasks().empty() ? worker2 : worker1;
+  auto second = first == worker1 ? worker2 : worker1;
+  std::string first_id = first == worker1 ? w1 : w2;
+  std::string second_id = first == worker1 ? w2 : w1;
+  ASSERT_EQ(first->tasks().size(), 1u);
+
+  scheduler_->RemoveWorker(first_id, absl::UnavailableError("killed"));
+  EXPECT_FALSE(w.ready());
+  ASSERT_EQ(second->tasks().size(), 1u);
+  EXPECT_NE(second->tasks()[0].task_id(), first->tasks()[0].task_id());
+  Succeed(second_id, second->tasks()[0]);
+  JobOutcome outcome = w.get();
+  ASSERT_TRUE(outcome.status.ok()) << outcome.status;
+  auto record = storage_->GetJob(ticket->job_id);
+  ASSERT_TRUE(record.ok());
+  EXPECT_EQ(record->attempts, 2);
+  EXPECT_EQ(record->worker, second_id);
+}
+
+TEST_F(SchedulerTest, SecondWorkerDeathFailsTheJobClearly) {
+  Waiter w;
+  auto ticket = scheduler_->Submit(Spec("crasher"), absl::InfiniteFuture(), false, w.callback());
+  ASSERT_TRUE(ticket.ok());
+  std::string w1;
+  auto worker1 = AddWorker(&w1);
+  ASSERT_EQ(worker1->tasks().size(), 1u);
+  scheduler_->RemoveWorker(w1, absl::UnavailableError("connection closed"));
+  std::string w2;
+  auto worker2 = AddWorker(&w2);  // e.g. the restarted worker
+  ASSERT_EQ(worker2->tasks().size(), 1u);
+  scheduler_->RemoveWorker(w2, absl::UnavailableError("connection closed"));
+  JobOutcome outcome = w.get();
+  EXPECT_EQ(outcome.status.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(std::string(outcome.status.message()),
+              HasSubstr("died or disconnected on each of 2"));
+  EXPECT_EQ(StoredState(ticket->job_id), cache::JobState::kFailed);
+  auto record = storage_->GetJob(ticket->job_id);
+  EXPECT_EQ(record->error.code(), absl::StatusCode::kInternal);
+}
+
+TEST_F(SchedulerTest, CompileErrorFailsWithoutRetry) {
+  Waiter w;
+  auto ticket = scheduler_->Submit(Spec("bad"), absl::InfiniteFuture(), false, w.callback());
+  std::string wid;
+  auto worker = AddWorker(&wid);
+  ASSERT_EQ(worker->tasks().size(), 1u);
+  v1::TaskResult result;
+  result.set_task_id(worker->tasks()[0].task_id());
+  result.set_error_code(static_cast<int>(absl::StatusCode::kUnimplemented));
+  result.set_error_message("node 'n1' (Foo): unsupported op");
+  scheduler_->TaskDone(wid, result);
+  JobOutcome outcome = w.get();
+  EXPECT_EQ(outcome.status, absl::UnimplementedError("node 'n1' (Foo): unsupported op"));
+  EXPECT_EQ(worker->tasks().size(), 1u);
+}
+
+TEST_F(SchedulerTest, KeyMismatchFromWorkerIsInternal) {
+  Waiter w;
+  ASSERT_TRUE(scheduler_->Submit(Spec("a"), absl::InfiniteFuture(), false, w.callback()).ok());
+  std::string wid;
+  auto worker = AddWorker(&wid);
+  v1::CompileTask task = worker->tasks().at(0);
+  task.mutable_key()->set_target_key("cpu:elsewhere");
+  Succeed(wid, task);
+  EXPECT_EQ(w.get().status.code(), absl::StatusCode::kInternal);
+}
+
+TEST_F(SchedulerTest, QueuedJobPastItsDeadlineFails) {
+  Waiter w;
+  auto ticket =
+      scheduler_->Submit(Spec("slow"), absl::Now() + absl::Milliseconds(30), false, w.callback());
+  ASSERT_TRUE(ticket.ok());
+  JobOutcome outcome = w.get();  // the tick thread notices
+  EXPECT_EQ(outcome.status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(StoredState(ticket->job_id), cache::JobState::kFailed);
+}
+
+TEST_F(SchedulerTest, RunningJobPastItsDeadlineIsCancelledOnTheWorker) {
+  Waiter w;
+  auto ticket =
+      scheduler_->Submit(Spec("slow"), absl::Now() + absl::Milliseconds(100), false, w.callback());
+  std::string wid;
+  auto worker = AddWorker(&wid);
+  ASSERT_EQ(worker->tasks().size(), 1u);
+  EXPECT_GT(worker->tasks()[0].deadline_unix_ms(), 0);
+  JobOutcome outcome = w.get();
+  EXPECT_EQ(outcome.status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(worker->cancels(), ::testing::ElementsAre(worker->tasks()[0].task_id()));
+  // A late success is still filed in the cache.
+  Succeed(wid, worker->tasks()[0]);
+  auto entry = storage_->LookupArtifact(Spec("slow").key);
+  ASSERT_TRUE(entry.ok());
+  EXPECT_TRUE(entry->has_value());
+}
+
+TEST_F(SchedulerTest, AbandonedJobIsCancelledUnlessDetached) {
+  Waiter w;
+  auto ticket = scheduler_->Submit(Spec("a"), absl::InfiniteFuture(), false, w.callback());
+  std::string wid;
+  auto worker = AddWorker(&wid);
+  ASSERT_EQ(worker->tasks().size(), 1u);
+  scheduler_->Abandon(*ticket);
+  EXPECT_EQ(worker->cancels().size(), 1u);
+  EXPECT_EQ(StoredState(ticket->job_id), cache::JobState::kCancelled);
+  // The worker keeps its slot until it reports the cancelled task.
+  auto next = scheduler_->Submit(Spec("b"), absl::InfiniteFuture(), true, nullptr);
+  EXPECT_EQ(worker->tasks().size(), 1u);
+  v1::TaskResult cancelled;
+  cancelled.set_task_id(worker->tasks()[0].task_id());
+  cancelled.set_error_code(static_cast<int>(absl::StatusCode::kCancelled));
+  scheduler_->TaskDone(wid, cancelled);
+  EXPECT_EQ(worker->tasks().size(), 2u);
+
+  // A detached (SubmitJob) job survives its waiters leaving.
+  Waiter w2;
+  auto joined = scheduler_->Submit(Spec("b"), absl::InfiniteFuture(), false, w2.callback());
+  ASSERT_TRUE(joined.ok() && joined->joined);
+  scheduler_->Abandon(*joined);
+  EXPECT_EQ(StoredState(next->job_id), cache::JobState::kRunning);
+}
+
+TEST_F(SchedulerTest, CancelJob) {
+  auto ticket = scheduler_->Submit(Spec("a"), absl::InfiniteFuture(), true, nullptr);
+  auto state = scheduler_->Cancel(ticket->job_id);
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ(*state, v1::CANCELLED);
+  EXPECT_EQ(scheduler_->Cancel(ticket->job_id).value(), v1::CANCELLED);
+  EXPECT_EQ(scheduler_->Cancel("nope").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(SchedulerTest, WatchStreamsEventsUntilTerminal) {
+  auto ticket = scheduler_->Submit(Spec("a"), absl::InfiniteFuture(), true, nullptr);
+  std::mutex mu;
+  std::vector<std::pair<v1::JobState, bool>> events;
+  uint64_t watch_id = 0;
+  bool last = false;
+  auto first = scheduler_->Watch(
+      ticket->job_id,
+      [&](const v1::JobEvent& e, bool is_last) {
+        std::lock_guard<std::mutex> lock(mu);
+        events.push_back({e.state(), is_last});
+      },
+      &watch_id, &last);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->state(), v1::QUEUED);
+  EXPECT_FALSE(last);
+  std::string wid;
+  auto worker = AddWorker(&wid);
+  Succeed(wid, worker->tasks().at(0));
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0], std::make_pair(v1::RUNNING, false));
+  EXPECT_EQ(events[1], std::make_pair(v1::SUCCEEDED, true));
+
+  // A finished job is answered from storage, as the last event.
+  auto done = scheduler_->Watch(ticket->job_id, nullptr, &watch_id, &last);
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->state(), v1::SUCCEEDED);
+  EXPECT_TRUE(last);
+  EXPECT_FALSE(done->result().artifact_digest().hash().empty());
+  EXPECT_EQ(scheduler_->Watch("nope", nullptr, &watch_id, &last).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(SchedulerTest, HostJobsGoOnlyToWorkersOnKilndsCpu) {
+  auto ticket = scheduler_->Submit(Spec("a"), absl::InfiniteFuture(), true, nullptr);
+  std::string other_id;
+  auto other = AddWorker(&other_id, 1, "othercpu");
+  EXPECT_TRUE(other->tasks().empty());
+  CompileSpec named = Spec("b");
+  named.target = "cpu:znver4";
+  ASSERT_TRUE(scheduler_->Submit(named, absl::InfiniteFuture(), true, nullptr).ok());
+  EXPECT_EQ(other->tasks().size(), 1u);  // a named CPU can compile anywhere
+}
+
+TEST_F(SchedulerTest, MissedHeartbeatsDropTheWorker) {
+  scheduler_.reset();
+  SchedulerOptions options;
+  options.storage = storage_.get();
+  options.heartbeat_timeout = absl::Milliseconds(50);
+  options.tick_interval = absl::Milliseconds(10);
+  scheduler_ = std::make_unique<Scheduler>(options);
+  std::string wid;
+  auto worker = AddWorker(&wid);
+  for (int i = 0; i < 200 && scheduler_->GetCounts().workers > 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(scheduler_->GetCounts().workers, 0);
+  EXPECT_TRUE(worker->closed());
+}
+
+TEST_F(SchedulerTest, DrainPersistsLiveJobsAndRestoreResumesThem) {
+  Waiter running_waiter;
+  auto running =
+      scheduler_->Submit(Spec("running"), absl::InfiniteFuture(), false, running_waiter.callback());
+  std::string wid;
+  auto worker = AddWorker(&wid);
+  ASSERT_EQ(worker->tasks().size(), 1u);
+  auto queued =
+      scheduler_->Submit(Spec("queued", v1::BATCH), absl::InfiniteFuture(), true, nullptr);
+  ASSERT_TRUE(running.ok() && queued.ok());
+
+  scheduler_->Drain(absl::Milliseconds(50));
+  JobOutcome outcome = running_waiter.get();
+  EXPECT_EQ(outcome.status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(worker->cancels(), ::testing::ElementsAre(worker->tasks()[0].task_id()));
+  EXPECT_EQ(StoredState(running->job_id), cache::JobState::kQueued);
+  EXPECT_EQ(StoredState(queued->job_id), cache::JobState::kQueued);
+  EXPECT_EQ(scheduler_->Submit(Spec("late"), absl::InfiniteFuture(), true, nullptr).status().code(),
+            absl::StatusCode::kUnavailable);
+
+  // "Restart": a new scheduler over the same storage restores both, interactive first.
+  scheduler_ = MakeScheduler();
+  auto live = storage_->JobsInState(cache::JobState::kQueued);
+  ASSERT_TRUE(live.ok());
+  ASSERT_EQ(live->size(), 2u);
+  for (const cache::JobRecord& record : *live) {
+    CompileSpec spec = record.id == running->job_id ? Spec("running") : Spec("queued", v1::BATCH);
+    ASSERT_TRUE(scheduler_->Restore(record, spec).ok());
+  }
+  std::string wid2;
+  auto worker2 = AddWorker(&wid2, /*slots=*/1);
+  ASSERT_EQ(worker2->tasks().size(), 1u);
+  EXPECT_EQ(worker2->tasks()[0].job_id(), running->job_id);
+  Succeed(wid2, worker2->tasks()[0]);
+  ASSERT_EQ(worker2->tasks().size(), 2u);
+  EXPECT_EQ(worker2->tasks()[1].job_id(), queued->job_id);
+  Succeed(wid2, worker2->tasks()[1]);
+  EXPECT_EQ(StoredState(running->job_id), cache::JobState::kSucceeded);
+  EXPECT_EQ(StoredState(queued->job_id), cache::JobState::kSucceeded);
+}
+
+TEST_F(SchedulerTest, DrainWaitsForRunningJobsWithinGrace) {
+  auto ticket = scheduler_->Submit(Spec("a"), absl::InfiniteFuture(), true, nullptr);
+  std::string wid;
+  auto worker = AddWorker(&wid);
+  ASSERT_EQ(worker->tasks().size(), 1u);
+  std::thread finisher([&] {
+    absl::SleepFor(absl::Milliseconds(50));
+    Succeed(wid, worker->tasks()[0]);
+  });
+  scheduler_->Drain(absl::Seconds(10));
+  finisher.join();
+  EXPECT_EQ(StoredState(ticket->job_id), cache::JobState::kSucceeded);
+  EXPECT_TRUE(worker->cancels().empty());
+}
+
+TEST_F(SchedulerTest, RefusedTaskIsRequeuedNotFailed) {
+  Waiter w;
+  auto ticket = scheduler_->Submit(Spec("a"), absl::InfiniteFuture(), false, w.callback());
+  std::string wid;
+  auto worker = AddWorker(&wid);
+  ASSERT_EQ(worker->tasks().size(), 1u);
+  v1::TaskResult refused;
+  refused.set_task_id(worker->tasks()[0].task_id());
+  refused.set_error_code(static_cast<int>(absl::StatusCode::kResourceExhausted));
+  refused.set_error_message("all slots busy");
+  scheduler_->TaskDone(wid, refused);
+  EXPECT_FALSE(w.ready());
+  for (int i = 0; i < 200 && worker->tasks().size() < 2; ++i) absl::SleepFor(absl::Milliseconds(5));
+  ASSERT_EQ(worker->tasks().size(), 2u);  // redispatched after the cooldown
+  Succeed(wid, worker->tasks()[1]);
+  EXPECT_TRUE(w.get().status.ok());
+}
+
+}  // namespace
+}  // namespace kiln::server

@@ -1,0 +1,313 @@
+// KilnService. Every handler copies its request, posts the work to the executor and returns its
+// reactor; replies come from the executor or from the scheduler when a job ends.
+#include "server/service.h"
+
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/pipeline/compile.h"
+#include "server/artifact_key.h"
+#include "server/blob_streams.h"
+#include "server/log.h"
+#include "server/rpc_call.h"
+#include "server/watch_reactor.h"
+
+namespace kiln::server {
+namespace {
+
+absl::Status Draining() {
+  return absl::UnavailableError("kilnd is shutting down; retry against the restarted server");
+}
+
+double MsSince(absl::Time start) { return absl::ToDoubleMilliseconds(absl::Now() - start); }
+
+/// The cache entry for `key` if its artifact is intact. A corrupted artifact is evicted by
+/// storage on read, so it counts as a miss and gets rebuilt. Blocking.
+absl::StatusOr<std::optional<cache::ArtifactEntry>> LookupIntact(ServiceContext* ctx,
+                                                                 const cache::ArtifactKey& key) {
+  absl::StatusOr<std::optional<cache::ArtifactEntry>> entry = ctx->storage->LookupArtifact(key);
+  if (!entry.ok() || !entry->has_value() || !ctx->limits.verify_cache_hits) return entry;
+  absl::StatusOr<std::string> blob = ctx->storage->GetBlob((*entry)->artifact_digest);
+  if (blob.ok()) return entry;
+  if (absl::IsDataLoss(blob.status()) || absl::IsNotFound(blob.status())) {
+    if (absl::IsDataLoss(blob.status()) && ctx->metrics) ctx->metrics->BlobCorrupted();
+    LogError("artifact.evicted", {{"artifact", (*entry)->artifact_digest},
+                                  {"graph_hash", key.graph_hash.substr(0, 12)},
+                                  {"status", blob.status()}});
+    return std::optional<cache::ArtifactEntry>();
+  }
+  return blob.status();
+}
+
+void CountLookup(ServiceContext* ctx, bool hit) {
+  (hit ? ctx->cache_hits : ctx->cache_misses).fetch_add(1);
+  if (ctx->metrics) ctx->metrics->CacheLookup(hit);
+}
+
+v1::CompileResponse HitResponse(const CompileSpec& spec, const cache::ArtifactEntry& entry) {
+  v1::CompileResponse r;
+  r.mutable_artifact_digest()->set_hash(entry.artifact_digest);
+  r.mutable_artifact_digest()->set_size_bytes(entry.size_bytes);
+  *r.mutable_key() = KeyToProto(spec.key);
+  r.set_cache_hit(true);
+  r.set_compile_ms(static_cast<double>(entry.compile_ms));
+  return r;
+}
+
+v1::JobState ToProtoState(cache::JobState s) {
+  switch (s) {
+    case cache::JobState::kQueued:
+      return v1::QUEUED;
+    case cache::JobState::kRunning:
+      return v1::RUNNING;
+    case cache::JobState::kSucceeded:
+      return v1::SUCCEEDED;
+    case cache::JobState::kFailed:
+      return v1::FAILED;
+    case cache::JobState::kCancelled:
+      return v1::CANCELLED;
+  }
+  return v1::JOB_STATE_UNSPECIFIED;
+}
+
+std::optional<cache::JobState> FromProtoState(v1::JobState s) {
+  switch (s) {
+    case v1::QUEUED:
+      return cache::JobState::kQueued;
+    case v1::RUNNING:
+      return cache::JobState::kRunning;
+    case v1::SUCCEEDED:
+      return cache::JobState::kSucceeded;
+    case v1::FAILED:
+      return cache::JobState::kFailed;
+    case v1::CANCELLED:
+      return cache::JobState::kCancelled;
+    default:
+      return std::nullopt;
+  }
+}
+
+v1::Job ToProtoJob(const cache::JobRecord& record) {
+  v1::Job job;
+  job.set_id(record.id);
+  job.set_state(ToProtoState(record.state));
+  job.set_priority(record.priority >= 2 ? v1::INTERACTIVE : v1::BATCH);
+  job.set_model_digest(record.model_digest);
+  v1::CompileRequest request;
+  if (request.ParseFromString(record.request)) job.set_target(request.target());
+  job.set_attempts(record.attempts);
+  job.set_worker(record.worker);
+  job.set_created_ms(record.created_ms);
+  job.set_updated_ms(record.updated_ms);
+  job.set_error_code(static_cast<int32_t>(record.error.code()));
+  job.set_error_message(std::string(record.error.message()));
+  return job;
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* KilnServiceImpl::FindMissingBlobs(
+    grpc::CallbackServerContext* context, const v1::FindMissingBlobsRequest* request,
+    v1::FindMissingBlobsResponse* response) {
+  auto call = UnaryCall<v1::FindMissingBlobsResponse>::Start(context, response, "FindMissingBlobs",
+                                                             ctx_->metrics);
+  std::vector<std::string> digests;
+  std::map<std::string, int64_t> sizes;
+  for (const v1::Digest& d : request->digests()) {
+    if (!cache::IsValidDigest(d.hash())) {
+      call->Reply(absl::InvalidArgumentError(
+          absl::StrCat("digest '", d.hash(), "' is not a lowercase hex SHA-256")));
+      return call->reactor();
+    }
+    digests.push_back(d.hash());
+    sizes[d.hash()] = d.size_bytes();
+  }
+  ctx_->executor->Post([ctx = ctx_, call, digests = std::move(digests), sizes] {
+    absl::StatusOr<std::vector<std::string>> missing = ctx->storage->FindMissing(digests);
+    if (!missing.ok()) return (void)call->Reply(missing.status());
+    call->Reply(absl::OkStatus(), [&](v1::FindMissingBlobsResponse& r) {
+      for (const std::string& hash : *missing) {
+        v1::Digest* d = r.add_missing();
+        d->set_hash(hash);
+        d->set_size_bytes(sizes.at(hash));
+      }
+    });
+  });
+  return call->reactor();
+}
+
+grpc::ServerReadReactor<v1::UploadModelRequest>* KilnServiceImpl::UploadModel(
+    grpc::CallbackServerContext* context, v1::UploadModelResponse* response) {
+  return StartModelUpload(ctx_, context, response);
+}
+
+grpc::ServerUnaryReactor* KilnServiceImpl::Compile(grpc::CallbackServerContext* context,
+                                                   const v1::CompileRequest* request,
+                                                   v1::CompileResponse* response) {
+  auto call = UnaryCall<v1::CompileResponse>::Start(context, response, "Compile", ctx_->metrics);
+  if (ctx_->draining.load()) {
+    call->Reply(Draining());
+    return call->reactor();
+  }
+  absl::Time deadline = absl::FromChrono(context->deadline());
+  // No deadline reads as time_point::max(); far-future deadlines mean "none" too.
+  if (deadline > absl::Now() + absl::Hours(24 * 365)) deadline = absl::InfiniteFuture();
+  ctx_->executor->Post([ctx = ctx_, call, request = *request, deadline] {
+    absl::StatusOr<CompileSpec> spec = ctx->preparer->Prepare(request, v1::INTERACTIVE);
+    if (!spec.ok()) return (void)call->Reply(spec.status());
+    if (call->finished()) return;  // the client left while the model was imported
+    absl::StatusOr<std::optional<cache::ArtifactEntry>> entry = LookupIntact(ctx, spec->key);
+    if (!entry.ok()) return (void)call->Reply(entry.status());
+    if (entry->has_value()) {
+      CountLookup(ctx, /*hit=*/true);
+      v1::CompileResponse hit = HitResponse(*spec, **entry);
+      call->Reply(absl::OkStatus(), [&](v1::CompileResponse& r) {
+        r = hit;
+        r.set_server_ms(MsSince(call->start()));
+      });
+      return;
+    }
+    CountLookup(ctx, /*hit=*/false);
+    absl::StatusOr<Scheduler::Ticket> ticket = ctx->scheduler->Submit(
+        *spec, deadline, /*detached=*/false, [call](const JobOutcome& outcome) {
+          call->Reply(outcome.status, [&](v1::CompileResponse& r) {
+            r = outcome.response;
+            r.set_cache_hit(false);
+            r.set_server_ms(MsSince(call->start()));
+          });
+        });
+    if (!ticket.ok()) return (void)call->Reply(ticket.status());
+    Scheduler* scheduler = ctx->scheduler;
+    call->OnClientGone([scheduler, ticket = *ticket] { scheduler->Abandon(ticket); });
+  });
+  return call->reactor();
+}
+
+grpc::ServerWriteReactor<v1::FetchArtifactResponse>* KilnServiceImpl::FetchArtifact(
+    grpc::CallbackServerContext* context, const v1::FetchArtifactRequest* request) {
+  return StartBlobFetch(ctx_, context, request->digest().hash(), "FetchArtifact");
+}
+
+grpc::ServerUnaryReactor* KilnServiceImpl::SubmitJob(grpc::CallbackServerContext* context,
+                                                     const v1::SubmitJobRequest* request,
+                                                     v1::SubmitJobResponse* response) {
+  auto call =
+      UnaryCall<v1::SubmitJobResponse>::Start(context, response, "SubmitJob", ctx_->metrics);
+  if (ctx_->draining.load()) {
+    call->Reply(Draining());
+    return call->reactor();
+  }
+  if (!request->has_compile()) {
+    call->Reply(absl::InvalidArgumentError("SubmitJob needs a compile request"));
+    return call->reactor();
+  }
+  ctx_->executor->Post([ctx = ctx_, call, request = request->compile()] {
+    absl::StatusOr<CompileSpec> spec = ctx->preparer->Prepare(request, v1::BATCH);
+    if (!spec.ok()) return (void)call->Reply(spec.status());
+    absl::StatusOr<std::optional<cache::ArtifactEntry>> entry = LookupIntact(ctx, spec->key);
+    if (!entry.ok()) return (void)call->Reply(entry.status());
+    CountLookup(ctx, entry->has_value());
+    if (entry->has_value()) {
+      absl::StatusOr<std::string> id =
+          ctx->scheduler->RecordCacheHit(*spec, HitResponse(*spec, **entry));
+      if (!id.ok()) return (void)call->Reply(id.status());
+      call->Reply(absl::OkStatus(), [&](v1::SubmitJobResponse& r) {
+        r.set_job_id(*id);
+        r.set_cache_hit(true);
+      });
+      return;
+    }
+    absl::StatusOr<Scheduler::Ticket> ticket =
+        ctx->scheduler->Submit(*spec, absl::InfiniteFuture(), /*detached=*/true, nullptr);
+    if (!ticket.ok()) return (void)call->Reply(ticket.status());
+    call->Reply(absl::OkStatus(), [&](v1::SubmitJobResponse& r) { r.set_job_id(ticket->job_id); });
+  });
+  return call->reactor();
+}
+
+grpc::ServerWriteReactor<v1::JobEvent>* KilnServiceImpl::WatchJob(
+    grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
+  return StartWatch(ctx_, context, request->job_id());
+}
+
+grpc::ServerUnaryReactor* KilnServiceImpl::CancelJob(grpc::CallbackServerContext* context,
+                                                     const v1::CancelJobRequest* request,
+                                                     v1::CancelJobResponse* response) {
+  auto call =
+      UnaryCall<v1::CancelJobResponse>::Start(context, response, "CancelJob", ctx_->metrics);
+  ctx_->executor->Post([ctx = ctx_, call, job_id = request->job_id()] {
+    absl::StatusOr<v1::JobState> state = ctx->scheduler->Cancel(job_id);
+    if (!state.ok()) return (void)call->Reply(state.status());
+    call->Reply(absl::OkStatus(), [&](v1::CancelJobResponse& r) { r.set_state(*state); });
+  });
+  return call->reactor();
+}
+
+grpc::ServerUnaryReactor* KilnServiceImpl::ListJobs(grpc::CallbackServerContext* context,
+                                                    const v1::ListJobsRequest* request,
+                                                    v1::ListJobsResponse* response) {
+  auto call = UnaryCall<v1::ListJobsResponse>::Start(context, response, "ListJobs", ctx_->metrics);
+  cache::JobFilter filter;
+  filter.limit = request->limit() > 0 ? request->limit() : 100;
+  if (request->state() != v1::JOB_STATE_UNSPECIFIED) {
+    filter.state = FromProtoState(request->state());
+    if (!filter.state) {
+      call->Reply(absl::InvalidArgumentError(
+          absl::StrCat("unknown job state ", static_cast<int>(request->state()))));
+      return call->reactor();
+    }
+  }
+  ctx_->executor->Post([ctx = ctx_, call, filter] {
+    absl::StatusOr<std::vector<cache::JobRecord>> jobs = ctx->storage->ListJobs(filter);
+    if (!jobs.ok()) return (void)call->Reply(jobs.status());
+    call->Reply(absl::OkStatus(), [&](v1::ListJobsResponse& r) {
+      for (const cache::JobRecord& record : *jobs) *r.add_jobs() = ToProtoJob(record);
+    });
+  });
+  return call->reactor();
+}
+
+grpc::ServerUnaryReactor* KilnServiceImpl::ListWorkers(grpc::CallbackServerContext* context,
+                                                       const v1::ListWorkersRequest* request,
+                                                       v1::ListWorkersResponse* response) {
+  auto call =
+      UnaryCall<v1::ListWorkersResponse>::Start(context, response, "ListWorkers", ctx_->metrics);
+  // In memory only, one short lock: no need for the executor.
+  std::vector<v1::Worker> workers = ctx_->scheduler->ListWorkers();
+  call->Reply(absl::OkStatus(), [&](v1::ListWorkersResponse& r) {
+    for (v1::Worker& w : workers) *r.add_workers() = std::move(w);
+  });
+  return call->reactor();
+}
+
+grpc::ServerUnaryReactor* KilnServiceImpl::GetStats(grpc::CallbackServerContext* context,
+                                                    const v1::GetStatsRequest* request,
+                                                    v1::GetStatsResponse* response) {
+  auto call = UnaryCall<v1::GetStatsResponse>::Start(context, response, "GetStats", ctx_->metrics);
+  ctx_->executor->Post([ctx = ctx_, call] {
+    absl::StatusOr<cache::StorageStats> stats = ctx->storage->Stats();
+    if (!stats.ok()) return (void)call->Reply(stats.status());
+    Scheduler::Counts counts = ctx->scheduler->GetCounts();
+    call->Reply(absl::OkStatus(), [&](v1::GetStatsResponse& r) {
+      r.set_blob_count(stats->blob_count);
+      r.set_blob_bytes(stats->blob_bytes);
+      r.set_artifact_count(stats->artifact_count);
+      r.set_cache_hits(ctx->cache_hits.load());
+      r.set_cache_misses(ctx->cache_misses.load());
+      r.set_jobs_queued(counts.queued);
+      r.set_jobs_running(counts.running);
+      auto by_state = [&](cache::JobState s) {
+        auto it = stats->jobs_by_state.find(s);
+        return it == stats->jobs_by_state.end() ? int64_t{0} : it->second;
+      };
+      r.set_jobs_succeeded(by_state(cache::JobState::kSucceeded));
+      r.set_jobs_failed(by_state(cache::JobState::kFailed));
+      r.set_workers(counts.workers);
+      r.set_compiler_version(pipeline::kCompilerVersion);
+      r.set_uptime_ms(absl::ToInt64Milliseconds(absl::Now() - ctx->started));
+    });
+  });
+  return call->reactor();
+}
+
+}  // namespace kiln::server

@@ -1,0 +1,441 @@
+// End-to-end tests of the compile service with the real binaries: kilnd (on loopback, an
+// ephemeral port, a temp data dir) supervising kiln-worker processes, driven by the kiln CLI
+// and, where the CLI cannot misbehave on purpose, by the remote client library.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "client/remote.h"
+#include "compiler_core/support/sha256.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/service/process.h"
+
+namespace kiln::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+constexpr char kResnet[] = "../shared/models/resnet18";
+constexpr char kSqueezenet[] = "../shared/models/squeezenet1_1";
+constexpr char kLenet[] = "../shared/models/lenet";
+constexpr char kMlp[] = "../shared/models/mlp";
+
+std::string BinDir() {
+  const char* dir = std::getenv("KILN_BIN_DIR");
+  return dir != nullptr ? dir : "build/bin";
+}
+
+std::string Model(const std::string& dir) { return dir + "/model.onnx"; }
+
+/// Polls `pred` every 50 ms until it holds or `timeout` passes.
+template <typename Pred>
+bool Eventually(Pred pred, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return pred();
+}
+
+/// A kilnd process on 127.0.0.1:0 with its data dir under `root`; restartable.
+class Kilnd {
+ public:
+  Kilnd(std::string root, std::vector<std::string> flags, int workers)
+      : root_(std::move(root)), flags_(std::move(flags)), workers_(workers) {}
+
+  std::string data_dir() const { return root_ + "/data"; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string log() const { return ReadFile(root_ + "/kilnd.log"); }
+  client::RemoteClient& client() { return *client_; }
+  Process& process() { return process_; }
+
+  /// Starts kilnd and waits until it answers GetStats with all local workers registered.
+  ::testing::AssertionResult Start() {
+    fs::create_directories(data_dir());
+    fs::remove(data_dir() + "/kilnd.port");
+    std::vector<std::string> argv = {BinDir() + "/kilnd",
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--data-dir",
+                                     data_dir(),
+                                     "--workers",
+                                     std::to_string(workers_),
+                                     "--metrics-listen",
+                                     "127.0.0.1:0"};
+    argv.insert(argv.end(), flags_.begin(), flags_.end());
+    process_ = Process::Spawn(argv, root_ + "/kilnd.out", root_ + "/kilnd.log");
+    if (!Eventually([&] { return fs::exists(data_dir() + "/kilnd.port") || !process_.running(); },
+                    60s) ||
+        !process_.running()) {
+      return ::testing::AssertionFailure() << "kilnd did not start:\n" << log();
+    }
+    port_ = std::atoi(ReadFile(data_dir() + "/kilnd.port").c_str());
+    client_ = std::make_unique<client::RemoteClient>(address(), 60'000);
+    bool ready = Eventually(
+        [&] {
+          auto stats = client_->GetStats();
+          return stats.ok() && stats->workers() >= workers_;
+        },
+        120s);
+    if (!ready) return ::testing::AssertionFailure() << "kilnd not ready:\n" << log();
+    return ::testing::AssertionSuccess();
+  }
+
+  /// SIGTERM; returns true if kilnd exited 0 within the grace period.
+  bool Stop() {
+    int status = process_.Stop(90s);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+
+  /// The /metrics port, from kilnd's `event=kilnd.metrics address=HOST:PORT` log line.
+  int MetricsPort() const {
+    std::string text = log();
+    size_t at = text.rfind("event=kilnd.metrics");
+    if (at == std::string::npos) return 0;
+    size_t addr = text.find("address=", at);
+    size_t colon = text.find(':', addr);
+    return colon == std::string::npos ? 0 : std::atoi(text.c_str() + colon + 1);
+  }
+
+ private:
+  std::string root_;
+  std::vector<std::string> flags_;
+  int workers_;
+  int port_ = 0;
+  Process process_;
+  std::unique_ptr<client::RemoteClient> client_;
+};
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* bin : {"kilnd", "kiln-worker", "kiln"}) {
+      if (!fs::exists(BinDir() + "/" + bin)) GTEST_SKIP() << BinDir() << "/" << bin << " not built";
+    }
+    root_ = MakeTempDir("kiln-service-test");
+    ASSERT_FALSE(root_.empty());
+  }
+  void TearDown() override {
+    if (HasFailure() && kilnd_) std::cerr << "---- kilnd log ----\n" << kilnd_->log();
+    kilnd_.reset();
+    if (!HasFailure() && !root_.empty()) fs::remove_all(root_);
+  }
+
+  Kilnd& StartKilnd(int workers, std::vector<std::string> flags = {}) {
+    kilnd_ = std::make_unique<Kilnd>(root_, std::move(flags), workers);
+    EXPECT_TRUE(kilnd_->Start());
+    return *kilnd_;
+  }
+
+  /// Runs the kiln CLI against the server.
+  RunResult Kiln(std::vector<std::string> args, std::chrono::milliseconds timeout = 900s) {
+    args.insert(args.begin(), BinDir() + "/kiln");
+    return RunCommand(args, root_, timeout);
+  }
+  RunResult CompileJson(const std::string& model, const std::string& out,
+                        std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"compile", model, "--server", kilnd_->address(),
+                                     "-o",      out,   "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Kiln(args);
+  }
+  int JobCount() {
+    auto jobs = kilnd_->client().ListJobs(kiln::v1::JOB_STATE_UNSPECIFIED, 1000);
+    EXPECT_TRUE(jobs.ok()) << jobs.status();
+    return jobs.ok() ? jobs->jobs_size() : -1;
+  }
+
+  std::string root_;
+  std::unique_ptr<Kilnd> kilnd_;
+};
+
+std::string Describe(const RunResult& r) {
+  return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "") +
+         "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
+}
+
+// A remote compile of ResNet-18 passes check; the same compile again is a hit that starts no
+// job; after a kilnd restart it is still a hit.
+TEST_F(ServiceTest, ResnetCompilesRemotelyThenHitsTheCacheAcrossRestarts) {
+  if (!fs::exists(Model(kResnet))) GTEST_SKIP() << kResnet << " not found";
+  Kilnd& kilnd = StartKilnd(/*workers=*/1);
+  RunResult check = Kiln({"check", kResnet, "--server", kilnd.address()});
+  ASSERT_EQ(check.exit_code, 0) << Describe(check);
+  EXPECT_THAT(check.out, HasSubstr("PASS ../shared/models/resnet18 (cache miss)"));
+  EXPECT_EQ(JobCount(), 1);
+
+  std::string first = root_ + "/first.kiln";
+  RunResult hit = CompileJson(Model(kResnet), first);
+  ASSERT_EQ(hit.exit_code, 0) << Describe(hit);
+  EXPECT_EQ(JsonField(hit.out, "cache_hit"), "true") << hit.out;
+  EXPECT_EQ(JsonField(hit.out, "uploaded"), "false") << hit.out;
+  EXPECT_EQ(JsonField(hit.out, "job_id"), "") << hit.out;
+  std::string digest = JsonField(hit.out, "artifact_digest");
+  EXPECT_EQ(Sha256Hex(ReadFile(first)), digest);
+  EXPECT_EQ(JsonField(hit.out, "artifact_bytes"), std::to_string(fs::file_size(first)));
+  for (const char* key : {"graph_hash", "target_key", "compiler_version", "options_hash"}) {
+    EXPECT_FALSE(JsonField(hit.out, key).empty()) << key << " in " << hit.out;
+  }
+  EXPECT_EQ(JobCount(), 1) << "a cache hit must start no job";
+
+  ASSERT_TRUE(kilnd.Stop()) << "kilnd did not exit 0 on SIGTERM";
+  ASSERT_TRUE(kilnd.Start());
+  RunResult after = CompileJson(Model(kResnet), root_ + "/after.kiln");
+  ASSERT_EQ(after.exit_code, 0) << Describe(after);
+  EXPECT_EQ(JsonField(after.out, "cache_hit"), "true") << after.out;
+  EXPECT_EQ(JsonField(after.out, "artifact_digest"), digest);
+  EXPECT_EQ(JobCount(), 1);
+  auto stats = kilnd.client().GetStats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_GE(stats->cache_hits(), 1);
+}
+
+// Eight identical compiles at once run one job and get one artifact.
+TEST_F(ServiceTest, EightConcurrentIdenticalCompilesRunOneJob) {
+  if (!fs::exists(Model(kSqueezenet))) GTEST_SKIP() << kSqueezenet << " not found";
+  Kilnd& kilnd = StartKilnd(/*workers=*/2);
+  std::vector<Process> clients;
+  for (int i = 0; i < 8; ++i) {
+    std::string base = root_ + "/c" + std::to_string(i);
+    clients.push_back(Process::Spawn({BinDir() + "/kiln", "compile", Model(kSqueezenet), "--server",
+                                      kilnd.address(), "-o", base + ".kiln", "--json"},
+                                     base + ".out", base + ".err"));
+  }
+  std::string digest;
+  for (int i = 0; i < 8; ++i) {
+    std::string base = root_ + "/c" + std::to_string(i);
+    std::optional<int> status = clients[i].Wait(900s);
+    ASSERT_TRUE(status.has_value()) << "client " << i << " timed out";
+    ASSERT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+        << "client " << i << ": " << ReadFile(base + ".err");
+    std::string json = ReadFile(base + ".out");
+    if (i == 0) digest = JsonField(json, "artifact_digest");
+    EXPECT_EQ(JsonField(json, "artifact_digest"), digest) << json;
+    EXPECT_EQ(Sha256Hex(ReadFile(base + ".kiln")), digest);
+  }
+  EXPECT_EQ(JobCount(), 1);
+}
+
+// kill -9 of the worker running a compile: kilnd retries the job (the supervisor restarts the
+// worker) and the client still gets a correct artifact.
+TEST_F(ServiceTest, KillingTheCompilingWorkerStillEndsWithACorrectArtifact) {
+  if (!fs::exists(Model(kResnet))) GTEST_SKIP() << kResnet << " not found";
+  Kilnd& kilnd = StartKilnd(/*workers=*/2);
+  std::string base = root_ + "/victim";
+  Process compile = Process::Spawn({BinDir() + "/kiln", "compile", Model(kResnet), "--server",
+                                    kilnd.address(), "-o", base + ".kiln", "--json"},
+                                   base + ".out", base + ".err");
+  // Find the worker that runs the job, by the job's worker id and ListWorkers' pid.
+  int victim = 0;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto jobs = kilnd.client().ListJobs(kiln::v1::RUNNING, 10);
+        if (!jobs.ok() || jobs->jobs_size() == 0 || jobs->jobs(0).worker().empty()) return false;
+        auto workers = kilnd.client().ListWorkers();
+        if (!workers.ok()) return false;
+        for (const auto& w : workers->workers()) {
+          if (w.id() == jobs->jobs(0).worker() && w.pid() > 0) victim = w.pid();
+        }
+        return victim > 0;
+      },
+      300s))
+      << "no running job seen; client: " << ReadFile(base + ".err");
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  std::optional<int> status = compile.Wait(900s);
+  ASSERT_TRUE(status.has_value()) << "compile timed out";
+  ASSERT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << ReadFile(base + ".err");
+  std::string json = ReadFile(base + ".out");
+  EXPECT_EQ(Sha256Hex(ReadFile(base + ".kiln")), JsonField(json, "artifact_digest"));
+  auto jobs = kilnd.client().ListJobs(kiln::v1::JOB_STATE_UNSPECIFIED, 10);
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->jobs_size(), 1);
+  EXPECT_EQ(jobs->jobs(0).state(), kiln::v1::SUCCEEDED);
+  EXPECT_EQ(jobs->jobs(0).attempts(), 2);
+  RunResult check = Kiln({"check", kResnet, "--server", kilnd.address()});
+  ASSERT_EQ(check.exit_code, 0) << Describe(check);
+  EXPECT_THAT(check.out, HasSubstr("(cache hit)"));
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto workers = kilnd.client().ListWorkers();
+        return workers.ok() && workers->workers_size() == 2;
+      },
+      60s))
+      << "the supervisor did not restart the killed worker";
+}
+
+/// Reads a whole FetchArtifact stream without verifying it (the CLI would).
+absl::StatusOr<std::string> RawFetch(const std::string& address, const std::string& hash) {
+  auto stub = kiln::v1::KilnService::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + 60s);
+  kiln::v1::FetchArtifactRequest request;
+  request.mutable_digest()->set_hash(hash);
+  auto reader = stub->FetchArtifact(&context, request);
+  std::string bytes;
+  kiln::v1::FetchArtifactResponse chunk;
+  while (reader->Read(&chunk)) bytes += chunk.data();
+  grpc::Status s = reader->Finish();
+  if (!s.ok())
+    return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+  return bytes;
+}
+
+void FlipByte(const std::string& path) {
+  std::string bytes = ReadFile(path);
+  ASSERT_FALSE(bytes.empty()) << path;
+  bytes[bytes.size() / 2] ^= 0x5a;
+  fs::permissions(path, fs::perms::owner_write, fs::perm_options::add);
+  ASSERT_TRUE(WriteFile(path, bytes));
+}
+
+// A blob corrupted on disk is detected and rebuilt, never served.
+TEST_F(ServiceTest, CorruptedArtifactBlobIsRebuiltNeverServed) {
+  if (!fs::exists(Model(kLenet))) GTEST_SKIP() << kLenet << " not found";
+  Kilnd& kilnd = StartKilnd(/*workers=*/1);
+  RunResult first = CompileJson(Model(kLenet), root_ + "/a.kiln");
+  ASSERT_EQ(first.exit_code, 0) << Describe(first);
+  std::string digest = JsonField(first.out, "artifact_digest");
+  std::string blob = kilnd.data_dir() + "/blobs/" + digest.substr(0, 2) + "/" + digest;
+  ASSERT_TRUE(fs::exists(blob)) << blob;
+  std::string good = ReadFile(blob);
+
+  // Corrupted, then compiled again: the hit is verified, the blob rebuilt.
+  FlipByte(blob);
+  RunResult again = CompileJson(Model(kLenet), root_ + "/b.kiln");
+  ASSERT_EQ(again.exit_code, 0) << Describe(again);
+  EXPECT_EQ(JsonField(again.out, "cache_hit"), "false") << again.out;
+  EXPECT_EQ(Sha256Hex(ReadFile(root_ + "/b.kiln")), JsonField(again.out, "artifact_digest"));
+  RunResult check = Kiln({"check", kLenet, "--server", kilnd.address()});
+  EXPECT_EQ(check.exit_code, 0) << Describe(check);
+
+  // Corrupted, then fetched directly: an error, never the corrupted bytes.
+  std::string rebuilt_digest = JsonField(again.out, "artifact_digest");
+  std::string rebuilt =
+      kilnd.data_dir() + "/blobs/" + rebuilt_digest.substr(0, 2) + "/" + rebuilt_digest;
+  ASSERT_TRUE(fs::exists(rebuilt));
+  FlipByte(rebuilt);
+  std::string corrupted = ReadFile(rebuilt);
+  auto fetched = RawFetch(kilnd.address(), rebuilt_digest);
+  if (fetched.ok()) {
+    EXPECT_NE(*fetched, corrupted) << "kilnd served a corrupted blob";
+    EXPECT_EQ(Sha256Hex(*fetched), rebuilt_digest);
+  } else {
+    EXPECT_THAT(fetched.status().code(),
+                ::testing::AnyOf(absl::StatusCode::kDataLoss, absl::StatusCode::kNotFound))
+        << fetched.status();
+  }
+  RunResult third = CompileJson(Model(kLenet), root_ + "/c.kiln");
+  ASSERT_EQ(third.exit_code, 0) << Describe(third);
+  EXPECT_EQ(Sha256Hex(ReadFile(root_ + "/c.kiln")), JsonField(third.out, "artifact_digest"));
+  EXPECT_TRUE(kilnd.process().running());
+}
+
+// Bad input gets the right code and a clear message, and kilnd stays up.
+TEST_F(ServiceTest, BadInputGetsTheRightCodeAndKilndStaysUp) {
+  if (!fs::exists(Model(kLenet)) || !fs::exists(Model(kMlp))) GTEST_SKIP() << "models not found";
+  Kilnd& kilnd = StartKilnd(/*workers=*/1, {"--max-model-bytes", "1000000"});
+  client::RemoteClient& client = kilnd.client();
+
+  std::string garbage = root_ + "/garbage.onnx";
+  ASSERT_TRUE(WriteFile(garbage, "this is not an ONNX model"));
+  RunResult malformed = CompileJson(garbage, root_ + "/x.kiln");
+  EXPECT_EQ(malformed.exit_code, 1) << Describe(malformed);
+  EXPECT_THAT(malformed.err, HasSubstr("INVALID_ARGUMENT"));
+
+  RunResult target = CompileJson(Model(kLenet), root_ + "/x.kiln", {"--target", "cpu:no-such-cpu"});
+  EXPECT_EQ(target.exit_code, 1) << Describe(target);
+  EXPECT_THAT(target.err, HasSubstr("INVALID_ARGUMENT"));
+  EXPECT_THAT(target.err, HasSubstr("no-such-cpu"));
+
+  auto lie = client.UploadModel("the bytes actually sent", client::DigestOf("other bytes"));
+  EXPECT_EQ(lie.status().code(), absl::StatusCode::kInvalidArgument) << lie.status();
+
+  RunResult too_big = CompileJson(Model(kMlp), root_ + "/x.kiln");
+  EXPECT_EQ(too_big.exit_code, 1) << Describe(too_big);
+  EXPECT_THAT(too_big.err, HasSubstr("RESOURCE_EXHAUSTED"));
+  EXPECT_THAT(too_big.err, HasSubstr("--max-model-bytes"));
+
+  kiln::v1::CompileRequest never;
+  *never.mutable_model_digest() = client::DigestOf("a model nobody uploaded");
+  auto missing = client.Compile(never);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound) << missing.status();
+  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("never uploaded"));
+
+  EXPECT_FALSE(fs::exists(root_ + "/x.kiln")) << "a failed compile must not write its output";
+  ASSERT_TRUE(kilnd.process().running());
+  EXPECT_TRUE(client.GetStats().ok());
+  RunResult fine = CompileJson(Model(kLenet), root_ + "/ok.kiln");
+  EXPECT_EQ(fine.exit_code, 0) << Describe(fine);
+}
+
+std::string HttpGet(int port, const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  std::string response;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    timeval tv{/*tv_sec=*/10, /*tv_usec=*/0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    std::string request = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    (void)!write(fd, request.data(), request.size());
+    char buf[8192];
+    for (int i = 0; i < 10000; ++i) {
+      ssize_t n = read(fd, buf, sizeof(buf));
+      if (n <= 0) break;
+      response.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  return response;
+}
+
+// /metrics after some traffic passes `promtool check metrics`.
+TEST_F(ServiceTest, MetricsEndpointPassesPromtool) {
+  if (!fs::exists(Model(kLenet))) GTEST_SKIP() << kLenet << " not found";
+  Kilnd& kilnd = StartKilnd(/*workers=*/1);
+  RunResult compile = CompileJson(Model(kLenet), root_ + "/m.kiln");
+  ASSERT_EQ(compile.exit_code, 0) << Describe(compile);
+  RunResult hit = CompileJson(Model(kLenet), root_ + "/m.kiln");
+  ASSERT_EQ(hit.exit_code, 0) << Describe(hit);
+  int port = kilnd.MetricsPort();
+  ASSERT_GT(port, 0) << "no event=kilnd.metrics line in the log";
+  std::string response = HttpGet(port, "/metrics");
+  size_t body_at = response.find("\r\n\r\n");
+  ASSERT_NE(body_at, std::string::npos) << response;
+  EXPECT_THAT(response.substr(0, body_at), HasSubstr(" 200 "));
+  std::string body = response.substr(body_at + 4);
+  EXPECT_THAT(body, HasSubstr("kiln_cache_hits_total 1\n"));
+  EXPECT_THAT(body, HasSubstr("kiln_cache_misses_total 1\n"));
+  EXPECT_THAT(body, HasSubstr("kiln_workers 1\n"));
+  EXPECT_THAT(body, HasSubstr("kiln_compile_duration_seconds_count 1\n"));
+  if (std::system("command -v promtool > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "promtool not installed (scripts/setup installs prometheus)";
+  }
+  std::string path = root_ + "/metrics.txt";
+  ASSERT_TRUE(WriteFile(path, body));
+  RunResult promtool = RunCommand({"/bin/sh", "-c", "promtool check metrics < " + path}, root_, 60s);
+  EXPECT_EQ(promtool.exit_code, 0) << Describe(promtool) << "\n" << body;
+}
+
+}  // namespace
+}  // namespace kiln::testing

@@ -1,0 +1,38 @@
+// Import + pipeline + serialization for one task.
+#include "workers/compile_task.h"
+
+#include <chrono>
+
+#include "compiler_core/importer/onnx/importer.h"
+#include "compiler_core/pipeline/compile.h"
+#include "compiler_core/runtime/artifact.h"
+#include "compiler_core/support/status_macros.h"
+#include "workers/protocol.h"
+
+namespace kiln::workers {
+
+absl::StatusOr<CompiledArtifact> CompileModelBytes(std::string_view model_bytes,
+                                                   const std::string& target,
+                                                   const kiln::v1::CompileOptions& options,
+                                                   const std::string& scratch_dir) {
+  auto start = std::chrono::steady_clock::now();
+  pipeline::CompileOptions compile_options;
+  compile_options.target = target.empty() ? "host" : target;
+  compile_options.disabled_passes.assign(options.disabled_passes().begin(),
+                                         options.disabled_passes().end());
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<graph::Graph> graph,
+                        importer::ImportOnnxBytes(model_bytes, scratch_dir));
+  KILN_ASSIGN_OR_RETURN(pipeline::CompileResult result,
+                        pipeline::CompileGraph(std::move(graph), compile_options));
+  CompiledArtifact out;
+  out.bytes = runtime::SerializeArtifact(result.artifact);
+  out.key.set_graph_hash(result.graph_hash);
+  out.key.set_target_key(result.target.Key());
+  out.key.set_compiler_version(pipeline::kCompilerVersion);
+  out.key.set_options_hash(OptionsHash(options));
+  out.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+}  // namespace kiln::workers

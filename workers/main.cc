@@ -1,0 +1,98 @@
+// kiln-worker: a compile worker process. Connects to kilnd's WorkerHub and compiles what it is
+// given until SIGTERM/SIGINT (exit 0) or until kilnd stays unreachable too long (exit 1).
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "workers/worker.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: kiln-worker --connect HOST:PORT [--slots N] [--id NAME] [--give-up-after-s S]\n"
+    "                   [--grace-s S]\n"
+    "  --connect        kilnd's address (required)\n"
+    "  --slots          tasks compiled at once (default 1)\n"
+    "  --id             worker name sent at registration (default kiln-worker-<pid>)\n"
+    "  --give-up-after-s exit 1 after this long without reaching kilnd (default 300)\n"
+    "  --grace-s        after SIGTERM, wait this long for a running compile (default 5)\n";
+
+int Usage(const std::string& error) {
+  std::cerr << "kiln-worker: " << error << "\n" << kUsage;
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  kiln::workers::WorkerOptions options;
+  options.id = "kiln-worker-" + std::to_string(getpid());
+  int grace_s = 5;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i], value;
+    if (flag == "-h" || flag == "--help") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (auto eq = flag.find('='); eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      return Usage("flag " + flag + " needs a value");
+    }
+    int n = 0;
+    if (flag == "--connect") {
+      options.server = value;
+    } else if (flag == "--id") {
+      options.id = value;
+    } else if (flag == "--slots") {
+      if (!absl::SimpleAtoi(value, &n) || n < 1 || n > 1024) return Usage("--slots wants 1..1024");
+      options.slots = n;
+    } else if (flag == "--give-up-after-s") {
+      if (!absl::SimpleAtoi(value, &n) || n < 1)
+        return Usage("--give-up-after-s wants a positive integer");
+      options.give_up_after_ms = int64_t{n} * 1000;
+    } else if (flag == "--grace-s") {
+      if (!absl::SimpleAtoi(value, &n) || n < 0) return Usage("--grace-s wants an integer >= 0");
+      grace_s = n;
+    } else {
+      return Usage("unknown flag " + flag);
+    }
+  }
+  if (options.server.empty()) return Usage("missing --connect HOST:PORT");
+
+  // Signals go to one thread (blocked everywhere else, including gRPC's threads created later).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  // Never destroyed: the signal thread may still use it while main returns.
+  auto* worker = new kiln::workers::Worker(options);
+  std::thread([worker, signals, grace_s] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    std::cerr << "kiln-worker: " << strsignal(sig) << ", shutting down\n";
+    worker->Shutdown();
+    // A compile cannot be interrupted: give it `grace_s`, then leave (kilnd requeues the job).
+    timespec timeout{grace_s, 0};
+    sigtimedwait(&signals, nullptr, &timeout);
+    _exit(0);
+  }).detach();
+
+  absl::Status status = worker->Run();
+  if (!status.ok()) {
+    std::cerr << "kiln-worker: " << status.message() << "\n";
+    return 1;
+  }
+  return 0;
+}

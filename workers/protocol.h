@@ -1,0 +1,33 @@
+// What kilnd and kiln-worker must agree on beyond the proto: the chunk size of blob streams,
+// the canonical hash of CompileOptions (the cache key's options_hash), and status codes in
+// messages. Depends on the generated service proto and compiler_core/support only, so kilnd can
+// link it without linking the compiler.
+#ifndef KILN_WORKERS_PROTOCOL_H_
+#define KILN_WORKERS_PROTOCOL_H_
+
+#include <cstddef>
+#include <string>
+
+#include "absl/status/status.h"
+#include "kiln/v1/service.pb.h"
+
+namespace kiln::workers {
+
+/// Largest `data` chunk of one UploadModel/UploadArtifact/FetchModel/FetchArtifact message.
+inline constexpr size_t kMaxChunkBytes = size_t{1} << 20;
+
+/// SHA-256 (lowercase hex) of the deterministic serialization of `options` in canonical form
+/// (disabled_passes sorted and deduplicated). The same definition as kilnd's
+/// server::OptionsHash: equal for options that compile alike.
+std::string OptionsHash(const kiln::v1::CompileOptions& options);
+
+/// The Digest message of `bytes` (SHA-256 hex and size).
+kiln::v1::Digest DigestOf(const std::string& bytes);
+
+/// A status from a wire error code (google.rpc.Code, which absl::StatusCode mirrors) and message;
+/// an out-of-range code becomes kUnknown.
+absl::Status StatusFromCode(int code, const std::string& message);
+
+}  // namespace kiln::workers
+
+#endif  // KILN_WORKERS_PROTOCOL_H_

@@ -1,0 +1,342 @@
+// The worker's connection loop, heartbeats and task threads.
+#include "workers/worker.h"
+
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "compiler_core/codegen/llvm/codegen.h"
+#include "compiler_core/support/status_macros.h"
+#include "workers/compile_task.h"
+#include "workers/hub_blobs.h"
+#include "workers/protocol.h"
+
+namespace kiln::workers {
+namespace {
+
+using Clock = std::chrono::system_clock;
+
+/// One structured log line on stderr, in kilnd's shape:
+/// `ts=<UTC ISO 8601> level=info component=kiln-worker pid=N event=E <fields>`.
+void Log(const std::string& event, const std::string& fields = "") {
+  std::string line = absl::StrCat(
+      "ts=", absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()),
+      " level=info component=kiln-worker pid=", getpid(), " event=", event,
+      fields.empty() ? "" : " ", fields, "\n");
+  std::fputs(line.c_str(), stderr);
+}
+
+std::string Quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c == '\n' ? ' ' : c;
+  }
+  return out + "\"";
+}
+
+Clock::time_point FromUnixMs(int64_t ms) {
+  return Clock::time_point(std::chrono::milliseconds(ms));
+}
+
+// kilnd files the artifact under the key it sent; an artifact for another key must not reach it.
+absl::Status CheckKey(const kiln::v1::CompileTask& task, const kiln::v1::ArtifactKey& got) {
+  if (!task.has_key()) return absl::OkStatus();
+  const kiln::v1::ArtifactKey& want = task.key();
+  auto differs = [](const std::string& a, const std::string& b) { return !a.empty() && a != b; };
+  if (differs(want.graph_hash(), got.graph_hash()) ||
+      differs(want.target_key(), got.target_key()) ||
+      differs(want.compiler_version(), got.compiler_version()) ||
+      differs(want.options_hash(), got.options_hash())) {
+    return absl::InternalError(
+        absl::StrCat("task ", task.task_id(), ": compiled key (", got.graph_hash(), ", ",
+                     got.target_key(), ", ", got.compiler_version(), ", ", got.options_hash(),
+                     ") differs from kilnd's (", want.graph_hash(), ", ", want.target_key(), ", ",
+                     want.compiler_version(), ", ", want.options_hash(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+std::string MakeScratchDir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "kiln-worker-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr) return "/nonexistent/kiln-worker-scratch";
+  return pattern;
+}
+
+}  // namespace
+
+Worker::Worker(WorkerOptions options) : options_(std::move(options)) {
+  grpc::ChannelArguments args;
+  // gRPC's own reconnect backoff grows to 120 s by default; keep it within ours so a restarted
+  // kilnd is found quickly.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(options_.min_backoff_ms));
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(options_.min_backoff_ms));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(options_.max_backoff_ms));
+  args.SetMaxReceiveMessageSize(8 << 20);
+  channel_ = grpc::CreateCustomChannel(options_.server, grpc::InsecureChannelCredentials(), args);
+  hub_ = kiln::v1::WorkerHub::NewStub(channel_);
+  worker_id_ = options_.id;
+  scratch_dir_ = MakeScratchDir();
+}
+
+Worker::~Worker() {
+  Shutdown();
+  ReapTasks(/*all=*/true);
+  std::error_code ec;
+  std::filesystem::remove_all(scratch_dir_, ec);
+}
+
+kiln::v1::Worker Worker::Capabilities() const {
+  kiln::v1::Worker w;
+  w.set_id(worker_id_);
+  w.set_kind("compile");
+  w.set_device("cpu");
+  w.set_slots(options_.slots);
+  w.set_pid(static_cast<int32_t>(getpid()));
+  if (auto host = codegen::ResolveTarget("host"); host.ok()) {
+    w.set_cpu(host->cpu);
+    w.set_features(host->features);
+  }
+  return w;
+}
+
+void Worker::Shutdown() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stopping_ = true;
+  for (auto& [id, task] : tasks_) task->cancelled = true;
+  if (context_ != nullptr) context_->TryCancel();
+  cv_.notify_all();
+}
+
+absl::Status Worker::Run() {
+  auto last_registered = std::chrono::steady_clock::now();
+  int64_t backoff_ms = options_.min_backoff_ms;
+  std::mt19937 rng(static_cast<uint32_t>(getpid()));
+  // Bounded in time: each failed round adds a backoff, and give_up_after_ms ends the loop.
+  for (int64_t attempt = 1;; ++attempt) {
+    bool registered = false;
+    absl::Status status = Serve(registered);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) break;
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (registered) {
+      last_registered = now;
+      backoff_ms = options_.min_backoff_ms;
+      Log("disconnected", absl::StrCat("status=", Quote(status.ToString())));
+    } else if (attempt == 1 || attempt % 10 == 0) {
+      Log("connect_failed", absl::StrCat("server=", options_.server, " attempt=", attempt,
+                                         " status=", Quote(status.ToString())));
+    }
+    auto idle_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - last_registered).count();
+    if (idle_ms > options_.give_up_after_ms) {
+      return absl::UnavailableError(absl::StrCat("no connection to kilnd at ", options_.server,
+                                                 " for ", idle_ms, " ms; giving up"));
+    }
+    int64_t wait_ms = backoff_ms / 2 + static_cast<int64_t>(rng() % (backoff_ms / 2 + 1));
+    backoff_ms = std::min(backoff_ms * 2, options_.max_backoff_ms);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] { return stopping_; })) break;
+  }
+  Log("stopped");
+  return absl::OkStatus();
+}
+
+absl::Status Worker::Serve(bool& registered) {
+  grpc::ClientContext context;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return absl::CancelledError("shutting down");
+    context_ = &context;
+  }
+  std::unique_ptr<Stream> stream = hub_->Connect(&context);
+  {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    stream_ = stream.get();
+  }
+  kiln::v1::WorkerMessage hello;
+  *hello.mutable_register_() = Capabilities();
+  Send(hello);
+  kiln::v1::HubMessage message;
+  if (stream->Read(&message) && message.has_registered()) {
+    registered = true;
+    if (!message.registered().worker_id().empty()) worker_id_ = message.registered().worker_id();
+    int64_t interval_ms = message.registered().heartbeat_interval_ms();
+    if (interval_ms <= 0) interval_ms = 5'000;
+    Log("registered", absl::StrCat("worker=", Quote(worker_id_), " server=", options_.server,
+                                   " slots=", options_.slots, " heartbeat_ms=", interval_ms));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      connected_ = true;
+    }
+    std::thread heartbeat(&Worker::HeartbeatLoop, this, interval_ms);
+    // Ends when kilnd closes the stream, the connection breaks, or Shutdown cancels it.
+    while (stream->Read(&message)) {
+      if (message.has_task()) {
+        StartTask(message.task());
+      } else if (message.has_cancel()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = tasks_.find(message.cancel().task_id());
+        if (it != tasks_.end()) it->second->cancelled = true;
+        Log("cancel", absl::StrCat("task=", Quote(message.cancel().task_id())));
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      connected_ = false;
+      // Without the stream no result can be reported: kilnd requeues these tasks.
+      for (auto& [id, task] : tasks_) task->cancelled = true;
+      cv_.notify_all();
+    }
+    heartbeat.join();
+  }
+  context.TryCancel();
+  ReapTasks(/*all=*/true);
+  {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    stream_ = nullptr;
+  }
+  grpc::Status status = stream->Finish();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    context_ = nullptr;
+  }
+  if (!registered && status.ok()) return absl::UnavailableError("kilnd did not register us");
+  return StatusFromCode(static_cast<int>(status.error_code()), status.error_message());
+}
+
+bool Worker::Send(const kiln::v1::WorkerMessage& message) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  return stream_ != nullptr && stream_->Write(message);
+}
+
+int Worker::Busy() {
+  int busy = 0;
+  for (auto& [id, task] : tasks_) busy += task->done ? 0 : 1;
+  return busy;
+}
+
+void Worker::HeartbeatLoop(int64_t interval_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  // Bounded by the connection: ends when it drops or on Shutdown.
+  while (!stopping_ && connected_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(interval_ms));
+    if (stopping_ || !connected_) break;
+    kiln::v1::WorkerMessage beat;
+    beat.mutable_heartbeat()->set_busy(Busy());
+    lock.unlock();
+    Send(beat);
+    lock.lock();
+  }
+}
+
+void Worker::ReapTasks(bool all) {
+  std::map<std::string, std::unique_ptr<Task>> finished;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = tasks_.begin(); it != tasks_.end();) {
+      if (all || it->second->done) {
+        finished.insert(tasks_.extract(it++));
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& [id, task] : finished) {
+    if (task->thread.joinable()) task->thread.join();
+  }
+}
+
+void Worker::StartTask(const kiln::v1::CompileTask& task) {
+  ReapTasks(/*all=*/false);
+  std::string refusal;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (tasks_.count(task.task_id()) != 0) {
+      Log("duplicate_task", absl::StrCat("task=", Quote(task.task_id())));
+      return;
+    }
+    if (Busy() >= options_.slots) {
+      refusal = absl::StrCat("worker ", worker_id_, " has all ", options_.slots, " slots busy");
+    } else {
+      auto state = std::make_unique<Task>();
+      Task* raw = state.get();
+      tasks_[task.task_id()] = std::move(state);
+      raw->thread = std::thread(&Worker::RunTask, this, task, std::ref(*raw));
+      return;
+    }
+  }
+  kiln::v1::WorkerMessage message;
+  message.mutable_result()->set_task_id(task.task_id());
+  message.mutable_result()->set_error_code(static_cast<int>(absl::StatusCode::kResourceExhausted));
+  message.mutable_result()->set_error_message(refusal);
+  Send(message);
+}
+
+void Worker::RunTask(const kiln::v1::CompileTask& task, Task& state) {
+  auto start = std::chrono::steady_clock::now();
+  Log("task_start", absl::StrCat("task=", Quote(task.task_id()), " job=", Quote(task.job_id()),
+                                 " model=", task.model_digest().hash().substr(0, 16),
+                                 " target=", Quote(task.target())));
+  auto deadline =
+      task.deadline_unix_ms() > 0 ? FromUnixMs(task.deadline_unix_ms()) : Clock::time_point::max();
+  auto transfer_deadline = [&] {
+    return std::min(deadline,
+                    Clock::now() + std::chrono::milliseconds(options_.transfer_timeout_ms));
+  };
+  // Between stages: a cancelled or expired task stops (a running compile cannot be interrupted).
+  auto check = [&]() -> absl::Status {
+    if (state.cancelled) {
+      return absl::CancelledError(absl::StrCat("task ", task.task_id(), " cancelled"));
+    }
+    if (Clock::now() > deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("task ", task.task_id(), " passed its deadline"));
+    }
+    return absl::OkStatus();
+  };
+  kiln::v1::TaskResult result;
+  result.set_task_id(task.task_id());
+  absl::Status status = [&]() -> absl::Status {
+    KILN_RETURN_IF_ERROR(check());
+    KILN_ASSIGN_OR_RETURN(std::string model,
+                          FetchModel(*hub_, task.model_digest(), transfer_deadline()));
+    KILN_RETURN_IF_ERROR(check());
+    KILN_ASSIGN_OR_RETURN(CompiledArtifact compiled,
+                          CompileModelBytes(model, task.target(), task.options(), scratch_dir_));
+    KILN_RETURN_IF_ERROR(check());
+    KILN_RETURN_IF_ERROR(CheckKey(task, compiled.key));
+    KILN_ASSIGN_OR_RETURN(kiln::v1::Digest digest,
+                          UploadArtifact(*hub_, compiled.bytes, transfer_deadline()));
+    *result.mutable_artifact_digest() = digest;
+    *result.mutable_key() = compiled.key;
+    result.set_compile_ms(compiled.compile_ms);
+    return absl::OkStatus();
+  }();
+  result.set_error_code(static_cast<int>(status.code()));
+  result.set_error_message(std::string(status.message()));
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  Log("task_end",
+      absl::StrCat(
+          "task=", Quote(task.task_id()), " code=", absl::StatusCodeToString(status.code()),
+          " ms=", static_cast<int64_t>(ms),
+          status.ok() ? absl::StrCat(" artifact=", result.artifact_digest().hash().substr(0, 16))
+                      : absl::StrCat(" error=", Quote(std::string(status.message())))));
+  kiln::v1::WorkerMessage message;
+  *message.mutable_result() = std::move(result);
+  Send(message);
+  state.done = true;
+}
+
+}  // namespace kiln::workers

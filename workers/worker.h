@@ -1,0 +1,89 @@
+// A compile worker's connection to kilnd: registers over WorkerHub.Connect, heartbeats, runs
+// CompileTasks on up to `slots` threads (fetch model → compile → upload artifact → TaskResult),
+// honours CancelTask and deadlines between stages, and reconnects with backoff when kilnd goes
+// away. A compiler crash kills the process by design: kilnd restarts it and retries the job.
+#ifndef KILN_WORKERS_WORKER_H_
+#define KILN_WORKERS_WORKER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "kiln/v1/service.grpc.pb.h"
+
+namespace kiln::workers {
+
+struct WorkerOptions {
+  /// kilnd's address, "HOST:PORT".
+  std::string server;
+  /// Tasks run at once.
+  int slots = 1;
+  /// Name sent in `register`; kilnd's Registered.worker_id wins if it differs.
+  std::string id;
+  /// Give up (Run returns kUnavailable) after this long without a registered connection.
+  int64_t give_up_after_ms = 300'000;
+  /// Reconnect delay: starts at min, doubles per failure up to max.
+  int64_t min_backoff_ms = 100;
+  int64_t max_backoff_ms = 5'000;
+  /// Upper bound for one FetchModel/UploadArtifact call when the task has no deadline.
+  int64_t transfer_timeout_ms = 600'000;
+};
+
+class Worker {
+ public:
+  explicit Worker(WorkerOptions options);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  /// Serves until Shutdown (returns OK) or until no connection could be registered for
+  /// give_up_after_ms (returns kUnavailable).
+  absl::Status Run();
+  /// Stops Run from any thread: closes the stream (kilnd requeues running tasks), cancels tasks.
+  /// Run returns once task threads have finished their current stage.
+  void Shutdown();
+
+ private:
+  struct Task {
+    std::thread thread;
+    std::atomic<bool> cancelled{false};
+    std::atomic<bool> done{false};
+  };
+  using Stream = grpc::ClientReaderWriterInterface<kiln::v1::WorkerMessage, kiln::v1::HubMessage>;
+
+  // One registered stream, until it breaks or Shutdown. Sets `registered` once kilnd answered.
+  absl::Status Serve(bool& registered);
+  void StartTask(const kiln::v1::CompileTask& task);
+  void RunTask(const kiln::v1::CompileTask& task, Task& state);
+  void HeartbeatLoop(int64_t interval_ms);
+  bool Send(const kiln::v1::WorkerMessage& message);
+  void ReapTasks(bool all);
+  int Busy();
+  kiln::v1::Worker Capabilities() const;
+
+  const WorkerOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<kiln::v1::WorkerHub::Stub> hub_;
+  std::string worker_id_;
+  std::string scratch_dir_;  // empty dir: external data of a model resolves to nothing
+
+  std::mutex mu_;  // guards the fields below
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool connected_ = false;
+  grpc::ClientContext* context_ = nullptr;  // of the live stream, for TryCancel
+  std::map<std::string, std::unique_ptr<Task>> tasks_;
+
+  std::mutex write_mu_;  // one writer at a time on the stream
+  Stream* stream_ = nullptr;
+};
+
+}  // namespace kiln::workers
+
+#endif  // KILN_WORKERS_WORKER_H_

@@ -1,6 +1,8 @@
 // Conv (1-D/2-D/3-D, NC[D]HW, groups incl. depthwise, strides, dilations, pads) as three or
 // four nests: pad the input into a workspace (only when pads are non-zero, so the update nest
 // never loads out of bounds), init out with the bias, accumulate, then the fused epilogue.
+// Blocked convs (layout="NCHW<x>c") use the same nests over blocked shapes, with the output
+// channel lane "oc" innermost among the output loops so the schedule can vectorize it.
 #include "absl/strings/str_cat.h"
 #include "compiler_core/lowering/op_lowering.h"
 #include "compiler_core/support/status_macros.h"
@@ -11,9 +13,110 @@ using loop::BinaryOp;
 using loop::Expr;
 using loop::Stmt;
 
+namespace {
+
+/// A 2-D blocked conv (graph/layout_rules.h): x is blocked [N, ICb, H, W, x] or plain
+/// [N, C, H, W], w packed [OCb, ICb, KH, KW, ICI, x], out [N, OCb, OH, OW, x]. Update nest
+/// "n", "ocb", "oh", "ow", "oc", then reductions "icb" (blocked input, group 1), "kh", "kw",
+/// "ic" (group 1):
+///   out[n, ocb, oh, ow, oc] += x[n, icb, ih, iw, ic] * w[ocb, icb, kh, kw, ic, oc]
+/// (plain input: x[n, ic, ih, iw]; depthwise: x[n, ocb, ih, iw, oc] * w[ocb, 0, kh, kw, 0, oc]).
+absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph::Node& node,
+                                                   const Epilogue& epi) {
+  const graph::Value* xv = node.input(0);
+  const std::vector<int64_t>& xs = xv->type().shape;
+  const std::vector<int64_t>& ws = node.input(1)->type().shape;
+  const std::vector<int64_t>& os = node.output(0)->type().shape;
+  const DType dt = node.output(0)->type().dtype;
+  if (os.size() != 5 || ws.size() != 6) return NoLowering(node, "this blocked layout");
+  const bool blocked_in = xs.size() == 5;
+  const bool depthwise = node.attrs().GetInt("group", 1) != 1;
+  std::vector<int64_t> strides = node.attrs().GetInts("strides", {1, 1});
+  std::vector<int64_t> dilations = node.attrs().GetInts("dilations", {1, 1});
+  std::vector<int64_t> pads = node.attrs().GetInts("pads", {0, 0, 0, 0});
+  const graph::Value* bv = node.input(2);
+  loop::BufferRef x = b.Input(xv);
+  loop::BufferRef w = b.Input(node.input(1));
+  loop::BufferRef bias = bv != nullptr ? b.Input(bv) : nullptr;
+  loop::BufferRef out = b.out();
+  std::vector<Stmt> nests;
+
+  // Pad nest over the padded input: xpad[n, c, ph, pw(, cv)] = in bounds ? x[...] : 0.
+  loop::BufferRef src = x;
+  if (pads[0] != 0 || pads[1] != 0 || pads[2] != 0 || pads[3] != 0) {
+    std::vector<int64_t> ps = xs;
+    ps[2] += pads[0] + pads[2];
+    ps[3] += pads[1] + pads[3];
+    src = b.Workspace("xpad", dt, ps);
+    std::vector<std::string> names = {"n", "c", "h", "w"};
+    if (blocked_in) names.push_back("cv");
+    std::vector<loop::Var> vars = b.NewVars("pad.", names);
+    std::vector<Expr> idx = Refs(vars);
+    std::vector<Expr> in_idx = idx;
+    Expr cond;
+    for (size_t d = 0; d < 2; ++d) {
+      Expr i = IdxAdd(idx[2 + d], -pads[d]);
+      cond = AndCond(cond, loop::Binary(BinaryOp::kGe, i, Idx(0)));
+      cond = AndCond(cond, loop::Binary(BinaryOp::kLt, i, Idx(xs[2 + d])));
+      in_idx[2 + d] = IdxClamp(i, xs[2 + d]);
+    }
+    Expr value = loop::Select(cond, loop::Load(x, in_idx), Const(0, dt));
+    nests.push_back(Nest(vars, ps, loop::Store(src, idx, value)));
+  }
+
+  const std::vector<std::string> onames = {"n", "ocb", "oh", "ow", "oc"};
+  {
+    std::vector<loop::Var> vars = b.NewVars("init.", onames);
+    std::vector<Expr> idx = Refs(vars);
+    Expr value = bias ? loop::Load(bias, {IdxAdd(IdxMul(idx[1], os[4]), idx[4])}) : Const(0, dt);
+    nests.push_back(Nest(vars, os, loop::Store(out, idx, value)));
+  }
+  {
+    std::vector<std::string> names = onames;
+    std::vector<int64_t> extents = os;
+    std::vector<bool> reduction(5, false);
+    auto add_red = [&](const std::string& name, int64_t extent) {
+      names.push_back(name);
+      extents.push_back(extent);
+      reduction.push_back(true);
+    };
+    const bool has_icb = blocked_in && !depthwise;
+    if (has_icb) add_red("icb", ws[1]);
+    add_red("kh", ws[2]);
+    add_red("kw", ws[3]);
+    if (!depthwise) add_red("ic", ws[4]);
+    std::vector<loop::Var> vars = b.NewVars("", names);
+    std::vector<Expr> idx = Refs(vars);
+    const size_t r = 5;
+    Expr icb = has_icb ? idx[r] : Idx(0);
+    Expr kh = idx[r + (has_icb ? 1 : 0)], kw = idx[r + (has_icb ? 2 : 1)];
+    Expr ic = depthwise ? Idx(0) : idx.back();
+    Expr ih = IdxAdd(IdxMul(idx[2], strides[0]), IdxMul(kh, dilations[0]));
+    Expr iw = IdxAdd(IdxMul(idx[3], strides[1]), IdxMul(kw, dilations[1]));
+    std::vector<Expr> out_idx(idx.begin(), idx.begin() + 5);
+    std::vector<Expr> in_idx;
+    if (depthwise) {
+      in_idx = {idx[0], idx[1], ih, iw, idx[4]};
+    } else if (blocked_in) {
+      in_idx = {idx[0], icb, ih, iw, ic};
+    } else {
+      in_idx = {idx[0], ic, ih, iw};
+    }
+    std::vector<Expr> w_idx = {idx[1], icb, kh, kw, ic, idx[4]};
+    Expr value = loop::Load(out, out_idx) + loop::Load(src, in_idx) * loop::Load(w, w_idx);
+    nests.push_back(Nest(vars, extents, loop::Store(out, out_idx, value), reduction));
+  }
+  KILN_ASSIGN_OR_RETURN(Stmt tail, epi.FinalNest(nullptr));
+  if (tail) nests.push_back(tail);
+  return nests;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<Stmt>> LowerConv(KernelBuilder& b, const graph::Node& node,
                                             const Epilogue& epi) {
   KILN_RETURN_IF_ERROR(epi.CheckSameDType(node));
+  if (node.attrs().Has("layout")) return LowerBlockedConv(b, node, epi);
   const graph::Value* xv = node.input(0);
   const graph::Value* wv = node.input(1);
   const graph::Value* bv = node.input(2);

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/nn_op_rules.h"
 #include "compiler_core/lowering/op_lowering.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -116,6 +117,12 @@ absl::StatusOr<Expr> Compute(KernelBuilder& b, const graph::Node& node,
     case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv:
     case OpKind::kPow: {
       Expr a = x(), c = Operand(b, node, 1, out_idx, computed);
+      if (node.op() == OpKind::kPow && !IsFloat(a->dtype)) {
+        // Integer Pow in f64: exact while the result fits in 53 bits.
+        Expr e = loop::Cast(DType::kFloat64, c);
+        Expr p = loop::Binary(BinaryOp::kPow, loop::Cast(DType::kFloat64, a), e);
+        return loop::Cast(a->dtype, p);
+      }
       if (c->dtype != a->dtype) c = loop::Cast(a->dtype, c);
       switch (node.op()) {
         case OpKind::kAdd: return a + c;
@@ -139,7 +146,8 @@ absl::StatusOr<Expr> Compute(KernelBuilder& b, const graph::Node& node,
     }
     case OpKind::kBatchNormalization: return BatchNorm(b, node, out_idx, computed);
     default:
-      return NoLowering(node, "this op as an elementwise expression");
+      if (graph::IsNnOp(node.op())) return LowerActivation(b, node, out_idx, computed);
+      return LowerTensorElementwise(b, node, out_idx, computed);
   }
 }
 

@@ -3,6 +3,7 @@
 #include "compiler_core/lowering/lower.h"
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/nn_op_rules.h"
 #include "compiler_core/lowering/kernel_builder.h"
 #include "compiler_core/lowering/op_lowering.h"
 #include "compiler_core/support/status_macros.h"
@@ -25,6 +26,8 @@ absl::StatusOr<std::vector<loop::Stmt>> LowerAnchor(KernelBuilder& b, const grap
       return LowerPool(b, node, epi);
     case OpKind::kSoftmax: case OpKind::kLogSoftmax:
       return LowerSoftmax(b, node, epi);
+    case OpKind::kLayoutTransform:
+      return LowerLayoutTransform(b, node, epi);
     case OpKind::kFlatten: case OpKind::kReshape: case OpKind::kSqueeze: case OpKind::kUnsqueeze:
     case OpKind::kTranspose: case OpKind::kConcat: case OpKind::kPad: case OpKind::kGather:
     case OpKind::kSlice:
@@ -32,11 +35,12 @@ absl::StatusOr<std::vector<loop::Stmt>> LowerAnchor(KernelBuilder& b, const grap
     case OpKind::kShape: case OpKind::kConstant:
       return NoLowering(node, "this op (it must be folded before lowering)");
     default:
+      if (graph::IsNnOp(node.op())) return LowerNnOp(b, node, epi);
       if (node.info().fusion_class == FusionClass::kElementwise ||
           node.info().fusion_class == FusionClass::kBroadcast) {
         return LowerElementwiseAnchor(b, node, epi);
       }
-      return NoLowering(node, "this op");
+      return LowerTensorOp(b, node, epi);
   }
 }
 

@@ -160,6 +160,18 @@ TEST(LowerMatMulTest, BatchBroadcast) {
   CheckGroup({mm}, {{a, Random(a->type(), 24)}, {b, Random(b->type(), 25)}});
 }
 
+TEST(LowerMatMulTest, SharedWeightFoldsBatchIntoRows) {
+  // B is one matrix for every batch: the update nest runs over 2·3·4 = 24 rows.
+  Graph g;
+  Value* a = g.AddInput("a", F32({2, 3, 4, 6}));
+  Value* b = g.AddInput("b", F32({6, 5}));
+  Node* mm = g.AddNode(OpKind::kMatMul, "mm", {a, b}, {F32({2, 3, 4, 5})});
+  CheckGroup({mm}, {{a, Random(a->type(), 28)}, {b, Random(b->type(), 29)}});
+  auto kernel = LowerGroup({mm}, "k");
+  ASSERT_TRUE(kernel.ok());
+  EXPECT_THAT(loop::PrintStmt(kernel->func.body), ::testing::HasSubstr("for i in 0..24 {"));
+}
+
 TEST(LowerMatMulTest, VectorTimesMatrix) {
   Graph g;
   Value* a = g.AddInput("a", F32({4}));

@@ -69,6 +69,45 @@ std::vector<Expr> OperandIndices(const std::vector<int64_t>& shape, const std::v
   return idx;
 }
 
+/// Indices into dims `dims` (row-major) of the flat index `flat` over them; trivial divisions
+/// and remainders are left out.
+std::vector<Expr> Unflatten(const std::vector<int64_t>& dims, const Expr& flat) {
+  std::vector<Expr> idx(dims.size());
+  int64_t stride = 1;
+  for (size_t d = dims.size(); d-- > 0;) {
+    if (dims[d] == 1) {
+      idx[d] = loop::IntImm(0);
+    } else {
+      Expr e = stride == 1 ? flat : loop::Binary(loop::BinaryOp::kFloorDiv, flat,
+                                                 loop::IntImm(stride));
+      idx[d] = d == 0 ? e : loop::Binary(loop::BinaryOp::kFloorMod, e, loop::IntImm(dims[d]));
+    }
+    stride *= dims[d];
+  }
+  return idx;
+}
+
+/// The update nest of a MatMul whose B is one matrix shared by every batch of a batched A
+/// (a Linear layer on [seq, batch, d] activations): the batch rows and A's rows form one i
+/// loop of extent batch·M, so the matmul schedule tiles them together instead of running one
+/// short product (often a GEMV, M = 1) per batch over the same B.
+Stmt SharedWeightUpdateNest(KernelBuilder& b, loop::BufferRef a, loop::BufferRef bm,
+                            loop::BufferRef out, const std::vector<int64_t>& os,
+                            int64_t k_extent) {
+  std::vector<loop::Var> vars = b.NewVars("", {"i", "j", "k"});
+  std::vector<Expr> idx = Refs(vars);
+  const std::vector<int64_t> rows(os.begin(), os.end() - 1);
+  int64_t m = 1;
+  for (int64_t d : rows) m *= d;
+  std::vector<Expr> out_idx = Unflatten(rows, idx[0]);
+  std::vector<Expr> a_idx = out_idx;
+  out_idx.push_back(idx[1]);
+  a_idx.push_back(idx[2]);
+  Expr value = loop::Load(out, out_idx) + loop::Load(a, a_idx) * loop::Load(bm, {idx[2], idx[1]});
+  return Nest(vars, {m, os.back(), k_extent}, loop::Store(out, out_idx, value),
+              {false, false, true});
+}
+
 absl::StatusOr<std::vector<Stmt>> LowerBatchedMatMul(KernelBuilder& b, const graph::Node& node,
                                                      const Epilogue& epi) {
   const graph::Value* av = node.input(0);
@@ -95,7 +134,9 @@ absl::StatusOr<std::vector<Stmt>> LowerBatchedMatMul(KernelBuilder& b, const gra
     std::vector<loop::Var> vars = b.NewVars("init.", names);
     nests.push_back(Nest(vars, os, loop::Store(out, Refs(vars), Const(0, dt))));
   }
-  {
+  if (nbatch > 0 && bs.size() == 2 && as.size() == os.size()) {
+    nests.push_back(SharedWeightUpdateNest(b, a, bm, out, os, k_extent));
+  } else {
     std::vector<std::string> unames = names;
     unames.push_back("k");
     std::vector<loop::Var> vars = b.NewVars("", unames);

@@ -61,11 +61,36 @@ absl::StatusOr<std::vector<loop::Stmt>> LowerMatMul(KernelBuilder& b, const grap
                                                     const Epilogue& epi);
 absl::StatusOr<std::vector<loop::Stmt>> LowerPool(KernelBuilder& b, const graph::Node& node,
                                                   const Epilogue& epi);
+/// LayoutTransform (layout.cc): NC[spatial] ↔ NC[spatial]<x>c.
+absl::StatusOr<std::vector<loop::Stmt>> LowerLayoutTransform(KernelBuilder& b,
+                                                             const graph::Node& node,
+                                                             const Epilogue& epi);
 absl::StatusOr<std::vector<loop::Stmt>> LowerSoftmax(KernelBuilder& b, const graph::Node& node,
                                                      const Epilogue& epi);
 absl::StatusOr<std::vector<loop::Stmt>> LowerDataMovement(KernelBuilder& b,
                                                           const graph::Node& node,
                                                           const Epilogue& epi);
+
+/// The tensor, reduction and logic ops (tensor_ops.cc): the value of an elementwise one at
+/// `out_idx` (comparisons, logic, Where, Mod, BitShift, Mean, unary math), and the nests of an
+/// anchor (reductions, ArgMax/ArgMin, scatter, CumSum, Einsum, index-driven data movement).
+absl::StatusOr<loop::Expr> LowerTensorElementwise(KernelBuilder& b, const graph::Node& node,
+                                                  const std::vector<loop::Expr>& out_idx,
+                                                  const ValueExprs& computed);
+absl::StatusOr<std::vector<loop::Stmt>> LowerTensorOp(KernelBuilder& b, const graph::Node& node,
+                                                      const Epilogue& epi);
+
+/// The NN ops of issue 4 (graph::IsNnOp): the value of an activation at `out_idx`
+/// (activation.cc), and the nests of an anchor (nn_ops.cc, dispatching normalizations to
+/// norm.cc).
+absl::StatusOr<loop::Expr> LowerActivation(KernelBuilder& b, const graph::Node& node,
+                                           const std::vector<loop::Expr>& out_idx,
+                                           const ValueExprs& computed);
+absl::StatusOr<std::vector<loop::Stmt>> LowerNnOp(KernelBuilder& b, const graph::Node& node,
+                                                  const Epilogue& epi);
+absl::StatusOr<std::vector<loop::Stmt>> LowerNormalization(KernelBuilder& b,
+                                                           const graph::Node& node,
+                                                           const Epilogue& epi);
 
 /// kUnimplemented "node 'x' (Op): no lowering for <what>".
 absl::Status NoLowering(const graph::Node& node, const std::string& what);

@@ -1,5 +1,6 @@
 // MaxPool / AveragePool (pads, strides, dilations, ceil_mode, count_include_pad) and
-// GlobalAveragePool / GlobalMaxPool. Window positions outside the input are masked with a
+// GlobalAveragePool / GlobalMaxPool, in NC[spatial] or the blocked NC[spatial]<x>c layout
+// (layout attribute: one more innermost output loop "c" over the channel lanes). Window positions outside the input are masked with a
 // select over a clamped (always in-bounds) load; AveragePool divides by the per-window count.
 #include "absl/strings/str_cat.h"
 #include "compiler_core/lowering/op_lowering.h"
@@ -40,7 +41,9 @@ absl::StatusOr<std::vector<Stmt>> LowerWindowPool(KernelBuilder& b, const graph:
   const std::vector<int64_t>& xs = xv->type().shape;
   const std::vector<int64_t>& os = node.output(0)->type().shape;
   const DType dt = node.output(0)->type().dtype;
-  const size_t nsp = xs.size() >= 3 ? xs.size() - 2 : 0;
+  // Blocked layout: a trailing channel-lane dim "c" after the spatial dims.
+  const size_t lane = node.attrs().Has("layout") ? 1 : 0;
+  const size_t nsp = xs.size() >= 3 + lane ? xs.size() - 2 - lane : 0;
   if (nsp < 1 || nsp > 3 || os.size() != xs.size()) {
     return NoLowering(node, absl::StrCat("input rank ", xs.size()));
   }
@@ -61,8 +64,9 @@ absl::StatusOr<std::vector<Stmt>> LowerWindowPool(KernelBuilder& b, const graph:
   loop::BufferRef x = b.Input(xv);
   loop::BufferRef out = b.out();
   Expr identity = is_max ? Lowest(dt) : Const(0, dt);
-  std::vector<std::string> onames = {"n", "c"};
+  std::vector<std::string> onames = {"n", lane ? "cb" : "c"};
   for (const std::string& s : SpatialNames("o", nsp)) onames.push_back(s);
+  if (lane) onames.push_back("c");
   std::vector<Stmt> nests;
   {
     std::vector<loop::Var> vars = b.NewVars("init.", onames);
@@ -87,6 +91,7 @@ absl::StatusOr<std::vector<Stmt>> LowerWindowPool(KernelBuilder& b, const graph:
       extents.push_back(kernel[d]);
       reduction.push_back(true);
     }
+    if (lane) in_idx.push_back(idx[2 + nsp]);
     Expr value = loop::Select(cond, loop::Load(x, in_idx), identity);
     Expr acc = loop::Load(out, out_idx);
     value = is_max ? loop::Max(acc, value) : acc + value;
@@ -117,25 +122,36 @@ absl::StatusOr<std::vector<Stmt>> LowerGlobalPool(KernelBuilder& b, const graph:
   const graph::Value* xv = node.input(0);
   const std::vector<int64_t>& xs = xv->type().shape;
   const DType dt = node.output(0)->type().dtype;
-  if (xs.size() < 3) return NoLowering(node, absl::StrCat("input rank ", xs.size()));
-  const size_t nsp = xs.size() - 2;
+  // Blocked layout: a trailing channel-lane dim "c" after the spatial dims.
+  const size_t lane = node.attrs().Has("layout") ? 1 : 0;
+  if (xs.size() < 3 + lane) return NoLowering(node, absl::StrCat("input rank ", xs.size()));
+  const size_t nsp = xs.size() - 2 - lane;
   loop::BufferRef x = b.Input(xv);
   loop::BufferRef out = b.out();
   Expr identity = is_max ? Lowest(dt) : Const(0, dt);
   std::vector<Stmt> nests;
-  auto out_index = [&](const std::vector<Expr>& nc) {
-    std::vector<Expr> idx = {nc[0], nc[1]};
-    for (size_t d = 0; d < nsp; ++d) idx.push_back(Idx(0));
-    return idx;
+  // `idx` holds n, c(b), then (all loops) the spatial dims and the lane.
+  auto out_index = [&](const std::vector<Expr>& idx) {
+    std::vector<Expr> o = {idx[0], idx[1]};
+    for (size_t d = 0; d < nsp; ++d) o.push_back(Idx(0));
+    if (lane) o.push_back(idx.back());
+    return o;
   };
+  std::vector<std::string> init_names = {"n", lane ? "cb" : "c"};
+  std::vector<int64_t> init_extents = {xs[0], xs[1]};
+  if (lane) {
+    init_names.push_back("c");
+    init_extents.push_back(xs.back());
+  }
   {
-    std::vector<loop::Var> vars = b.NewVars("init.", {"n", "c"});
-    nests.push_back(Nest(vars, {xs[0], xs[1]}, loop::Store(out, out_index(Refs(vars)), identity)));
+    std::vector<loop::Var> vars = b.NewVars("init.", init_names);
+    nests.push_back(Nest(vars, init_extents, loop::Store(out, out_index(Refs(vars)), identity)));
   }
   int64_t count = 1;
   {
-    std::vector<std::string> names = {"n", "c"};
+    std::vector<std::string> names = {"n", lane ? "cb" : "c"};
     for (const std::string& s : SpatialNames("", nsp)) names.push_back(s);
+    if (lane) names.push_back("c");
     std::vector<loop::Var> vars = b.NewVars("", names);
     std::vector<Expr> idx = Refs(vars);
     std::vector<Expr> out_idx = out_index(idx);
@@ -144,6 +160,7 @@ absl::StatusOr<std::vector<Stmt>> LowerGlobalPool(KernelBuilder& b, const graph:
       reduction.push_back(true);
       count *= xs[2 + d];
     }
+    if (lane) reduction.push_back(false);
     Expr acc = loop::Load(out, out_idx);
     Expr v = loop::Load(x, idx);
     nests.push_back(Nest(vars, xs, loop::Store(out, out_idx, is_max ? loop::Max(acc, v) : acc + v),

@@ -67,6 +67,7 @@ absl::StatusOr<CompileResult> CompileGraph(std::unique_ptr<graph::Graph> graph,
   auto passes_start = std::chrono::steady_clock::now();
   passes::PipelineOptions pass_options;
   pass_options.print_after = options.print_ir_after;
+  pass_options.f32_lanes = result.target.f32_lanes();
   pass_options.printer = [&](std::string_view pass, const std::string& ir) {
     print(std::string(pass), ir);
   };

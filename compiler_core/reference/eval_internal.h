@@ -34,6 +34,16 @@ std::string NodePrefix(const graph::Node& node);
 absl::StatusOr<TensorVec> EvalElementwise(const graph::Node& node, const TensorVec& in);
 absl::StatusOr<TensorVec> EvalNn(const graph::Node& node, const TensorVec& in);
 absl::StatusOr<TensorVec> EvalMovement(const graph::Node& node, const TensorVec& in);
+/// The tensor, reduction and logic ops (eval_tensor.cc); IsTensorEvalOp says which ops.
+bool IsTensorEvalOp(graph::OpKind op);
+absl::StatusOr<TensorVec> EvalTensorOp(const graph::Node& node, const TensorVec& in);
+/// The NN ops of issue 4 (graph::IsNnOp): activations (eval_activation.cc), normalizations
+/// (eval_norm.cc), ConvTranspose and losses (eval_nn_ops.cc, which dispatches).
+absl::StatusOr<TensorVec> EvalNnOp(const graph::Node& node, const TensorVec& in);
+absl::StatusOr<TensorVec> EvalActivation(const graph::Node& node, const TensorVec& in);
+absl::StatusOr<TensorVec> EvalNormalization(const graph::Node& node, const TensorVec& in);
+/// LayoutTransform and blocked Conv/pool nodes (graph::IsLayoutNode; eval_layout.cc).
+absl::StatusOr<TensorVec> EvalLayout(const graph::Node& node, const TensorVec& in);
 
 }  // namespace kiln::reference
 

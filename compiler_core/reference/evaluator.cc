@@ -5,6 +5,8 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/layout_rules.h"
+#include "compiler_core/ir/graph/nn_op_rules.h"
 #include "compiler_core/reference/eval_internal.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -105,7 +107,13 @@ absl::StatusOr<std::vector<TensorPtr>> EvaluateNode(const graph::Node& node,
     }
   }
   absl::StatusOr<TensorVec> out;
-  switch (node.info().fusion_class) {
+  if (graph::IsLayoutNode(node)) {
+    out = EvalLayout(node, inputs);
+  } else if (graph::IsNnOp(node.op())) {
+    out = EvalNnOp(node, inputs);
+  } else if (IsTensorEvalOp(node.op())) {
+    out = EvalTensorOp(node, inputs);
+  } else switch (node.info().fusion_class) {
     case graph::FusionClass::kElementwise:
     case graph::FusionClass::kBroadcast:
       out = node.op() == OpKind::kBatchNormalization ? EvalNn(node, inputs)

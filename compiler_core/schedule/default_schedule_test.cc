@@ -100,9 +100,10 @@ TEST(DefaultScheduleTest, Gemm) {
 
 TEST(DefaultScheduleTest, ElementwiseLargeAndSmall) {
   Graph g;
-  Value* a = g.AddInput("a", F32({4, 64, 67}));
-  Value* b = g.AddInput("b", F32({64, 1}));
-  Node* add = g.AddNode(OpKind::kAdd, "add", {a, b}, {F32({4, 64, 67})});
+  // The outer extent (2) is below the fixed minimum chunk count, so it is fused with the next.
+  Value* a = g.AddInput("a", F32({2, 128, 67}));
+  Value* b = g.AddInput("b", F32({128, 1}));
+  Node* add = g.AddNode(OpKind::kAdd, "add", {a, b}, {F32({2, 128, 67})});
   Schedule s = CheckDefault({add}, {{a, Random(a->type(), 9)}, {b, Random(b->type(), 10)}});
   EXPECT_EQ(s.ToString(),
             "split(d2, 8)\nvectorize(d2.i)\nvectorize(d2.t)\nfuse(d0, d1)\nparallel(d0.d1)");

@@ -18,8 +18,10 @@ namespace kiln::schedule {
 /// and x.i of extent n. The new loops are serial and inherit is_reduction.
 absl::StatusOr<loop::Stmt> SplitLoop(const loop::Stmt& body, const std::string& name,
                                      int64_t factor);
-/// Permutes the named loops, which must all lie on one chain of perfectly nested loops, so that
-/// they appear in `order` (outermost first); other loops on the chain keep their positions.
+/// Permutes the named loops on every chain of perfectly nested loops that holds any of them so
+/// that they appear in `order` (outermost first); other loops on the chain keep their
+/// positions. A chain may hold only some of the names (a split tail copies the loops below the
+/// split loop, not its pieces); at least one chain must hold all of them.
 absl::StatusOr<loop::Stmt> ReorderLoops(const loop::Stmt& body,
                                         const std::vector<std::string>& order);
 /// Directly nested loops outer { inner } → one loop "outer.inner" of the product extent.

@@ -34,7 +34,9 @@ struct Schedule {
 /// name (a split tail duplicates the loops below it under the same names). Semantics:
 /// split(x, f): x → x.o { x.i } with x = x.o*f + x.i, plus a tail loop x.t of extent n % f
 /// after x.o when f does not divide n (f >= n: x.o of extent 1, x.i of extent n);
-/// reorder(a, b, ...): the named loops must lie on one chain of perfectly nested loops;
+/// reorder(a, b, ...): permutes the named loops on each chain of perfectly nested loops into
+/// the given relative order; at least one chain must hold all of them (a split tail's copy
+/// holds only some);
 /// fuse(a, b): b must be the only statement of a, giving "a.b"; vectorize(x): innermost,
 /// non-reduction; parallel(x): non-reduction, no parallel loop around or inside it. Errors: kFailedPrecondition naming the step and why
 /// it is illegal (unknown loop, vectorizing a reduction or non-innermost loop, reordering loops

@@ -113,6 +113,39 @@ TEST(ScheduleTest, ReorderVectorizeParallel) {
   EXPECT_EQ(Execute(f), Execute(MatMulFunc()));
 }
 
+TEST(ScheduleTest, ReorderReachesSplitTails) {
+  // The tail j.t holds copies of i and k but not j.o / j.i: each reorder permutes whichever of
+  // its loops a chain holds, so the main part and the tail are reordered step by step.
+  Func f = MatMulFunc();
+  Schedule s = Steps({{Kind::kReorder, {"j", "i"}}, {Kind::kSplit, {"j"}, 4},
+                      {Kind::kReorder, {"j.o", "i", "k", "j.i"}},
+                      {Kind::kReorder, {"i", "k", "j.t"}}, {Kind::kVectorize, {"j.i"}},
+                      {Kind::kVectorize, {"j.t"}}});
+  ASSERT_TRUE(ApplySchedule(s, f).ok());
+  EXPECT_EQ(PrintStmt(f.body),
+            "for j.o in 0..2 {\n"
+            "  for i in 0..4 {\n"
+            "    for k in 0..3 reduce {\n"
+            "      vectorized for j.i in 0..4 {\n"
+            "        %out[i, ((j.o * 4) + j.i)] = (%out[i, ((j.o * 4) + j.i)] + (%a[i, k] * "
+            "%b[k, ((j.o * 4) + j.i)]))\n"
+            "      }\n"
+            "    }\n"
+            "  }\n"
+            "}\n"
+            "for i in 0..4 {\n"
+            "  for k in 0..3 reduce {\n"
+            "    vectorized for j.t in 0..2 {\n"
+            "      %out[i, (8 + j.t)] = (%out[i, (8 + j.t)] + (%a[i, k] * %b[k, (8 + j.t)]))\n"
+            "    }\n"
+            "  }\n"
+            "}\n");
+  EXPECT_EQ(Execute(f), Execute(MatMulFunc()));
+  Func replay = MatMulFunc();
+  ASSERT_TRUE(ApplySchedule(s, replay).ok());
+  EXPECT_EQ(PrintFunc(replay), PrintFunc(f));
+}
+
 TEST(ScheduleTest, Fuse) {
   Func f = MatMulFunc();
   ASSERT_TRUE(ApplySchedule(Steps({{Kind::kFuse, {"i", "j"}}}), f).ok());
@@ -155,6 +188,11 @@ TEST(ScheduleTest, IllegalPrimitivesFail) {
   // After a split with a tail, j.o and k are no longer one perfect nest with i.
   ExpectIllegal(Steps({{Kind::kSplit, {"j"}, 4}, {Kind::kReorder, {"k", "i"}}}),
                 "not one perfect nest");
+  // No chain holds both the main piece and the tail of a split.
+  ExpectIllegal(Steps({{Kind::kReorder, {"j", "i"}}, {Kind::kSplit, {"j"}, 4},
+                       {Kind::kReorder, {"j.t", "j.i"}}}),
+                "not one perfect nest");
+  ExpectIllegal(Steps({{Kind::kReorder, {"nope", "k"}}}), "not one perfect nest");
   ExpectIllegal(Steps({{Kind::kSplit, {"j"}, 4}, {Kind::kSplit, {"j"}, 2}}),
                 "a loop named 'j.o' already exists");
   ExpectIllegal(Steps({{Kind::kReorder, {"k", "j"}}, {Kind::kSplit, {"j"}, 4},

@@ -28,6 +28,18 @@ TEST(ModelsTest, Mlp) { ExpectModelPasses("../shared/models/mlp"); }
 TEST(ModelsTest, Lenet) { ExpectModelPasses("../shared/models/lenet"); }
 TEST(ModelsTest, Squeezenet) { ExpectModelPasses("../shared/models/squeezenet1_1"); }
 TEST(ModelsTest, Resnet18) { ExpectModelPasses("../shared/models/resnet18"); }
+TEST(ModelsTest, MobilenetV2) { ExpectModelPasses("../shared/models/mobilenet_v2"); }
+TEST(ModelsTest, TransformerEncoder) { ExpectModelPasses("../shared/models/transformer_encoder"); }
+
+// The full-size classic CNNs of the ONNX "light" suite (weights made by ConstantOfShape).
+class LightModelsTest : public ::testing::TestWithParam<std::string> {};
+TEST_P(LightModelsTest, Passes) {
+  ExpectModelPasses("../shared/conformance/light/light_" + GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(Light, LightModelsTest,
+                         ::testing::Values("bvlc_alexnet", "densenet121", "inception_v1",
+                                           "inception_v2", "resnet50", "shufflenet", "squeezenet",
+                                           "vgg19", "zfnet512"));
 
 }  // namespace
 }  // namespace kiln

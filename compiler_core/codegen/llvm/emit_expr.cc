@@ -132,6 +132,12 @@ llvm::Value* KernelEmitter::EmitBinary(const loop::ExprNode& e) {
       return b_.CreateAnd(a, b);
     case BinaryOp::kOr:
       return b_.CreateOr(a, b);
+    case BinaryOp::kShl:
+      if (f) return Fail("shift on a float dtype");
+      return b_.CreateShl(a, b);
+    case BinaryOp::kShr:
+      if (f) return Fail("shift on a float dtype");
+      return s ? b_.CreateAShr(a, b) : b_.CreateLShr(a, b);
     case BinaryOp::kLt: case BinaryOp::kLe: case BinaryOp::kGt: case BinaryOp::kGe:
     case BinaryOp::kEq: case BinaryOp::kNe:
       return EmitCompare(e.binary_op, t, a, b);

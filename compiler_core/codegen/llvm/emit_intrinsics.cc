@@ -49,6 +49,19 @@ llvm::Value* KernelEmitter::EmitUnary(const loop::ExprNode& e) {
       return EmitLibmCall("erff", "erf", t, a);
     case UnaryOp::kNot:
       return b_.CreateNot(a);
+    case UnaryOp::kRound:
+      return f ? EmitIntrinsic(llvm::Intrinsic::roundeven, a) : a;
+    case UnaryOp::kSin: return EmitLibmCall("sinf", "sin", t, a);
+    case UnaryOp::kCos: return EmitLibmCall("cosf", "cos", t, a);
+    case UnaryOp::kTan: return EmitLibmCall("tanf", "tan", t, a);
+    case UnaryOp::kAsin: return EmitLibmCall("asinf", "asin", t, a);
+    case UnaryOp::kAcos: return EmitLibmCall("acosf", "acos", t, a);
+    case UnaryOp::kAtan: return EmitLibmCall("atanf", "atan", t, a);
+    case UnaryOp::kSinh: return EmitLibmCall("sinhf", "sinh", t, a);
+    case UnaryOp::kCosh: return EmitLibmCall("coshf", "cosh", t, a);
+    case UnaryOp::kAsinh: return EmitLibmCall("asinhf", "asinh", t, a);
+    case UnaryOp::kAcosh: return EmitLibmCall("acoshf", "acosh", t, a);
+    case UnaryOp::kAtanh: return EmitLibmCall("atanhf", "atanh", t, a);
   }
   return Fail("unknown unary op", a->getType());
 }

@@ -4,6 +4,7 @@
 #define KILN_COMPILER_CORE_IMPORTER_ONNX_IMPORT_CONTEXT_H_
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -53,11 +54,23 @@ class ImportContext {
 
   /// The integer values of constant input `i` of `node` (kUnimplemented if not constant).
   absl::StatusOr<std::vector<int64_t>> ConstInts(const OnnxNode& node, int i) const;
+  /// The fully static type ONNX shape inference (or the declared graph outputs) gives the value
+  /// named `name`, if any. Used where an op's output shape is static although an operand that
+  /// determines it arrives at run time.
+  std::optional<TensorType> KnownType(const std::string& name) const {
+    auto it = known_types_.find(name);
+    if (it == known_types_.end()) return std::nullopt;
+    return it->second;
+  }
+  void SetKnownType(const std::string& name, TensorType type) {
+    known_types_[name] = std::move(type);
+  }
 
  private:
   graph::Graph& graph_;
   int opset_;
   std::set<std::string> used_;
+  std::map<std::string, TensorType> known_types_;
 };
 
 /// Builds the canonical Kiln node(s) for one ONNX node (see importer.h and the per-op
@@ -67,6 +80,23 @@ absl::StatusOr<BuiltOutputs> BuildNode(ImportContext& ctx, const OnnxNode& node)
 /// Per-family builders, dispatched from BuildNode.
 absl::StatusOr<BuiltOutputs> BuildWindowOp(ImportContext& ctx, const OnnxNode& node);
 absl::StatusOr<BuiltOutputs> BuildShapeOp(ImportContext& ctx, const OnnxNode& node);
+/// Builders of the tensor, reduction and logic ops (tensor_builders.cc); IsTensorBuilderOp says
+/// which ops BuildTensorOp handles.
+bool IsTensorBuilderOp(graph::OpKind op);
+absl::StatusOr<BuiltOutputs> BuildTensorOp(ImportContext& ctx, const OnnxNode& node);
+/// Reshape/Squeeze/Unsqueeze whose shape or axes input is a runtime value: a Reshape to the
+/// output type ONNX shape inference knows (the data movement is a row-major copy either way).
+absl::StatusOr<BuiltOutputs> BuildReshapeToKnownType(ImportContext& ctx, const OnnxNode& node);
+/// `value` itself, or a new constant holding it when its producer (and, recursively, the
+/// producers it reads) has only constant inputs and a small result (import_folding.cc).
+absl::StatusOr<graph::Value*> FoldSmallConstant(ImportContext& ctx, graph::Value* value);
+/// Builders of the NN ops of issue 4 (nn_builders.cc); IsNnBuilderOp says which ops BuildNnOp
+/// handles. Resize/Upsample (resize_builders.cc) and RNN/GRU/LSTM (rnn_builders.cc) are
+/// decomposed into other ops.
+bool IsNnBuilderOp(graph::OpKind op);
+absl::StatusOr<BuiltOutputs> BuildNnOp(ImportContext& ctx, const OnnxNode& node);
+absl::StatusOr<BuiltOutputs> BuildResize(ImportContext& ctx, const OnnxNode& node);
+absl::StatusOr<BuiltOutputs> BuildRecurrent(ImportContext& ctx, const OnnxNode& node);
 
 }  // namespace kiln::importer
 

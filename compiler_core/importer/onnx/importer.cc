@@ -147,6 +147,9 @@ absl::Status BuildNodes(const onnx::GraphProto& g, ImportContext& ctx, const Typ
     node.attrs = std::move(attrs);
     for (const auto& in : proto.input()) node.inputs.push_back(in.empty() ? nullptr : values[in]);
     KILN_ASSIGN_OR_RETURN(BuiltOutputs outs, BuildNode(ctx, node));
+    for (Value*& out : outs) {
+      KILN_ASSIGN_OR_RETURN(out, FoldSmallConstant(ctx, out));
+    }
     for (int i = 0; i < proto.output_size(); ++i) {
       const std::string& name = proto.output(i);
       if (name.empty()) continue;
@@ -200,6 +203,9 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxBytes(std::string_view bytes,
 
   auto graph = std::make_unique<Graph>();
   ImportContext ctx(*graph, opset);
+  for (const auto& [name, type] : types) {
+    if (std::optional<TensorType> known = KnownType(types, name)) ctx.SetKnownType(name, *known);
+  }
   for (const auto& node : g.node()) {
     for (const auto& in : node.input()) ctx.MarkUsed(in);
   }

@@ -170,7 +170,10 @@ absl::StatusOr<std::map<std::string, onnx::TypeProto>> CheckAndInfer(onnx::Model
     return absl::InvalidArgumentError(absl::StrCat("onnx checker: ", e.what()));
   }
   try {
-    onnx::ShapeInferenceOptions options(/*check_type_val=*/true, /*strict_mode_val=*/0);
+    // Data propagation folds shape computations (Shape -> Gather -> Concat ...) so that ops
+    // fed by them get static output types.
+    onnx::ShapeInferenceOptions options(/*check_type_val=*/true, /*strict_mode_val=*/0,
+                                        /*data_prop_val=*/true);
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("onnx shape inference: ", e.what()));

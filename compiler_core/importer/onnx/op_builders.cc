@@ -135,17 +135,39 @@ absl::StatusOr<BuiltOutputs> BuildBatchNorm(ImportContext& ctx, const OnnxNode& 
   return Single(ctx.Emit(OpKind::kBatchNormalization, node.name, in, a));
 }
 
+// Inference Dropout is the identity and its mask a constant of ones; training mode is
+// supported only with a constant ratio of 0 (the same result).
 absl::StatusOr<BuiltOutputs> BuildDropout(ImportContext& ctx, const OnnxNode& node) {
-  KILN_RETURN_IF_ERROR(RejectUsedOutputs(ctx, node, 1, "dropout mask"));
   if (const Value* training = node.input(2)) {
     if (!training->is_constant() || training->constant()->GetAsInt64(0) != 0) {
-      return absl::UnimplementedError(node.Prefix() + "training mode is not supported");
+      const Value* ratio = node.input(1);
+      if (ratio == nullptr || !ratio->is_constant() || ratio->constant()->GetAsDouble(0) != 0) {
+        return absl::UnimplementedError(node.Prefix() +
+                                        "training mode with a non-zero ratio is not supported");
+      }
     }
   }
-  return Single(ctx.Emit(OpKind::kIdentity, node.name, {node.input(0)}, {}));
+  KILN_ASSIGN_OR_RETURN(Node * y, ctx.Emit(OpKind::kIdentity, node.name, {node.input(0)}, {}));
+  BuiltOutputs outs{y->output(0)};
+  if (node.proto->output_size() > 1 && !node.proto->output(1).empty()) {
+    TensorType mask_type{DType::kBool, node.input(0)->type().shape};
+    if (auto known = ctx.KnownType(node.proto->output(1))) mask_type = *known;
+    auto mask = Tensor::Zeros(mask_type);
+    for (int64_t i = 0; i < mask_type.NumElements(); ++i) {
+      if (mask_type.dtype == DType::kBool) {
+        mask->mutable_data<uint8_t>()[i] = 1;
+      } else if (mask_type.dtype == DType::kFloat32) {
+        mask->mutable_data<float>()[i] = 1.0f;
+      } else {
+        return absl::UnimplementedError(node.Prefix() + "dropout mask of this dtype");
+      }
+    }
+    outs.push_back(ctx.graph().AddConstant(node.proto->output(1), std::move(mask)));
+  }
+  return outs;
 }
 
-// Softmax/LogSoftmax with opset-13 semantics; pre-13 coerces to 2-D at `axis`.
+// Softmax/LogSoftmax/Hardmax with opset-13 semantics; pre-13 coerces to 2-D at `axis`.
 absl::StatusOr<BuiltOutputs> BuildSoftmax(ImportContext& ctx, const OnnxNode& node) {
   Value* x = node.input(0);
   int64_t rank = x->type().rank();
@@ -184,6 +206,8 @@ absl::StatusOr<BuiltOutputs> BuildGeneric(ImportContext& ctx, const OnnxNode& no
 }  // namespace
 
 absl::StatusOr<BuiltOutputs> BuildNode(ImportContext& ctx, const OnnxNode& node) {
+  if (IsNnBuilderOp(node.op)) return BuildNnOp(ctx, node);
+  if (IsTensorBuilderOp(node.op)) return BuildTensorOp(ctx, node);
   switch (node.op) {
     case OpKind::kConv:
     case OpKind::kMaxPool:
@@ -210,6 +234,7 @@ absl::StatusOr<BuiltOutputs> BuildNode(ImportContext& ctx, const OnnxNode& node)
       return BuildDropout(ctx, node);
     case OpKind::kSoftmax:
     case OpKind::kLogSoftmax:
+    case OpKind::kHardmax:
       return BuildSoftmax(ctx, node);
     default:
       return BuildGeneric(ctx, node);

@@ -131,6 +131,11 @@ absl::StatusOr<BuiltOutputs> BuildShapeOp(ImportContext& ctx, const OnnxNode& no
   Value* x = node.input(0);
   int64_t rank = x->type().rank();
   AttrMap a;
+  if ((node.op == OpKind::kReshape || node.op == OpKind::kSqueeze ||
+       node.op == OpKind::kUnsqueeze) &&
+      node.input(1) != nullptr && !node.input(1)->is_constant()) {
+    return BuildReshapeToKnownType(ctx, node);
+  }
   switch (node.op) {
     case OpKind::kFlatten: {
       int64_t axis = node.attrs.GetInt("axis", 1);

@@ -10,6 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler_core/ir/graph/layout_rules.h"
+#include "compiler_core/ir/graph/nn_op_rules.h"
+#include "compiler_core/ir/graph/tensor_op_rules.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::graph {
@@ -623,7 +626,10 @@ absl::StatusOr<Types> Dispatch(const Node& node) {
     case OpKind::kConstant:
       return ConstantRule(node);
   }
-  return absl::UnimplementedError(Prefix(node) + "no shape rule");
+  // Ops of the "NN ops" section of ops.def.
+  if (IsNnOp(node.op())) return InferNnOpTypes(node);
+  // Ops of the "Tensor, reduction and logic ops" section of ops.def.
+  return InferTensorOpTypes(node);
 }
 
 }  // namespace
@@ -643,6 +649,8 @@ absl::StatusOr<std::vector<TensorType>> InferOutputTypes(const Node& node) {
     return Invalid(node, absl::StrCat("has ", node.outputs().size(), " outputs, expected at most ",
                                       info.num_outputs));
   }
+  // LayoutTransform and blocked Conv/pool nodes (graph/layout_rules.h).
+  if (IsLayoutNode(node)) return InferLayoutTypes(node);
   return Dispatch(node);
 }
 

@@ -235,7 +235,7 @@ class Interpreter {
         case BinaryOp::kGe: r.i = x >= y; break;
         case BinaryOp::kEq: r.i = x == y; break;
         case BinaryOp::kNe: r.i = x != y; break;
-        case BinaryOp::kAnd: case BinaryOp::kOr:
+        case BinaryOp::kAnd: case BinaryOp::kOr: case BinaryOp::kShl: case BinaryOp::kShr:
           Fail(absl::InvalidArgumentError("logical operator on float operands"));
           return {};
       }
@@ -282,6 +282,15 @@ class Interpreter {
       case BinaryOp::kNe: r.i = x != y; break;
       case BinaryOp::kAnd: r.i = (x != 0) && (y != 0); break;
       case BinaryOp::kOr: r.i = (x != 0) || (y != 0); break;
+      case BinaryOp::kShl: r.i = uy >= 64 ? 0 : static_cast<int64_t>(ux << uy); break;
+      case BinaryOp::kShr:
+        if (IsSigned(t)) {
+          r.i = x >> std::min<uint64_t>(uy, 63);
+        } else {
+          // Unsigned values are held zero-extended, so a logical shift of the i64 is exact.
+          r.i = uy >= 64 ? 0 : static_cast<int64_t>(ux >> uy);
+        }
+        break;
     }
     return Normalize(r, e->dtype);
   }
@@ -301,6 +310,18 @@ class Interpreter {
         case UnaryOp::kErf: r.f = std::erf(x); break;
         case UnaryOp::kFloor: r.f = std::floor(x); break;
         case UnaryOp::kCeil: r.f = std::ceil(x); break;
+        case UnaryOp::kRound: r.f = std::nearbyint(x); break;  // half to even
+        case UnaryOp::kSin: r.f = std::sin(x); break;
+        case UnaryOp::kCos: r.f = std::cos(x); break;
+        case UnaryOp::kTan: r.f = std::tan(x); break;
+        case UnaryOp::kAsin: r.f = std::asin(x); break;
+        case UnaryOp::kAcos: r.f = std::acos(x); break;
+        case UnaryOp::kAtan: r.f = std::atan(x); break;
+        case UnaryOp::kSinh: r.f = std::sinh(x); break;
+        case UnaryOp::kCosh: r.f = std::cosh(x); break;
+        case UnaryOp::kAsinh: r.f = std::asinh(x); break;
+        case UnaryOp::kAcosh: r.f = std::acosh(x); break;
+        case UnaryOp::kAtanh: r.f = std::atanh(x); break;
         case UnaryOp::kNot:
           Fail(absl::InvalidArgumentError("not on a float operand"));
           return {};
@@ -311,7 +332,7 @@ class Interpreter {
     switch (e->unary_op) {
       case UnaryOp::kNeg: r.i = static_cast<int64_t>(0 - static_cast<uint64_t>(x)); break;
       case UnaryOp::kAbs: r.i = x < 0 ? -x : x; break;
-      case UnaryOp::kFloor: case UnaryOp::kCeil: r.i = x; break;
+      case UnaryOp::kFloor: case UnaryOp::kCeil: case UnaryOp::kRound: r.i = x; break;
       case UnaryOp::kNot: r.i = x == 0; break;
       default:
         Fail(absl::InvalidArgumentError(

@@ -51,10 +51,14 @@ enum class BinaryOp : uint8_t {
   kPow,       // float only
   kLt, kLe, kGt, kGe, kEq, kNe,  // result dtype bool
   kAnd, kOr,                      // bool operands
+  kShl, kShr,  // integer shifts; kShr is arithmetic for signed, logical for unsigned dtypes
 };
 
 enum class UnaryOp : uint8_t {
   kNeg, kAbs, kExp, kLog, kSqrt, kTanh, kErf, kFloor, kCeil, kNot,
+  // Float only (identity on integers for kRound): round half to even, trigonometric and
+  // hyperbolic functions and their inverses.
+  kRound, kSin, kCos, kTan, kAsin, kAcos, kAtan, kSinh, kCosh, kAsinh, kAcosh, kAtanh,
 };
 
 struct ExprNode;

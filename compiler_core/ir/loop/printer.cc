@@ -36,6 +36,8 @@ const char* BinaryOpName(BinaryOp op) {
     case BinaryOp::kNe: return "!=";
     case BinaryOp::kAnd: return "&&";
     case BinaryOp::kOr: return "||";
+    case BinaryOp::kShl: return "<<";
+    case BinaryOp::kShr: return ">>";
   }
   return "?";
 }
@@ -52,6 +54,18 @@ const char* UnaryOpName(UnaryOp op) {
     case UnaryOp::kFloor: return "floor";
     case UnaryOp::kCeil: return "ceil";
     case UnaryOp::kNot: return "not";
+    case UnaryOp::kRound: return "round";
+    case UnaryOp::kSin: return "sin";
+    case UnaryOp::kCos: return "cos";
+    case UnaryOp::kTan: return "tan";
+    case UnaryOp::kAsin: return "asin";
+    case UnaryOp::kAcos: return "acos";
+    case UnaryOp::kAtan: return "atan";
+    case UnaryOp::kSinh: return "sinh";
+    case UnaryOp::kCosh: return "cosh";
+    case UnaryOp::kAsinh: return "asinh";
+    case UnaryOp::kAcosh: return "acosh";
+    case UnaryOp::kAtanh: return "atanh";
   }
   return "?";
 }

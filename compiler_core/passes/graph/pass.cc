@@ -13,6 +13,8 @@
 #include "compiler_core/passes/graph/dce.h"
 #include "compiler_core/passes/graph/fold_batchnorm.h"
 #include "compiler_core/passes/graph/fusion.h"
+#include "compiler_core/passes/graph/layout_nchwc.h"
+#include "compiler_core/passes/graph/matmul_layout.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::passes {
@@ -20,20 +22,26 @@ namespace {
 
 struct PassEntry {
   const char* name;
-  std::unique_ptr<GraphPass> (*create)();
+  std::unique_ptr<GraphPass> (*create)(const PipelineOptions&);
 };
 
 template <typename T>
-std::unique_ptr<GraphPass> Make() {
+std::unique_ptr<GraphPass> Make(const PipelineOptions&) {
   return std::make_unique<T>();
+}
+
+std::unique_ptr<GraphPass> MakeLayoutNchwc(const PipelineOptions& options) {
+  return std::make_unique<LayoutNchwc>(LayoutNchwcOptions{options.f32_lanes});
 }
 
 // In the default pipeline's order.
 constexpr PassEntry kPasses[] = {
     {"constant-folding", &Make<ConstantFolding>},
     {"fold-batchnorm", &Make<FoldBatchNorm>},
+    {"matmul-layout", &Make<MatMulWeightLayout>},
     {"cse", &Make<CommonSubexpressionElimination>},
     {"dce", &Make<DeadCodeElimination>},
+    {"layout-nchwc", &MakeLayoutNchwc},
     {"fusion", &Make<OperatorFusion>},
 };
 
@@ -46,8 +54,12 @@ bool ShouldPrint(const PipelineOptions& options, std::string_view pass_name) {
 }  // namespace
 
 std::unique_ptr<GraphPass> CreatePass(std::string_view name) {
+  return CreatePass(name, PipelineOptions{});
+}
+
+std::unique_ptr<GraphPass> CreatePass(std::string_view name, const PipelineOptions& options) {
   for (const PassEntry& entry : kPasses) {
-    if (name == entry.name) return entry.create();
+    if (name == entry.name) return entry.create(options);
   }
   return nullptr;
 }
@@ -65,7 +77,7 @@ absl::Status RunPasses(graph::Graph& graph, const std::vector<std::string>& pass
   // Resolve every name first so a typo fails before any pass mutates the graph.
   std::vector<std::unique_ptr<GraphPass>> passes;
   for (const std::string& name : pass_names) {
-    std::unique_ptr<GraphPass> pass = CreatePass(name);
+    std::unique_ptr<GraphPass> pass = CreatePass(name, options);
     if (pass == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("unknown pass '", name, "' (registered: ",
                                                      absl::StrJoin(RegisteredPassNames(), ", "),

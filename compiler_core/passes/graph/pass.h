@@ -23,9 +23,12 @@ class GraphPass {
   virtual absl::StatusOr<bool> Run(graph::Graph& graph) = 0;
 };
 
+struct PipelineOptions;
 /// Creates the pass registered as `name` (nullptr if none): "constant-folding", "dce", "cse",
-/// "fold-batchnorm", "fusion".
+/// "fold-batchnorm", "layout-nchwc", "fusion". Target-dependent passes take their options
+/// from `options` (default: an AVX-512 target).
 std::unique_ptr<GraphPass> CreatePass(std::string_view name);
+std::unique_ptr<GraphPass> CreatePass(std::string_view name, const PipelineOptions& options);
 /// Every registered pass name, in the default pipeline's order.
 std::vector<std::string> RegisteredPassNames();
 
@@ -35,6 +38,8 @@ struct PipelineOptions {
   std::vector<std::string> print_after;
   std::function<void(std::string_view pass_name, const std::string& ir)> printer;
   bool verify = true;
+  /// The target's f32 SIMD lanes: the block size of the layout-nchwc pass.
+  int f32_lanes = 16;
 };
 
 /// Runs `pass_names` in order. Errors: kInvalidArgument for an unknown pass name; a pass's own
@@ -42,7 +47,8 @@ struct PipelineOptions {
 absl::Status RunPasses(graph::Graph& graph, const std::vector<std::string>& pass_names,
                        const PipelineOptions& options = {});
 
-/// The default optimization pipeline: constant folding, fold-batchnorm, cse, dce, fusion.
+/// The default optimization pipeline: constant folding, fold-batchnorm, cse, dce, layout-nchwc,
+/// fusion.
 std::vector<std::string> DefaultPassPipeline();
 
 }  // namespace kiln::passes

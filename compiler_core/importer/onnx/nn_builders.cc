@@ -1,0 +1,283 @@
+// Builders of the NN ops of issue 4. Canonical forms: activations carry every attribute
+// explicitly (ONNX defaults filled in); LayerNormalization/LpNormalization carry a
+// non-negative "axis" (LayerNormalization's Mean/InvStdDev outputs become ReduceMean-based
+// nodes); MeanVarianceNormalization carries sorted non-negative "axes"; ConvTranspose carries
+// explicit kernel_shape/strides/dilations/pads/output_padding/group (auto_pad and output_shape
+// resolved into pads); SoftmaxCrossEntropyLoss becomes LogSoftmax(axis 1) followed by
+// NegativeLogLikelihoodLoss. Resize/Upsample and the recurrent ops have their own files.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/importer/onnx/import_context.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::importer {
+
+using graph::AttrMap;
+using graph::Node;
+using graph::OpKind;
+using graph::Value;
+
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+absl::StatusOr<BuiltOutputs> Single(absl::StatusOr<Node*> node) {
+  KILN_ASSIGN_OR_RETURN(Node * n, std::move(node));
+  return BuiltOutputs{n->output(0)};
+}
+
+absl::StatusOr<int64_t> Axis(const OnnxNode& node, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) {
+    return absl::InvalidArgumentError(
+        node.Prefix() + absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+bool OutputUsed(const ImportContext& ctx, const OnnxNode& node, int i) {
+  return i < node.proto->output_size() && !node.proto->output(i).empty() &&
+         ctx.IsUsed(node.proto->output(i));
+}
+
+absl::StatusOr<BuiltOutputs> BuildActivation(ImportContext& ctx, const OnnxNode& node) {
+  AttrMap a;
+  const AttrMap& in = node.attrs;
+  switch (node.op) {
+    case OpKind::kElu:
+    case OpKind::kCelu:
+    case OpKind::kThresholdedRelu:
+      a.Set("alpha", in.GetFloat("alpha", 1.0f));
+      break;
+    case OpKind::kSelu:
+      a.Set("alpha", in.GetFloat("alpha", 1.67326319217681884765625f));
+      a.Set("gamma", in.GetFloat("gamma", 1.05070102214813232421875f));
+      break;
+    case OpKind::kHardSigmoid:
+      a.Set("alpha", in.GetFloat("alpha", 0.2f));
+      a.Set("beta", in.GetFloat("beta", 0.5f));
+      break;
+    case OpKind::kGelu:
+      a.Set("approximate", in.GetString("approximate", "none"));
+      break;
+    default:
+      break;
+  }
+  return Single(ctx.Emit(node.op, node.name, node.inputs, a));
+}
+
+// Y, and the Mean / InvStdDev outputs (stash type float) as ReduceMean-based nodes when used.
+absl::StatusOr<BuiltOutputs> BuildLayerNorm(ImportContext& ctx, const OnnxNode& node) {
+  Value* x = node.input(0);
+  int64_t rank = x->type().rank();
+  KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs.GetInt("axis", -1), rank));
+  float eps = node.attrs.GetFloat("epsilon", 1e-5f);
+  if (node.attrs.GetInt("stash_type", 1) != 1) {
+    return absl::UnimplementedError(node.Prefix() + "stash_type other than float");
+  }
+  AttrMap a;
+  a.Set("axis", axis);
+  a.Set("epsilon", eps);
+  std::vector<Value*> inputs{x, node.input(1)};
+  if (node.input(2) != nullptr) inputs.push_back(node.input(2));
+  KILN_ASSIGN_OR_RETURN(Node * y, ctx.Emit(OpKind::kLayerNormalization, node.name, inputs, a));
+  BuiltOutputs outs{y->output(0), nullptr, nullptr};
+  if (!OutputUsed(ctx, node, 1) && !OutputUsed(ctx, node, 2)) return outs;
+  if (x->type().dtype != DType::kFloat32) {
+    return absl::UnimplementedError(node.Prefix() + "Mean/InvStdDev outputs of non-f32 input");
+  }
+  Ints axes;
+  for (int64_t d = axis; d < rank; ++d) axes.push_back(d);
+  AttrMap ra;
+  ra.Set("axes", axes);
+  ra.Set("keepdims", int64_t{1});
+  const std::string& n = node.name;
+  KILN_ASSIGN_OR_RETURN(Node * mean, ctx.Emit(OpKind::kReduceMean, n + "/mean", {x}, ra));
+  outs[1] = mean->output(0);
+  if (OutputUsed(ctx, node, 2)) {
+    KILN_ASSIGN_OR_RETURN(Node * d, ctx.Emit(OpKind::kSub, n + "/centered", {x, outs[1]}, {}));
+    KILN_ASSIGN_OR_RETURN(Node * sq,
+                          ctx.Emit(OpKind::kMul, n + "/sq", {d->output(0), d->output(0)}, {}));
+    KILN_ASSIGN_OR_RETURN(Node * var, ctx.Emit(OpKind::kReduceMean, n + "/var", {sq->output(0)},
+                                               ra));
+    KILN_ASSIGN_OR_RETURN(
+        Node * ve, ctx.Emit(OpKind::kAdd, n + "/var_eps",
+                            {var->output(0), ctx.ConstScalar(n + "/eps", DType::kFloat32, eps)},
+                            {}));
+    KILN_ASSIGN_OR_RETURN(Node * sd, ctx.Emit(OpKind::kSqrt, n + "/std", {ve->output(0)}, {}));
+    KILN_ASSIGN_OR_RETURN(Node * inv,
+                          ctx.Emit(OpKind::kReciprocal, n + "/inv_std", {sd->output(0)}, {}));
+    outs[2] = inv->output(0);
+  }
+  return outs;
+}
+
+absl::StatusOr<BuiltOutputs> BuildNorm(ImportContext& ctx, const OnnxNode& node) {
+  Value* x = node.input(0);
+  int64_t rank = x->type().rank();
+  AttrMap a;
+  switch (node.op) {
+    case OpKind::kInstanceNormalization:
+      a.Set("epsilon", node.attrs.GetFloat("epsilon", 1e-5f));
+      break;
+    case OpKind::kLRN:
+      if (!node.attrs.Has("size")) {
+        return absl::InvalidArgumentError(node.Prefix() + "missing attribute 'size'");
+      }
+      a.Set("size", node.attrs.GetInt("size", 1));
+      a.Set("alpha", node.attrs.GetFloat("alpha", 1e-4f));
+      a.Set("beta", node.attrs.GetFloat("beta", 0.75f));
+      a.Set("bias", node.attrs.GetFloat("bias", 1.0f));
+      break;
+    case OpKind::kLpNormalization: {
+      KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs.GetInt("axis", -1), rank));
+      a.Set("axis", axis);
+      a.Set("p", node.attrs.GetInt("p", 2));
+      break;
+    }
+    case OpKind::kMeanVarianceNormalization: {
+      Ints axes;
+      for (int64_t ax : node.attrs.GetInts("axes", {0, 2, 3})) {
+        KILN_ASSIGN_OR_RETURN(int64_t n, Axis(node, ax, rank));
+        axes.push_back(n);
+      }
+      std::sort(axes.begin(), axes.end());
+      axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+      a.Set("axes", axes);
+      break;
+    }
+    default:
+      break;
+  }
+  return Single(ctx.Emit(node.op, node.name, node.inputs, a));
+}
+
+absl::StatusOr<BuiltOutputs> BuildConvTranspose(ImportContext& ctx, const OnnxNode& node) {
+  Value* x = node.input(0);
+  Value* w = node.input(1);
+  int64_t rank = x->type().rank();
+  if (rank < 3 || w->type().rank() != rank) {
+    return absl::InvalidArgumentError(node.Prefix() + "input and weight must have equal rank >= 3");
+  }
+  size_t n = static_cast<size_t>(rank - 2);
+  const AttrMap& in = node.attrs;
+  Ints kernel = in.GetInts("kernel_shape", Ints(w->type().shape.begin() + 2, w->type().shape.end()));
+  Ints strides = in.GetInts("strides", Ints(n, 1));
+  Ints dilations = in.GetInts("dilations", Ints(n, 1));
+  Ints out_pad = in.GetInts("output_padding", Ints(n, 0));
+  Ints pads = in.GetInts("pads", Ints(2 * n, 0));
+  if (kernel.size() != n || strides.size() != n || dilations.size() != n ||
+      out_pad.size() != n || pads.size() != 2 * n) {
+    return absl::InvalidArgumentError(node.Prefix() + "window attributes have the wrong length");
+  }
+  std::string auto_pad = in.GetString("auto_pad", "NOTSET");
+  bool has_output_shape = in.Has("output_shape");
+  if (has_output_shape || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    Ints target = in.GetInts("output_shape");
+    if (target.size() > n) target.erase(target.begin(), target.end() - n);  // full NCHW form
+    if (!has_output_shape) {
+      target.clear();
+      for (size_t i = 0; i < n; ++i) target.push_back(x->type().shape[2 + i] * strides[i]);
+    }
+    if (target.size() != n) {
+      return absl::InvalidArgumentError(node.Prefix() + "output_shape has the wrong length");
+    }
+    for (size_t i = 0; i < n; ++i) {
+      int64_t total = strides[i] * (x->type().shape[2 + i] - 1) + out_pad[i] +
+                      (kernel[i] - 1) * dilations[i] + 1 - target[i];
+      // Floor division, as the ONNX reference: SAME_UPPER puts the extra padding at the end.
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      int64_t begin = auto_pad == "SAME_UPPER" ? half : total - half;
+      int64_t end = total - begin;
+      if (end < 0) {  // negative end padding extends the output: output_padding
+        out_pad[i] -= end;
+        end = 0;
+      }
+      if (begin < 0) {
+        return absl::UnimplementedError(node.Prefix() + "output_shape larger than the full "
+                                                        "transposed convolution at the start");
+      }
+      pads[i] = begin;
+      pads[i + n] = end;
+    }
+  } else if (auto_pad == "VALID") {
+    pads.assign(2 * n, 0);
+  } else if (auto_pad != "NOTSET") {
+    return absl::InvalidArgumentError(node.Prefix() + absl::StrCat("unknown auto_pad '", auto_pad, "'"));
+  }
+  AttrMap a;
+  a.Set("kernel_shape", kernel);
+  a.Set("strides", strides);
+  a.Set("dilations", dilations);
+  a.Set("pads", pads);
+  a.Set("output_padding", out_pad);
+  a.Set("group", in.GetInt("group", 1));
+  std::vector<Value*> inputs{x, w};
+  if (node.input(2) != nullptr) inputs.push_back(node.input(2));
+  return Single(ctx.Emit(OpKind::kConvTranspose, node.name, inputs, a));
+}
+
+AttrMap LossAttrs(const OnnxNode& node) {
+  AttrMap a;
+  a.Set("reduction", node.attrs.GetString("reduction", "mean"));
+  if (node.attrs.Has("ignore_index")) a.Set("ignore_index", node.attrs.GetInt("ignore_index", 0));
+  return a;
+}
+
+absl::StatusOr<BuiltOutputs> BuildSoftmaxCrossEntropy(ImportContext& ctx, const OnnxNode& node) {
+  Value* scores = node.input(0);
+  if (scores->type().rank() < 2) {
+    return absl::InvalidArgumentError(node.Prefix() + "scores must have rank >= 2");
+  }
+  AttrMap la;
+  la.Set("axis", int64_t{1});
+  KILN_ASSIGN_OR_RETURN(Node * log_prob,
+                        ctx.Emit(OpKind::kLogSoftmax, node.name + "/log_prob", {scores}, la));
+  std::vector<Value*> inputs{log_prob->output(0), node.input(1)};
+  if (node.input(2) != nullptr) inputs.push_back(node.input(2));
+  KILN_ASSIGN_OR_RETURN(Node * loss, ctx.Emit(OpKind::kNegativeLogLikelihoodLoss, node.name,
+                                               inputs, LossAttrs(node)));
+  return BuiltOutputs{loss->output(0), log_prob->output(0)};
+}
+
+}  // namespace
+
+bool IsNnBuilderOp(OpKind op) {
+  switch (op) {
+    case OpKind::kElu: case OpKind::kSelu: case OpKind::kCelu: case OpKind::kHardSigmoid:
+    case OpKind::kHardSwish: case OpKind::kSoftplus: case OpKind::kSoftsign:
+    case OpKind::kThresholdedRelu: case OpKind::kMish: case OpKind::kGelu: case OpKind::kPRelu:
+    case OpKind::kLayerNormalization: case OpKind::kInstanceNormalization: case OpKind::kLRN:
+    case OpKind::kLpNormalization: case OpKind::kMeanVarianceNormalization:
+    case OpKind::kConvTranspose: case OpKind::kNegativeLogLikelihoodLoss:
+    case OpKind::kSoftmaxCrossEntropyLoss: case OpKind::kResize: case OpKind::kUpsample:
+    case OpKind::kRNN: case OpKind::kGRU: case OpKind::kLSTM:
+      return true;
+    default:
+      return false;
+  }
+}
+
+absl::StatusOr<BuiltOutputs> BuildNnOp(ImportContext& ctx, const OnnxNode& node) {
+  switch (node.op) {
+    case OpKind::kLayerNormalization:
+      return BuildLayerNorm(ctx, node);
+    case OpKind::kInstanceNormalization: case OpKind::kLRN: case OpKind::kLpNormalization:
+    case OpKind::kMeanVarianceNormalization:
+      return BuildNorm(ctx, node);
+    case OpKind::kConvTranspose:
+      return BuildConvTranspose(ctx, node);
+    case OpKind::kNegativeLogLikelihoodLoss:
+      return Single(ctx.Emit(node.op, node.name, node.inputs, LossAttrs(node)));
+    case OpKind::kSoftmaxCrossEntropyLoss:
+      return BuildSoftmaxCrossEntropy(ctx, node);
+    case OpKind::kResize: case OpKind::kUpsample:
+      return BuildResize(ctx, node);
+    case OpKind::kRNN: case OpKind::kGRU: case OpKind::kLSTM:
+      return BuildRecurrent(ctx, node);
+    default:
+      return BuildActivation(ctx, node);
+  }
+}
+
+}  // namespace kiln::importer

@@ -1,0 +1,342 @@
+// Resize (opsets 10..17) and Upsample (opsets 7..9), decomposed per resized axis into Gathers
+// of constant index tables and weighted sums with constant weight tables (nearest, linear and
+// cubic modes; every coordinate transformation mode, nearest mode, exclude_outside and
+// tf_crop_and_resize's extrapolation). The tables follow the ONNX reference implementation
+// (onnx/reference/ops/op_resize.py): per output position, the n nearest neighbours of the
+// original coordinate in the edge-padded input (ties to the lower index) and their
+// coefficients. Interpolating the innermost axis first matches the reference's recursion.
+//
+// Static parameters: roi, scales and sizes must be constants, except that a runtime `sizes`
+// input is accepted when the output shape is statically known (ONNX shape inference or the
+// declared graph output): the scale is then output/input exactly, as the spec defines it for
+// `sizes`. Runtime `scales` are refused: the coordinate mapping depends on their exact values,
+// which the static output shape does not determine (floor(in * s) is the same for many s).
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/importer/onnx/import_context.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::importer {
+
+using graph::AttrMap;
+using graph::Node;
+using graph::OpKind;
+using graph::Value;
+
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+struct ResizeParams {
+  std::string mode = "nearest";
+  std::string coord = "half_pixel";
+  std::string nearest_mode = "round_prefer_floor";
+  double cubic_a = -0.75;
+  bool exclude_outside = false;
+  double extrapolation = 0.0;
+};
+
+/// One output position along an axis: input indices (already clamped) with coefficients, or
+/// out of range (tf_crop_and_resize extrapolation).
+struct Tap {
+  std::vector<int64_t> index;
+  std::vector<double> coeff;
+  bool extrapolate = false;
+};
+
+std::vector<double> Coeffs(const ResizeParams& p, double ratio, bool integral) {
+  if (p.mode == "nearest") {
+    if (integral) return {0, 1};
+    if (p.nearest_mode == "round_prefer_ceil") return {ratio < 0.5 ? 1.0 : 0.0, ratio >= 0.5 ? 1.0 : 0.0};
+    if (p.nearest_mode == "floor") return {1, 0};
+    if (p.nearest_mode == "ceil") return {0, 1};
+    return {ratio <= 0.5 ? 1.0 : 0.0, ratio > 0.5 ? 1.0 : 0.0};  // round_prefer_floor
+  }
+  if (p.mode == "linear") return {1 - ratio, ratio};
+  double a = p.cubic_a, r = ratio, s = 1 - ratio;
+  return {((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+          ((a + 2) * r - (a + 3)) * r * r + 1,
+          ((a + 2) * s - (a + 3)) * s * s + 1,
+          ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a};
+}
+
+/// The taps of output position `x` of an axis of length `in` resized to `out` with `scale`.
+Tap AxisTap(const ResizeParams& p, int64_t x, int64_t in, int64_t out, double scale,
+            double roi_start, double roi_end) {
+  Tap tap;
+  double out_width = scale * static_cast<double>(in);  // as the reference: not the integer size
+  double xr = static_cast<double>(x), x_ori = 0;
+  const std::string& c = p.coord;
+  if (c == "align_corners") {
+    x_ori = out_width == 1 ? 0.0 : xr * static_cast<double>(in - 1) / (out_width - 1);
+  } else if (c == "asymmetric") {
+    x_ori = xr / scale;
+  } else if (c == "tf_crop_and_resize") {
+    x_ori = out_width == 1 ? (roi_end - roi_start) * static_cast<double>(in - 1) / 2
+                           : xr * (roi_end - roi_start) * static_cast<double>(in - 1) /
+                                 (out_width - 1);
+    x_ori += roi_start * static_cast<double>(in - 1);
+    if (x_ori < 0 || x_ori > static_cast<double>(in - 1)) {
+      tap.extrapolate = true;
+      return tap;
+    }
+  } else if (c == "tf_half_pixel_for_nn") {
+    x_ori = (xr + 0.5) / scale;
+  } else if (c == "pytorch_half_pixel") {
+    x_ori = out_width == 1 ? -0.5 : (xr + 0.5) / scale - 0.5;
+  } else {  // half_pixel
+    x_ori = (xr + 0.5) / scale - 0.5;
+  }
+  double fl = std::floor(x_ori);
+  bool integral = x_ori == fl;
+  double ratio = integral ? 1.0 : x_ori - fl;
+  std::vector<double> coeff = Coeffs(p, ratio, integral);
+  int64_t n = static_cast<int64_t>(coeff.size());
+  // The n indices nearest to x_ori (ties to the lower index) among [-pad, in + pad).
+  int64_t pad = (n + 1) / 2;
+  std::vector<int64_t> cand;
+  int64_t base = static_cast<int64_t>(fl);
+  for (int64_t i = std::max(-pad, base - n); i < std::min(in + pad, base + n + 1); ++i) {
+    cand.push_back(i);
+  }
+  std::stable_sort(cand.begin(), cand.end(), [&](int64_t a, int64_t b) {
+    return std::fabs(x_ori - static_cast<double>(a)) < std::fabs(x_ori - static_cast<double>(b));
+  });
+  cand.resize(std::min<size_t>(cand.size(), static_cast<size_t>(n)));
+  std::sort(cand.begin(), cand.end());
+  if (p.exclude_outside) {
+    double sum = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      if (cand[k] < 0 || cand[k] >= in) coeff[k] = 0;
+      sum += coeff[k];
+    }
+    for (double& v : coeff) v /= sum;
+  }
+  for (int64_t k = 0; k < n; ++k) {
+    tap.index.push_back(std::clamp<int64_t>(cand[k], 0, in - 1));  // edge padding
+    tap.coeff.push_back(coeff[k]);
+  }
+  return tap;
+}
+
+/// The float values of constant input `i` (empty when absent or empty).
+absl::StatusOr<std::vector<double>> ConstFloats(const OnnxNode& node, int i, bool* runtime) {
+  const Value* v = node.input(i);
+  *runtime = false;
+  if (v == nullptr || v->type().NumElements() == 0) return std::vector<double>();
+  if (!v->is_constant()) {
+    *runtime = true;
+    return std::vector<double>();
+  }
+  std::vector<double> out;
+  for (int64_t k = 0; k < v->type().NumElements(); ++k) out.push_back(v->constant()->GetAsDouble(k));
+  return out;
+}
+
+std::shared_ptr<Tensor> FloatTable(DType dtype, const Ints& shape, const std::vector<double>& v) {
+  auto t = Tensor::Zeros(TensorType{dtype, shape});
+  for (size_t i = 0; i < v.size(); ++i) {
+    switch (dtype) {
+      case DType::kFloat64: t->mutable_data<double>()[i] = v[i]; break;
+      case DType::kFloat16: t->mutable_data<uint16_t>()[i] = FloatToHalf(static_cast<float>(v[i])); break;
+      default: t->mutable_data<float>()[i] = static_cast<float>(v[i]); break;
+    }
+  }
+  return t;
+}
+
+/// Resizes axis `d` of `x` to `out` positions described by `taps`.
+absl::StatusOr<Value*> ResizeAxis(ImportContext& ctx, const std::string& name, Value* x,
+                                  int64_t d, const std::vector<Tap>& taps,
+                                  const ResizeParams& p) {
+  const TensorType& xt = x->type();
+  int64_t out = static_cast<int64_t>(taps.size());
+  int64_t in = xt.shape[d];
+  // Identity axis: every position reads its own index with weight 1.
+  bool identity = out == in;
+  size_t n = 0;
+  for (int64_t j = 0; j < out; ++j) {
+    const Tap& t = taps[j];
+    n = std::max(n, t.index.size());
+    if (t.extrapolate) {
+      identity = false;
+      continue;
+    }
+    double w = 0;
+    for (size_t k = 0; k < t.index.size(); ++k) {
+      if (t.coeff[k] != 0 && t.index[k] != j) identity = false;
+      if (t.index[k] == j) w += t.coeff[k];
+    }
+    if (w != 1) identity = false;
+  }
+  if (identity) return x;
+  AttrMap ga;
+  ga.Set("axis", d);
+  Ints table_shape(xt.shape.size(), 1);
+  table_shape[d] = out;
+  bool nearest = p.mode == "nearest";
+  bool any_extrapolate = false;
+  for (const Tap& t : taps) any_extrapolate |= t.extrapolate;
+  if (nearest && !any_extrapolate) {
+    // Nearest: every position has one tap with coefficient 1: a single Gather.
+    Ints merged(out, 0);
+    for (int64_t j = 0; j < out; ++j) {
+      for (size_t q = 0; q < taps[j].index.size(); ++q) {
+        if (taps[j].coeff[q] != 0) merged[j] = taps[j].index[q];
+      }
+    }
+    std::string gn = absl::StrCat(name, "/axis", d);
+    KILN_ASSIGN_OR_RETURN(Node * g, ctx.Emit(OpKind::kGather, gn,
+                                             {x, ctx.ConstI64(gn + "/index", merged)}, ga));
+    return g->output(0);
+  }
+  Value* acc = nullptr;
+  for (size_t k = 0; k < n; ++k) {
+    Ints index(out, 0);
+    std::vector<double> coeff(out, 0.0);
+    bool used = false;
+    for (int64_t j = 0; j < out; ++j) {
+      if (taps[j].extrapolate) continue;
+      index[j] = taps[j].index[k];
+      coeff[j] = taps[j].coeff[k];
+      used |= coeff[j] != 0;
+    }
+    if (!used) continue;
+    std::string tn = absl::StrCat(name, "/axis", d, "_tap", k);
+    KILN_ASSIGN_OR_RETURN(Node * g, ctx.Emit(OpKind::kGather, tn,
+                                             {x, ctx.ConstI64(tn + "/index", index)}, ga));
+    Value* term = g->output(0);
+    Value* w = ctx.graph().AddConstant(tn + "/coeff", FloatTable(xt.dtype, table_shape, coeff));
+    KILN_ASSIGN_OR_RETURN(Node * m, ctx.Emit(OpKind::kMul, tn + "/weighted", {term, w}, {}));
+    if (acc == nullptr) {
+      acc = m->output(0);
+    } else {
+      KILN_ASSIGN_OR_RETURN(Node * s, ctx.Emit(OpKind::kAdd, tn + "/sum", {acc, m->output(0)}, {}));
+      acc = s->output(0);
+    }
+  }
+  if (any_extrapolate) {
+    std::vector<double> extra(out, 0.0);
+    for (int64_t j = 0; j < out; ++j) extra[j] = taps[j].extrapolate ? p.extrapolation : 0.0;
+    std::string en = absl::StrCat(name, "/axis", d, "_extrapolation");
+    Value* e = ctx.graph().AddConstant(en, FloatTable(xt.dtype, table_shape, extra));
+    if (acc == nullptr) {
+      return absl::UnimplementedError(absl::StrCat("node '", name,
+                                                   "': every position extrapolates"));
+    }
+    KILN_ASSIGN_OR_RETURN(Node * s, ctx.Emit(OpKind::kAdd, en, {acc, e}, {}));
+    acc = s->output(0);
+  }
+  return acc;
+}
+
+}  // namespace
+
+absl::StatusOr<BuiltOutputs> BuildResize(ImportContext& ctx, const OnnxNode& node) {
+  Value* x = node.input(0);
+  const TensorType& xt = x->type();
+  int64_t rank = xt.rank();
+  ResizeParams p;
+  const AttrMap& a = node.attrs;
+  p.mode = a.GetString("mode", "nearest");
+  if (p.mode == "bilinear") p.mode = "linear";  // Upsample-7 spelling
+  if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic") {
+    return absl::UnimplementedError(node.Prefix() + absl::StrCat("unsupported mode '", p.mode, "'"));
+  }
+  std::vector<double> scales, roi;
+  Ints sizes;
+  bool runtime = false, runtime_roi = false, runtime_scales_used = false;
+  if (node.op == OpKind::kUpsample || ctx.opset() < 11) {
+    // Upsample and Resize-10: asymmetric coordinates, nearest rounds down.
+    p.coord = "asymmetric";
+    p.nearest_mode = "floor";
+    if (node.op == OpKind::kUpsample && ctx.opset() < 9) {
+      for (float s : a.GetFloats("scales")) scales.push_back(s);
+    } else {
+      KILN_ASSIGN_OR_RETURN(scales, ConstFloats(node, 1, &runtime_scales_used));
+    }
+  } else {
+    p.coord = a.GetString("coordinate_transformation_mode", "half_pixel");
+    p.nearest_mode = a.GetString("nearest_mode", "round_prefer_floor");
+    p.cubic_a = a.GetFloat("cubic_coeff_a", -0.75f);
+    p.exclude_outside = a.GetInt("exclude_outside", 0) != 0;
+    p.extrapolation = a.GetFloat("extrapolation_value", 0.0f);
+    KILN_ASSIGN_OR_RETURN(roi, ConstFloats(node, 1, &runtime_roi));
+    bool runtime_scales = false, runtime_sizes = false;
+    KILN_ASSIGN_OR_RETURN(scales, ConstFloats(node, 2, &runtime_scales));
+    if (node.input(3) != nullptr && node.input(3)->type().NumElements() > 0) {
+      if (node.input(3)->is_constant()) {
+        KILN_ASSIGN_OR_RETURN(sizes, ctx.ConstInts(node, 3));
+      } else {
+        runtime_sizes = true;
+      }
+    }
+    bool sizes_given = node.input(3) != nullptr && node.input(3)->type().NumElements() > 0;
+    if (!sizes_given && runtime_scales) runtime_scales_used = true;
+    runtime = runtime_sizes;
+  }
+  if (runtime_scales_used) {
+    return absl::UnimplementedError(
+        node.Prefix() + "scales arrive at run time: the coordinate mapping depends on their "
+                        "exact values, which a static compile cannot know (give sizes, or make "
+                        "scales a constant)");
+  }
+  if (runtime_roi && p.coord == "tf_crop_and_resize") {
+    return absl::UnimplementedError(node.Prefix() + "roi must be a constant");
+  }
+  Ints out_shape;
+  if (runtime) {
+    std::optional<TensorType> known = ctx.KnownType(node.proto->output(0));
+    if (!known) {
+      return absl::UnimplementedError(node.Prefix() + "sizes arrive at run time and the "
+                                                      "output shape is unknown");
+    }
+    out_shape = known->shape;
+  } else if (!sizes.empty()) {
+    out_shape = sizes;
+  } else {
+    if (static_cast<int64_t>(scales.size()) != rank) {
+      return absl::InvalidArgumentError(node.Prefix() + "scales must have one value per dim");
+    }
+    for (int64_t d = 0; d < rank; ++d) {
+      out_shape.push_back(static_cast<int64_t>(
+          std::floor(static_cast<double>(static_cast<float>(scales[d])) * xt.shape[d])));
+    }
+  }
+  if (static_cast<int64_t>(out_shape.size()) != rank) {
+    return absl::InvalidArgumentError(node.Prefix() + "output rank differs from the input's");
+  }
+  if (runtime || !sizes.empty()) {
+    scales.clear();
+    for (int64_t d = 0; d < rank; ++d) {
+      scales.push_back(xt.shape[d] == 0 ? 1.0
+                                        : static_cast<double>(out_shape[d]) / xt.shape[d]);
+    }
+  }
+  if (roi.empty()) {
+    roi.assign(rank, 0.0);
+    roi.insert(roi.end(), rank, 1.0);
+  }
+  if (static_cast<int64_t>(roi.size()) != 2 * rank) {
+    return absl::InvalidArgumentError(node.Prefix() + "roi must have 2 * rank values");
+  }
+  Value* cur = x;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    if (out_shape[d] <= 0 || xt.shape[d] <= 0) {
+      return absl::UnimplementedError(node.Prefix() + "empty input or output dims");
+    }
+    std::vector<Tap> taps;
+    for (int64_t j = 0; j < out_shape[d]; ++j) {
+      taps.push_back(AxisTap(p, j, xt.shape[d], out_shape[d], scales[d], roi[d], roi[d + rank]));
+    }
+    KILN_ASSIGN_OR_RETURN(cur, ResizeAxis(ctx, node.name, cur, d, taps, p));
+  }
+  if (cur == x) {
+    KILN_ASSIGN_OR_RETURN(Node * id, ctx.Emit(OpKind::kIdentity, node.name, {x}, {}));
+    cur = id->output(0);
+  }
+  return BuiltOutputs{cur};
+}
+
+}  // namespace kiln::importer

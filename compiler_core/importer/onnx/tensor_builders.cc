@@ -1,0 +1,399 @@
+// Builders of the tensor, reduction and logic ops. Canonical forms: reductions carry sorted,
+// non-negative "axes" and "keepdims" (an empty reduction is an Identity); ArgMax/ArgMin,
+// Gather*/Scatter*/CumSum/TopK/OneHot/Split carry a non-negative "axis"; CastLike becomes Cast;
+// Size and ConstantOfShape fold to constants; Split becomes one Slice per output.
+//
+// Operands that only determine an output's shape (Expand's shape, Tile's repeats, TopK's k,
+// OneHot's depth, Split's sizes, ConstantOfShape's shape, Range's count, ReduceSum's axes) may
+// arrive at run time when ONNX shape inference (or the declared graph output) knows the
+// output's static type: the builder then derives the operand from that type.
+#include <algorithm>
+#include <cstring>
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/importer/onnx/import_context.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::importer {
+
+using graph::AttrMap;
+using graph::Node;
+using graph::OpKind;
+using graph::Value;
+
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+absl::StatusOr<BuiltOutputs> Single(absl::StatusOr<Node*> node) {
+  KILN_ASSIGN_OR_RETURN(Node * n, std::move(node));
+  return BuiltOutputs{n->output(0)};
+}
+
+absl::StatusOr<int64_t> Axis(const OnnxNode& node, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) {
+    return absl::InvalidArgumentError(
+        node.Prefix() + absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+bool IsConst(const Value* v) { return v != nullptr && v->is_constant(); }
+
+// The static type of ONNX output `i`, or kUnimplemented naming `what` arrives at run time.
+absl::StatusOr<TensorType> OutputType(const ImportContext& ctx, const OnnxNode& node, int i,
+                                      const std::string& what) {
+  if (i < node.proto->output_size()) {
+    if (std::optional<TensorType> t = ctx.KnownType(node.proto->output(i))) return *t;
+  }
+  return absl::UnimplementedError(
+      node.Prefix() + absl::StrCat(what, " arrives at run time and the output shape is unknown"));
+}
+
+// The integer values of input `i`: its constant values, or nullopt when it is a runtime value.
+absl::StatusOr<std::optional<Ints>> MaybeConstInts(const ImportContext& ctx,
+                                                   const OnnxNode& node, int i) {
+  if (!IsConst(node.input(i))) return std::optional<Ints>();
+  KILN_ASSIGN_OR_RETURN(Ints v, ctx.ConstInts(node, i));
+  return std::optional<Ints>(std::move(v));
+}
+
+// The reduced axes that turn `in` into `out`, when the shapes determine them: with keepdims
+// every dim that became 1; without, every way of dropping dims must drop the same non-1 dims.
+std::optional<Ints> AxesFromShapes(const Ints& in, const Ints& out, bool keep) {
+  int64_t r = static_cast<int64_t>(in.size());
+  if (keep) {
+    if (out.size() != in.size()) return std::nullopt;
+    Ints axes;
+    for (int64_t d = 0; d < r; ++d) {
+      if (out[d] != in[d]) {
+        if (out[d] != 1) return std::nullopt;
+        axes.push_back(d);
+      }
+    }
+    return axes;
+  }
+  int64_t drop = r - static_cast<int64_t>(out.size());
+  if (drop < 0 || r > 16) return std::nullopt;
+  std::optional<Ints> found;
+  for (uint32_t mask = 0; mask < (1u << r); ++mask) {
+    if (__builtin_popcount(mask) != drop) continue;
+    Ints kept, axes, big;
+    for (int64_t d = 0; d < r; ++d) {
+      if (mask & (1u << d)) {
+        axes.push_back(d);
+        if (in[d] != 1) big.push_back(d);
+      } else {
+        kept.push_back(in[d]);
+      }
+    }
+    if (kept != out) continue;
+    if (found) {
+      Ints fb;
+      for (int64_t d : *found) {
+        if (in[d] != 1) fb.push_back(d);
+      }
+      if (fb != big) return std::nullopt;
+    } else {
+      found = axes;
+    }
+  }
+  return found;
+}
+
+absl::StatusOr<BuiltOutputs> BuildReduce(ImportContext& ctx, const OnnxNode& node) {
+  Value* x = node.input(0);
+  int64_t rank = x->type().rank();
+  bool keep = node.attrs.GetInt("keepdims", 1) != 0;
+  bool noop = node.attrs.GetInt("noop_with_empty_axes", 0) != 0;
+  Ints axes = node.attrs.GetInts("axes");
+  if (node.input(1) != nullptr) {
+    KILN_ASSIGN_OR_RETURN(std::optional<Ints> c, MaybeConstInts(ctx, node, 1));
+    if (c) {
+      axes = *c;
+    } else {
+      KILN_ASSIGN_OR_RETURN(TensorType out, OutputType(ctx, node, 0, "axes"));
+      std::optional<Ints> inferred = AxesFromShapes(x->type().shape, out.shape, keep);
+      if (!inferred) {
+        return absl::UnimplementedError(
+            node.Prefix() + "axes arrive at run time and the output shape does not determine them");
+      }
+      axes = *inferred;
+      noop = true;  // the inferred list is exact, even when empty
+    }
+  }
+  if (axes.empty()) {
+    if (noop) return Single(ctx.Emit(OpKind::kIdentity, node.name, {x}, {}));
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  for (int64_t& a : axes) {
+    KILN_ASSIGN_OR_RETURN(a, Axis(node, a, rank));
+  }
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  AttrMap a;
+  a.Set("axes", axes);
+  a.Set("keepdims", int64_t{keep ? 1 : 0});
+  return Single(ctx.Emit(node.op, node.name, {x}, a));
+}
+
+absl::StatusOr<BuiltOutputs> BuildSplit(ImportContext& ctx, const OnnxNode& node) {
+  Value* x = node.input(0);
+  int64_t n = node.proto->output_size();
+  KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs.GetInt("axis", 0), x->type().rank()));
+  Ints split = node.attrs.GetInts("split");
+  if (ctx.opset() >= 13 && node.input(1) != nullptr) {
+    KILN_ASSIGN_OR_RETURN(std::optional<Ints> c, MaybeConstInts(ctx, node, 1));
+    if (c) {
+      split = *c;
+    } else {
+      split.clear();
+      for (int i = 0; i < n; ++i) {
+        KILN_ASSIGN_OR_RETURN(TensorType t, OutputType(ctx, node, i, "split"));
+        split.push_back(t.shape[axis]);
+      }
+    }
+  }
+  int64_t dim = x->type().shape[axis];
+  if (split.empty()) {
+    if (n == 0 || dim % n != 0) {
+      return absl::InvalidArgumentError(node.Prefix() +
+                                        absl::StrCat("cannot split ", dim, " into ", n, " parts"));
+    }
+    split.assign(n, dim / n);
+  }
+  if (static_cast<int64_t>(split.size()) != n) {
+    return absl::InvalidArgumentError(node.Prefix() + "split has the wrong number of sizes");
+  }
+  BuiltOutputs outs;
+  int64_t offset = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    std::string name = absl::StrCat(node.name, "/", i);
+    KILN_ASSIGN_OR_RETURN(
+        Node * s, ctx.Emit(OpKind::kSlice, name,
+                           {x, ctx.ConstI64(name + "/starts", {offset}),
+                            ctx.ConstI64(name + "/ends", {offset + split[i]}),
+                            ctx.ConstI64(name + "/axes", {axis}), ctx.ConstI64(name + "/steps", {1})},
+                           {}));
+    outs.push_back(s->output(0));
+    offset += split[i];
+  }
+  if (offset != dim) {
+    return absl::InvalidArgumentError(node.Prefix() + "split sizes do not sum to the axis size");
+  }
+  return outs;
+}
+
+// Filled constant of `type` whose every element is element 0 of `value` (f32 0 when null).
+Value* Filled(ImportContext& ctx, const std::string& name, const TensorType& type,
+              const std::shared_ptr<const Tensor>& value) {
+  auto t = Tensor::Zeros(type);
+  if (value != nullptr && value->type.NumElements() > 0) {
+    size_t size = DTypeSize(type.dtype);
+    for (int64_t i = 0; i < type.NumElements(); ++i) {
+      std::memcpy(t->bytes.data() + i * size, value->bytes.data(), size);
+    }
+  }
+  return ctx.graph().AddConstant(name, std::move(t));
+}
+
+absl::StatusOr<BuiltOutputs> BuildConstantOfShape(ImportContext& ctx, const OnnxNode& node) {
+  auto value = node.attrs.GetTensor("value");
+  TensorType type{value ? value->type.dtype : DType::kFloat32, {}};
+  KILN_ASSIGN_OR_RETURN(std::optional<Ints> c, MaybeConstInts(ctx, node, 0));
+  if (c) {
+    type.shape = *c;
+  } else {
+    KILN_ASSIGN_OR_RETURN(TensorType t, OutputType(ctx, node, 0, "the shape"));
+    type.shape = t.shape;
+  }
+  for (int64_t d : type.shape) {
+    if (d < 0) return absl::InvalidArgumentError(node.Prefix() + "negative dim");
+  }
+  return BuiltOutputs{Filled(ctx, node.proto->output(0), type, value)};
+}
+
+// Replaces input `i` with an i64 constant: its constant value, or `derive(output type)`.
+absl::StatusOr<Value*> ShapeOperand(ImportContext& ctx, const OnnxNode& node, int i,
+                                    const std::string& what,
+                                    const std::function<Ints(const TensorType&)>& derive) {
+  KILN_ASSIGN_OR_RETURN(std::optional<Ints> c, MaybeConstInts(ctx, node, i));
+  if (!c) {
+    KILN_ASSIGN_OR_RETURN(TensorType t, OutputType(ctx, node, 0, what));
+    c = derive(t);
+  }
+  return ctx.ConstI64(absl::StrCat(node.name, "/", what), *c);
+}
+
+}  // namespace
+
+bool IsTensorBuilderOp(OpKind op) {
+  switch (op) {
+    case OpKind::kEqual: case OpKind::kLess: case OpKind::kLessOrEqual: case OpKind::kGreater:
+    case OpKind::kGreaterOrEqual: case OpKind::kAnd: case OpKind::kOr: case OpKind::kXor:
+    case OpKind::kNot: case OpKind::kIsNaN: case OpKind::kIsInf: case OpKind::kWhere:
+    case OpKind::kMod: case OpKind::kBitShift: case OpKind::kMean: case OpKind::kSign:
+    case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound: case OpKind::kSin:
+    case OpKind::kCos: case OpKind::kTan: case OpKind::kAsin: case OpKind::kAcos:
+    case OpKind::kAtan: case OpKind::kSinh: case OpKind::kCosh: case OpKind::kAsinh:
+    case OpKind::kAcosh: case OpKind::kAtanh: case OpKind::kCastLike:
+    case OpKind::kReduceSum: case OpKind::kReduceMean: case OpKind::kReduceMax:
+    case OpKind::kReduceMin: case OpKind::kReduceProd: case OpKind::kReduceL1:
+    case OpKind::kReduceL2: case OpKind::kReduceLogSum: case OpKind::kReduceLogSumExp:
+    case OpKind::kReduceSumSquare: case OpKind::kArgMax: case OpKind::kArgMin:
+    case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange:
+    case OpKind::kEyeLike: case OpKind::kExpand: case OpKind::kTile: case OpKind::kSplit:
+    case OpKind::kTrilu: case OpKind::kGatherElements: case OpKind::kGatherND:
+    case OpKind::kDepthToSpace: case OpKind::kSpaceToDepth: case OpKind::kOneHot:
+    case OpKind::kScatterElements: case OpKind::kScatterND: case OpKind::kCumSum:
+    case OpKind::kTopK: case OpKind::kEinsum:
+      return true;
+    default:
+      return false;
+  }
+}
+
+absl::StatusOr<BuiltOutputs> BuildReshapeToKnownType(ImportContext& ctx, const OnnxNode& node) {
+  KILN_ASSIGN_OR_RETURN(TensorType t, OutputType(ctx, node, 0, "the shape-determining input"));
+  AttrMap a;
+  a.Set("allowzero", int64_t{1});
+  return Single(ctx.Emit(OpKind::kReshape, node.name,
+                         {node.input(0), ctx.ConstI64(node.name + "/shape", t.shape)}, a));
+}
+
+absl::StatusOr<BuiltOutputs> BuildTensorOp(ImportContext& ctx, const OnnxNode& node) {
+  Value* x = node.input(0);
+  int64_t rank = x != nullptr ? x->type().rank() : 0;
+  AttrMap a;
+  switch (node.op) {
+    case OpKind::kCastLike: {
+      a.Set("to", static_cast<int64_t>(DTypeToOnnx(node.input(1)->type().dtype)));
+      return Single(ctx.Emit(OpKind::kCast, node.name, {x}, a));
+    }
+    case OpKind::kMod:
+      a.Set("fmod", node.attrs.GetInt("fmod", 0));
+      if (IsFloat(x->type().dtype) && a.GetInt("fmod", 0) == 0) {
+        return absl::InvalidArgumentError(node.Prefix() + "fmod must be 1 for float inputs");
+      }
+      return Single(ctx.Emit(node.op, node.name, node.inputs, a));
+    case OpKind::kBitShift: {
+      std::string dir = node.attrs.GetString("direction", "");
+      if (dir != "LEFT" && dir != "RIGHT") {
+        return absl::InvalidArgumentError(node.Prefix() + "direction must be LEFT or RIGHT");
+      }
+      a.Set("direction", dir);
+      return Single(ctx.Emit(node.op, node.name, node.inputs, a));
+    }
+    case OpKind::kIsInf:
+      a.Set("detect_negative", node.attrs.GetInt("detect_negative", 1));
+      a.Set("detect_positive", node.attrs.GetInt("detect_positive", 1));
+      return Single(ctx.Emit(node.op, node.name, node.inputs, a));
+    case OpKind::kReduceSum: case OpKind::kReduceMean: case OpKind::kReduceMax:
+    case OpKind::kReduceMin: case OpKind::kReduceProd: case OpKind::kReduceL1:
+    case OpKind::kReduceL2: case OpKind::kReduceLogSum: case OpKind::kReduceLogSumExp:
+    case OpKind::kReduceSumSquare:
+      return BuildReduce(ctx, node);
+    case OpKind::kArgMax: case OpKind::kArgMin: {
+      KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs.GetInt("axis", 0), rank));
+      a.Set("axis", axis);
+      a.Set("keepdims", int64_t{node.attrs.GetInt("keepdims", 1) != 0 ? 1 : 0});
+      a.Set("select_last_index", int64_t{node.attrs.GetInt("select_last_index", 0) != 0});
+      return Single(ctx.Emit(node.op, node.name, {x}, a));
+    }
+    case OpKind::kSize: {
+      auto t = Tensor::Zeros(TensorType{DType::kInt64, {}});
+      *t->mutable_data<int64_t>() = x->type().NumElements();
+      return BuiltOutputs{ctx.graph().AddConstant(node.proto->output(0), std::move(t))};
+    }
+    case OpKind::kConstantOfShape:
+      return BuildConstantOfShape(ctx, node);
+    case OpKind::kRange: {
+      bool all_const = IsConst(node.input(0)) && IsConst(node.input(1)) && IsConst(node.input(2));
+      if (!all_const) {
+        KILN_ASSIGN_OR_RETURN(TensorType t, OutputType(ctx, node, 0, "start/limit/delta"));
+        if (t.rank() != 1) return absl::InvalidArgumentError(node.Prefix() + "output not 1-D");
+        a.Set("count", t.shape[0]);
+      }
+      return Single(ctx.Emit(node.op, node.name, node.inputs, a));
+    }
+    case OpKind::kEyeLike:
+      a.Set("k", node.attrs.GetInt("k", 0));
+      if (node.attrs.Has("dtype")) a.Set("dtype", node.attrs.GetInt("dtype", 1));
+      return Single(ctx.Emit(node.op, node.name, {x}, a));
+    case OpKind::kExpand: {
+      KILN_ASSIGN_OR_RETURN(Value * shape, ShapeOperand(ctx, node, 1, "shape",
+                                                         [](const TensorType& t) {
+                                                           return t.shape;
+                                                         }));
+      return Single(ctx.Emit(node.op, node.name, {x, shape}, a));
+    }
+    case OpKind::kTile: {
+      const Ints& in = x->type().shape;
+      KILN_ASSIGN_OR_RETURN(Value * reps,
+                            ShapeOperand(ctx, node, 1, "repeats", [&](const TensorType& t) {
+                              Ints r;
+                              for (size_t d = 0; d < in.size(); ++d) {
+                                r.push_back(in[d] == 0 ? 1 : t.shape[d] / in[d]);
+                              }
+                              return r;
+                            }));
+      return Single(ctx.Emit(node.op, node.name, {x, reps}, a));
+    }
+    case OpKind::kSplit:
+      return BuildSplit(ctx, node);
+    case OpKind::kTrilu:
+      a.Set("upper", node.attrs.GetInt("upper", 1));
+      return Single(ctx.Emit(node.op, node.name, node.inputs, a));
+    case OpKind::kGatherElements: case OpKind::kScatterElements: {
+      KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs.GetInt("axis", 0), rank));
+      a.Set("axis", axis);
+      if (node.op == OpKind::kScatterElements) {
+        a.Set("reduction", node.attrs.GetString("reduction", "none"));
+      }
+      return Single(ctx.Emit(node.op, node.name, node.inputs, a));
+    }
+    case OpKind::kScatterND:
+      a.Set("reduction", node.attrs.GetString("reduction", "none"));
+      return Single(ctx.Emit(node.op, node.name, node.inputs, a));
+    case OpKind::kGatherND:
+      a.Set("batch_dims", node.attrs.GetInt("batch_dims", 0));
+      return Single(ctx.Emit(node.op, node.name, node.inputs, a));
+    case OpKind::kDepthToSpace: case OpKind::kSpaceToDepth:
+      a.Set("blocksize", node.attrs.GetInt("blocksize", 0));
+      if (node.op == OpKind::kDepthToSpace) a.Set("mode", node.attrs.GetString("mode", "DCR"));
+      return Single(ctx.Emit(node.op, node.name, {x}, a));
+    case OpKind::kOneHot: {
+      KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs.GetInt("axis", -1), rank + 1));
+      a.Set("axis", axis);
+      Value* depth = node.input(1);
+      if (!IsConst(depth)) {
+        KILN_ASSIGN_OR_RETURN(TensorType t, OutputType(ctx, node, 0, "depth"));
+        depth = ctx.ConstI64(node.name + "/depth", {t.shape[axis]});
+      }
+      return Single(ctx.Emit(node.op, node.name, {x, depth, node.input(2)}, a));
+    }
+    case OpKind::kCumSum:
+      a.Set("exclusive", node.attrs.GetInt("exclusive", 0));
+      a.Set("reverse", node.attrs.GetInt("reverse", 0));
+      return Single(ctx.Emit(node.op, node.name, node.inputs, a));
+    case OpKind::kTopK: {
+      KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs.GetInt("axis", -1), rank));
+      a.Set("axis", axis);
+      a.Set("largest", node.attrs.GetInt("largest", 1));
+      a.Set("sorted", node.attrs.GetInt("sorted", 1));
+      KILN_ASSIGN_OR_RETURN(Value * k, ShapeOperand(ctx, node, 1, "k", [&](const TensorType& t) {
+                              return Ints{t.shape[axis]};
+                            }));
+      KILN_ASSIGN_OR_RETURN(Node * n, ctx.Emit(node.op, node.name, {x, k}, a, 2));
+      return BuiltOutputs{n->output(0), n->output(1)};
+    }
+    case OpKind::kEinsum:
+      a.Set("equation", node.attrs.GetString("equation", ""));
+      return Single(ctx.Emit(node.op, node.name, node.inputs, a));
+    default:
+      return Single(ctx.Emit(node.op, node.name, node.inputs, node.attrs));
+  }
+}
+
+}  // namespace kiln::importer

@@ -1,0 +1,166 @@
+// Shape rules of the channel-blocked layout: LayoutTransform and blocked Conv/pool nodes.
+#include "compiler_core/ir/graph/layout_rules.h"
+
+#include <cctype>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::graph {
+namespace {
+
+using Shape = std::vector<int64_t>;
+using Types = std::vector<TensorType>;
+
+absl::Status Invalid(const Node& node, const std::string& msg) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("node '", node.name(), "' (", OpName(node.op()), "): ", msg));
+}
+
+std::string ShapeStr(const Shape& s) { return TensorType{DType::kFloat32, s}.ToString().substr(3); }
+
+/// Output spatial sizes of a 2-D window (explicit pads) over `in`.
+absl::StatusOr<Shape> Window2d(const Node& node, const Shape& in, const Shape& kernel) {
+  Shape strides = node.attrs().GetInts("strides", {1, 1});
+  Shape dilations = node.attrs().GetInts("dilations", {1, 1});
+  Shape pads = node.attrs().GetInts("pads", {0, 0, 0, 0});
+  bool ceil_mode = node.attrs().GetInt("ceil_mode", 0) != 0;
+  if (node.attrs().GetString("auto_pad", "NOTSET") != "NOTSET" || strides.size() != 2 ||
+      dilations.size() != 2 || pads.size() != 4 || kernel.size() != 2) {
+    return Invalid(node, "a blocked layout needs 2-D explicit strides/dilations/pads");
+  }
+  Shape out(2);
+  for (size_t i = 0; i < 2; ++i) {
+    int64_t span = (kernel[i] - 1) * dilations[i] + 1;
+    int64_t padded = in[i] + pads[i] + pads[i + 2];
+    if (strides[i] <= 0 || dilations[i] <= 0 || kernel[i] <= 0 || padded < span) {
+      return Invalid(node, absl::StrCat("window ", span, " does not fit spatial dim ", i));
+    }
+    int64_t num = padded - span;
+    out[i] = (ceil_mode ? (num + strides[i] - 1) / strides[i] : num / strides[i]) + 1;
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> NodeBlock(const Node& node) {
+  int64_t x = LayoutBlock(node.attrs().GetString("layout", ""));
+  if (x <= 0) return Invalid(node, "attribute 'layout' must be \"NCHW<x>c\"");
+  return x;
+}
+
+absl::StatusOr<Types> TransformRule(const Node& node) {
+  const TensorType& in = node.input(0)->type();
+  int64_t src = LayoutBlock(node.attrs().GetString("src_layout", ""));
+  int64_t dst = LayoutBlock(node.attrs().GetString("dst_layout", ""));
+  if (src < 0 || dst < 0 || (src == 0) == (dst == 0)) {
+    return Invalid(node, "expected src_layout/dst_layout \"NCHW\" and \"NCHW<x>c\"");
+  }
+  if (src == 0) {
+    if (in.rank() < 3) return Invalid(node, "expected an input of rank >= 3");
+    return Types{BlockedType(in, dst)};
+  }
+  int64_t c = node.attrs().GetInt("channels", 0);
+  if (in.rank() < 4 || in.shape.back() != src || c <= (in.shape[1] - 1) * src ||
+      c > in.shape[1] * src) {
+    return Invalid(node, absl::StrCat("input ", in.ToString(), " does not hold ", c,
+                                      " channels blocked by ", src));
+  }
+  return Types{UnblockedType(in, c)};
+}
+
+absl::StatusOr<Types> ConvRule(const Node& node, int64_t x) {
+  if (node.input(1) == nullptr) return Invalid(node, "input 1 is missing");
+  const TensorType& in = node.input(0)->type();
+  const Shape& w = node.input(1)->type().shape;
+  const int64_t group = node.attrs().GetInt("group", 1);
+  const bool blocked = in.rank() == 5;
+  if ((in.rank() != 4 && !blocked) || (blocked && in.shape[4] != x) || w.size() != 6 ||
+      w[5] != x) {
+    return Invalid(node, absl::StrCat("input ", in.ToString(), " and packed weight ",
+                                      ShapeStr(w), " do not match layout ", BlockedLayoutName(x)));
+  }
+  bool ok;
+  if (group == 1) {
+    ok = blocked ? w[1] == in.shape[1] && w[4] == x : w[1] == 1 && w[4] == in.shape[1];
+  } else {
+    ok = blocked && w[0] == in.shape[1] && w[1] == 1 && w[4] == 1;
+  }
+  if (!ok) {
+    return Invalid(node, absl::StrCat("packed weight ", ShapeStr(w), " does not match input ",
+                                      in.ToString(), " with group ", group));
+  }
+  if (const Value* b = node.input(2); b != nullptr && b->type().shape != Shape{w[0] * x}) {
+    return Invalid(node, absl::StrCat("bias ", b->type().ToString(), ", expected [", w[0] * x,
+                                      "]"));
+  }
+  KILN_ASSIGN_OR_RETURN(Shape sp, Window2d(node, {in.shape[2], in.shape[3]}, {w[2], w[3]}));
+  return Types{TensorType{in.dtype, {in.shape[0], w[0], sp[0], sp[1], x}}};
+}
+
+absl::StatusOr<Types> PoolRule(const Node& node, int64_t x) {
+  const TensorType& in = node.input(0)->type();
+  if (in.rank() != 5 || in.shape[4] != x) {
+    return Invalid(node, absl::StrCat("input ", in.ToString(), " is not in layout ",
+                                      BlockedLayoutName(x)));
+  }
+  Shape out = in.shape;
+  if (node.op() == OpKind::kGlobalAveragePool || node.op() == OpKind::kGlobalMaxPool) {
+    out[2] = out[3] = 1;
+  } else {
+    KILN_ASSIGN_OR_RETURN(Shape sp, Window2d(node, {in.shape[2], in.shape[3]},
+                                             node.attrs().GetInts("kernel_shape", {})));
+    out[2] = sp[0];
+    out[3] = sp[1];
+  }
+  return Types{TensorType{in.dtype, out}};
+}
+
+}  // namespace
+
+int64_t LayoutBlock(const std::string& layout) {
+  if (layout == "NCHW") return 0;
+  if (layout.size() < 6 || layout.compare(0, 4, "NCHW") != 0 || layout.back() != 'c') return -1;
+  int64_t x = 0;
+  for (size_t i = 4; i + 1 < layout.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(layout[i])) || x > 4096) return -1;
+    x = x * 10 + (layout[i] - '0');
+  }
+  return x >= 1 ? x : -1;
+}
+
+std::string BlockedLayoutName(int64_t block) { return absl::StrCat("NCHW", block, "c"); }
+
+TensorType BlockedType(const TensorType& plain, int64_t block) {
+  Shape s = plain.shape;
+  s[1] = (s[1] + block - 1) / block;
+  s.push_back(block);
+  return TensorType{plain.dtype, s};
+}
+
+TensorType UnblockedType(const TensorType& blocked, int64_t channels) {
+  Shape s(blocked.shape.begin(), blocked.shape.end() - 1);
+  s[1] = channels;
+  return TensorType{blocked.dtype, s};
+}
+
+bool IsLayoutNode(const Node& node) {
+  switch (node.op()) {
+    case OpKind::kLayoutTransform:
+      return true;
+    case OpKind::kConv: case OpKind::kMaxPool: case OpKind::kAveragePool:
+    case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool:
+      return node.attrs().Has("layout");
+    default:
+      return false;
+  }
+}
+
+absl::StatusOr<std::vector<TensorType>> InferLayoutTypes(const Node& node) {
+  if (node.input(0) == nullptr) return Invalid(node, "input 0 is missing");
+  if (node.op() == OpKind::kLayoutTransform) return TransformRule(node);
+  KILN_ASSIGN_OR_RETURN(int64_t x, NodeBlock(node));
+  if (node.op() == OpKind::kConv) return ConvRule(node, x);
+  return PoolRule(node, x);
+}
+
+}  // namespace kiln::graph

@@ -1,0 +1,38 @@
+// The channel-blocked layout NC[spatial]<x>c of CPU convnets: layout names, blocked types, and
+// the shape rules of LayoutTransform and of Conv/pool nodes carrying a "layout" attribute.
+#ifndef KILN_COMPILER_CORE_IR_GRAPH_LAYOUT_RULES_H_
+#define KILN_COMPILER_CORE_IR_GRAPH_LAYOUT_RULES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler_core/ir/graph/graph.h"
+
+namespace kiln::graph {
+
+/// The block size x of "NCHW<x>c" (x >= 1), 0 for "NCHW", -1 for anything else.
+int64_t LayoutBlock(const std::string& layout);
+/// "NCHW<x>c".
+std::string BlockedLayoutName(int64_t block);
+/// A plain [N, C, spatial...] type blocked: [N, ceil(C/x), spatial..., x].
+TensorType BlockedType(const TensorType& plain, int64_t block);
+/// A blocked [N, Cb, spatial..., x] type unblocked to [N, channels, spatial...].
+TensorType UnblockedType(const TensorType& blocked, int64_t channels);
+
+/// True for LayoutTransform and for Conv/MaxPool/AveragePool/GlobalAveragePool/GlobalMaxPool
+/// nodes with a "layout" attribute; their types come from InferLayoutTypes.
+bool IsLayoutNode(const Node& node);
+
+/// Output types of a layout node (IsLayoutNode). Blocked Conv ("layout"="NCHW<x>c", explicit
+/// pads): input 0 is blocked [N, ICb, H, W, x] or plain [N, C, H, W]; weights are packed
+/// [OCb, ICb, KH, KW, ICI, x] (plain input: ICb = 1, ICI = C; depthwise, group > 1:
+/// [OCb, 1, KH, KW, 1, x]); bias [OCb * x]; output [N, OCb, OH, OW, x]. Blocked pools: input
+/// [N, Cb, H, W, x], output [N, Cb, OH, OW, x] ([N, Cb, 1, 1, x] for global pools).
+/// Errors: kInvalidArgument naming the node.
+absl::StatusOr<std::vector<TensorType>> InferLayoutTypes(const Node& node);
+
+}  // namespace kiln::graph
+
+#endif  // KILN_COMPILER_CORE_IR_GRAPH_LAYOUT_RULES_H_

@@ -1,0 +1,277 @@
+// Type and shape rules of the NN ops of issue 4 (the "NN ops" section of ops.def). Rules read
+// the canonical forms the ONNX importer produces: non-negative "axis", explicit ConvTranspose
+// window attributes (auto_pad and output_shape resolved into "pads").
+#include "compiler_core/ir/graph/nn_op_rules.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler_core/ir/graph/shape_rules.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::graph {
+namespace {
+
+using Shape = std::vector<int64_t>;
+using Types = std::vector<TensorType>;
+
+std::string Prefix(const Node& node) {
+  return absl::StrCat("node '", node.name(), "' (", OpName(node.op()), "): ");
+}
+
+absl::Status Invalid(const Node& node, const std::string& msg) {
+  return absl::InvalidArgumentError(Prefix(node) + msg);
+}
+
+std::string ShapeStr(const Shape& s) { return absl::StrCat("[", absl::StrJoin(s, ","), "]"); }
+
+absl::StatusOr<const TensorType*> In(const Node& node, int i) {
+  const Value* v = node.input(i);
+  if (v == nullptr) return Invalid(node, absl::StrCat("input ", i, " is missing"));
+  return &v->type();
+}
+
+absl::Status ExpectFloat(const Node& node, const TensorType& t) {
+  if (!IsFloat(t.dtype)) {
+    return Invalid(node, absl::StrCat("input 0 has dtype ", DTypeName(t.dtype),
+                                      ", expected a float type"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExpectSameDType(const Node& node, int i, const TensorType& t, DType want) {
+  if (t.dtype != want) {
+    return Invalid(node, absl::StrCat("input ", i, " has dtype ", DTypeName(t.dtype),
+                                      ", expected ", DTypeName(want)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> AxisAttr(const Node& node, int64_t rank, int64_t default_axis) {
+  int64_t axis = node.attrs().GetInt("axis", default_axis);
+  if (axis < 0 || axis >= std::max<int64_t>(rank, 1)) {
+    return Invalid(node, absl::StrCat("axis ", axis, " is out of range [0, ", rank, ")"));
+  }
+  return axis;
+}
+
+absl::StatusOr<Types> UnaryFloatRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  KILN_RETURN_IF_ERROR(ExpectFloat(node, *x));
+  return Types{*x};
+}
+
+absl::StatusOr<Types> PReluRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  KILN_ASSIGN_OR_RETURN(const TensorType* slope, In(node, 1));
+  KILN_RETURN_IF_ERROR(ExpectSameDType(node, 1, *slope, x->dtype));
+  auto b = BroadcastShapes(x->shape, slope->shape);
+  if (!b.ok() || *b != x->shape) {
+    return Invalid(node, absl::StrCat("slope shape ", ShapeStr(slope->shape),
+                                      " does not broadcast to ", ShapeStr(x->shape)));
+  }
+  return Types{*x};
+}
+
+// LayerNormalization, InstanceNormalization, MeanVarianceNormalization.
+absl::StatusOr<Types> NormRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  KILN_RETURN_IF_ERROR(ExpectFloat(node, *x));
+  if (node.op() == OpKind::kLayerNormalization) {
+    KILN_ASSIGN_OR_RETURN(int64_t axis, AxisAttr(node, x->rank(), x->rank() - 1));
+    Shape normalized(x->shape.begin() + std::min<int64_t>(axis, x->rank()), x->shape.end());
+    for (int i = 1; i < node.num_inputs(); ++i) {
+      const Value* p = node.input(i);
+      if (p == nullptr) continue;
+      KILN_RETURN_IF_ERROR(ExpectSameDType(node, i, p->type(), x->dtype));
+      auto b = BroadcastShapes(normalized, p->type().shape);
+      if (!b.ok() || *b != normalized) {
+        return Invalid(node, absl::StrCat("input ", i, " shape ", ShapeStr(p->type().shape),
+                                          " does not broadcast to ", ShapeStr(normalized)));
+      }
+    }
+  } else if (node.op() == OpKind::kInstanceNormalization) {
+    if (x->rank() < 3) {
+      return Invalid(node, absl::StrCat("input 0 has rank ", x->rank(), ", expected >= 3"));
+    }
+    for (int i = 1; i < 3; ++i) {
+      KILN_ASSIGN_OR_RETURN(const TensorType* p, In(node, i));
+      KILN_RETURN_IF_ERROR(ExpectSameDType(node, i, *p, x->dtype));
+      if (p->shape != Shape{x->shape[1]}) {
+        return Invalid(node, absl::StrCat("input ", i, " has shape ", ShapeStr(p->shape),
+                                          ", expected [", x->shape[1], "]"));
+      }
+    }
+  } else {
+    for (int64_t a : NormalizedAxes(node)) {
+      if (a < 0 || a >= x->rank()) {
+        return Invalid(node, absl::StrCat("axis ", a, " is out of range for rank ", x->rank()));
+      }
+    }
+  }
+  return Types{*x};
+}
+
+absl::StatusOr<Types> AxisRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  KILN_RETURN_IF_ERROR(ExpectFloat(node, *x));
+  KILN_RETURN_IF_ERROR(AxisAttr(node, x->rank(), x->rank() - 1).status());
+  if (node.op() == OpKind::kLpNormalization) {
+    int64_t p = node.attrs().GetInt("p", 2);
+    if (p != 1 && p != 2) return Invalid(node, absl::StrCat("p must be 1 or 2, got ", p));
+  }
+  return Types{*x};
+}
+
+absl::StatusOr<Types> LrnRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  KILN_RETURN_IF_ERROR(ExpectFloat(node, *x));
+  if (x->rank() < 2) {
+    return Invalid(node, absl::StrCat("input 0 has rank ", x->rank(), ", expected >= 2"));
+  }
+  if (node.attrs().GetInt("size", 0) <= 0) return Invalid(node, "attribute 'size' must be > 0");
+  return Types{*x};
+}
+
+absl::StatusOr<Types> ConvTransposeRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  KILN_ASSIGN_OR_RETURN(const TensorType* w, In(node, 1));
+  KILN_RETURN_IF_ERROR(ExpectFloat(node, *x));
+  KILN_RETURN_IF_ERROR(ExpectSameDType(node, 1, *w, x->dtype));
+  if (x->rank() < 3 || w->rank() != x->rank()) {
+    return Invalid(node, absl::StrCat("input ranks ", x->rank(), " and ", w->rank(),
+                                      " are not equal and >= 3"));
+  }
+  size_t n = x->shape.size() - 2;
+  int64_t group = node.attrs().GetInt("group", 1);
+  if (group <= 0 || w->shape[0] != x->shape[1] || x->shape[1] % group != 0) {
+    return Invalid(node, absl::StrCat("input channels ", x->shape[1], " do not match weight ",
+                                      w->ToString(), " with group ", group));
+  }
+  int64_t m = w->shape[1] * group;
+  Shape kernel = node.attrs().GetInts("kernel_shape", Shape(w->shape.begin() + 2, w->shape.end()));
+  Shape strides = node.attrs().GetInts("strides", Shape(n, 1));
+  Shape dilations = node.attrs().GetInts("dilations", Shape(n, 1));
+  Shape pads = node.attrs().GetInts("pads", Shape(2 * n, 0));
+  Shape out_pad = node.attrs().GetInts("output_padding", Shape(n, 0));
+  if (kernel.size() != n || strides.size() != n || dilations.size() != n ||
+      pads.size() != 2 * n || out_pad.size() != n) {
+    return Invalid(node, "window attributes have the wrong length");
+  }
+  if (node.attrs().GetString("auto_pad", "NOTSET") != "NOTSET") {
+    return Invalid(node, "auto_pad must be resolved to explicit pads");
+  }
+  if (const Value* b = node.input(2)) {
+    if (b->type().shape != Shape{m}) {
+      return Invalid(node, absl::StrCat("input 2 has shape ", ShapeStr(b->type().shape),
+                                        ", expected [", m, "]"));
+    }
+  }
+  Shape out{x->shape[0], m};
+  for (size_t i = 0; i < n; ++i) {
+    if (kernel[i] != w->shape[2 + i] || strides[i] <= 0 || dilations[i] <= 0) {
+      return Invalid(node, "kernel_shape, strides or dilations are invalid");
+    }
+    int64_t o = strides[i] * (x->shape[2 + i] - 1) + out_pad[i] + (kernel[i] - 1) * dilations[i] +
+                1 - pads[i] - pads[i + n];
+    if (o < 0) return Invalid(node, absl::StrCat("output spatial dim ", i, " is negative"));
+    out.push_back(o);
+  }
+  return Types{TensorType{x->dtype, out}};
+}
+
+absl::StatusOr<Types> NllRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  KILN_ASSIGN_OR_RETURN(const TensorType* t, In(node, 1));
+  KILN_RETURN_IF_ERROR(ExpectFloat(node, *x));
+  if (IsFloat(t->dtype)) return Invalid(node, "target must be an integer tensor");
+  if (x->rank() < 2 || t->rank() != x->rank() - 1) {
+    return Invalid(node, absl::StrCat("input ", x->ToString(), " and target ", t->ToString(),
+                                      " have incompatible ranks"));
+  }
+  for (int64_t d = 0; d < t->rank(); ++d) {
+    int64_t xd = d == 0 ? x->shape[0] : x->shape[d + 1];
+    if (t->shape[d] != xd) {
+      return Invalid(node, absl::StrCat("target shape ", ShapeStr(t->shape),
+                                        " does not match input ", ShapeStr(x->shape)));
+    }
+  }
+  if (const Value* w = node.input(2)) {
+    KILN_RETURN_IF_ERROR(ExpectSameDType(node, 2, w->type(), x->dtype));
+    if (w->type().shape != Shape{x->shape[1]}) {
+      return Invalid(node, absl::StrCat("weight shape ", ShapeStr(w->type().shape),
+                                        ", expected [", x->shape[1], "]"));
+    }
+  }
+  std::string reduction = node.attrs().GetString("reduction", "mean");
+  if (reduction == "none") return Types{TensorType{x->dtype, t->shape}};
+  if (reduction != "sum" && reduction != "mean") {
+    return Invalid(node, absl::StrCat("unknown reduction '", reduction, "'"));
+  }
+  return Types{TensorType{x->dtype, {}}};
+}
+
+}  // namespace
+
+bool IsNnOp(OpKind op) {
+  switch (op) {
+    case OpKind::kElu: case OpKind::kSelu: case OpKind::kCelu: case OpKind::kHardSigmoid:
+    case OpKind::kHardSwish: case OpKind::kSoftplus: case OpKind::kSoftsign:
+    case OpKind::kThresholdedRelu: case OpKind::kMish: case OpKind::kGelu: case OpKind::kPRelu:
+    case OpKind::kLayerNormalization: case OpKind::kInstanceNormalization: case OpKind::kLRN:
+    case OpKind::kHardmax: case OpKind::kLpNormalization:
+    case OpKind::kMeanVarianceNormalization: case OpKind::kConvTranspose:
+    case OpKind::kNegativeLogLikelihoodLoss: case OpKind::kSoftmaxCrossEntropyLoss:
+    case OpKind::kResize: case OpKind::kUpsample: case OpKind::kRNN: case OpKind::kGRU:
+    case OpKind::kLSTM:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::vector<int64_t> NormalizedAxes(const Node& node) {
+  int64_t rank = node.input(0) ? node.input(0)->type().rank() : 0;
+  std::vector<int64_t> axes;
+  switch (node.op()) {
+    case OpKind::kLayerNormalization:
+      for (int64_t a = node.attrs().GetInt("axis", rank - 1); a < rank; ++a) axes.push_back(a);
+      break;
+    case OpKind::kInstanceNormalization:
+      for (int64_t a = 2; a < rank; ++a) axes.push_back(a);
+      break;
+    default:
+      axes = node.attrs().GetInts("axes", {0, 2, 3});
+      std::sort(axes.begin(), axes.end());
+  }
+  return axes;
+}
+
+absl::StatusOr<std::vector<TensorType>> InferNnOpTypes(const Node& node) {
+  switch (node.op()) {
+    case OpKind::kElu: case OpKind::kSelu: case OpKind::kCelu: case OpKind::kHardSigmoid:
+    case OpKind::kHardSwish: case OpKind::kSoftplus: case OpKind::kSoftsign:
+    case OpKind::kThresholdedRelu: case OpKind::kMish: case OpKind::kGelu:
+      return UnaryFloatRule(node);
+    case OpKind::kPRelu:
+      return PReluRule(node);
+    case OpKind::kLayerNormalization: case OpKind::kInstanceNormalization:
+    case OpKind::kMeanVarianceNormalization:
+      return NormRule(node);
+    case OpKind::kHardmax: case OpKind::kLpNormalization:
+      return AxisRule(node);
+    case OpKind::kLRN:
+      return LrnRule(node);
+    case OpKind::kConvTranspose:
+      return ConvTransposeRule(node);
+    case OpKind::kNegativeLogLikelihoodLoss:
+      return NllRule(node);
+    default:
+      return absl::UnimplementedError(
+          Prefix(node) + "no shape rule (the importer decomposes this op into other ops)");
+  }
+}
+
+}  // namespace kiln::graph

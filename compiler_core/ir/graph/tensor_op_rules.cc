@@ -1,0 +1,502 @@
+// Type and shape rules of the tensor, reduction and logic ops (issue 4's section of ops.def).
+// Rules read the canonical forms the ONNX importer produces: reductions carry sorted,
+// non-negative "axes"; Range carries its element count "count" when its inputs are not
+// constant; shape-like operands (Expand's shape, Tile's repeats, TopK's k, OneHot's depth) are
+// constant inputs.
+#include "compiler_core/ir/graph/tensor_op_rules.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler_core/ir/graph/shape_rules.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::graph {
+namespace {
+
+using Shape = std::vector<int64_t>;
+using Types = std::vector<TensorType>;
+
+std::string Prefix(const Node& node) {
+  return absl::StrCat("node '", node.name(), "' (", OpName(node.op()), "): ");
+}
+
+absl::Status Invalid(const Node& node, const std::string& msg) {
+  return absl::InvalidArgumentError(Prefix(node) + msg);
+}
+
+std::string ShapeStr(const Shape& s) { return absl::StrCat("[", absl::StrJoin(s, ","), "]"); }
+
+absl::StatusOr<const TensorType*> In(const Node& node, int i) {
+  const Value* v = node.input(i);
+  if (v == nullptr) return Invalid(node, absl::StrCat("input ", i, " is missing"));
+  return &v->type();
+}
+
+absl::StatusOr<int64_t> Axis(const Node& node, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) {
+    return Invalid(node, absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+// The integer values of constant input `i`.
+absl::StatusOr<Shape> ConstInts(const Node& node, int i) {
+  const Value* v = node.input(i);
+  if (v == nullptr) return Invalid(node, absl::StrCat("input ", i, " is missing"));
+  if (!v->is_constant()) {
+    return absl::UnimplementedError(Prefix(node) +
+                                    absl::StrCat("input ", i, " must be a constant"));
+  }
+  if (IsFloat(v->type().dtype)) {
+    return Invalid(node, absl::StrCat("input ", i, " must be an integer tensor"));
+  }
+  Shape out;
+  for (int64_t k = 0; k < v->type().NumElements(); ++k) {
+    out.push_back(v->constant()->GetAsInt64(k));
+  }
+  return out;
+}
+
+absl::StatusOr<Shape> Broadcast(const Node& node, int first, int last) {
+  Shape shape;
+  for (int i = first; i <= last; ++i) {
+    KILN_ASSIGN_OR_RETURN(const TensorType* t, In(node, i));
+    auto b = BroadcastShapes(shape, t->shape);
+    if (!b.ok()) {
+      return Invalid(node, absl::StrCat("input shapes ", ShapeStr(shape), " and ",
+                                        ShapeStr(t->shape), " are not broadcastable"));
+    }
+    shape = *b;
+  }
+  return shape;
+}
+
+absl::Status SameDTypes(const Node& node, int first, int last) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* a, In(node, first));
+  for (int i = first + 1; i <= last; ++i) {
+    KILN_ASSIGN_OR_RETURN(const TensorType* t, In(node, i));
+    if (t->dtype != a->dtype) {
+      return Invalid(node, absl::StrCat("input ", i, " has dtype ", DTypeName(t->dtype),
+                                        ", expected ", DTypeName(a->dtype)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Types> CompareRule(const Node& node, bool bool_inputs) {
+  KILN_RETURN_IF_ERROR(SameDTypes(node, 0, node.num_inputs() - 1));
+  if (bool_inputs && node.input(0)->type().dtype != DType::kBool) {
+    return Invalid(node, "inputs must be bool");
+  }
+  KILN_ASSIGN_OR_RETURN(Shape s, Broadcast(node, 0, node.num_inputs() - 1));
+  return Types{TensorType{DType::kBool, s}};
+}
+
+absl::StatusOr<Types> ArithRule(const Node& node) {
+  KILN_RETURN_IF_ERROR(SameDTypes(node, 0, node.num_inputs() - 1));
+  KILN_ASSIGN_OR_RETURN(Shape s, Broadcast(node, 0, node.num_inputs() - 1));
+  return Types{TensorType{node.input(0)->type().dtype, s}};
+}
+
+absl::StatusOr<Types> WhereRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* c, In(node, 0));
+  if (c->dtype != DType::kBool) return Invalid(node, "input 0 must be bool");
+  KILN_RETURN_IF_ERROR(SameDTypes(node, 1, 2));
+  KILN_ASSIGN_OR_RETURN(Shape s, Broadcast(node, 0, 2));
+  return Types{TensorType{node.input(1)->type().dtype, s}};
+}
+
+absl::StatusOr<Types> ReduceRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  if (node.input(1) != nullptr) return Invalid(node, "axes must be canonicalized to an attribute");
+  bool keep = node.attrs().GetInt("keepdims", 1) != 0;
+  Shape axes = node.attrs().GetInts("axes");
+  std::vector<bool> reduced(x->shape.size(), !node.attrs().Has("axes"));
+  for (int64_t a : axes) {
+    KILN_ASSIGN_OR_RETURN(int64_t n, Axis(node, a, x->rank()));
+    reduced[n] = true;
+  }
+  Shape out;
+  for (size_t d = 0; d < x->shape.size(); ++d) {
+    if (!reduced[d]) {
+      out.push_back(x->shape[d]);
+    } else if (keep) {
+      out.push_back(1);
+    }
+  }
+  return Types{TensorType{x->dtype, out}};
+}
+
+absl::StatusOr<Types> ArgRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  if (x->rank() == 0) return Invalid(node, "input must have rank >= 1");
+  KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs().GetInt("axis", 0), x->rank()));
+  Shape out = x->shape;
+  if (node.attrs().GetInt("keepdims", 1) != 0) {
+    out[axis] = 1;
+  } else {
+    out.erase(out.begin() + axis);
+  }
+  return Types{TensorType{DType::kInt64, out}};
+}
+
+absl::StatusOr<Types> RangeRule(const Node& node) {
+  KILN_RETURN_IF_ERROR(SameDTypes(node, 0, 2));
+  for (int i = 0; i < 3; ++i) {
+    if (node.input(i)->type().NumElements() != 1) {
+      return Invalid(node, absl::StrCat("input ", i, " must be a scalar"));
+    }
+  }
+  DType dt = node.input(0)->type().dtype;
+  int64_t count = node.attrs().GetInt("count", -1);
+  if (count < 0) {
+    for (int i = 0; i < 3; ++i) {
+      if (!node.input(i)->is_constant()) {
+        return absl::UnimplementedError(
+            Prefix(node) + "the element count is unknown: inputs are not constant");
+      }
+    }
+    double start = node.input(0)->constant()->GetAsDouble(0);
+    double limit = node.input(1)->constant()->GetAsDouble(0);
+    double delta = node.input(2)->constant()->GetAsDouble(0);
+    if (delta == 0) return Invalid(node, "delta must not be 0");
+    count = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
+  }
+  return Types{TensorType{dt, {count}}};
+}
+
+absl::StatusOr<Types> ExpandRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  KILN_ASSIGN_OR_RETURN(Shape shape, ConstInts(node, 1));
+  auto b = BroadcastShapes(x->shape, shape);
+  if (!b.ok()) {
+    return Invalid(node, absl::StrCat("cannot expand ", x->ToString(), " to ", ShapeStr(shape)));
+  }
+  return Types{TensorType{x->dtype, *b}};
+}
+
+absl::StatusOr<Types> TileRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  KILN_ASSIGN_OR_RETURN(Shape reps, ConstInts(node, 1));
+  if (static_cast<int64_t>(reps.size()) != x->rank()) {
+    return Invalid(node, absl::StrCat("repeats has ", reps.size(), " values, expected ",
+                                      x->rank()));
+  }
+  Shape out = x->shape;
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (reps[d] < 0) return Invalid(node, "repeats must be >= 0");
+    out[d] *= reps[d];
+  }
+  return Types{TensorType{x->dtype, out}};
+}
+
+absl::StatusOr<Types> SplitRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs().GetInt("axis", 0), x->rank()));
+  Shape split = node.attrs().GetInts("split");
+  size_t n = node.outputs().size();
+  if (split.empty()) {
+    int64_t dim = x->shape[axis], chunk = (dim + n - 1) / n;
+    for (size_t i = 0; i < n; ++i) split.push_back(std::min(chunk, dim - chunk * int64_t(i)));
+  }
+  if (split.size() != n) return Invalid(node, "split sizes do not match the outputs");
+  Types out;
+  int64_t total = 0;
+  for (int64_t s : split) {
+    TensorType t = *x;
+    t.shape[axis] = s;
+    total += s;
+    out.push_back(t);
+  }
+  if (total != x->shape[axis]) return Invalid(node, "split sizes do not sum to the axis size");
+  return out;
+}
+
+absl::StatusOr<Types> GatherElementsRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  KILN_ASSIGN_OR_RETURN(const TensorType* idx, In(node, 1));
+  if (idx->rank() != x->rank() || x->rank() == 0) {
+    return Invalid(node, "indices must have the data's rank (>= 1)");
+  }
+  KILN_RETURN_IF_ERROR(Axis(node, node.attrs().GetInt("axis", 0), x->rank()).status());
+  return Types{TensorType{x->dtype, idx->shape}};
+}
+
+absl::StatusOr<Types> GatherNDRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  KILN_ASSIGN_OR_RETURN(const TensorType* idx, In(node, 1));
+  int64_t b = node.attrs().GetInt("batch_dims", 0);
+  if (idx->rank() < 1 || b < 0 || b >= std::min(x->rank(), idx->rank())) {
+    return Invalid(node, "invalid batch_dims or indices rank");
+  }
+  int64_t last = idx->shape.back();
+  if (last < 1 || b + last > x->rank()) return Invalid(node, "index tuple too long");
+  Shape out(idx->shape.begin(), idx->shape.end() - 1);
+  out.insert(out.end(), x->shape.begin() + b + last, x->shape.end());
+  return Types{TensorType{x->dtype, out}};
+}
+
+absl::StatusOr<Types> SpaceDepthRule(const Node& node, bool to_space) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  int64_t bs = node.attrs().GetInt("blocksize", 0);
+  if (x->rank() != 4 || bs <= 0) return Invalid(node, "expected a rank-4 input and blocksize > 0");
+  Shape s = x->shape;
+  if (to_space) {
+    if (s[1] % (bs * bs) != 0) return Invalid(node, "channels not divisible by blocksize^2");
+    return Types{TensorType{x->dtype, {s[0], s[1] / (bs * bs), s[2] * bs, s[3] * bs}}};
+  }
+  if (s[2] % bs != 0 || s[3] % bs != 0) return Invalid(node, "spatial dims not divisible");
+  return Types{TensorType{x->dtype, {s[0], s[1] * bs * bs, s[2] / bs, s[3] / bs}}};
+}
+
+absl::StatusOr<Types> OneHotRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* idx, In(node, 0));
+  KILN_ASSIGN_OR_RETURN(const TensorType* values, In(node, 2));
+  const Value* dv = node.input(1);
+  if (!dv->is_constant()) {
+    return absl::UnimplementedError(Prefix(node) + "depth must be a constant");
+  }
+  if (values->NumElements() != 2) return Invalid(node, "values must have 2 elements");
+  int64_t depth = static_cast<int64_t>(dv->constant()->GetAsDouble(0));
+  KILN_ASSIGN_OR_RETURN(int64_t axis,
+                        Axis(node, node.attrs().GetInt("axis", -1), idx->rank() + 1));
+  Shape out = idx->shape;
+  out.insert(out.begin() + axis, depth);
+  return Types{TensorType{values->dtype, out}};
+}
+
+absl::StatusOr<Types> TopKRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  KILN_ASSIGN_OR_RETURN(Shape k, ConstInts(node, 1));
+  if (k.size() != 1 || x->rank() == 0) return Invalid(node, "k must have one element");
+  KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs().GetInt("axis", -1), x->rank()));
+  if (k[0] < 0 || k[0] > x->shape[axis]) return Invalid(node, "k is out of range");
+  Shape out = x->shape;
+  out[axis] = k[0];
+  Types types{TensorType{x->dtype, out}};
+  if (node.outputs().size() > 1) types.push_back(TensorType{DType::kInt64, out});
+  return types;
+}
+
+absl::StatusOr<Types> EinsumRule(const Node& node) {
+  std::vector<Shape> shapes;
+  for (int i = 0; i < node.num_inputs(); ++i) {
+    KILN_ASSIGN_OR_RETURN(const TensorType* t, In(node, i));
+    shapes.push_back(t->shape);
+  }
+  KILN_RETURN_IF_ERROR(SameDTypes(node, 0, node.num_inputs() - 1));
+  auto spec = ParseEinsum(node.attrs().GetString("equation", ""), shapes);
+  if (!spec.ok()) return Invalid(node, std::string(spec.status().message()));
+  Shape out;
+  for (char c : spec->output) out.push_back(spec->size[static_cast<int>(c)]);
+  return Types{TensorType{node.input(0)->type().dtype, out}};
+}
+
+absl::StatusOr<Types> EyeLikeRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  if (x->rank() != 2) return Invalid(node, "input must have rank 2");
+  DType dt = x->dtype;
+  if (node.attrs().Has("dtype")) {
+    std::optional<DType> d = DTypeFromOnnx(static_cast<int>(node.attrs().GetInt("dtype", 1)));
+    if (!d) return absl::UnimplementedError(Prefix(node) + "unsupported dtype");
+    dt = *d;
+  }
+  return Types{TensorType{dt, x->shape}};
+}
+
+absl::StatusOr<Types> ConstantOfShapeRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(Shape shape, ConstInts(node, 0));
+  auto value = node.attrs().GetTensor("value");
+  return Types{TensorType{value ? value->type.dtype : DType::kFloat32, shape}};
+}
+
+}  // namespace
+
+std::vector<int64_t> ReductionAxes(const Node& node) {
+  if (node.attrs().Has("axes")) return node.attrs().GetInts("axes");
+  std::vector<int64_t> all;
+  for (int64_t d = 0; d < node.input(0)->type().rank(); ++d) all.push_back(d);
+  return all;
+}
+
+absl::StatusOr<EinsumSpec> ParseEinsum(const std::string& equation,
+                                       const std::vector<std::vector<int64_t>>& shapes) {
+  std::string eq;
+  for (char c : equation) {
+    if (c != ' ') eq += c;
+  }
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (size_t start = 0;;) {
+    size_t comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma == std::string::npos ? comma : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (terms.size() != shapes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("equation '", equation, "' has ",
+                                                   terms.size(), " inputs, got ",
+                                                   shapes.size()));
+  }
+  EinsumSpec spec;
+  int64_t ell_rank = 0;
+  std::vector<int64_t> ell_size;
+  std::map<char, int> count;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const std::string& t = terms[i];
+    size_t dots = t.find("...");
+    int64_t letters = static_cast<int64_t>(t.size()) - (dots == std::string::npos ? 0 : 3);
+    int64_t rank = static_cast<int64_t>(shapes[i].size());
+    int64_t er = dots == std::string::npos ? 0 : rank - letters;
+    if (er < 0 || (dots == std::string::npos && letters != rank)) {
+      return absl::InvalidArgumentError(absl::StrCat("term '", t, "' does not match rank ",
+                                                     rank));
+    }
+    ell_rank = std::max(ell_rank, er);
+    std::string labels;
+    int64_t dim = 0;
+    for (size_t p = 0; p < t.size(); ++p) {
+      if (p == dots) {
+        for (int64_t e = 0; e < er; ++e) labels += static_cast<char>('0' + (10 - er + e));
+        dim += er;
+        p += 2;
+        continue;
+      }
+      char c = t[p];
+      if (!std::isalpha(static_cast<unsigned char>(c))) {
+        return absl::InvalidArgumentError(absl::StrCat("bad label '", std::string(1, c), "'"));
+      }
+      labels += c;
+      ++dim;
+    }
+    for (size_t d = 0; d < labels.size(); ++d) {
+      char c = labels[d];
+      int64_t n = shapes[i][d];
+      int64_t& s = spec.size[static_cast<int>(c)];
+      if (s == 0 || s == 1) {
+        s = std::max(s, n);
+      } else if (n != s && n != 1) {
+        return absl::InvalidArgumentError(absl::StrCat("label '", std::string(1, c),
+                                                       "' has sizes ", s, " and ", n));
+      }
+      if (labels.find(c) == d) ++count[c];
+    }
+    spec.inputs.push_back(labels);
+  }
+  std::string ell;
+  for (int64_t e = 0; e < ell_rank; ++e) ell += static_cast<char>('0' + (10 - ell_rank + e));
+  if (arrow == std::string::npos) {
+    spec.output = ell;
+    for (const auto& [c, n] : count) {
+      if (n == 1 && std::isalpha(static_cast<unsigned char>(c))) {
+        // Letters used exactly once across all terms (counting repeats within a term once).
+        int uses = 0;
+        for (const std::string& l : spec.inputs) uses += static_cast<int>(std::count(l.begin(), l.end(), c));
+        if (uses == 1) spec.output += c;
+      }
+    }
+  } else {
+    std::string rhs = eq.substr(arrow + 2);
+    size_t dots = rhs.find("...");
+    if (dots != std::string::npos) rhs.replace(dots, 3, ell);
+    for (char c : rhs) {
+      if (spec.size[static_cast<int>(c)] == 0 && c != '\0') {
+        bool known = false;
+        for (const std::string& l : spec.inputs) known = known || l.find(c) != std::string::npos;
+        if (!known) {
+          return absl::InvalidArgumentError(absl::StrCat("output label '", std::string(1, c),
+                                                         "' is not an input label"));
+        }
+      }
+    }
+    spec.output = rhs;
+  }
+  std::set<char> seen(spec.output.begin(), spec.output.end());
+  for (const std::string& l : spec.inputs) {
+    for (char c : l) {
+      if (seen.insert(c).second) spec.reduced += c;
+    }
+  }
+  return spec;
+}
+
+absl::StatusOr<std::vector<TensorType>> InferTensorOpTypes(const Node& node) {
+  switch (node.op()) {
+    case OpKind::kEqual: case OpKind::kLess: case OpKind::kLessOrEqual: case OpKind::kGreater:
+    case OpKind::kGreaterOrEqual:
+      return CompareRule(node, false);
+    case OpKind::kAnd: case OpKind::kOr: case OpKind::kXor:
+      return CompareRule(node, true);
+    case OpKind::kNot: {
+      KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+      if (x->dtype != DType::kBool) return Invalid(node, "input must be bool");
+      return Types{*x};
+    }
+    case OpKind::kIsNaN: case OpKind::kIsInf: {
+      KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+      return Types{TensorType{DType::kBool, x->shape}};
+    }
+    case OpKind::kWhere:
+      return WhereRule(node);
+    case OpKind::kMod: case OpKind::kBitShift: case OpKind::kMean:
+      return ArithRule(node);
+    case OpKind::kSign: case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound:
+    case OpKind::kSin: case OpKind::kCos: case OpKind::kTan: case OpKind::kAsin:
+    case OpKind::kAcos: case OpKind::kAtan: case OpKind::kSinh: case OpKind::kCosh:
+    case OpKind::kAsinh: case OpKind::kAcosh: case OpKind::kAtanh: case OpKind::kTrilu:
+    case OpKind::kCumSum: case OpKind::kScatterElements: case OpKind::kScatterND: {
+      KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+      return Types{*x};
+    }
+    case OpKind::kCastLike: {
+      KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+      KILN_ASSIGN_OR_RETURN(const TensorType* like, In(node, 1));
+      return Types{TensorType{like->dtype, x->shape}};
+    }
+    case OpKind::kReduceSum: case OpKind::kReduceMean: case OpKind::kReduceMax:
+    case OpKind::kReduceMin: case OpKind::kReduceProd: case OpKind::kReduceL1:
+    case OpKind::kReduceL2: case OpKind::kReduceLogSum: case OpKind::kReduceLogSumExp:
+    case OpKind::kReduceSumSquare:
+      return ReduceRule(node);
+    case OpKind::kArgMax: case OpKind::kArgMin:
+      return ArgRule(node);
+    case OpKind::kSize:
+      return Types{TensorType{DType::kInt64, {}}};
+    case OpKind::kConstantOfShape:
+      return ConstantOfShapeRule(node);
+    case OpKind::kRange:
+      return RangeRule(node);
+    case OpKind::kEyeLike:
+      return EyeLikeRule(node);
+    case OpKind::kExpand:
+      return ExpandRule(node);
+    case OpKind::kTile:
+      return TileRule(node);
+    case OpKind::kSplit:
+      return SplitRule(node);
+    case OpKind::kGatherElements:
+      return GatherElementsRule(node);
+    case OpKind::kGatherND:
+      return GatherNDRule(node);
+    case OpKind::kDepthToSpace:
+      return SpaceDepthRule(node, true);
+    case OpKind::kSpaceToDepth:
+      return SpaceDepthRule(node, false);
+    case OpKind::kOneHot:
+      return OneHotRule(node);
+    case OpKind::kTopK:
+      return TopKRule(node);
+    case OpKind::kEinsum:
+      return EinsumRule(node);
+    default:
+      return absl::UnimplementedError(Prefix(node) + "no shape rule");
+  }
+}
+
+}  // namespace kiln::graph

@@ -1,0 +1,52 @@
+// LayoutTransform between NC[spatial] and the blocked NC[spatial]<x>c layout: one nest over the
+// output. Blocking reads channel cb*x + c through a clamped index under a select (zeros for the
+// padded channels, never an out-of-bounds load); unblocking reads lane c % x of block c / x.
+#include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/layout_rules.h"
+#include "compiler_core/lowering/op_lowering.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::lowering {
+
+using loop::BinaryOp;
+using loop::Expr;
+
+absl::StatusOr<std::vector<loop::Stmt>> LowerLayoutTransform(KernelBuilder& b,
+                                                             const graph::Node& node,
+                                                             const Epilogue& epi) {
+  KILN_RETURN_IF_ERROR(epi.CheckSameDType(node));
+  const std::vector<int64_t>& xs = node.input(0)->type().shape;
+  const std::vector<int64_t>& os = node.output(0)->type().shape;
+  const DType dt = node.output(0)->type().dtype;
+  const int64_t dst = graph::LayoutBlock(node.attrs().GetString("dst_layout", ""));
+  loop::BufferRef x = b.Input(node.input(0));
+  loop::BufferRef out = b.out();
+  const size_t nsp = xs.size() - (dst > 0 ? 2 : 3);
+  std::vector<std::string> names = {"n", dst > 0 ? "cb" : "c"};
+  for (const std::string& s : SpatialNames("", nsp)) names.push_back(s);
+  if (dst > 0) names.push_back("c");
+  std::vector<loop::Var> vars = b.NewVars("", names);
+  std::vector<Expr> idx = Refs(vars);
+  std::vector<Expr> in_idx = {idx[0]};
+  Expr value;
+  if (dst > 0) {
+    const int64_t channels = xs[1];
+    Expr c = IdxAdd(IdxMul(idx[1], dst), idx.back());
+    in_idx.push_back(channels % dst == 0 ? c : IdxClamp(c, channels));
+    for (size_t d = 0; d < nsp; ++d) in_idx.push_back(idx[2 + d]);
+    value = loop::Load(x, in_idx);
+    if (channels % dst != 0) {
+      value = loop::Select(loop::Binary(BinaryOp::kLt, c, Idx(channels)), value, Const(0, dt));
+    }
+  } else {
+    const int64_t block = xs.back();
+    in_idx.push_back(loop::Binary(BinaryOp::kFloorDiv, idx[1], Idx(block)));
+    for (size_t d = 0; d < nsp; ++d) in_idx.push_back(idx[2 + d]);
+    in_idx.push_back(loop::Binary(BinaryOp::kFloorMod, idx[1], Idx(block)));
+    value = loop::Load(x, in_idx);
+  }
+  KILN_ASSIGN_OR_RETURN(value, epi.Apply(value, idx));
+  return std::vector<loop::Stmt>{Nest(vars, os, loop::Store(out, idx, value))};
+}
+
+}  // namespace kiln::lowering

@@ -5,11 +5,14 @@
 //        [--ort-dir bench/.ort] [--threads 1,2] [--warmup 20] [--runs 100] [--budget-ms 8000]
 //        [--only mlp,resnet18]
 //
-// Kiln runs in a `kiln-bench-model DIR --serve` child process (it compiles, warms up, then runs
-// batches on request); ONNX Runtime runs in this process (intraOpNumThreads = N,
-// interOpNumThreads = 1, graphOptimizationLevel 'all', executionMode 'sequential', CPU EP). The
-// two alternate in small batches (A B B A ...) so machine noise hits both alike. Kiln times
-// Executable::Run in C++; ORT times `await session.run()` here (a few µs of N-API overhead).
+// Each runtime runs in its own child process speaking one line protocol (ready JSON, then "N" →
+// {"ms":[...]}): Kiln in `kiln-bench-model DIR --serve` (compiles, warms up, runs batches), ONNX
+// Runtime in this script started with --serve-ort (intraOpNumThreads = N, interOpNumThreads = 1,
+// graphOptimizationLevel 'all', executionMode 'sequential', CPU EP, default spinning). The two
+// alternate in small batches (A B B A ...) so machine noise hits both alike, and the idle one is
+// frozen with SIGSTOP during the other's batch: a thread pool that spins while idle (ORT's does
+// by default) would otherwise steal the cores the measured runtime is using. Kiln times
+// Executable::Run in C++; ORT times `await session.run()` (a few µs of N-API overhead).
 // --runs is capped so that one runtime's runs of one model take about --budget-ms.
 
 import { spawn } from 'node:child_process';
@@ -19,6 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 
 // ---- arguments ----------------------------------------------------------------------------
 const opts = {
@@ -47,6 +51,7 @@ const opts = {
     else if (a === '--runs') opts.runs = Number(v());
     else if (a === '--budget-ms') opts.budgetMs = Number(v());
     else if (a === '--only') opts.only = v().split(',');
+    else if (a === '--serve-ort') opts.serveOrt = [v(), Number(v()), Number(v())];
     else {
       console.error(`ort_bench.mjs: unknown argument ${a}`);
       process.exit(2);
@@ -149,11 +154,9 @@ function readTensorProto(file) {
 }
 
 // ---- Kiln child process ---------------------------------------------------------------------
-class KilnServer {
-  constructor(dir, threads, warmup) {
-    this.child = spawn(opts.kilnBin, [dir, '--threads', String(threads), '--warmup', String(warmup), '--serve'], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+class BenchServer {
+  constructor(command, args) {
+    this.child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'] });
     this.stderr = '';
     this.child.stderr.on('data', (d) => (this.stderr += d));
     this.lines = [];
@@ -182,7 +185,7 @@ class KilnServer {
   async message() {
     const line = await this.nextLine();
     if (line === null) {
-      const why = this.stderr.trim().split('\n').pop() || 'kiln-bench-model exited';
+      const why = this.stderr.trim().split('\n').pop() || 'benchmark process exited';
       return { error: why.replace(/^kiln-bench-model: /, '') };
     }
     try {
@@ -197,33 +200,30 @@ class KilnServer {
     if (m.error) throw new Error(m.error);
     return m.ms;
   }
+  // Freezes / thaws the whole process (all its threads).
+  pause() {
+    if (!this.closed) this.child.kill('SIGSTOP');
+  }
+  resume() {
+    if (!this.closed) this.child.kill('SIGCONT');
+  }
   close() {
+    this.resume();
     if (!this.closed) this.child.stdin.end('q\n');
   }
 }
 
-// ---- statistics and formatting --------------------------------------------------------------
-function percentile(values, p) {
-  const v = [...values].sort((a, b) => a - b);
-  return v[Math.min(v.length - 1, Math.round(p * (v.length - 1)))];
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const fmt = (x, w = 9) => (x === undefined || x === null || Number.isNaN(x) ? '-' : x < 1 ? x.toFixed(4) : x < 100 ? x.toFixed(3) : x.toFixed(1)).padStart(w);
-const short = (s, n = 70) => (s.length > n ? s.slice(0, n - 1) + '…' : s);
-
-// ---- one model at one thread count ----------------------------------------------------------
-async function benchOne(dir, threads) {
-  const row = { model: path.basename(dir), threads };
-  const inputFiles = fs
-    .readdirSync(path.join(dir, 'test_data_set_0'))
-    .filter((f) => /^input_\d+\.pb$/.test(f))
-    .sort((a, b) => Number(a.match(/\d+/)[0]) - Number(b.match(/\d+/)[0]));
-  const inputs = inputFiles.map((f) => readTensorProto(path.join(dir, 'test_data_set_0', f)));
-
-  // Kiln: compiles (cold, in a fresh process) and warms up while ORT builds its session.
-  const kiln = new KilnServer(dir, threads, opts.warmup);
-  let session = null;
+// ---- ONNX Runtime child process (--serve-ort DIR THREADS WARMUP) -----------------------------
+async function serveOrt(dir, threads, warmup) {
+  const reply = (o) => process.stdout.write(JSON.stringify(o) + '\n');
+  let session;
+  let feeds;
   try {
+    const inputFiles = fs
+      .readdirSync(path.join(dir, 'test_data_set_0'))
+      .filter((f) => /^input_\d+\.pb$/.test(f))
+      .sort((a, b) => Number(a.match(/\d+/)[0]) - Number(b.match(/\d+/)[0]));
+    const inputs = inputFiles.map((f) => readTensorProto(path.join(dir, 'test_data_set_0', f)));
     const t0 = performance.now();
     session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'), {
       executionProviders: ['cpu'],
@@ -232,69 +232,86 @@ async function benchOne(dir, threads) {
       graphOptimizationLevel: 'all',
       executionMode: 'sequential',
     });
-    row.ortCreateMs = performance.now() - t0;
-  } catch (e) {
-    row.ortError = String(e.message || e).split('\n')[0];
-  }
-  const ready = await kiln.message();
-  if (ready.error) row.kilnError = ready.error;
-  else row.kilnCompileMs = ready.compile_ms;
-
-  let feeds = null;
-  if (session) {
+    const createMs = performance.now() - t0;
     feeds = {};
     session.inputNames.forEach((name, i) => {
       const t = inputs[i];
       feeds[name] = new ort.Tensor(t.type, t.data, t.dims);
     });
-    try {
-      for (let i = 0; i < opts.warmup; i++) await session.run(feeds);
-    } catch (e) {
-      row.ortError = String(e.message || e).split('\n')[0];
-      session = null;
-    }
+    for (let i = 0; i < warmup; i++) await session.run(feeds);
+    reply({ ready: true, compile_ms: createMs });
+  } catch (e) {
+    reply({ error: String(e.message || e).split('\n')[0] });
+    return;
   }
-  const haveKiln = !row.kilnError;
-  const haveOrt = !!session;
-
-  // Size the measurement: about budgetMs per runtime, at most opts.runs, at least 10 runs.
-  const probe = async () => {
-    let per = 0;
-    if (haveKiln) per = Math.max(per, percentile(await kiln.run(3), 0.5));
-    if (haveOrt) {
-      const t = [];
-      for (let i = 0; i < 3; i++) {
-        const s = performance.now();
-        await session.run(feeds);
-        t.push(performance.now() - s);
-      }
-      per = Math.max(per, percentile(t, 0.5));
+  const rl = readline.createInterface({ input: process.stdin });
+  for await (const line of rl) {
+    if (line === 'q') break;
+    const n = Number(line);
+    const ms = [];
+    for (let i = 0; i < n; i++) {
+      const s = performance.now();
+      await session.run(feeds);
+      ms.push(performance.now() - s);
     }
-    return per;
+    reply({ ms });
+  }
+  if (session.release) await session.release();
+}
+
+// ---- statistics and formatting --------------------------------------------------------------
+function percentile(values, p) {
+  const v = [...values].sort((a, b) => a - b);
+  return v[Math.min(v.length - 1, Math.round(p * (v.length - 1)))];
+}
+const fmt = (x, w = 9) => (x === undefined || x === null || Number.isNaN(x) ? '-' : x < 1 ? x.toFixed(4) : x < 100 ? x.toFixed(3) : x.toFixed(1)).padStart(w);
+const short = (s, n = 70) => (s.length > n ? s.slice(0, n - 1) + '…' : s);
+
+// ---- one model at one thread count ----------------------------------------------------------
+async function benchOne(dir, threads) {
+  const row = { model: path.basename(dir), threads };
+
+  // Both start at once: Kiln compiles (cold, in a fresh process) while ORT builds its session.
+  const kiln = new BenchServer(opts.kilnBin, [dir, '--threads', String(threads), '--warmup', String(opts.warmup), '--serve']);
+  const ortServer = new BenchServer(process.execPath, [
+    fileURLToPath(import.meta.url), '--ort-dir', opts.ortDir, '--serve-ort', dir, String(threads), String(opts.warmup),
+  ]);
+  const kilnReady = await kiln.message();
+  if (kilnReady.error) row.kilnError = kilnReady.error;
+  else row.kilnCompileMs = kilnReady.compile_ms;
+  const ortReady = await ortServer.message();
+  if (ortReady.error) row.ortError = ortReady.error;
+  else row.ortCreateMs = ortReady.compile_ms;
+  const haveKiln = !row.kilnError;
+  const haveOrt = !row.ortError;
+
+  // Runs a batch of `server` with the other one frozen.
+  const batchOf = async (server, other, n) => {
+    other.pause();
+    server.resume();
+    try {
+      return await server.run(n);
+    } finally {
+      other.resume();
+    }
   };
   try {
-    const per = haveKiln || haveOrt ? await probe() : 0;
+    // Size the measurement: about budgetMs per runtime, at most opts.runs, at least 10 runs.
+    let per = 0;
+    if (haveKiln) per = Math.max(per, percentile(await batchOf(kiln, ortServer, 3), 0.5));
+    if (haveOrt) per = Math.max(per, percentile(await batchOf(ortServer, kiln, 3), 0.5));
     const runs = Math.max(10, Math.min(opts.runs, Math.floor(opts.budgetMs / Math.max(per, 1e-3))));
     const batch = Math.max(1, Math.round(runs / 10));
     const kilnMs = [];
     const ortMs = [];
-    const ortBatch = async () => {
-      for (let i = 0; i < batch; i++) {
-        const s = performance.now();
-        await session.run(feeds);
-        ortMs.push(performance.now() - s);
-      }
-    };
-    const kilnBatch = async () => kilnMs.push(...(await kiln.run(batch)));
-    // Let the other runtime's idle pool threads stop spinning before this one's batch.
-    const gap = threads > 1 ? 20 : 0;
+    const kilnBatch = async () => kilnMs.push(...(await batchOf(kiln, ortServer, batch)));
+    const ortBatch = async () => ortMs.push(...(await batchOf(ortServer, kiln, batch)));
     const more = () => (haveKiln && kilnMs.length < runs) || (haveOrt && ortMs.length < runs);
     for (let round = 0; more(); round++) {
       const order = round % 2 === 0 ? [kilnBatch, ortBatch] : [ortBatch, kilnBatch];
       for (const step of order) {
         if ((step === kilnBatch && !haveKiln) || (step === ortBatch && !haveOrt)) continue;
         await step();
-        if (gap) await sleep(gap);
       }
     }
     row.runs = runs;
@@ -304,7 +321,7 @@ async function benchOne(dir, threads) {
     row.kilnError = row.kilnError || String(e.message || e);
   } finally {
     kiln.close();
-    if (session && session.release) await session.release();
+    ortServer.close();
   }
   return row;
 }
@@ -374,7 +391,7 @@ async function main() {
   console.log(`\nload average at end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
 }
 
-main().catch((e) => {
+(opts.serveOrt ? serveOrt(...opts.serveOrt) : main()).catch((e) => {
   console.error(e);
   process.exit(1);
 });

@@ -15,6 +15,7 @@
 #include "compiler_core/passes/graph/fusion.h"
 #include "compiler_core/passes/graph/layout_nchwc.h"
 #include "compiler_core/passes/graph/matmul_layout.h"
+#include "compiler_core/passes/graph/simplify.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::passes {
@@ -37,6 +38,7 @@ std::unique_ptr<GraphPass> MakeLayoutNchwc(const PipelineOptions& options) {
 // In the default pipeline's order.
 constexpr PassEntry kPasses[] = {
     {"constant-folding", &Make<ConstantFolding>},
+    {"simplify", &Make<Simplify>},
     {"fold-batchnorm", &Make<FoldBatchNorm>},
     {"matmul-layout", &Make<MatMulWeightLayout>},
     {"cse", &Make<CommonSubexpressionElimination>},

@@ -47,8 +47,8 @@ struct PipelineOptions {
 absl::Status RunPasses(graph::Graph& graph, const std::vector<std::string>& pass_names,
                        const PipelineOptions& options = {});
 
-/// The default optimization pipeline: constant folding, fold-batchnorm, cse, dce, layout-nchwc,
-/// fusion.
+/// The default optimization pipeline: constant-folding, simplify, fold-batchnorm, matmul-layout,
+/// cse, dce, layout-nchwc, fusion.
 std::vector<std::string> DefaultPassPipeline();
 
 }  // namespace kiln::passes

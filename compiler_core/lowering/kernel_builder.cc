@@ -33,6 +33,18 @@ loop::BufferRef KernelBuilder::Output(const graph::Value* v) {
   return out_;
 }
 
+loop::BufferRef KernelBuilder::ExtraOutput(const graph::Value* v) {
+  for (size_t i = 0; i < extra_outs_.size(); ++i) {
+    if (extra_out_values_[i] == v) return extra_outs_[i];
+  }
+  std::string name = absl::StrCat("out", extra_outs_.size() + 1);
+  buffer_names_.insert(name);
+  loop::BufferRef b = loop::MakeBuffer(name, v->type().dtype, v->type().shape);
+  extra_outs_.push_back(b);
+  extra_out_values_.push_back(v);
+  return b;
+}
+
 loop::BufferRef KernelBuilder::Workspace(const std::string& name, DType dtype,
                                          std::vector<int64_t> shape) {
   std::string unique = name;
@@ -63,11 +75,14 @@ LoweredKernel KernelBuilder::Finish(std::vector<Stmt> nests) {
   k.func.anchor = anchor_;
   k.func.params = params_;
   k.func.params.push_back(out_);
+  k.func.params.insert(k.func.params.end(), extra_outs_.begin(), extra_outs_.end());
   k.func.workspaces = workspaces_;
   k.func.body = nests.size() == 1 ? nests[0] : loop::Block(std::move(nests));
   k.param_values = param_values_;
   k.param_values.push_back(out_value_);
-  k.result = out_value_;
+  k.param_values.insert(k.param_values.end(), extra_out_values_.begin(), extra_out_values_.end());
+  k.results = {out_value_};
+  k.results.insert(k.results.end(), extra_out_values_.begin(), extra_out_values_.end());
   return k;
 }
 

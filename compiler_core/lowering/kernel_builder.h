@@ -27,6 +27,9 @@ class KernelBuilder {
   loop::BufferRef Output(const graph::Value* v);
   /// The result buffer created by Output (null before).
   loop::BufferRef out() const { return out_; }
+  /// A further result buffer ("out1", "out2", ...) of `v`'s type, a param after "out" (for
+  /// multi-output anchors); created on first use.
+  loop::BufferRef ExtraOutput(const graph::Value* v);
   /// A kernel-private global scratch buffer; `name` is made unique.
   loop::BufferRef Workspace(const std::string& name, DType dtype, std::vector<int64_t> shape);
   /// A fresh loop variable named `name` (suffixed "_1", "_2", ... if taken).
@@ -46,6 +49,8 @@ class KernelBuilder {
   std::vector<loop::BufferRef> workspaces_;
   loop::BufferRef out_;
   const graph::Value* out_value_ = nullptr;
+  std::vector<loop::BufferRef> extra_outs_;
+  std::vector<const graph::Value*> extra_out_values_;
   std::set<std::string> buffer_names_;
   std::set<std::string> var_names_;
 };

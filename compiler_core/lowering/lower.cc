@@ -26,6 +26,8 @@ absl::StatusOr<std::vector<loop::Stmt>> LowerAnchor(KernelBuilder& b, const grap
       return LowerPool(b, node, epi);
     case OpKind::kSoftmax: case OpKind::kLogSoftmax:
       return LowerSoftmax(b, node, epi);
+    case OpKind::kTopK:
+      return LowerTopK(b, node, epi);
     case OpKind::kLayoutTransform:
       return LowerLayoutTransform(b, node, epi);
     case OpKind::kFlatten: case OpKind::kReshape: case OpKind::kSqueeze: case OpKind::kUnsqueeze:
@@ -61,7 +63,7 @@ absl::StatusOr<LoweredKernel> LowerGroup(const std::vector<const graph::Node*>& 
   }
   for (const graph::Node* n : nodes) {
     for (size_t k = 1; k < n->outputs().size(); ++k) {
-      if (n->output(k) != nullptr && n->op() != OpKind::kMaxPool &&
+      if (n->output(k) != nullptr && n->op() != OpKind::kMaxPool && n->op() != OpKind::kTopK &&
           n->op() != OpKind::kBatchNormalization && n->op() != OpKind::kDropout) {
         return NoLowering(*n, "multiple outputs");
       }

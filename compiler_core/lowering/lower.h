@@ -13,17 +13,21 @@ namespace kiln::lowering {
 
 /// A lowered kernel: the loop IR function and, for each of its params, the graph value bound to
 /// it (inputs the group reads from outside itself, constants included, then the group's
-/// result). Workspaces are kernel-private and bound to nothing.
+/// results in order). Workspaces are kernel-private and bound to nothing.
 struct LoweredKernel {
   loop::Func func;
   std::vector<const graph::Value*> param_values;  // same length and order as func.params
-  const graph::Value* result = nullptr;           // the value the kernel writes
+  /// The values the kernel writes, in order: the group's result first, then any further
+  /// outputs of a multi-output anchor (TopK's indices, MaxPool's Indices). They are the last
+  /// results.size() params.
+  std::vector<const graph::Value*> results;
 };
 
 /// Kernel layout produced by LowerGroup (schedules and default schedules rely on it):
 ///
 /// - Params: the group's external inputs in first-use order ("in0", "in1", ...; constants
-///   included, omitted optional inputs skipped, each value once), then the result "out" LAST.
+///   included, omitted optional inputs skipped, each value once), then the result "out", then
+///   the further results of a multi-output anchor ("out1", ...) LAST.
 ///   Compile-time operands (Pad pads/constant_value, Slice starts/axes/steps, Reshape shape,
 ///   constant Clip bounds) are folded into the IR and are not params.
 /// - Elementwise/broadcast anchors and data movement: one nest over the output, loops "d0",
@@ -36,11 +40,17 @@ struct LoweredKernel {
 /// - Gemm: "init.i", "init.j"; update "i", "j", "k" (k a reduction). MatMul: batch loops "b0",
 ///   ... before "i"/"j" (absent for a 1-D operand), then "k".
 /// - MaxPool/AveragePool: "init.n", "init.c", "init.o*"; update "n", "c", "o*", "k*" (reduction);
-///   AveragePool always has the epilogue nest (divide by the window count).
+///   AveragePool always has the epilogue nest (divide by the window count). MaxPool with a
+///   used Indices output writes it as result "out1" (flattened NC[spatial] index, row-major or,
+///   with storage_order 1, column-major over the spatial dims) in the same nests.
 ///   GlobalAverage/MaxPool: "init.n", "init.c"; update "n", "c", then "d"/"h"/"w" reductions.
 /// - Softmax/LogSoftmax: one nest over the non-axis dims ("d<axis index>") whose body runs four
 ///   axis loops "max.a" (reduction), "exp.a", "sum.a" (reduction), "norm.a", with workspaces
 ///   "max" and "sum" indexed by the non-axis dims.
+/// - TopK: one nest over the non-axis dims ("d<i>") whose body clears workspace "taken" (loop
+///   "clr.a"), then for each rank "j" (a reduction: ranks depend on the earlier ones) scans the
+///   axis "a" (reduction) for the best untaken element (ties: the lower index), writes it to
+///   "out" (values) and "out1" (int64 indices) and marks it taken. Output is always sorted.
 /// No nest ever loads out of bounds (padding goes through clamped indices under a select).
 ///
 /// Lowers `nodes` — one fusion group in topological order: the anchor first, then elementwise /

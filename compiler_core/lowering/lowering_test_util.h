@@ -3,6 +3,7 @@
 #ifndef KILN_COMPILER_CORE_LOWERING_LOWERING_TEST_UTIL_H_
 #define KILN_COMPILER_CORE_LOWERING_LOWERING_TEST_UTIL_H_
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -49,15 +50,19 @@ inline std::vector<float> Floats(const Tensor& t) {
 }
 
 /// Runs `func` (the kernel's func, possibly scheduled) binding params from `inputs` (constants
-/// bind their data). Output and workspaces start as 0xFF bytes (NaN) so a kernel that reads
-/// them before writing shows up.
-inline absl::StatusOr<TensorPtr> RunFunc(const LoweredKernel& kernel, const loop::Func& func,
-                                         const ValueMap& inputs) {
+/// bind their data) and returns every result, in kernel.results order. Results and workspaces
+/// start as 0xFF bytes (NaN) so a kernel that reads them before writing shows up.
+inline absl::StatusOr<std::vector<TensorPtr>> RunFuncAll(const LoweredKernel& kernel,
+                                                         const loop::Func& func,
+                                                         const ValueMap& inputs) {
   std::vector<std::vector<uint8_t>> storage;
   std::vector<void*> args;
+  auto is_result = [&](const graph::Value* v) {
+    return std::find(kernel.results.begin(), kernel.results.end(), v) != kernel.results.end();
+  };
   for (size_t i = 0; i < func.params.size(); ++i) {
     const graph::Value* v = kernel.param_values[i];
-    if (v == kernel.result) {
+    if (is_result(v)) {
       storage.emplace_back(func.params[i]->NumBytes(), 0xFF);
     } else {
       TensorPtr t = v->is_constant() ? v->constant() : inputs.at(v);
@@ -68,14 +73,26 @@ inline absl::StatusOr<TensorPtr> RunFunc(const LoweredKernel& kernel, const loop
   for (auto& s : storage) args.push_back(s.data());
   absl::Status status = loop::InterpretFunc(func, args);
   if (!status.ok()) return status;
-  for (size_t i = 0; i < func.params.size(); ++i) {
-    if (kernel.param_values[i] == kernel.result) {
-      auto out = Tensor::Zeros(kernel.result->type());
+  std::vector<TensorPtr> results;
+  for (const graph::Value* r : kernel.results) {
+    for (size_t i = 0; i < func.params.size(); ++i) {
+      if (kernel.param_values[i] != r) continue;
+      auto out = Tensor::Zeros(r->type());
       out->bytes = storage[i];
-      return TensorPtr(out);
+      results.push_back(out);
+      break;
     }
   }
-  return absl::InternalError("kernel has no result param");
+  if (results.empty()) return absl::InternalError("kernel has no result param");
+  return results;
+}
+
+/// RunFuncAll's first result.
+inline absl::StatusOr<TensorPtr> RunFunc(const LoweredKernel& kernel, const loop::Func& func,
+                                         const ValueMap& inputs) {
+  absl::StatusOr<std::vector<TensorPtr>> all = RunFuncAll(kernel, func, inputs);
+  if (!all.ok()) return all.status();
+  return all->front();
 }
 
 inline absl::StatusOr<TensorPtr> RunKernel(const LoweredKernel& kernel, const ValueMap& inputs) {

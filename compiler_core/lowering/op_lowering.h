@@ -92,6 +92,10 @@ absl::StatusOr<std::vector<loop::Stmt>> LowerNormalization(KernelBuilder& b,
                                                            const graph::Node& node,
                                                            const Epilogue& epi);
 
+/// TopK (topk.cc): values to "out", int64 indices to the extra result "out1".
+absl::StatusOr<std::vector<loop::Stmt>> LowerTopK(KernelBuilder& b, const graph::Node& node,
+                                                  const Epilogue& epi);
+
 /// kUnimplemented "node 'x' (Op): no lowering for <what>".
 absl::Status NoLowering(const graph::Node& node, const std::string& what);
 

@@ -2,6 +2,9 @@
 // GlobalAveragePool / GlobalMaxPool, in NC[spatial] or the blocked NC[spatial]<x>c layout
 // (layout attribute: one more innermost output loop "c" over the channel lanes). Window positions outside the input are masked with a
 // select over a clamped (always in-bounds) load; AveragePool divides by the per-window count.
+// MaxPool's optional Indices output (plain layout only) is the extra result "out1": the
+// flattened NC[spatial] index of the first maximum, spatial part row-major, or column-major
+// with storage_order 1.
 #include "absl/strings/str_cat.h"
 #include "compiler_core/lowering/op_lowering.h"
 #include "compiler_core/support/status_macros.h"
@@ -57,12 +60,17 @@ absl::StatusOr<std::vector<Stmt>> LowerWindowPool(KernelBuilder& b, const graph:
       pads.size() != 2 * nsp) {
     return NoLowering(node, "these kernel_shape/strides/dilations/pads attributes");
   }
-  if (node.outputs().size() > 1 && node.output(1) != nullptr) {
-    return NoLowering(node, "the Indices output");
+  const graph::Value* indices_value =
+      is_max && node.outputs().size() > 1 ? node.output(1) : nullptr;
+  if (indices_value != nullptr && (lane || !epi.empty())) {
+    return NoLowering(node, "the Indices output in a blocked layout or with fused consumers");
   }
+  const bool column_major = node.attrs().GetInt("storage_order", 0) != 0;
 
   loop::BufferRef x = b.Input(xv);
   loop::BufferRef out = b.out();
+  // MaxPool's Indices: flattened NC[spatial] index of the (first) maximum.
+  loop::BufferRef ind = indices_value != nullptr ? b.ExtraOutput(indices_value) : nullptr;
   Expr identity = is_max ? Lowest(dt) : Const(0, dt);
   std::vector<std::string> onames = {"n", lane ? "cb" : "c"};
   for (const std::string& s : SpatialNames("o", nsp)) onames.push_back(s);
@@ -70,7 +78,9 @@ absl::StatusOr<std::vector<Stmt>> LowerWindowPool(KernelBuilder& b, const graph:
   std::vector<Stmt> nests;
   {
     std::vector<loop::Var> vars = b.NewVars("init.", onames);
-    nests.push_back(Nest(vars, os, loop::Store(out, Refs(vars), identity)));
+    Stmt init = loop::Store(out, Refs(vars), identity);
+    if (ind) init = loop::Block({init, loop::Store(ind, Refs(vars), Idx(0))});
+    nests.push_back(Nest(vars, os, init));
   }
   {
     std::vector<std::string> names = onames;
@@ -94,8 +104,25 @@ absl::StatusOr<std::vector<Stmt>> LowerWindowPool(KernelBuilder& b, const graph:
     if (lane) in_idx.push_back(idx[2 + nsp]);
     Expr value = loop::Select(cond, loop::Load(x, in_idx), identity);
     Expr acc = loop::Load(out, out_idx);
-    value = is_max ? loop::Max(acc, value) : acc + value;
-    nests.push_back(Nest(vars, extents, loop::Store(out, out_idx, value), reduction));
+    Stmt update = loop::Store(out, out_idx, is_max ? loop::Max(acc, value) : acc + value);
+    if (ind) {
+      // Flat index of the (clamped, so only chosen when in bounds) input position; a strict
+      // comparison keeps the first maximum in window order. Stored before `out` changes.
+      int64_t plane = 1;
+      for (size_t d = 0; d < nsp; ++d) plane *= xs[2 + d];
+      Expr flat = IdxMul(IdxAdd(IdxMul(idx[0], xs[1]), idx[1]), plane);
+      int64_t stride = 1;
+      for (size_t i = 0; i < nsp; ++i) {
+        size_t d = column_major ? i : nsp - 1 - i;
+        flat = IdxAdd(flat, IdxMul(in_idx[2 + d], stride));
+        stride *= xs[2 + d];
+      }
+      Expr better = loop::Binary(BinaryOp::kGt, value, acc);
+      update = loop::Block({loop::Store(ind, out_idx,
+                                        loop::Select(better, flat, loop::Load(ind, out_idx))),
+                            update});
+    }
+    nests.push_back(Nest(vars, extents, update, reduction));
   }
   std::function<Expr(Expr, const std::vector<Expr>&)> divide;
   if (!is_max) {

@@ -117,7 +117,9 @@ class Planner {
   // view, a value listed as an output twice) gets a copy kernel.
   absl::Status AddOutputCopies() {
     std::unordered_map<const Value*, bool> produced_by_kernel;
-    for (const Kernel& k : kernels_) produced_by_kernel[k.lowered.result] = true;
+    for (const Kernel& k : kernels_) {
+      for (const Value* r : k.lowered.results) produced_by_kernel[r] = true;
+    }
     for (size_t i = 0; i < graph_.outputs().size(); ++i) {
       const Value* out = graph_.outputs()[i];
       if (produced_by_kernel.count(out) && !output_index_.count(out)) {

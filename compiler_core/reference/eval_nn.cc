@@ -140,7 +140,25 @@ TensorVec EvalPool(const graph::Node& node, const TensorVec& in) {
   TensorVec result{FromDoubles(ot, out)};
   if (is_max && node.outputs().size() > 1) {
     auto idx = Tensor::Zeros(node.output(1)->type());
-    for (size_t i = 0; i < argmax.size(); ++i) idx->mutable_data<int64_t>()[i] = argmax[i];
+    // storage_order 1: the spatial part of each index is column-major.
+    const bool column_major = node.attrs().GetInt("storage_order", 0) != 0;
+    for (size_t i = 0; i < argmax.size(); ++i) {
+      int64_t flat = argmax[i];
+      if (column_major) {
+        int64_t plane = flat / I, rest = flat % I, col = 0, stride = 1;
+        std::vector<int64_t> pos(xs.size() - 2);
+        for (size_t d = xs.size() - 1; d >= 2; --d) {
+          pos[d - 2] = rest % xs[d];
+          rest /= xs[d];
+        }
+        for (size_t d = 2; d < xs.size(); ++d) {
+          col += pos[d - 2] * stride;
+          stride *= xs[d];
+        }
+        flat = plane * I + col;
+      }
+      idx->mutable_data<int64_t>()[i] = flat;
+    }
     result.push_back(idx);
   }
   return result;

@@ -73,9 +73,6 @@ const std::set<std::string>& ExpectedFailures() {
   static const auto* kSet = new std::set<std::string>{
       // Pad amounts given as a graph input: Kiln needs static shapes.
       "test_constant_pad", "test_edge_pad", "test_reflect_pad",
-      // MaxPool's Indices output is not supported (kUnimplemented by design).
-      "test_maxpool_with_argmax_2d_precomputed_pads",
-      "test_maxpool_with_argmax_2d_precomputed_strides",
       // Sequence and optional inputs: Kiln has tensors only.
       "test_identity_opt", "test_identity_sequence",
   };

@@ -145,7 +145,7 @@ TEST(ImporterTest, ConvAutoPadResolved) {
   EXPECT_EQ((*g)->outputs()[0], conv->output(0));
 }
 
-TEST(ImporterTest, PoolAttrsExplicitAndIndicesRejected) {
+TEST(ImporterTest, PoolAttrsExplicitAndMaxPoolIndicesOnlyWhenUsed) {
   ModelBuilder b;
   b.Input("x", {1, 1, 4, 4});
   auto* n = b.Node("AveragePool", {"x"}, {"y"}, "avg");
@@ -167,10 +167,15 @@ TEST(ImporterTest, PoolAttrsExplicitAndIndicesRejected) {
   auto ok = Import(m);
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(Only(**ok, OpKind::kMaxPool)->outputs().size(), 1u);
+  SetInt(mp, "storage_order", 1);
   m.Output("idx", {1, 1, 3, 3}, onnx::TensorProto::INT64);
-  auto bad = Import(m);
-  EXPECT_EQ(bad.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(bad.status().message(), HasSubstr("node 'mp' (MaxPool)"));
+  auto with_indices = Import(m);
+  ASSERT_TRUE(with_indices.ok()) << with_indices.status();
+  Node* pool = Only(**with_indices, OpKind::kMaxPool);
+  ASSERT_EQ(pool->outputs().size(), 2u);
+  EXPECT_EQ(pool->output(1)->type(), (TensorType{DType::kInt64, {1, 1, 3, 3}}));
+  EXPECT_EQ(pool->attrs().GetInt("storage_order", -1), 1);
+  EXPECT_EQ((*with_indices)->outputs()[1], pool->output(1));
 }
 
 TEST(ImporterTest, ClipAndPadPre11Attributes) {

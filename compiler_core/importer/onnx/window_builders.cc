@@ -94,6 +94,7 @@ absl::StatusOr<BuiltOutputs> BuildWindowOp(ImportContext& ctx, const OnnxNode& n
   a.Set("pads", pads);
   a.Set("dilations", dilations);
   std::vector<Value*> inputs{x};
+  int num_outputs = 1;
   if (node.op == OpKind::kConv) {
     a.Set("group", node.attrs.GetInt("group", 1));
     inputs.push_back(node.input(1));
@@ -105,11 +106,17 @@ absl::StatusOr<BuiltOutputs> BuildWindowOp(ImportContext& ctx, const OnnxNode& n
     }
     if (node.proto->output_size() > 1 && !node.proto->output(1).empty() &&
         ctx.IsUsed(node.proto->output(1))) {
-      return absl::UnimplementedError(node.Prefix() +
-                                      "output 1 (Indices) is not supported");
+      if (node.op != OpKind::kMaxPool) {
+        return absl::InvalidArgumentError(node.Prefix() + "has no output 1");
+      }
+      // MaxPool's Indices: flattened index into the input, row-major (storage_order 0) or
+      // column-major over the spatial dims (storage_order 1).
+      a.Set("storage_order", node.attrs.GetInt("storage_order", 0));
+      num_outputs = 2;
     }
   }
-  KILN_ASSIGN_OR_RETURN(Node * out, ctx.Emit(node.op, node.name, inputs, a));
+  KILN_ASSIGN_OR_RETURN(Node * out, ctx.Emit(node.op, node.name, inputs, a, num_outputs));
+  if (num_outputs == 2) return BuiltOutputs{out->output(0), out->output(1)};
   return BuiltOutputs{out->output(0)};
 }
 

@@ -1,5 +1,6 @@
 // The `kiln` command line: compile, run, check and inspect models locally, or compile and check
 // through a kilnd server (--server) and query its status, jobs and workers.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -105,6 +106,14 @@ int Run(int argc, char** argv) {
     if (eq == std::string::npos) return Fail("run: --input wants NAME=FILE.pb, got '" + spec + "'");
     files[spec.substr(0, eq)] = spec.substr(eq + 1);
   }
+  std::vector<std::string> input_names;
+  for (const auto& in : m.inputs()) input_names.push_back(in.name());
+  for (const auto& [name, file] : files) {
+    if (std::find(input_names.begin(), input_names.end(), name) == input_names.end()) {
+      return Fail("run: the model has no input named '" + name + "' (its inputs: " +
+                  absl::StrJoin(input_names, ", ") + ")");
+    }
+  }
   std::vector<importer::NamedTensor> inputs;
   for (const auto& in : m.inputs()) {
     auto it = files.find(in.name());
@@ -114,7 +123,6 @@ int Run(int argc, char** argv) {
     inputs.push_back(std::move(*t));
     files.erase(it);
   }
-  if (!files.empty()) return Fail("run: the model has no input named '" + files.begin()->first + "'");
   std::vector<const Tensor*> ptrs;
   for (const auto& t : inputs) ptrs.push_back(&t.tensor);
   auto outputs = (*exe)->Run(ptrs);

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "compiler_core/codegen/llvm/codegen.h"
 #include "compiler_core/importer/onnx/importer.h"
 #include "compiler_core/ir/graph/graph_hash.h"
@@ -58,6 +59,16 @@ absl::StatusOr<CompileResult> CompileGraph(std::unique_ptr<graph::Graph> graph,
     return std::find(want.begin(), want.end(), stage) != want.end() ||
            std::find(want.begin(), want.end(), "all") != want.end();
   };
+
+  // A misspelled stage must not be silently ignored.
+  for (const std::string& stage : options.print_ir_after) {
+    std::vector<std::string> known = passes::RegisteredPassNames();
+    known.insert(known.end(), {"import", "lower", "schedule", "all"});
+    if (std::find(known.begin(), known.end(), stage) == known.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--print-ir-after: unknown stage '", stage, "' (known: ", absl::StrJoin(known, ", "), ")"));
+    }
+  }
 
   CompileResult result;
   KILN_ASSIGN_OR_RETURN(result.target, codegen::ResolveTarget(options.target));

@@ -110,6 +110,27 @@ TEST_F(ErrorsTest, NotAProtobuf) {
   ExpectError("compile " + path + " -o " + (dir_ / "o.kiln").string(), "INVALID_ARGUMENT");
 }
 
+TEST_F(ErrorsTest, EmptyFileAndDirectory) {
+  std::string empty = Write("empty.onnx", "");
+  ExpectError("compile " + empty + " -o " + (dir_ / "o.kiln").string(),
+              "INVALID_ARGUMENT: the ONNX model file is empty");
+  ExpectError("compile " + dir_.string() + " -o " + (dir_ / "o.kiln").string(),
+              "is a directory, not an ONNX model file");
+}
+
+TEST_F(ErrorsTest, UnknownPrintStageAndInputName) {
+  onnx::ModelProto m = BaseModel({2});
+  AddNode(m, "Relu", {"x"}, {"y"}, "r");
+  AddValueInfo(m.mutable_graph()->add_output(), "y", {2});
+  std::string model = WriteModel("relu.onnx", m);
+  std::string artifact = (dir_ / "relu.kiln").string();
+  ExpectError("compile " + model + " -o " + artifact + " --print-ir-after=fuson",
+              "--print-ir-after: unknown stage 'fuson'");
+  ASSERT_EQ(RunKiln("compile " + model + " -o " + artifact).exit_code, 0);
+  ExpectError("run " + artifact + " --input z=" + model + " --output-dir " + (dir_ / "out").string(),
+              "the model has no input named 'z' (its inputs: x)");
+}
+
 TEST_F(ErrorsTest, GraphWithCycle) {
   onnx::ModelProto m = BaseModel({2});
   AddNode(m, "Add", {"x", "b"}, {"a"}, "first");

@@ -3,6 +3,7 @@
 // ONNX shape inference found.
 #include "compiler_core/importer/onnx/importer.h"
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -185,6 +186,10 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxBytes(std::string_view bytes,
       !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return absl::InvalidArgumentError("cannot parse the ONNX model: not a valid ModelProto");
   }
+  if (!model.has_graph()) {
+    return absl::InvalidArgumentError(bytes.empty() ? "the ONNX model file is empty"
+                                                    : "the ONNX model has no graph");
+  }
   KILN_ASSIGN_OR_RETURN(int opset, CheckOpsets(model));
   KILN_RETURN_IF_ERROR(CheckOpsSupported(model));
   KILN_RETURN_IF_ERROR(UpgradeLegacyOpset(model, opset));
@@ -241,6 +246,11 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxBytes(std::string_view bytes,
 }
 
 absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", path, "' is a directory, not an ONNX model file"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ONNX model '", path, "'"));
   std::stringstream buffer;

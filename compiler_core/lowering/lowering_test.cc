@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "compiler_core/ir/graph/matmul_packing.h"
 #include "compiler_core/ir/loop/printer.h"
 #include "compiler_core/lowering/lowering_test_util.h"
 #include "compiler_core/reference/evaluator.h"
@@ -150,6 +151,48 @@ TEST(LowerGemmTest, TransposedAlphaBetaBroadcastC) {
   attrs.Set("beta", 2.0f);
   Node* gemm = g.AddNode(OpKind::kGemm, "gemm", {a, bm, c}, {F32({2, 4})}, attrs);
   CheckGroup({gemm}, {{a, Random(a->type(), 23)}});
+}
+
+/// The node `op`(a, packed B, c?) reading `b` ([K, N]) packed in panels of `nr`
+/// (b_layout="packed<nr>", ir/graph/matmul_packing.h).
+Value* PackedWeight(Graph& g, const TensorPtr& b, int64_t nr, AttrMap& attrs) {
+  attrs.Set("b_layout", graph::PackedBLayout(nr));
+  attrs.Set("b_cols", b->type.shape[1]);
+  return g.AddConstant("bp", graph::PackMatMulB(*b, nr));
+}
+
+TEST(LowerGemmTest, PackedWeightWithTail) {
+  // N = 11 with nr = 4: two full panels (jb, jj) and a tail of 3 columns (jt).
+  for (int64_t n : {11, 8, 3}) {
+    Graph g;
+    Value* a = g.AddInput("a", F32({5, 3}));
+    Value* c = g.AddConstant("c", Random(F32({n}), 42));
+    AttrMap attrs;
+    attrs.Set("transA", int64_t{1});
+    attrs.Set("alpha", 0.5f);
+    attrs.Set("beta", 2.0f);
+    Value* bp = PackedWeight(g, Random(F32({5, n}), 41), 4, attrs);
+    Node* gemm = g.AddNode(OpKind::kGemm, "gemm", {a, bp, c}, {F32({3, n})}, attrs);
+    CheckGroup({gemm}, {{a, Random(a->type(), 43)}});
+    auto kernel = LowerGroup({gemm}, "k");
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    const std::string ir = loop::PrintStmt(kernel->func.body);
+    EXPECT_EQ(ir.find("%in1[jb, k, jj]") != std::string::npos, n >= 4) << ir;
+    EXPECT_EQ(ir.find("%in1[" + std::to_string(n / 4) + ", k") != std::string::npos,
+              n % 4 != 0) << ir;
+  }
+}
+
+TEST(LowerMatMulTest, PackedSharedWeight) {
+  Graph g;
+  Value* a = g.AddInput("a", F32({2, 3, 6}));
+  AttrMap attrs;
+  Value* bp = PackedWeight(g, Random(F32({6, 7}), 44), 4, attrs);
+  Node* mm = g.AddNode(OpKind::kMatMul, "mm", {a, bp}, {F32({2, 3, 7})}, attrs);
+  CheckGroup({mm}, {{a, Random(a->type(), 45)}});
+  auto kernel = LowerGroup({mm}, "k");
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  EXPECT_THAT(loop::PrintStmt(kernel->func.body), HasSubstr("for i in 0..6 {"));
 }
 
 TEST(LowerMatMulTest, BatchBroadcast) {

@@ -1,6 +1,12 @@
 // Gemm (transA/transB, alpha, beta, optional broadcast C) and MatMul (NumPy semantics: 1-D
-// operands, broadcast batch dims) as init / accumulate / epilogue nests over the result.
+// operands, broadcast batch dims) as init / accumulate / epilogue nests over the result. A B
+// packed in column panels (b_layout="packed<nr>", ir/graph/matmul_packing.h) is read as
+// Bp[j / nr][k][j % nr] with j split into loops jb (panels) and jj (within a panel) plus a tail
+// loop jt, so every index stays affine and jj reads B contiguously.
+#include <functional>
+
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/matmul_packing.h"
 #include "compiler_core/lowering/op_lowering.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -10,6 +16,42 @@ namespace {
 using loop::Expr;
 using loop::Stmt;
 
+/// The update nests of out[i, j] += A(i, k) * B[k, j] for an [m, k] × [k, n] product whose B
+/// (`bm`) is packed in panels of `nr`: [i, jb, jj, k] over the n / nr full panels and
+/// [i, jt, k] over the n % nr tail columns of the last panel (either may be absent).
+/// `a_at(i, k)` is A's element and `out_at(i, j)` the output's indices.
+std::vector<Stmt> PackedUpdateNests(KernelBuilder& b, int64_t m, int64_t n, int64_t k_extent,
+                                    int64_t nr, loop::BufferRef bm, loop::BufferRef out,
+                                    const std::function<Expr(Expr, Expr)>& a_at,
+                                    const std::function<std::vector<Expr>(Expr, Expr)>& out_at,
+                                    double alpha, DType dt) {
+  std::vector<Stmt> nests;
+  auto update = [&](Expr i, Expr j, Expr k, std::vector<Expr> b_idx) {
+    Expr prod = a_at(i, k) * loop::Load(bm, std::move(b_idx));
+    if (alpha != 1) prod = Const(alpha, dt) * prod;
+    std::vector<Expr> o = out_at(i, j);
+    return loop::Store(out, o, loop::Load(out, o) + prod);
+  };
+  const int64_t panels = n / nr, tail = n % nr;
+  if (panels > 0) {
+    std::vector<loop::Var> vars = b.NewVars("", {"i", "jb", "jj", "k"});
+    std::vector<Expr> idx = Refs(vars);
+    Expr j = IdxAdd(IdxMul(idx[1], nr), idx[2]);
+    nests.push_back(Nest(vars, {m, panels, nr, k_extent},
+                         update(idx[0], j, idx[3], {idx[1], idx[3], idx[2]}),
+                         {false, false, false, true}));
+  }
+  if (tail > 0) {
+    std::vector<loop::Var> vars = b.NewVars("", {"i", "jt", "k"});
+    std::vector<Expr> idx = Refs(vars);
+    Expr j = IdxAdd(idx[1], loop::IntImm(panels * nr));
+    nests.push_back(Nest(vars, {m, tail, k_extent},
+                         update(idx[0], j, idx[2], {loop::IntImm(panels), idx[2], idx[1]}),
+                         {false, false, true}));
+  }
+  return nests;
+}
+
 absl::StatusOr<std::vector<Stmt>> LowerGemm(KernelBuilder& b, const graph::Node& node,
                                             const Epilogue& epi) {
   const graph::Value* av = node.input(0);
@@ -17,7 +59,8 @@ absl::StatusOr<std::vector<Stmt>> LowerGemm(KernelBuilder& b, const graph::Node&
   const graph::Value* cv = node.input(2);
   const std::vector<int64_t>& os = node.output(0)->type().shape;
   const DType dt = node.output(0)->type().dtype;
-  if (av->type().rank() != 2 || bv->type().rank() != 2 || os.size() != 2) {
+  const int64_t nr = graph::PackedBPanelWidth(node);
+  if (av->type().rank() != 2 || bv->type().rank() != (nr > 0 ? 3 : 2) || os.size() != 2) {
     return NoLowering(node, "operands of rank other than 2");
   }
   const bool trans_a = node.attrs().GetInt("transA", 0) != 0;
@@ -41,7 +84,16 @@ absl::StatusOr<std::vector<Stmt>> LowerGemm(KernelBuilder& b, const graph::Node&
     }
     nests.push_back(Nest(vars, os, loop::Store(out, idx, value)));
   }
-  {
+  if (nr > 0) {
+    for (Stmt& s : PackedUpdateNests(
+             b, os[0], os[1], k_extent, nr, bm, out,
+             [&](Expr i, Expr k) {
+               return loop::Load(a, trans_a ? std::vector<Expr>{k, i} : std::vector<Expr>{i, k});
+             },
+             [](Expr i, Expr j) { return std::vector<Expr>{i, j}; }, alpha, dt)) {
+      nests.push_back(std::move(s));
+    }
+  } else {
     std::vector<loop::Var> vars = b.NewVars("", {"i", "j", "k"});
     std::vector<Expr> idx = Refs(vars);
     Expr i = idx[0], j = idx[1], k = idx[2];
@@ -134,7 +186,28 @@ absl::StatusOr<std::vector<Stmt>> LowerBatchedMatMul(KernelBuilder& b, const gra
     std::vector<loop::Var> vars = b.NewVars("init.", names);
     nests.push_back(Nest(vars, os, loop::Store(out, Refs(vars), Const(0, dt))));
   }
-  if (nbatch > 0 && bs.size() == 2 && as.size() == os.size()) {
+  if (const int64_t nr = graph::PackedBPanelWidth(node); nr > 0) {
+    // A packed B is one matrix shared by every batch: rows of all batches form one i loop.
+    if (bs.size() != 3 || as.size() != os.size()) return NoLowering(node, "this packed B");
+    const std::vector<int64_t> rows(os.begin(), os.end() - 1);
+    int64_t m = 1;
+    for (int64_t d : rows) m *= d;
+    for (Stmt& s : PackedUpdateNests(
+             b, m, os.back(), k_extent, nr, bm, out,
+             [&](Expr i, Expr k) {
+               std::vector<Expr> idx = Unflatten(rows, i);
+               idx.push_back(k);
+               return loop::Load(a, idx);
+             },
+             [&](Expr i, Expr j) {
+               std::vector<Expr> idx = Unflatten(rows, i);
+               idx.push_back(j);
+               return idx;
+             },
+             1.0, dt)) {
+      nests.push_back(std::move(s));
+    }
+  } else if (nbatch > 0 && bs.size() == 2 && as.size() == os.size()) {
     nests.push_back(SharedWeightUpdateNest(b, a, bm, out, os, k_extent));
   } else {
     std::vector<std::string> unames = names;

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/matmul_packing.h"
 #include "compiler_core/reference/eval_internal.h"
 
 namespace kiln::reference {
@@ -180,6 +181,15 @@ TensorVec EvalGlobalPool(const graph::Node& node, const TensorVec& in) {
   return TensorVec{FromDoubles(node.output(0)->type(), out)};
 }
 
+/// `in` with a packed B (b_layout="packed<nr>", matmul_packing.h) unpacked to [K, N], so the
+/// kernels below keep the one definition of Gemm and MatMul.
+TensorVec UnpackedB(const graph::Node& node, const TensorVec& in) {
+  if (graph::PackedBPanelWidth(node) <= 0 || in.size() < 2 || !in[1]) return in;
+  TensorVec out = in;
+  out[1] = graph::UnpackMatMulB(*in[1], graph::PackedBCols(node));
+  return out;
+}
+
 TensorVec EvalGemm(const graph::Node& node, const TensorVec& in) {
   const TensorType& ot = node.output(0)->type();
   bool ta = node.attrs().GetInt("transA", 0) != 0, tb = node.attrs().GetInt("transB", 0) != 0;
@@ -289,8 +299,8 @@ absl::StatusOr<TensorVec> EvalNn(const graph::Node& node, const TensorVec& in) {
     case OpKind::kAveragePool: return EvalPool(node, in);
     case OpKind::kGlobalAveragePool:
     case OpKind::kGlobalMaxPool: return EvalGlobalPool(node, in);
-    case OpKind::kGemm: return EvalGemm(node, in);
-    case OpKind::kMatMul: return EvalMatMul(node, in);
+    case OpKind::kGemm: return EvalGemm(node, UnpackedB(node, in));
+    case OpKind::kMatMul: return EvalMatMul(node, UnpackedB(node, in));
     case OpKind::kBatchNormalization: return EvalBatchNorm(node, in);
     case OpKind::kSoftmax:
     case OpKind::kLogSoftmax: return EvalSoftmax(node, in);

@@ -29,6 +29,16 @@ Primitive Step(Kind kind, std::vector<std::string> loops, int64_t factor = 0) {
   return Primitive{kind, std::move(loops), factor};
 }
 
+/// `name` without the "_<n>" suffix KernelBuilder::NewVar adds to a name already taken.
+std::string BaseName(const std::string& name) {
+  const size_t us = name.rfind('_');
+  if (us == std::string::npos || us + 1 == name.size()) return name;
+  for (size_t c = us + 1; c < name.size(); ++c) {
+    if (name[c] < '0' || name[c] > '9') return name;
+  }
+  return name.substr(0, us);
+}
+
 }  // namespace
 
 MatMulTile ChooseMatMulTile(int64_t m, int64_t n, int64_t k, const Target& target) {
@@ -72,72 +82,99 @@ std::vector<Primitive> MatMulUpdateSchedule(const loop::Stmt& nest, graph::OpKin
   const std::vector<loop::Stmt> chain = PerfectChain(nest);
   const size_t n_loops = chain.size();
   if (n_loops < 3) return {};
-  const loop::Stmt& li = chain[n_loops - 3];
+  // A packed B (lowering/matmul.cc) comes as [i, jb, jj, k]: j already split into panels jb
+  // of width nr = jj's extent. Otherwise [i, j, k], where j may be a packed tail jt.
+  const bool packed = n_loops >= 4 && BaseName(chain[n_loops - 3]->loop_var->name) == "jb" &&
+                      BaseName(chain[n_loops - 2]->loop_var->name) == "jj";
+  const size_t n_outer = n_loops - (packed ? 4 : 3);  // batch loops above i
+  const loop::Stmt& li = chain[n_outer];
   const loop::Stmt& lj = chain[n_loops - 2];
   const loop::Stmt& lk = chain[n_loops - 1];
-  if (li->loop_var->name != "i" || lj->loop_var->name != "j" || lk->loop_var->name != "k" ||
-      li->is_reduction || lj->is_reduction || !lk->is_reduction || ContainsFor(lk->body)) {
+  const std::string jname = BaseName(lj->loop_var->name);
+  if (BaseName(li->loop_var->name) != "i" || BaseName(lk->loop_var->name) != "k" ||
+      (packed ? jname != "jj" : jname != "j" && jname != "jt") || li->is_reduction ||
+      lj->is_reduction || !lk->is_reduction || ContainsFor(lk->body)) {
     return {};
   }
-  for (size_t d = 0; d + 3 < n_loops; ++d) {
+  for (size_t d = 0; d + 1 < n_loops; ++d) {
     if (chain[d]->is_reduction) return {};
   }
-  const int64_t m = li->extent, n = lj->extent, k = lk->extent;
+  const std::string i = li->loop_var->name, j = lj->loop_var->name, k = lk->loop_var->name;
+  const std::string jb = packed ? chain[n_loops - 3]->loop_var->name : "";
+  const int64_t m = li->extent, k_ext = lk->extent;
+  const int64_t n = packed ? lj->extent * chain[n_loops - 3]->extent : lj->extent;
   const int64_t lanes = std::max(1, target.f32_lanes());
   if (n < std::min<int64_t>(4, lanes)) return {};
-  const MatMulTile tile = ChooseMatMulTile(m, n, k, target);
+  MatMulTile tile = ChooseMatMulTile(m, n, k_ext, target);
+  if (packed && tile.nr != lj->extent) {
+    // The panel width is the packing's (2 vectors, the tile of m > 2 rows); a GEMV's wider
+    // tile does not apply.
+    tile = ChooseMatMulTile(std::max<int64_t>(m, 3), n, k_ext, target);
+    tile.nr = lj->extent;
+  }
 
   std::vector<Primitive> steps;
-  // j outermost (below the batch loops) and split: its tail j.t gets the same nest below it.
-  steps.push_back(Step(Kind::kReorder, {"j", "k", "i"}));
-  const bool split_j = n > tile.nr;
-  const bool j_tail = split_j && n % tile.nr != 0;
-  const std::string jv = split_j ? "j.i" : "j";
-  if (split_j) {
-    steps.push_back(Step(Kind::kSplit, {"j"}, tile.nr));
-    steps.push_back(Step(Kind::kReorder, {"j.o", "k", "i", "j.i"}));
-    if (j_tail) steps.push_back(Step(Kind::kReorder, {"k", "i", "j.t"}));
+  bool split_j = false, j_tail = false;
+  std::string jv = j, jo;
+  if (packed) {
+    steps.push_back(Step(Kind::kReorder, {jb, k, i, j}));
+    jo = jb;
+  } else {
+    // j outermost (below the batch loops) and split: its tail j.t gets the same nest below it.
+    steps.push_back(Step(Kind::kReorder, {j, k, i}));
+    split_j = n > tile.nr;
+    j_tail = split_j && n % tile.nr != 0;
+    if (split_j) {
+      jv = j + ".i";
+      jo = j + ".o";
+      steps.push_back(Step(Kind::kSplit, {j}, tile.nr));
+      steps.push_back(Step(Kind::kReorder, {jo, k, i, jv}));
+      if (j_tail) steps.push_back(Step(Kind::kReorder, {k, i, j + ".t"}));
+    } else if (jname == "jt") {
+      // A packed B's tail columns (fewer than a panel): jt innermost, like j.t.
+      steps.push_back(Step(Kind::kReorder, {k, i, j}));
+    }
   }
   // k blocks: k.o { i { k.i } }, and the k tail below i like k.i.
-  std::vector<std::string> kin = {"k"};
+  std::vector<std::string> kin = {k};
   if (tile.kc > 0) {
-    steps.push_back(Step(Kind::kSplit, {"k"}, tile.kc));
-    steps.push_back(Step(Kind::kReorder, {"k.o", "i", "k.i"}));
-    kin = {"k.i"};
-    if (k % tile.kc != 0) {
-      steps.push_back(Step(Kind::kReorder, {"i", "k.t"}));
-      kin.push_back("k.t");
+    steps.push_back(Step(Kind::kSplit, {k}, tile.kc));
+    steps.push_back(Step(Kind::kReorder, {k + ".o", i, k + ".i"}));
+    kin = {k + ".i"};
+    if (k_ext % tile.kc != 0) {
+      steps.push_back(Step(Kind::kReorder, {i, k + ".t"}));
+      kin.push_back(k + ".t");
     }
   } else {
-    steps.push_back(Step(Kind::kReorder, {"i", "k"}));
+    steps.push_back(Step(Kind::kReorder, {i, k}));
   }
   // Row tiles: i.o { kin { i.i { jv } } }, and the row tail i.t likewise below kin.
-  std::vector<std::string> rows = {"i"};
+  std::vector<std::string> rows = {i};
   const bool split_i = m > tile.mr;
   if (split_i) {
-    steps.push_back(Step(Kind::kSplit, {"i"}, tile.mr));
-    rows = {"i.i"};
-    if (m % tile.mr != 0) rows.push_back("i.t");
+    steps.push_back(Step(Kind::kSplit, {i}, tile.mr));
+    rows = {i + ".i"};
+    if (m % tile.mr != 0) rows.push_back(i + ".t");
   }
   for (const std::string& r : rows) {
     for (const std::string& kl : kin) steps.push_back(Step(Kind::kReorder, {kl, r}));
   }
   for (const std::string& r : rows) steps.push_back(Step(Kind::kUnroll, {r}));
   steps.push_back(Step(Kind::kVectorize, {jv}));
-  if (j_tail) steps.push_back(Step(Kind::kVectorize, {"j.t"}));
+  if (j_tail) steps.push_back(Step(Kind::kVectorize, {j + ".t"}));
 
   // One parallel loop: the outermost batch loop, else j.o when it has enough blocks, else i.o.
   int64_t batch = 1;
-  for (size_t d = 0; d + 3 < n_loops; ++d) batch *= chain[d]->extent;
-  if (batch * m * n * k < kParallelMacs) return steps;
-  const int64_t j_blocks = split_j ? n / tile.nr : 1;
+  for (size_t d = 0; d < n_outer; ++d) batch *= chain[d]->extent;
+  if (batch * m * n * k_ext < kParallelMacs) return steps;
+  const int64_t j_blocks = packed ? chain[n_loops - 3]->extent : split_j ? n / tile.nr : 1;
   const int64_t i_blocks = split_i ? m / tile.mr : 1;
-  if (n_loops > 3 && chain[0]->extent >= 2) {
+  if (n_outer > 0 && chain[0]->extent >= 2) {
     steps.push_back(Step(Kind::kParallel, {chain[0]->loop_var->name}));
   } else if (j_blocks >= 4 || (j_blocks >= 2 && i_blocks < 4)) {
-    steps.push_back(Step(Kind::kParallel, {"j.o"}));
+    steps.push_back(Step(Kind::kParallel, {jo}));
   } else if (i_blocks >= 2) {
-    steps.push_back(Step(Kind::kParallel, {"i.o"}));
+    steps.push_back(Step(Kind::kParallel, {i + ".o"}));
   }
   return steps;
 }

@@ -3,6 +3,7 @@
 // unscheduled kernel (the k order of every output element is unchanged).
 #include "compiler_core/schedule/matmul_schedule.h"
 
+#include "compiler_core/ir/graph/matmul_packing.h"
 #include "compiler_core/ir/loop/printer.h"
 #include "compiler_core/lowering/lower.h"
 #include "compiler_core/lowering/lowering_test_util.h"
@@ -93,6 +94,32 @@ TEST(MatMulScheduleTest, GemmWithAllTails) {
   EXPECT_THAT(ir, HasSubstr("for k.t in 0..497 reduce {\n"
                             "  unrolled for i.t in 0..3 {\n"
                             "    vectorized for j.t in 0..5 {\n"));
+}
+
+TEST(MatMulScheduleTest, PackedGemmPanelsAndTail) {
+  // The same product with B packed in panels of 16 (AVX2's nr): the panel nest [i, jb, jj, k]
+  // needs no j split, and the 5-column tail nest [i_1, jt, k_1] gets the same micro-kernel.
+  Graph g;
+  Value* a = g.AddInput("a", F32({13, 1001}));
+  graph::AttrMap attrs;
+  attrs.Set("b_layout", graph::PackedBLayout(16));
+  attrs.Set("b_cols", int64_t{37});
+  Value* b = g.AddConstant("b", graph::PackMatMulB(*Random(F32({1001, 37}), 1), 16));
+  Node* gemm = g.AddNode(OpKind::kGemm, "gemm", {a, b}, {F32({13, 37})}, attrs);
+  std::string sched;
+  std::string ir = CheckScheduled(gemm, a, WithBits(256), &sched);
+  EXPECT_THAT(sched, HasSubstr("reorder(jb, k, i, jj)\nsplit(k, 504)\n"));
+  EXPECT_THAT(sched, HasSubstr("vectorize(jj)\nparallel(jb)"));
+  EXPECT_THAT(sched, HasSubstr("vectorize(jt)"));
+  EXPECT_THAT(ir, HasSubstr("parallel for jb in 0..2 {\n"
+                            "  for k.o in 0..1 reduce {\n"
+                            "    for i.o in 0..2 {\n"
+                            "      for k.i in 0..504 reduce {\n"
+                            "        unrolled for i.i in 0..5 {\n"
+                            "          vectorized for jj in 0..16 {\n"));
+  EXPECT_THAT(ir, HasSubstr("for k_1 in 0..1001 reduce {\n"
+                            "    unrolled for i_1.i in 0..8 {\n"
+                            "      vectorized for jt in 0..5 {\n"));
 }
 
 TEST(MatMulScheduleTest, BatchedMatMulParallelOverBatch) {

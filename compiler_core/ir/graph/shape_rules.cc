@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler_core/ir/graph/layout_rules.h"
+#include "compiler_core/ir/graph/matmul_packing.h"
 #include "compiler_core/ir/graph/nn_op_rules.h"
 #include "compiler_core/ir/graph/tensor_op_rules.h"
 #include "compiler_core/support/status_macros.h"
@@ -244,18 +245,36 @@ absl::StatusOr<Types> GlobalPoolRule(const Node& node) {
   return Types{TensorType{x->dtype, out}};
 }
 
+/// Checks a packed B (b_layout="packed<nr>", see matmul_packing.h): shape [ceil(N/nr), K, nr]
+/// with N = b_cols. Returns nr, or 0 when B is not packed.
+absl::StatusOr<int64_t> CheckPackedB(const Node& node, const TensorType& b) {
+  const int64_t nr = PackedBPanelWidth(node);
+  if (nr == 0) return 0;
+  const int64_t n = PackedBCols(node);
+  if (nr < 0 || n <= 0) {
+    return Invalid(node, "b_layout must be packed<nr> (nr > 0) with b_cols > 0");
+  }
+  if (b.rank() != 3 || b.shape[2] != nr || b.shape[0] != (n + nr - 1) / nr) {
+    return Invalid(node, absl::StrCat("packed input 1 ", b.ToString(), " is not [",
+                                      (n + nr - 1) / nr, ",K,", nr, "] for b_cols=", n));
+  }
+  return nr;
+}
+
 absl::StatusOr<Types> GemmRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* a, In(node, 0));
   KILN_ASSIGN_OR_RETURN(const TensorType* b, In(node, 1));
   KILN_RETURN_IF_ERROR(ExpectRank(node, 0, *a, 2));
-  KILN_RETURN_IF_ERROR(ExpectRank(node, 1, *b, 2));
+  KILN_ASSIGN_OR_RETURN(const int64_t nr, CheckPackedB(node, *b));
+  if (nr == 0) KILN_RETURN_IF_ERROR(ExpectRank(node, 1, *b, 2));
   KILN_RETURN_IF_ERROR(ExpectSameDType(node, 1, *b, a->dtype));
   bool ta = node.attrs().GetInt("transA", 0) != 0;
   bool tb = node.attrs().GetInt("transB", 0) != 0;
+  if (nr != 0 && tb) return Invalid(node, "a packed B requires transB=0");
   int64_t m = ta ? a->shape[1] : a->shape[0];
   int64_t ka = ta ? a->shape[0] : a->shape[1];
-  int64_t kb = tb ? b->shape[1] : b->shape[0];
-  int64_t n = tb ? b->shape[0] : b->shape[1];
+  int64_t kb = nr != 0 ? b->shape[1] : tb ? b->shape[1] : b->shape[0];
+  int64_t n = nr != 0 ? PackedBCols(node) : tb ? b->shape[0] : b->shape[1];
   if (ka != kb) {
     return Invalid(node, absl::StrCat("inner dimensions differ: ", a->ToString(), " and ",
                                       b->ToString(), " (transA=", ta, ", transB=", tb, ")"));
@@ -276,6 +295,18 @@ absl::StatusOr<Types> MatMulRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* b, In(node, 1));
   KILN_RETURN_IF_ERROR(ExpectSameDType(node, 1, *b, a->dtype));
   if (a->rank() == 0 || b->rank() == 0) return Invalid(node, "inputs must have rank >= 1");
+  KILN_ASSIGN_OR_RETURN(const int64_t nr, CheckPackedB(node, *b));
+  if (nr != 0) {
+    // A packed B is one [K, b_cols] matrix shared by every batch of A.
+    if (a->rank() < 2) return Invalid(node, "a packed B requires input 0 of rank >= 2");
+    if (a->shape.back() != b->shape[1]) {
+      return Invalid(node, absl::StrCat("inner dimensions differ: ", a->ToString(),
+                                        " and packed ", b->ToString()));
+    }
+    Shape out = a->shape;
+    out.back() = PackedBCols(node);
+    return Types{TensorType{a->dtype, out}};
+  }
   Shape sa = a->shape, sb = b->shape;
   if (sa.size() == 1) sa.insert(sa.begin(), 1);
   if (sb.size() == 1) sb.push_back(1);

@@ -14,6 +14,7 @@
 #include "compiler_core/passes/graph/fold_batchnorm.h"
 #include "compiler_core/passes/graph/fusion.h"
 #include "compiler_core/passes/graph/layout_nchwc.h"
+#include "compiler_core/passes/graph/matmul_pack.h"
 #include "compiler_core/passes/graph/matmul_layout.h"
 #include "compiler_core/passes/graph/simplify.h"
 #include "compiler_core/support/status_macros.h"
@@ -35,12 +36,18 @@ std::unique_ptr<GraphPass> MakeLayoutNchwc(const PipelineOptions& options) {
   return std::make_unique<LayoutNchwc>(LayoutNchwcOptions{options.f32_lanes});
 }
 
+std::unique_ptr<GraphPass> MakeMatMulPack(const PipelineOptions& options) {
+  return std::make_unique<MatMulPack>(
+      MatMulPackOptions{options.f32_lanes, options.pack_matmul_weights});
+}
+
 // In the default pipeline's order.
 constexpr PassEntry kPasses[] = {
     {"constant-folding", &Make<ConstantFolding>},
     {"simplify", &Make<Simplify>},
     {"fold-batchnorm", &Make<FoldBatchNorm>},
     {"matmul-layout", &Make<MatMulWeightLayout>},
+    {"matmul-pack", &MakeMatMulPack},
     {"cse", &Make<CommonSubexpressionElimination>},
     {"dce", &Make<DeadCodeElimination>},
     {"layout-nchwc", &MakeLayoutNchwc},

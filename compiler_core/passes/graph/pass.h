@@ -40,6 +40,8 @@ struct PipelineOptions {
   bool verify = true;
   /// The target's f32 SIMD lanes: the block size of the layout-nchwc pass.
   int f32_lanes = 16;
+  /// Whether matmul-pack packs constant matmul weights into panels of 2 × f32_lanes.
+  bool pack_matmul_weights = true;
 };
 
 /// Runs `pass_names` in order. Errors: kInvalidArgument for an unknown pass name; a pass's own
@@ -48,7 +50,7 @@ absl::Status RunPasses(graph::Graph& graph, const std::vector<std::string>& pass
                        const PipelineOptions& options = {});
 
 /// The default optimization pipeline: constant-folding, simplify, fold-batchnorm, matmul-layout,
-/// cse, dce, layout-nchwc, fusion.
+/// matmul-pack, cse, dce, layout-nchwc, fusion.
 std::vector<std::string> DefaultPassPipeline();
 
 }  // namespace kiln::passes

@@ -33,8 +33,8 @@ constexpr char kUsage[] = R"(usage:
   kiln jobs --server HOST:PORT [--state queued|running|succeeded|failed|cancelled] [--limit N]
   kiln workers --server HOST:PORT
 
-PASS is a graph pass (constant-folding, simplify, fold-batchnorm, matmul-layout, cse, dce,
-layout-nchwc, fusion), "import", "lower"
+PASS is a graph pass (constant-folding, simplify, fold-batchnorm, matmul-layout, matmul-pack,
+cse, dce, layout-nchwc, fusion), "import", "lower"
 (loop IR before scheduling), "schedule" (loop IR after scheduling) or "all"; repeatable.
 With --server, compile and check upload the model to kilnd (only if it lacks it), compile there
 and download the artifact; --json prints the result as one JSON object.

@@ -178,7 +178,8 @@ class Planner {
   /// across all reductions, each broadcast input element feeding V FMAs:
   ///   n, ocb.o, oh, ow.o, <reductions>, ocb.i (unrolled), ow.i (unrolled), oc (vectorized).
   /// C = ow when ow <= 16 (no split), else its largest divisor up to 8 (a split by 14 runs
-  /// markedly slower than by 8 in measurements); V = 2 when the block stays within 16
+  /// markedly slower than by 8 in measurements), or 8 plus a tail block of ow % 8 columns when
+  /// that divisor is below 7 (PlanTailedConv); V = 2 when the block stays within 16
   /// accumulators and ocb is even (AVX-512; halve both below it). Returns the loops above the
   /// reductions, outermost first.
   std::vector<std::string> PlanBlockedConv(const std::vector<LoopInfo>& spatial,
@@ -188,6 +189,12 @@ class Planner {
     int64_t cols = ow;
     if (ow > max_acc) {
       for (cols = max_acc / 2; ow % cols != 0;) --cols;
+      // Odd widths (111, 55, 27) have only short divisors: take a full block and let the split's
+      // tail copy (ow % C columns) hold its own register block.
+      if (cols < max_acc / 2 - 1) {
+        std::vector<std::string> tailed = PlanTailedConv(spatial, reds, max_acc / 2);
+        if (!tailed.empty()) return tailed;
+      }
     }
     // Two vectors only for unsplit rows or full half-blocks: other splits (28 by 7) measured
     // 3x slower with two vectors.
@@ -214,6 +221,30 @@ class Planner {
     Try(Kind::kUnroll, {inner});
     Try(Kind::kVectorize, {spatial[4].name});
     return outer;
+  }
+
+  /// PlanBlockedConv with a split of ow by `cols` that leaves a tail, one vector of output
+  /// channels (splitting ocb by 2 here measured 2.5x slower), each of the main nest and the
+  /// split's tail copy reordered on its own:
+  ///   n, ocb, oh, { ow.o, <reductions>, ow.i, oc ; <reductions>, ow.t, oc }
+  /// (ow.i and ow.t unrolled, oc vectorized). Returns {} (nothing applied) if illegal.
+  std::vector<std::string> PlanTailedConv(const std::vector<LoopInfo>& spatial,
+                                          const std::vector<LoopInfo>& reds, int64_t cols) {
+    const std::string& ow = spatial[3].name;
+    const std::string& oc = spatial[4].name;
+    std::vector<std::string> main = {ow + ".o"}, tail;
+    for (const LoopInfo& l : reds) {
+      main.push_back(l.name);
+      tail.push_back(l.name);
+    }
+    main.insert(main.end(), {ow + ".i", oc});
+    tail.insert(tail.end(), {ow + ".t", oc});
+    if (!TryAll({Primitive{Kind::kSplit, {ow}, cols}, Primitive{Kind::kReorder, main, 0},
+                 Primitive{Kind::kReorder, tail, 0}, Primitive{Kind::kUnroll, {ow + ".i"}, 0},
+                 Primitive{Kind::kUnroll, {ow + ".t"}, 0}, Primitive{Kind::kVectorize, {oc}, 0}})) {
+      return {};
+    }
+    return {spatial[0].name, spatial[1].name, spatial[2].name};
   }
 
   /// Fuses the first three loops of `outer` (n, ocb, oh) into one parallel loop, so that even

@@ -1,6 +1,8 @@
 // The remote client against an in-process fake KilnService on loopback: uploads only what is
 // missing, in chunks of at most 1 MiB with the digest first; a fetched artifact that does not
 // match its digest is kDataLoss; server errors keep their codes; JSON escaping.
+#include <unistd.h>
+
 #include "client/remote.h"
 
 #include <grpcpp/grpcpp.h>
@@ -178,7 +180,7 @@ TEST(RemoteJsonTest, EscapesAndFields) {
 }
 
 TEST(RemoteFileTest, WriteFileAtomicallyReplacesWholeFile) {
-  std::string path = ::testing::TempDir() + "/atomic.bin";
+  std::string path = ::testing::TempDir() + "/kiln_atomic_" + std::to_string(getpid()) + ".bin";
   ASSERT_TRUE(WriteFileAtomically(path, "first version, longer").ok());
   ASSERT_TRUE(WriteFileAtomically(path, "second").ok());
   std::ifstream f(path, std::ios::binary);

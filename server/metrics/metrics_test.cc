@@ -131,13 +131,18 @@ TEST(MetricsDeathTest, BadNamesAbort) {
 
 // Runs `promtool check metrics` on `text`; returns its exit status and output, or skips.
 std::pair<int, std::string> Promtool(const std::string& text) {
-  std::string dir = ::testing::TempDir();
-  std::string in = dir + "/metrics.txt", out = dir + "/promtool.out";
+  // ctest runs the tests of this binary as parallel processes: names unique per process and call.
+  static int calls = 0;
+  std::string stem = ::testing::TempDir() + "/kiln_metrics_" + std::to_string(getpid()) + "_" +
+                     std::to_string(calls++);
+  std::string in = stem + ".txt", out = stem + ".out";
   std::ofstream(in) << text;
   std::string cmd = "promtool check metrics < " + in + " > " + out + " 2>&1";
   int rc = std::system(cmd.c_str());
   std::ifstream f(out);
   std::string output((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::remove(in.c_str());
+  std::remove(out.c_str());
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, output};
 }
 

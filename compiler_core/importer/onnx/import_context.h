@@ -73,6 +73,12 @@ class ImportContext {
   std::map<std::string, TensorType> known_types_;
 };
 
+/// The first output of a just-emitted node, as a builder's result.
+absl::StatusOr<BuiltOutputs> Single(absl::StatusOr<graph::Node*> node);
+/// `axis` normalized into [0, rank) (negative axes count from the end; rank 0 accepts 0).
+/// Errors: kInvalidArgument naming the node when out of range.
+absl::StatusOr<int64_t> NormalizeAxis(const OnnxNode& node, int64_t axis, int64_t rank);
+
 /// Builds the canonical Kiln node(s) for one ONNX node (see importer.h and the per-op
 /// builders). Errors name the node.
 absl::StatusOr<BuiltOutputs> BuildNode(ImportContext& ctx, const OnnxNode& node);

@@ -2,6 +2,7 @@
 // real models from ../shared.
 #include "compiler_core/importer/onnx/importer.h"
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 
@@ -423,7 +424,7 @@ TEST(ImporterTest, InitializerListedAsInputIsConstant) {
 }
 
 TEST(ImporterTest, ExternalData) {
-  std::string dir = ::testing::TempDir() + "/kiln_ext";
+  std::string dir = ::testing::TempDir() + "/kiln_ext_" + std::to_string(getpid());
   std::filesystem::create_directories(dir);
   std::vector<float> w{0.0f, 0.0f, 1.5f, -2.0f, 4.0f, 8.0f};  // 8 bytes of padding first
   {

@@ -22,19 +22,6 @@ namespace {
 
 using Ints = std::vector<int64_t>;
 
-absl::StatusOr<BuiltOutputs> Single(absl::StatusOr<Node*> node) {
-  KILN_ASSIGN_OR_RETURN(Node * n, std::move(node));
-  return BuiltOutputs{n->output(0)};
-}
-
-absl::StatusOr<int64_t> Axis(const OnnxNode& node, int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) {
-    return absl::InvalidArgumentError(
-        node.Prefix() + absl::StrCat("axis ", axis, " is out of range for rank ", rank));
-  }
-  return axis < 0 ? axis + rank : axis;
-}
-
 bool OutputUsed(const ImportContext& ctx, const OnnxNode& node, int i) {
   return i < node.proto->output_size() && !node.proto->output(i).empty() &&
          ctx.IsUsed(node.proto->output(i));
@@ -70,7 +57,7 @@ absl::StatusOr<BuiltOutputs> BuildActivation(ImportContext& ctx, const OnnxNode&
 absl::StatusOr<BuiltOutputs> BuildLayerNorm(ImportContext& ctx, const OnnxNode& node) {
   Value* x = node.input(0);
   int64_t rank = x->type().rank();
-  KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs.GetInt("axis", -1), rank));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, node.attrs.GetInt("axis", -1), rank));
   float eps = node.attrs.GetFloat("epsilon", 1e-5f);
   if (node.attrs.GetInt("stash_type", 1) != 1) {
     return absl::UnimplementedError(node.Prefix() + "stash_type other than float");
@@ -130,7 +117,7 @@ absl::StatusOr<BuiltOutputs> BuildNorm(ImportContext& ctx, const OnnxNode& node)
       a.Set("bias", node.attrs.GetFloat("bias", 1.0f));
       break;
     case OpKind::kLpNormalization: {
-      KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs.GetInt("axis", -1), rank));
+      KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, node.attrs.GetInt("axis", -1), rank));
       a.Set("axis", axis);
       a.Set("p", node.attrs.GetInt("p", 2));
       break;
@@ -138,7 +125,7 @@ absl::StatusOr<BuiltOutputs> BuildNorm(ImportContext& ctx, const OnnxNode& node)
     case OpKind::kMeanVarianceNormalization: {
       Ints axes;
       for (int64_t ax : node.attrs.GetInts("axes", {0, 2, 3})) {
-        KILN_ASSIGN_OR_RETURN(int64_t n, Axis(node, ax, rank));
+        KILN_ASSIGN_OR_RETURN(int64_t n, NormalizeAxis(node, ax, rank));
         axes.push_back(n);
       }
       std::sort(axes.begin(), axes.end());

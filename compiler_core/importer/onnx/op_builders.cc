@@ -72,12 +72,20 @@ absl::StatusOr<std::vector<int64_t>> ImportContext::ConstInts(const OnnxNode& no
   return out;
 }
 
-namespace {
-
 absl::StatusOr<BuiltOutputs> Single(absl::StatusOr<Node*> node) {
   KILN_ASSIGN_OR_RETURN(Node * n, std::move(node));
   return BuiltOutputs{n->output(0)};
 }
+
+absl::StatusOr<int64_t> NormalizeAxis(const OnnxNode& node, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) {
+    return absl::InvalidArgumentError(
+        node.Prefix() + absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+namespace {
 
 absl::Status RejectUsedOutputs(const ImportContext& ctx, const OnnxNode& node, int from,
                                const char* what) {

@@ -17,24 +17,11 @@ namespace {
 
 using Ints = std::vector<int64_t>;
 
-absl::StatusOr<BuiltOutputs> Single(absl::StatusOr<Node*> node) {
-  KILN_ASSIGN_OR_RETURN(Node * n, std::move(node));
-  return BuiltOutputs{n->output(0)};
-}
-
-absl::StatusOr<int64_t> Axis(const OnnxNode& node, int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) {
-    return absl::InvalidArgumentError(
-        node.Prefix() + absl::StrCat("axis ", axis, " is out of range for rank ", rank));
-  }
-  return axis < 0 ? axis + rank : axis;
-}
-
 // Axes normalized against `rank`, sorted, without repeats.
 absl::StatusOr<Ints> NormalizeAxes(const OnnxNode& node, const Ints& axes, int64_t rank) {
   Ints out;
   for (int64_t a : axes) {
-    KILN_ASSIGN_OR_RETURN(int64_t n, Axis(node, a, rank));
+    KILN_ASSIGN_OR_RETURN(int64_t n, NormalizeAxis(node, a, rank));
     out.push_back(n);
   }
   std::sort(out.begin(), out.end());
@@ -92,7 +79,7 @@ absl::StatusOr<BuiltOutputs> BuildSlice(ImportContext& ctx, const OnnxNode& node
   }
   if (!has_steps) steps.assign(starts.size(), 1);
   for (int64_t& a : axes) {
-    KILN_ASSIGN_OR_RETURN(a, Axis(node, a, x->type().rank()));
+    KILN_ASSIGN_OR_RETURN(a, NormalizeAxis(node, a, x->type().rank()));
   }
   const std::string& n = node.name;
   return Single(ctx.Emit(OpKind::kSlice, n,
@@ -172,7 +159,7 @@ absl::StatusOr<BuiltOutputs> BuildShapeOp(ImportContext& ctx, const OnnxNode& no
       if (node.op == OpKind::kConcat && !node.attrs.Has("axis")) {
         return absl::InvalidArgumentError(node.Prefix() + "missing attribute 'axis'");
       }
-      KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs.GetInt("axis", 0), rank));
+      KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, node.attrs.GetInt("axis", 0), rank));
       a.Set("axis", axis);
       return Single(ctx.Emit(node.op, node.name, node.inputs, a));
     }

@@ -26,19 +26,6 @@ namespace {
 
 using Ints = std::vector<int64_t>;
 
-absl::StatusOr<BuiltOutputs> Single(absl::StatusOr<Node*> node) {
-  KILN_ASSIGN_OR_RETURN(Node * n, std::move(node));
-  return BuiltOutputs{n->output(0)};
-}
-
-absl::StatusOr<int64_t> Axis(const OnnxNode& node, int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) {
-    return absl::InvalidArgumentError(
-        node.Prefix() + absl::StrCat("axis ", axis, " is out of range for rank ", rank));
-  }
-  return axis < 0 ? axis + rank : axis;
-}
-
 bool IsConst(const Value* v) { return v != nullptr && v->is_constant(); }
 
 // The static type of ONNX output `i`, or kUnimplemented naming `what` arrives at run time.
@@ -128,7 +115,7 @@ absl::StatusOr<BuiltOutputs> BuildReduce(ImportContext& ctx, const OnnxNode& nod
     for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
   }
   for (int64_t& a : axes) {
-    KILN_ASSIGN_OR_RETURN(a, Axis(node, a, rank));
+    KILN_ASSIGN_OR_RETURN(a, NormalizeAxis(node, a, rank));
   }
   std::sort(axes.begin(), axes.end());
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
@@ -141,7 +128,7 @@ absl::StatusOr<BuiltOutputs> BuildReduce(ImportContext& ctx, const OnnxNode& nod
 absl::StatusOr<BuiltOutputs> BuildSplit(ImportContext& ctx, const OnnxNode& node) {
   Value* x = node.input(0);
   int64_t n = node.proto->output_size();
-  KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs.GetInt("axis", 0), x->type().rank()));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, node.attrs.GetInt("axis", 0), x->type().rank()));
   Ints split = node.attrs.GetInts("split");
   if (ctx.opset() >= 13 && node.input(1) != nullptr) {
     KILN_ASSIGN_OR_RETURN(std::optional<Ints> c, MaybeConstInts(ctx, node, 1));
@@ -295,7 +282,7 @@ absl::StatusOr<BuiltOutputs> BuildTensorOp(ImportContext& ctx, const OnnxNode& n
     case OpKind::kReduceSumSquare:
       return BuildReduce(ctx, node);
     case OpKind::kArgMax: case OpKind::kArgMin: {
-      KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs.GetInt("axis", 0), rank));
+      KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, node.attrs.GetInt("axis", 0), rank));
       a.Set("axis", axis);
       a.Set("keepdims", int64_t{node.attrs.GetInt("keepdims", 1) != 0 ? 1 : 0});
       a.Set("select_last_index", int64_t{node.attrs.GetInt("select_last_index", 0) != 0});
@@ -346,7 +333,7 @@ absl::StatusOr<BuiltOutputs> BuildTensorOp(ImportContext& ctx, const OnnxNode& n
       a.Set("upper", node.attrs.GetInt("upper", 1));
       return Single(ctx.Emit(node.op, node.name, node.inputs, a));
     case OpKind::kGatherElements: case OpKind::kScatterElements: {
-      KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs.GetInt("axis", 0), rank));
+      KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, node.attrs.GetInt("axis", 0), rank));
       a.Set("axis", axis);
       if (node.op == OpKind::kScatterElements) {
         a.Set("reduction", node.attrs.GetString("reduction", "none"));
@@ -364,7 +351,7 @@ absl::StatusOr<BuiltOutputs> BuildTensorOp(ImportContext& ctx, const OnnxNode& n
       if (node.op == OpKind::kDepthToSpace) a.Set("mode", node.attrs.GetString("mode", "DCR"));
       return Single(ctx.Emit(node.op, node.name, {x}, a));
     case OpKind::kOneHot: {
-      KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs.GetInt("axis", -1), rank + 1));
+      KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, node.attrs.GetInt("axis", -1), rank + 1));
       a.Set("axis", axis);
       Value* depth = node.input(1);
       if (!IsConst(depth)) {
@@ -378,7 +365,7 @@ absl::StatusOr<BuiltOutputs> BuildTensorOp(ImportContext& ctx, const OnnxNode& n
       a.Set("reverse", node.attrs.GetInt("reverse", 0));
       return Single(ctx.Emit(node.op, node.name, node.inputs, a));
     case OpKind::kTopK: {
-      KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs.GetInt("axis", -1), rank));
+      KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, node.attrs.GetInt("axis", -1), rank));
       a.Set("axis", axis);
       a.Set("largest", node.attrs.GetInt("largest", 1));
       a.Set("sorted", node.attrs.GetInt("sorted", 1));

@@ -1,6 +1,7 @@
 // Tests of TensorProto file reading (raw and typed fields) and writing.
 #include "compiler_core/importer/onnx/tensor_file.h"
 
+#include <unistd.h>
 #include <cstdio>
 #include <fstream>
 
@@ -11,7 +12,7 @@ namespace kiln::importer {
 namespace {
 
 std::string TempPath(const std::string& name) {
-  return ::testing::TempDir() + "/" + name;
+  return ::testing::TempDir() + "/kiln_" + std::to_string(getpid()) + "_" + name;
 }
 
 void WriteProto(const std::string& path, const onnx::TensorProto& p) {

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/shape_rule_util.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::graph {
@@ -12,12 +13,8 @@ namespace {
 using Shape = std::vector<int64_t>;
 using Types = std::vector<TensorType>;
 
-absl::Status Invalid(const Node& node, const std::string& msg) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("node '", node.name(), "' (", OpName(node.op()), "): ", msg));
-}
-
-std::string ShapeStr(const Shape& s) { return TensorType{DType::kFloat32, s}.ToString().substr(3); }
+using rules::Invalid;
+using rules::ShapeStr;
 
 /// Output spatial sizes of a 2-D window (explicit pads) over `in`.
 absl::StatusOr<Shape> Window2d(const Node& node, const Shape& in, const Shape& kernel) {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler_core/ir/graph/shape_rules.h"
+#include "compiler_core/ir/graph/shape_rule_util.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::graph {
@@ -16,22 +17,10 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 using Types = std::vector<TensorType>;
-
-std::string Prefix(const Node& node) {
-  return absl::StrCat("node '", node.name(), "' (", OpName(node.op()), "): ");
-}
-
-absl::Status Invalid(const Node& node, const std::string& msg) {
-  return absl::InvalidArgumentError(Prefix(node) + msg);
-}
-
-std::string ShapeStr(const Shape& s) { return absl::StrCat("[", absl::StrJoin(s, ","), "]"); }
-
-absl::StatusOr<const TensorType*> In(const Node& node, int i) {
-  const Value* v = node.input(i);
-  if (v == nullptr) return Invalid(node, absl::StrCat("input ", i, " is missing"));
-  return &v->type();
-}
+using rules::In;
+using rules::Invalid;
+using rules::Prefix;
+using rules::ShapeStr;
 
 absl::Status ExpectFloat(const Node& node, const TensorType& t) {
   if (!IsFloat(t.dtype)) {

@@ -1,0 +1,40 @@
+// Small helpers shared by the shape-rule files (shape_rules.cc and the per-family *_rules.cc):
+// error prefixes naming the node, and typed access to a node's inputs. Internal to ir/graph.
+#ifndef KILN_COMPILER_CORE_IR_GRAPH_SHAPE_RULE_UTIL_H_
+#define KILN_COMPILER_CORE_IR_GRAPH_SHAPE_RULE_UTIL_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler_core/ir/graph/graph.h"
+
+namespace kiln::graph::rules {
+
+/// "node 'NAME' (Op): ", the start of every shape-rule error.
+inline std::string Prefix(const Node& node) {
+  return absl::StrCat("node '", node.name(), "' (", OpName(node.op()), "): ");
+}
+
+/// kInvalidArgument naming `node`.
+inline absl::Status Invalid(const Node& node, const std::string& msg) {
+  return absl::InvalidArgumentError(Prefix(node) + msg);
+}
+
+/// "[d0,d1,...]".
+inline std::string ShapeStr(const std::vector<int64_t>& s) {
+  return absl::StrCat("[", absl::StrJoin(s, ","), "]");
+}
+
+/// The type of input `i`; kInvalidArgument naming the node when the input is absent.
+inline absl::StatusOr<const TensorType*> In(const Node& node, int i) {
+  const Value* v = node.input(i);
+  if (v == nullptr) return Invalid(node, absl::StrCat("input ", i, " is missing"));
+  return &v->type();
+}
+
+}  // namespace kiln::graph::rules
+
+#endif  // KILN_COMPILER_CORE_IR_GRAPH_SHAPE_RULE_UTIL_H_

@@ -1,11 +1,10 @@
 // The remote client against an in-process fake KilnService on loopback: uploads only what is
 // missing, in chunks of at most 1 MiB with the digest first; a fetched artifact that does not
 // match its digest is kDataLoss; server errors keep their codes; JSON escaping.
-#include <unistd.h>
-
 #include "client/remote.h"
 
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>

@@ -22,7 +22,7 @@ absl::StatusOr<std::vector<loop::Stmt>> LowerAnchor(KernelBuilder& b, const grap
     case OpKind::kGemm: case OpKind::kMatMul:
       return LowerMatMul(b, node, epi);
     case OpKind::kMaxPool: case OpKind::kAveragePool: case OpKind::kGlobalAveragePool:
-    case OpKind::kGlobalMaxPool:
+    case OpKind::kGlobalMaxPool: case OpKind::kLpPool: case OpKind::kGlobalLpPool:
       return LowerPool(b, node, epi);
     case OpKind::kSoftmax: case OpKind::kLogSoftmax:
       return LowerSoftmax(b, node, epi);

@@ -39,11 +39,12 @@ struct LoweredKernel {
 ///   innermost; epilogue nest "epi.d0", ... (only with fused consumers).
 /// - Gemm: "init.i", "init.j"; update "i", "j", "k" (k a reduction). MatMul: batch loops "b0",
 ///   ... before "i"/"j" (absent for a 1-D operand), then "k".
-/// - MaxPool/AveragePool: "init.n", "init.c", "init.o*"; update "n", "c", "o*", "k*" (reduction);
-///   AveragePool always has the epilogue nest (divide by the window count). MaxPool with a
+/// - MaxPool/AveragePool/LpPool: "init.n", "init.c", "init.o*"; update "n", "c", "o*", "k*"
+///   (reduction); AveragePool always has the epilogue nest (divide by the window count), LpPool
+///   unless p = 1 (the 1/p-th power of the sum of |x|^p). MaxPool with a
 ///   used Indices output writes it as result "out1" (flattened NC[spatial] index, row-major or,
 ///   with storage_order 1, column-major over the spatial dims) in the same nests.
-///   GlobalAverage/MaxPool: "init.n", "init.c"; update "n", "c", then "d"/"h"/"w" reductions.
+///   GlobalAverage/Max/LpPool: "init.n", "init.c"; update "n", "c", then "d"/"h"/"w" reductions.
 /// - Softmax/LogSoftmax: one nest over the non-axis dims ("d<axis index>") whose body runs four
 ///   axis loops "max.a" (reduction), "exp.a", "sum.a" (reduction), "norm.a", with workspaces
 ///   "max" and "sum" indexed by the non-axis dims.

@@ -283,6 +283,46 @@ TEST(LowerPoolTest, GlobalAveragePool) {
   CheckGroup({gmp}, {{x, Random(x->type(), 34)}});
 }
 
+AttrMap LpAttrs(std::vector<int64_t> kernel, std::vector<int64_t> strides,
+                std::vector<int64_t> pads, int64_t p) {
+  AttrMap a = PoolAttrs(kernel, strides, pads, 0, 0);
+  a.Set("p", p);
+  return a;
+}
+
+// LpPool for p = 1, 2, 3 over signed inputs, 1-D and 2-D, with pads and strides.
+TEST(LowerPoolTest, LpPoolMatchesReference) {
+  Graph g;
+  Value* x1 = g.AddInput("x1", F32({2, 3, 7}));
+  Value* x2 = g.AddInput("x2", F32({1, 2, 5, 6}));
+  for (int64_t p : {1, 2, 3}) {
+    // 1-D: kernel 3, stride 2, pads 1/2 -> (7 + 3 - 3) / 2 + 1 = 4 outputs.
+    Node* l1 = g.AddNode(OpKind::kLpPool, "lp1", {x1}, {F32({2, 3, 4})},
+                         LpAttrs({3}, {2}, {1, 2}, p));
+    CheckGroup({l1}, {{x1, Random(x1->type(), 60 + p)}});
+    // 2-D: kernel 3x2, strides 2x1, pads (1,0,1,1) -> [3, 6].
+    Node* l2 = g.AddNode(OpKind::kLpPool, "lp2", {x2}, {F32({1, 2, 3, 6})},
+                         LpAttrs({3, 2}, {2, 1}, {1, 0, 1, 1}, p));
+    CheckGroup({l2}, {{x2, Random(x2->type(), 70 + p)}});
+    AttrMap ga;
+    ga.Set("p", p);
+    Node* gl = g.AddNode(OpKind::kGlobalLpPool, "glp", {x2}, {F32({1, 2, 1, 1})}, ga);
+    CheckGroup({gl}, {{x2, Random(x2->type(), 80 + p)}});
+  }
+}
+
+// Hand-computed: p = 2, kernel 2, pads 1/1 over [3, -4]: sqrt(9) = 3, sqrt(9+16) = 5, 4.
+TEST(LowerPoolTest, LpPoolHandComputed) {
+  Graph g;
+  Value* x = g.AddInput("x", F32({1, 1, 2}));
+  Node* lp = g.AddNode(OpKind::kLpPool, "lp", {x}, {F32({1, 1, 3})}, LpAttrs({2}, {1}, {1, 1}, 2));
+  auto k = LowerGroup({lp}, "k");
+  ASSERT_TRUE(k.ok()) << k.status();
+  auto r = testing::RunKernel(*k, {{x, FromFloats(x->type(), {3, -4})}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(Floats(**r), ElementsAre(3, 5, 4));
+}
+
 TEST(LowerSoftmaxTest, MiddleAxisAndLogSoftmax) {
   Graph g;
   Value* x = g.AddInput("x", F32({2, 5, 3}));

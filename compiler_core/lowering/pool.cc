@@ -1,7 +1,9 @@
-// MaxPool / AveragePool (pads, strides, dilations, ceil_mode, count_include_pad) and
-// GlobalAveragePool / GlobalMaxPool, in NC[spatial] or the blocked NC[spatial]<x>c layout
-// (layout attribute: one more innermost output loop "c" over the channel lanes). Window positions outside the input are masked with a
-// select over a clamped (always in-bounds) load; AveragePool divides by the per-window count.
+// MaxPool / AveragePool / LpPool (pads, strides, dilations, ceil_mode, count_include_pad, p)
+// and GlobalAveragePool / GlobalMaxPool / GlobalLpPool, in NC[spatial] or the blocked
+// NC[spatial]<x>c layout (layout attribute: one more innermost output loop "c" over the channel
+// lanes; LpPool ops are never blocked). Window positions outside the input are masked with a
+// select over a clamped (always in-bounds) load; AveragePool divides by the per-window count;
+// LpPool sums |x|^p and takes the 1/p-th power in the final nest.
 // MaxPool's optional Indices output (plain layout only) is the extra result "out1": the
 // flattened NC[spatial] index of the first maximum, spatial part row-major, or column-major
 // with storage_order 1.
@@ -37,9 +39,28 @@ Expr WindowCount(Expr o, int64_t stride, int64_t pad_begin, int64_t dil, int64_t
   return loop::Max(IdxAdd(kmax - kmin, 1), Idx(0));
 }
 
+/// |v|^p, the term LpPool sums (x*x for p = 2).
+Expr LpTerm(Expr v, int64_t p, DType dt) {
+  if (p == 2) return v * v;
+  Expr a = loop::Unary(loop::UnaryOp::kAbs, v);
+  if (p == 1) return a;
+  return loop::Binary(BinaryOp::kPow, a, Const(static_cast<double>(p), dt));
+}
+
+/// The LpPool finalizer: sum^(1/p) (sqrt for p = 2); null for p = 1 (the identity).
+std::function<Expr(Expr, const std::vector<Expr>&)> LpRoot(int64_t p, DType dt) {
+  if (p == 1) return nullptr;
+  return [p, dt](Expr v, const std::vector<Expr>&) {
+    if (p == 2) return loop::Unary(loop::UnaryOp::kSqrt, v);
+    return loop::Binary(BinaryOp::kPow, v, Const(1.0 / static_cast<double>(p), dt));
+  };
+}
+
 absl::StatusOr<std::vector<Stmt>> LowerWindowPool(KernelBuilder& b, const graph::Node& node,
                                                   const Epilogue& epi) {
   const bool is_max = node.op() == OpKind::kMaxPool;
+  const bool is_lp = node.op() == OpKind::kLpPool;
+  const int64_t lp = node.attrs().GetInt("p", 2);
   const graph::Value* xv = node.input(0);
   const std::vector<int64_t>& xs = xv->type().shape;
   const std::vector<int64_t>& os = node.output(0)->type().shape;
@@ -60,6 +81,7 @@ absl::StatusOr<std::vector<Stmt>> LowerWindowPool(KernelBuilder& b, const graph:
       pads.size() != 2 * nsp) {
     return NoLowering(node, "these kernel_shape/strides/dilations/pads attributes");
   }
+  if (is_lp && lp <= 0) return NoLowering(node, absl::StrCat("p = ", lp));
   const graph::Value* indices_value =
       is_max && node.outputs().size() > 1 ? node.output(1) : nullptr;
   if (indices_value != nullptr && (lane || !epi.empty())) {
@@ -103,6 +125,7 @@ absl::StatusOr<std::vector<Stmt>> LowerWindowPool(KernelBuilder& b, const graph:
     }
     if (lane) in_idx.push_back(idx[2 + nsp]);
     Expr value = loop::Select(cond, loop::Load(x, in_idx), identity);
+    if (is_lp) value = LpTerm(value, lp, dt);
     Expr acc = loop::Load(out, out_idx);
     Stmt update = loop::Store(out, out_idx, is_max ? loop::Max(acc, value) : acc + value);
     if (ind) {
@@ -125,7 +148,9 @@ absl::StatusOr<std::vector<Stmt>> LowerWindowPool(KernelBuilder& b, const graph:
     nests.push_back(Nest(vars, extents, update, reduction));
   }
   std::function<Expr(Expr, const std::vector<Expr>&)> divide;
-  if (!is_max) {
+  if (is_lp) {
+    divide = LpRoot(lp, dt);
+  } else if (!is_max) {
     divide = [&](Expr v, const std::vector<Expr>& idx) {
       Expr count;
       for (size_t d = 0; d < nsp; ++d) {
@@ -146,6 +171,9 @@ absl::StatusOr<std::vector<Stmt>> LowerWindowPool(KernelBuilder& b, const graph:
 absl::StatusOr<std::vector<Stmt>> LowerGlobalPool(KernelBuilder& b, const graph::Node& node,
                                                   const Epilogue& epi) {
   const bool is_max = node.op() == OpKind::kGlobalMaxPool;
+  const bool is_lp = node.op() == OpKind::kGlobalLpPool;
+  const int64_t lp = node.attrs().GetInt("p", 2);
+  if (is_lp && lp <= 0) return NoLowering(node, absl::StrCat("p = ", lp));
   const graph::Value* xv = node.input(0);
   const std::vector<int64_t>& xs = xv->type().shape;
   const DType dt = node.output(0)->type().dtype;
@@ -190,11 +218,14 @@ absl::StatusOr<std::vector<Stmt>> LowerGlobalPool(KernelBuilder& b, const graph:
     if (lane) reduction.push_back(false);
     Expr acc = loop::Load(out, out_idx);
     Expr v = loop::Load(x, idx);
+    if (is_lp) v = LpTerm(v, lp, dt);
     nests.push_back(Nest(vars, xs, loop::Store(out, out_idx, is_max ? loop::Max(acc, v) : acc + v),
                          reduction));
   }
   std::function<Expr(Expr, const std::vector<Expr>&)> divide;
-  if (!is_max) {
+  if (is_lp) {
+    divide = LpRoot(lp, dt);
+  } else if (!is_max) {
     divide = [&](Expr v, const std::vector<Expr>&) {
       return loop::Binary(BinaryOp::kDiv, v, Const(static_cast<double>(count), dt));
     };
@@ -209,7 +240,8 @@ absl::StatusOr<std::vector<Stmt>> LowerGlobalPool(KernelBuilder& b, const graph:
 absl::StatusOr<std::vector<Stmt>> LowerPool(KernelBuilder& b, const graph::Node& node,
                                             const Epilogue& epi) {
   KILN_RETURN_IF_ERROR(epi.CheckSameDType(node));
-  if (node.op() == OpKind::kGlobalAveragePool || node.op() == OpKind::kGlobalMaxPool) {
+  if (node.op() == OpKind::kGlobalAveragePool || node.op() == OpKind::kGlobalMaxPool ||
+      node.op() == OpKind::kGlobalLpPool) {
     return LowerGlobalPool(b, node, epi);
   }
   return LowerWindowPool(b, node, epi);

@@ -1,5 +1,6 @@
-// Reference kernels of the neural-network ops: Conv, Gemm, MatMul, pooling, global pooling,
-// BatchNormalization (inference) and Softmax/LogSoftmax. Everything computes in double.
+// Reference kernels of the neural-network ops: Conv, Gemm, MatMul, pooling (Max/Average/Lp),
+// global pooling, BatchNormalization (inference) and Softmax/LogSoftmax. Everything computes
+// in double.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -109,6 +110,9 @@ TensorVec EvalPool(const graph::Node& node, const TensorVec& in) {
   std::vector<double> x = ToDoubles(*in[0]);
   bool is_max = node.op() == OpKind::kMaxPool;
   bool include_pad = node.attrs().GetInt("count_include_pad", 0) != 0;
+  // LpPool: sum |x|^p over the window (padding adds 0), then the 1/p-th power.
+  const bool is_lp = node.op() == OpKind::kLpPool;
+  const double lp = static_cast<double>(node.attrs().GetInt("p", 2));
   int64_t planes = xs[0] * xs[1], K = win.num_kernel, O = win.num_out, I = win.num_in;
   std::vector<double> out(planes * O);
   std::vector<int64_t> argmax(is_max ? planes * O : 0);
@@ -131,10 +135,12 @@ TensorVec EvalPool(const graph::Node& node, const TensorVec& in) {
             best = p * I + idx;
           }
         } else {
-          acc += xp[idx];
+          acc += is_lp ? std::pow(std::abs(xp[idx]), lp) : xp[idx];
         }
       }
-      out[p * O + o] = is_max ? acc : (count > 0 ? acc / count : 0.0);
+      out[p * O + o] = is_max  ? acc
+                       : is_lp ? std::pow(acc, 1.0 / lp)
+                               : (count > 0 ? acc / count : 0.0);
       if (is_max) argmax[p * O + o] = best;
     }
   }
@@ -171,12 +177,16 @@ TensorVec EvalGlobalPool(const graph::Node& node, const TensorVec& in) {
   int64_t size = in[0]->type.NumElements() / std::max<int64_t>(planes, 1);
   std::vector<double> x = ToDoubles(*in[0]), out(planes);
   bool is_max = node.op() == OpKind::kGlobalMaxPool;
+  // GlobalLpPool: (sum of |x|^p)^(1/p) over the plane.
+  const bool is_lp = node.op() == OpKind::kGlobalLpPool;
+  const double lp = static_cast<double>(node.attrs().GetInt("p", 2));
   for (int64_t p = 0; p < planes; ++p) {
     double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
     for (int64_t i = 0; i < size; ++i) {
-      acc = is_max ? std::max(acc, x[p * size + i]) : acc + x[p * size + i];
+      double v = x[p * size + i];
+      acc = is_max ? std::max(acc, v) : acc + (is_lp ? std::pow(std::abs(v), lp) : v);
     }
-    out[p] = is_max ? acc : acc / static_cast<double>(size);
+    out[p] = is_max ? acc : is_lp ? std::pow(acc, 1.0 / lp) : acc / static_cast<double>(size);
   }
   return TensorVec{FromDoubles(node.output(0)->type(), out)};
 }
@@ -296,9 +306,11 @@ absl::StatusOr<TensorVec> EvalNn(const graph::Node& node, const TensorVec& in) {
   switch (node.op()) {
     case OpKind::kConv: return EvalConv(node, in);
     case OpKind::kMaxPool:
-    case OpKind::kAveragePool: return EvalPool(node, in);
+    case OpKind::kAveragePool:
+    case OpKind::kLpPool: return EvalPool(node, in);
     case OpKind::kGlobalAveragePool:
-    case OpKind::kGlobalMaxPool: return EvalGlobalPool(node, in);
+    case OpKind::kGlobalMaxPool:
+    case OpKind::kGlobalLpPool: return EvalGlobalPool(node, in);
     case OpKind::kGemm: return EvalGemm(node, UnpackedB(node, in));
     case OpKind::kMatMul: return EvalMatMul(node, UnpackedB(node, in));
     case OpKind::kBatchNormalization: return EvalBatchNorm(node, in);

@@ -1,6 +1,8 @@
 // Unit tests of the reference evaluator with hand-computed values.
 #include "compiler_core/reference/evaluator.h"
 
+#include <cmath>
+
 #include "gtest/gtest.h"
 
 namespace kiln::reference {
@@ -54,6 +56,45 @@ TEST(EvaluatorTest, BroadcastArithmetic) {
   EXPECT_EQ(Run1(OpKind::kMax, {F32({3}, {1, 5, 3}), F32({3}, {4, 2, 6}), F32({1}, {5})},
                  TensorType{DType::kFloat32, {3}}),
             (std::vector<double>{5, 5, 6}));
+}
+
+TEST(EvaluatorTest, LpPoolHandComputed) {
+  AttrMap a;
+  a.Set("kernel_shape", Shape{2});
+  a.Set("strides", Shape{1});
+  a.Set("pads", Shape{0, 0});
+  a.Set("p", int64_t{2});
+  TensorType one{DType::kFloat32, {1, 1, 1}};
+  EXPECT_EQ(Run1(OpKind::kLpPool, {F32({1, 1, 2}, {3, 4})}, one, a), (std::vector<double>{5}));
+  a.Set("p", int64_t{1});
+  EXPECT_EQ(Run1(OpKind::kLpPool, {F32({1, 1, 2}, {-3, 4})}, one, a), (std::vector<double>{7}));
+  a.Set("p", int64_t{3});
+  auto cube = Run1(OpKind::kLpPool, {F32({1, 1, 2}, {-1, 2})}, one, a);
+  ASSERT_EQ(cube.size(), 1u);
+  EXPECT_NEAR(cube[0], std::cbrt(9.0), 1e-6);
+  // Pads contribute 0: windows [pad, 3], [3, -4], [-4, pad] with p = 2.
+  a.Set("p", int64_t{2});
+  a.Set("pads", Shape{1, 1});
+  EXPECT_EQ(Run1(OpKind::kLpPool, {F32({1, 1, 2}, {3, -4})},
+                 TensorType{DType::kFloat32, {1, 1, 3}}, a),
+            (std::vector<double>{3, 5, 4}));
+  // Stride 2, kernel 2 over [1, 2, 2, 4] (p defaults to 2): sqrt(5), sqrt(20).
+  AttrMap s;
+  s.Set("kernel_shape", Shape{2});
+  s.Set("strides", Shape{2});
+  auto strided = Run1(OpKind::kLpPool, {F32({1, 1, 4}, {1, 2, 2, 4})},
+                      TensorType{DType::kFloat32, {1, 1, 2}}, s);
+  ASSERT_EQ(strided.size(), 2u);
+  EXPECT_NEAR(strided[0], std::sqrt(5.0), 1e-6);
+  EXPECT_NEAR(strided[1], std::sqrt(20.0), 1e-6);
+  // GlobalLpPool, p = 2 over [1, -2, 2, 4]: sqrt(25) = 5; p = 1: 9.
+  AttrMap g;
+  TensorType gt{DType::kFloat32, {1, 1, 1, 1}};
+  EXPECT_EQ(Run1(OpKind::kGlobalLpPool, {F32({1, 1, 2, 2}, {1, -2, 2, 4})}, gt, g),
+            (std::vector<double>{5}));
+  g.Set("p", int64_t{1});
+  EXPECT_EQ(Run1(OpKind::kGlobalLpPool, {F32({1, 1, 2, 2}, {1, -2, 2, 4})}, gt, g),
+            (std::vector<double>{9}));
 }
 
 TEST(EvaluatorTest, ConvWithPadsAndBias) {

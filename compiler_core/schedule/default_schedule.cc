@@ -291,7 +291,7 @@ class Planner {
 
   static bool IsContraction(OpKind op) {
     return op == OpKind::kConv || op == OpKind::kGemm || op == OpKind::kMatMul ||
-           op == OpKind::kMaxPool || op == OpKind::kAveragePool;
+           op == OpKind::kMaxPool || op == OpKind::kAveragePool || op == OpKind::kLpPool;
   }
 
   static std::vector<Stmt> InnermostLoops(const Stmt& s) {

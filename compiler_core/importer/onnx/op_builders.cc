@@ -220,6 +220,7 @@ absl::StatusOr<BuiltOutputs> BuildNode(ImportContext& ctx, const OnnxNode& node)
     case OpKind::kConv:
     case OpKind::kMaxPool:
     case OpKind::kAveragePool:
+    case OpKind::kLpPool:
       return BuildWindowOp(ctx, node);
     case OpKind::kFlatten:
     case OpKind::kReshape:

@@ -1,5 +1,5 @@
-// Builders of windowed ops (Conv, MaxPool, AveragePool): every window attribute explicit and
-// auto_pad resolved into explicit pads.
+// Builders of windowed ops (Conv, MaxPool, AveragePool, LpPool): every window attribute
+// explicit and auto_pad resolved into explicit pads.
 #include "absl/strings/str_cat.h"
 #include "compiler_core/importer/onnx/import_context.h"
 #include "compiler_core/support/status_macros.h"
@@ -104,6 +104,7 @@ absl::StatusOr<BuiltOutputs> BuildWindowOp(ImportContext& ctx, const OnnxNode& n
     if (node.op == OpKind::kAveragePool) {
       a.Set("count_include_pad", node.attrs.GetInt("count_include_pad", 0));
     }
+    if (node.op == OpKind::kLpPool) a.Set("p", node.attrs.GetInt("p", 2));
     if (node.proto->output_size() > 1 && !node.proto->output(1).empty() &&
         ctx.IsUsed(node.proto->output(1))) {
       if (node.op != OpKind::kMaxPool) {

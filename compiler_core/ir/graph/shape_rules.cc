@@ -614,9 +614,11 @@ absl::StatusOr<Types> Dispatch(const Node& node) {
       return MatMulRule(node);
     case OpKind::kMaxPool:
     case OpKind::kAveragePool:
+    case OpKind::kLpPool:
       return PoolRule(node);
     case OpKind::kGlobalAveragePool:
     case OpKind::kGlobalMaxPool:
+    case OpKind::kGlobalLpPool:
       return GlobalPoolRule(node);
     case OpKind::kBatchNormalization:
       return BatchNormRule(node);

@@ -96,6 +96,24 @@ graph @g(%0 "x": f32[1,16,4,4]) -> (%3 "y", %4 "i") {
   EXPECT_THAT(*out, HasSubstr("strides=[2,2]} : f32[1,16,2,2], i64[1,16,2,2]"));
 }
 
+TEST(LayoutNchwcTest, LeavesLpPoolsPlain) {
+  auto out = RunPassOnText("layout-nchwc", R"(
+graph @g(%0 "x": f32[1,16,4,4]) -> (%3 "y", %4 "z") {
+  %1 = const f32[16,16,1,1] splat<0.5>
+  %2 = Conv(%0, %1) {dilations=[1,1], group=1, kernel_shape=[1,1], pads=[0,0,0,0], strides=[1,1]} : f32[1,16,4,4]
+  %3 = LpPool(%2) {ceil_mode=0, dilations=[1,1], kernel_shape=[2,2], p=2, pads=[0,0,0,0], strides=[2,2]} : f32[1,16,2,2]
+  %4 = GlobalLpPool(%2) {p=3} : f32[1,16,1,1]
+  return %3, %4
+}
+)");
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(*out, HasSubstr("layout=\"NCHW16c\""));  // the conv is blocked
+  EXPECT_THAT(*out, HasSubstr("strides=[2,2]} : f32[1,16,2,2]"));
+  EXPECT_THAT(*out, HasSubstr("GlobalLpPool(%"));
+  EXPECT_THAT(*out, HasSubstr("{p=3} : f32[1,16,1,1]"));
+  EXPECT_THAT(*out, Not(HasSubstr(": f32[1,1,2,2,16]")));
+}
+
 /// A dense<> constant of `shape` with values in [-1, 1).
 std::string RandomConst(int id, const std::vector<int64_t>& shape, std::mt19937& rng) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);

@@ -1,0 +1,209 @@
+// Small ONNX models built in C++ and run through the whole pipeline (import, passes, lowering,
+// codegen, runtime) against hand-computed outputs: LpPool / GlobalLpPool (no conformance data
+// exists for them), rank-0 tensors and empty tensors (a dimension of 0).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler_core/ir/graph/tensor.h"
+#include "compiler_core/pipeline/compile.h"
+#include "compiler_core/runtime/executable.h"
+#include "onnx/onnx_pb.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+using Shape = std::vector<int64_t>;
+
+/// A graph input or output: name, shape (always float).
+struct Io {
+  std::string name;
+  Shape shape;
+};
+
+/// Builds a float-only ONNX model (opset 13 unless told) input by input and node by node.
+class ModelBuilder {
+ public:
+  explicit ModelBuilder(int opset = 13) {
+    model_.set_ir_version(7);
+    model_.add_opset_import()->set_version(opset);
+    model_.mutable_graph()->set_name("g");
+  }
+  void Input(const Io& io) { SetInfo(model_.mutable_graph()->add_input(), io); }
+  void Output(const Io& io) { SetInfo(model_.mutable_graph()->add_output(), io); }
+  onnx::NodeProto* Node(const std::string& op, const std::vector<std::string>& ins,
+                        const std::vector<std::string>& outs) {
+    auto* n = model_.mutable_graph()->add_node();
+    n->set_op_type(op);
+    n->set_name(outs[0] + "_node");
+    for (const auto& i : ins) n->add_input(i);
+    for (const auto& o : outs) n->add_output(o);
+    return n;
+  }
+  static void IntAttr(onnx::NodeProto* n, const std::string& name, int64_t v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  static void IntsAttr(onnx::NodeProto* n, const std::string& name, const Shape& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t x : v) a->add_ints(x);
+  }
+  const onnx::ModelProto& model() const { return model_; }
+
+ private:
+  static void SetInfo(onnx::ValueInfoProto* v, const Io& io) {
+    v->set_name(io.name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    auto* shape = t->mutable_shape();  // present even for rank 0
+    for (int64_t d : io.shape) shape->add_dim()->set_dim_value(d);
+  }
+  onnx::ModelProto model_;
+};
+
+Tensor F32(const Shape& shape, const std::vector<float>& v) {
+  Tensor t;
+  t.type = TensorType{DType::kFloat32, shape};
+  t.bytes.resize(static_cast<size_t>(t.type.NumBytes()));
+  EXPECT_EQ(static_cast<int64_t>(v.size()), t.type.NumElements());
+  if (!v.empty()) std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
+  return t;
+}
+
+std::vector<float> Floats(const Tensor& t) {
+  std::vector<float> v(static_cast<size_t>(t.type.NumElements()));
+  if (!v.empty()) std::memcpy(v.data(), t.bytes.data(), v.size() * sizeof(float));
+  return v;
+}
+
+class EdgeShapesTest : public ::testing::Test {
+ protected:
+  /// Compiles `b`'s model, runs it on `inputs` and checks each output's shape and values.
+  void Check(const ModelBuilder& b, const std::vector<Tensor>& inputs,
+             const std::vector<Tensor>& expected) {
+    fs::path path = fs::temp_directory_path() /
+                    ("kiln_edge_" + std::to_string(getpid()) + "_" +
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".onnx");
+    std::ofstream(path, std::ios::binary) << b.model().SerializeAsString();
+    auto compiled = pipeline::CompileModelFile(path.string(), pipeline::CompileOptions{});
+    fs::remove(path);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    auto exe = runtime::Executable::Load(compiled->artifact);
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    std::vector<const Tensor*> ptrs;
+    for (const Tensor& t : inputs) ptrs.push_back(&t);
+    auto outputs = (*exe)->Run(ptrs);
+    ASSERT_TRUE(outputs.ok()) << outputs.status();
+    ASSERT_EQ(outputs->size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_EQ((*outputs)[i].type, expected[i].type) << "output " << i;
+      std::vector<float> got = Floats((*outputs)[i]), want = Floats(expected[i]);
+      ASSERT_EQ(got.size(), want.size()) << "output " << i;
+      for (size_t j = 0; j < want.size(); ++j) {
+        EXPECT_NEAR(got[j], want[j], 1e-5f * std::max(1.0f, std::fabs(want[j])))
+            << "output " << i << " element " << j;
+      }
+    }
+  }
+};
+
+// LpPool (p = 2, kernel 2, pads 1/1) over [3, -4]: windows [pad, 3], [3, -4], [-4, pad].
+// LpPool (p = 1, kernel 2x2, stride 2) and GlobalLpPool (p default 2, and p = 3) over a 2x2.
+TEST_F(EdgeShapesTest, LpPoolAndGlobalLpPool) {
+  ModelBuilder b;
+  b.Input({"x", {1, 1, 2}});
+  b.Input({"y", {1, 1, 2, 2}});
+  auto* lp = b.Node("LpPool", {"x"}, {"lp"});
+  ModelBuilder::IntsAttr(lp, "kernel_shape", {2});
+  ModelBuilder::IntsAttr(lp, "pads", {1, 1});
+  ModelBuilder::IntAttr(lp, "p", 2);
+  auto* lp1 = b.Node("LpPool", {"y"}, {"lp1"});
+  ModelBuilder::IntsAttr(lp1, "kernel_shape", {2, 2});
+  ModelBuilder::IntsAttr(lp1, "strides", {2, 2});
+  ModelBuilder::IntAttr(lp1, "p", 1);
+  b.Node("GlobalLpPool", {"y"}, {"glp"});
+  auto* glp3 = b.Node("GlobalLpPool", {"y"}, {"glp3"});
+  ModelBuilder::IntAttr(glp3, "p", 3);
+  b.Output({"lp", {1, 1, 3}});
+  b.Output({"lp1", {1, 1, 1, 1}});
+  b.Output({"glp", {1, 1, 1, 1}});
+  b.Output({"glp3", {1, 1, 1, 1}});
+  Check(b, {F32({1, 1, 2}, {3, -4}), F32({1, 1, 2, 2}, {1, -2, 2, 4})},
+        {F32({1, 1, 3}, {3, 5, 4}), F32({1, 1, 1, 1}, {9}), F32({1, 1, 1, 1}, {5}),
+         F32({1, 1, 1, 1}, {static_cast<float>(std::cbrt(1.0 + 8 + 8 + 64))})});
+}
+
+TEST_F(EdgeShapesTest, ScalarAddAndRelu) {
+  ModelBuilder b;
+  b.Input({"a", {}});
+  b.Input({"b", {}});
+  b.Node("Add", {"a", "b"}, {"sum"});
+  b.Node("Relu", {"a"}, {"relu"});
+  b.Output({"sum", {}});
+  b.Output({"relu", {}});
+  Check(b, {F32({}, {-1.5f}), F32({}, {4.0f})}, {F32({}, {2.5f}), F32({}, {0.0f})});
+}
+
+TEST_F(EdgeShapesTest, ReduceSumToScalar) {
+  ModelBuilder b;
+  b.Input({"x", {2, 3}});
+  auto* r = b.Node("ReduceSum", {"x"}, {"s"});
+  ModelBuilder::IntAttr(r, "keepdims", 0);
+  b.Output({"s", {}});
+  Check(b, {F32({2, 3}, {1, 2, 3, 4, 5, 6})}, {F32({}, {21})});
+}
+
+TEST_F(EdgeShapesTest, EmptyAddBroadcast) {
+  ModelBuilder b;
+  b.Input({"a", {0, 3}});
+  b.Input({"b", {1, 3}});
+  b.Node("Add", {"a", "b"}, {"c"});
+  b.Output({"c", {0, 3}});
+  Check(b, {F32({0, 3}, {}), F32({1, 3}, {1, 2, 3})}, {F32({0, 3}, {})});
+}
+
+TEST_F(EdgeShapesTest, ConcatWithEmptyOperand) {
+  ModelBuilder b;
+  b.Input({"a", {2, 0}});
+  b.Input({"b", {2, 3}});
+  auto* c = b.Node("Concat", {"a", "b"}, {"c"});
+  ModelBuilder::IntAttr(c, "axis", 1);
+  b.Output({"c", {2, 3}});
+  Check(b, {F32({2, 0}, {}), F32({2, 3}, {1, 2, 3, 4, 5, 6})},
+        {F32({2, 3}, {1, 2, 3, 4, 5, 6})});
+}
+
+TEST_F(EdgeShapesTest, EmptyMatMul) {
+  ModelBuilder b;
+  b.Input({"a", {0, 4}});
+  b.Input({"b", {4, 5}});
+  b.Node("MatMul", {"a", "b"}, {"c"});
+  b.Output({"c", {0, 5}});
+  std::vector<float> bv(20, 1.0f);
+  Check(b, {F32({0, 4}, {}), F32({4, 5}, bv)}, {F32({0, 5}, {})});
+}
+
+TEST_F(EdgeShapesTest, EmptyRelu) {
+  ModelBuilder b;
+  b.Input({"x", {0}});
+  b.Node("Relu", {"x"}, {"y"});
+  b.Output({"y", {0}});
+  Check(b, {F32({0}, {})}, {F32({0}, {})});
+}
+
+}  // namespace
+}  // namespace kiln

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "server/artifact_key.h"
+#include "server/job_state.h"
 #include "server/log.h"
 
 namespace kiln::server {
@@ -45,21 +46,6 @@ namespace {
 int PriorityClass(v1::Priority p) { return p == v1::BATCH ? 1 : 0; }
 int32_t StoredPriority(int klass) { return klass == 0 ? 2 : 1; }  // higher runs first
 int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
-
-cache::JobState ToCacheState(v1::JobState s) {
-  switch (s) {
-    case v1::RUNNING:
-      return cache::JobState::kRunning;
-    case v1::SUCCEEDED:
-      return cache::JobState::kSucceeded;
-    case v1::FAILED:
-      return cache::JobState::kFailed;
-    case v1::CANCELLED:
-      return cache::JobState::kCancelled;
-    default:
-      return cache::JobState::kQueued;
-  }
-}
 
 /// The request a job record persists: enough to prepare the job again after a restart.
 std::string SerializeRequest(const CompileSpec& spec) {
@@ -685,7 +671,7 @@ void Scheduler::Finish(Job& job, const absl::Status& status, const v1::CompileRe
   v1::JobState state = status.ok() ? v1::SUCCEEDED : v1::FAILED;
   job.state = state;
   cache::JobUpdate update;
-  update.state = ToCacheState(state);
+  update.state = FromProtoState(state).value_or(cache::JobState::kQueued);
   if (status.ok()) {
     update.result = response.SerializeAsString();
   } else {

@@ -8,6 +8,7 @@
 #include "compiler_core/pipeline/compile.h"
 #include "server/artifact_key.h"
 #include "server/blob_streams.h"
+#include "server/job_state.h"
 #include "server/log.h"
 #include "server/rpc_call.h"
 #include "server/watch_reactor.h"
@@ -52,39 +53,6 @@ v1::CompileResponse HitResponse(const CompileSpec& spec, const cache::ArtifactEn
   r.set_cache_hit(true);
   r.set_compile_ms(static_cast<double>(entry.compile_ms));
   return r;
-}
-
-v1::JobState ToProtoState(cache::JobState s) {
-  switch (s) {
-    case cache::JobState::kQueued:
-      return v1::QUEUED;
-    case cache::JobState::kRunning:
-      return v1::RUNNING;
-    case cache::JobState::kSucceeded:
-      return v1::SUCCEEDED;
-    case cache::JobState::kFailed:
-      return v1::FAILED;
-    case cache::JobState::kCancelled:
-      return v1::CANCELLED;
-  }
-  return v1::JOB_STATE_UNSPECIFIED;
-}
-
-std::optional<cache::JobState> FromProtoState(v1::JobState s) {
-  switch (s) {
-    case v1::QUEUED:
-      return cache::JobState::kQueued;
-    case v1::RUNNING:
-      return cache::JobState::kRunning;
-    case v1::SUCCEEDED:
-      return cache::JobState::kSucceeded;
-    case v1::FAILED:
-      return cache::JobState::kFailed;
-    case v1::CANCELLED:
-      return cache::JobState::kCancelled;
-    default:
-      return std::nullopt;
-  }
 }
 
 v1::Job ToProtoJob(const cache::JobRecord& record) {

@@ -23,12 +23,6 @@ constexpr int64_t kAlignment = 64;
 
 int64_t AlignUp(int64_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
 
-/// Ops that only reinterpret their first input's row-major data with a new shape.
-bool IsViewOp(OpKind op) {
-  return op == OpKind::kReshape || op == OpKind::kFlatten || op == OpKind::kSqueeze ||
-         op == OpKind::kUnsqueeze || op == OpKind::kIdentity;
-}
-
 kiln::v1::TensorSpec Spec(const Value* v) {
   kiln::v1::TensorSpec spec;
   spec.set_name(v->name());
@@ -82,7 +76,7 @@ class Planner {
     for (const auto& [pos, group] : order) {
       const std::vector<const Node*>& group_nodes = members[group];
       const Node* anchor = group_nodes.front();
-      if (group_nodes.size() == 1 && IsViewOp(anchor->op())) {
+      if (group_nodes.size() == 1 && graph::IsViewOp(anchor->op())) {
         view_source_[anchor->output(0)] = anchor->input(0);
         continue;
       }

@@ -34,8 +34,7 @@ std::string NodePrefix(const graph::Node& node);
 absl::StatusOr<TensorVec> EvalElementwise(const graph::Node& node, const TensorVec& in);
 absl::StatusOr<TensorVec> EvalNn(const graph::Node& node, const TensorVec& in);
 absl::StatusOr<TensorVec> EvalMovement(const graph::Node& node, const TensorVec& in);
-/// The tensor, reduction and logic ops (eval_tensor.cc); IsTensorEvalOp says which ops.
-bool IsTensorEvalOp(graph::OpKind op);
+/// The tensor, reduction and logic ops (eval_tensor.cc): every op with graph::IsTensorOp.
 absl::StatusOr<TensorVec> EvalTensorOp(const graph::Node& node, const TensorVec& in);
 /// The NN ops of issue 4 (graph::IsNnOp): activations (eval_activation.cc), normalizations
 /// (eval_norm.cc), ConvTranspose and losses (eval_nn_ops.cc, which dispatches).

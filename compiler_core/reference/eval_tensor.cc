@@ -495,32 +495,6 @@ absl::StatusOr<TensorVec> EvalEinsum(const graph::Node& node, const TensorVec& i
 
 }  // namespace
 
-bool IsTensorEvalOp(OpKind op) {
-  switch (op) {
-    case OpKind::kEqual: case OpKind::kLess: case OpKind::kLessOrEqual: case OpKind::kGreater:
-    case OpKind::kGreaterOrEqual: case OpKind::kAnd: case OpKind::kOr: case OpKind::kXor:
-    case OpKind::kNot: case OpKind::kIsNaN: case OpKind::kIsInf: case OpKind::kWhere:
-    case OpKind::kMod: case OpKind::kBitShift: case OpKind::kMean: case OpKind::kSign:
-    case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound: case OpKind::kSin:
-    case OpKind::kCos: case OpKind::kTan: case OpKind::kAsin: case OpKind::kAcos:
-    case OpKind::kAtan: case OpKind::kSinh: case OpKind::kCosh: case OpKind::kAsinh:
-    case OpKind::kAcosh: case OpKind::kAtanh: case OpKind::kCastLike:
-    case OpKind::kReduceSum: case OpKind::kReduceMean: case OpKind::kReduceMax:
-    case OpKind::kReduceMin: case OpKind::kReduceProd: case OpKind::kReduceL1:
-    case OpKind::kReduceL2: case OpKind::kReduceLogSum: case OpKind::kReduceLogSumExp:
-    case OpKind::kReduceSumSquare: case OpKind::kArgMax: case OpKind::kArgMin:
-    case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange:
-    case OpKind::kEyeLike: case OpKind::kExpand: case OpKind::kTile: case OpKind::kSplit:
-    case OpKind::kTrilu: case OpKind::kGatherElements: case OpKind::kGatherND:
-    case OpKind::kDepthToSpace: case OpKind::kSpaceToDepth: case OpKind::kOneHot:
-    case OpKind::kScatterElements: case OpKind::kScatterND: case OpKind::kCumSum:
-    case OpKind::kTopK: case OpKind::kEinsum:
-      return true;
-    default:
-      return false;
-  }
-}
-
 absl::StatusOr<TensorVec> EvalTensorOp(const graph::Node& node, const TensorVec& in) {
   const TensorType& ot = node.output(0)->type();
   switch (node.op()) {

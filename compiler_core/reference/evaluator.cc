@@ -111,7 +111,7 @@ absl::StatusOr<std::vector<TensorPtr>> EvaluateNode(const graph::Node& node,
     out = EvalLayout(node, inputs);
   } else if (graph::IsNnOp(node.op())) {
     out = EvalNnOp(node, inputs);
-  } else if (IsTensorEvalOp(node.op())) {
+  } else if (graph::IsTensorOp(node.op())) {
     out = EvalTensorOp(node, inputs);
   } else switch (node.info().fusion_class) {
     case graph::FusionClass::kElementwise:

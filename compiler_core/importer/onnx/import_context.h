@@ -86,9 +86,8 @@ absl::StatusOr<BuiltOutputs> BuildNode(ImportContext& ctx, const OnnxNode& node)
 /// Per-family builders, dispatched from BuildNode.
 absl::StatusOr<BuiltOutputs> BuildWindowOp(ImportContext& ctx, const OnnxNode& node);
 absl::StatusOr<BuiltOutputs> BuildShapeOp(ImportContext& ctx, const OnnxNode& node);
-/// Builders of the tensor, reduction and logic ops (tensor_builders.cc); IsTensorBuilderOp says
-/// which ops BuildTensorOp handles.
-bool IsTensorBuilderOp(graph::OpKind op);
+/// Builders of the tensor, reduction and logic ops (tensor_builders.cc): every op with
+/// graph::IsTensorOp.
 absl::StatusOr<BuiltOutputs> BuildTensorOp(ImportContext& ctx, const OnnxNode& node);
 /// Reshape/Squeeze/Unsqueeze whose shape or axes input is a runtime value: a Reshape to the
 /// output type ONNX shape inference knows (the data movement is a row-major copy either way).
@@ -96,10 +95,10 @@ absl::StatusOr<BuiltOutputs> BuildReshapeToKnownType(ImportContext& ctx, const O
 /// `value` itself, or a new constant holding it when its producer (and, recursively, the
 /// producers it reads) has only constant inputs and a small result (import_folding.cc).
 absl::StatusOr<graph::Value*> FoldSmallConstant(ImportContext& ctx, graph::Value* value);
-/// Builders of the NN ops of issue 4 (nn_builders.cc); IsNnBuilderOp says which ops BuildNnOp
-/// handles. Resize/Upsample (resize_builders.cc) and RNN/GRU/LSTM (rnn_builders.cc) are
-/// decomposed into other ops.
-bool IsNnBuilderOp(graph::OpKind op);
+/// Builders of the NN ops of issue 4 (nn_builders.cc): every op with graph::IsNnOp except
+/// Hardmax (built by the generic path, which handles its pre-13 axis semantics).
+/// Resize/Upsample (resize_builders.cc) and RNN/GRU/LSTM (rnn_builders.cc) are decomposed into
+/// other ops.
 absl::StatusOr<BuiltOutputs> BuildNnOp(ImportContext& ctx, const OnnxNode& node);
 absl::StatusOr<BuiltOutputs> BuildResize(ImportContext& ctx, const OnnxNode& node);
 absl::StatusOr<BuiltOutputs> BuildRecurrent(ImportContext& ctx, const OnnxNode& node);

@@ -229,22 +229,6 @@ absl::StatusOr<BuiltOutputs> BuildSoftmaxCrossEntropy(ImportContext& ctx, const 
 
 }  // namespace
 
-bool IsNnBuilderOp(OpKind op) {
-  switch (op) {
-    case OpKind::kElu: case OpKind::kSelu: case OpKind::kCelu: case OpKind::kHardSigmoid:
-    case OpKind::kHardSwish: case OpKind::kSoftplus: case OpKind::kSoftsign:
-    case OpKind::kThresholdedRelu: case OpKind::kMish: case OpKind::kGelu: case OpKind::kPRelu:
-    case OpKind::kLayerNormalization: case OpKind::kInstanceNormalization: case OpKind::kLRN:
-    case OpKind::kLpNormalization: case OpKind::kMeanVarianceNormalization:
-    case OpKind::kConvTranspose: case OpKind::kNegativeLogLikelihoodLoss:
-    case OpKind::kSoftmaxCrossEntropyLoss: case OpKind::kResize: case OpKind::kUpsample:
-    case OpKind::kRNN: case OpKind::kGRU: case OpKind::kLSTM:
-      return true;
-    default:
-      return false;
-  }
-}
-
 absl::StatusOr<BuiltOutputs> BuildNnOp(ImportContext& ctx, const OnnxNode& node) {
   switch (node.op) {
     case OpKind::kLayerNormalization:

@@ -214,8 +214,9 @@ absl::StatusOr<BuiltOutputs> BuildGeneric(ImportContext& ctx, const OnnxNode& no
 }  // namespace
 
 absl::StatusOr<BuiltOutputs> BuildNode(ImportContext& ctx, const OnnxNode& node) {
-  if (IsNnBuilderOp(node.op)) return BuildNnOp(ctx, node);
-  if (IsTensorBuilderOp(node.op)) return BuildTensorOp(ctx, node);
+  // Hardmax is an NN op whose pre-13 axis semantics the generic path below handles.
+  if (graph::IsNnOp(node.op) && node.op != OpKind::kHardmax) return BuildNnOp(ctx, node);
+  if (graph::IsTensorOp(node.op)) return BuildTensorOp(ctx, node);
   switch (node.op) {
     case OpKind::kConv:
     case OpKind::kMaxPool:

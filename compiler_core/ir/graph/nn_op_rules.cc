@@ -204,23 +204,6 @@ absl::StatusOr<Types> NllRule(const Node& node) {
 
 }  // namespace
 
-bool IsNnOp(OpKind op) {
-  switch (op) {
-    case OpKind::kElu: case OpKind::kSelu: case OpKind::kCelu: case OpKind::kHardSigmoid:
-    case OpKind::kHardSwish: case OpKind::kSoftplus: case OpKind::kSoftsign:
-    case OpKind::kThresholdedRelu: case OpKind::kMish: case OpKind::kGelu: case OpKind::kPRelu:
-    case OpKind::kLayerNormalization: case OpKind::kInstanceNormalization: case OpKind::kLRN:
-    case OpKind::kHardmax: case OpKind::kLpNormalization:
-    case OpKind::kMeanVarianceNormalization: case OpKind::kConvTranspose:
-    case OpKind::kNegativeLogLikelihoodLoss: case OpKind::kSoftmaxCrossEntropyLoss:
-    case OpKind::kResize: case OpKind::kUpsample: case OpKind::kRNN: case OpKind::kGRU:
-    case OpKind::kLSTM:
-      return true;
-    default:
-      return false;
-  }
-}
-
 std::vector<int64_t> NormalizedAxes(const Node& node) {
   int64_t rank = node.input(0) ? node.input(0)->type().rank() : 0;
   std::vector<int64_t> axes;

@@ -10,11 +10,8 @@
 
 namespace kiln::graph {
 
-/// Whether `op` is in the "NN ops" section of ops.def (its shape rule, reference kernel and
-/// lowering live in the nn_* / eval_nn_* files).
-bool IsNnOp(OpKind op);
 
-/// Output types of a node whose op satisfies IsNnOp. Called from InferOutputTypes; same error
+/// Output types of a node whose op satisfies IsNnOp (op.h). Called from InferOutputTypes; same error
 /// conventions. Ops that the importer decomposes (Resize, RNN, ...) are kUnimplemented here.
 absl::StatusOr<std::vector<TensorType>> InferNnOpTypes(const Node& node);
 

@@ -24,6 +24,41 @@ std::optional<OpKind> OpKindFromName(std::string_view name) {
   return std::nullopt;
 }
 
+bool IsViewOp(OpKind kind) {
+  return kind == OpKind::kReshape || kind == OpKind::kFlatten || kind == OpKind::kSqueeze ||
+         kind == OpKind::kUnsqueeze || kind == OpKind::kIdentity;
+}
+
+bool IsTensorOp(OpKind kind) {
+  switch (kind) {
+#define KILN_OP(kind, name, fusion, min_in, max_in, n_out)
+#define KILN_NN_OP(kind, name, fusion, min_in, max_in, n_out)
+#define KILN_TENSOR_OP(kind, name, fusion, min_in, max_in, n_out) case OpKind::kind:
+#include "compiler_core/ir/graph/ops.def"
+#undef KILN_TENSOR_OP
+#undef KILN_NN_OP
+#undef KILN_OP
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsNnOp(OpKind kind) {
+  switch (kind) {
+#define KILN_OP(kind, name, fusion, min_in, max_in, n_out)
+#define KILN_TENSOR_OP(kind, name, fusion, min_in, max_in, n_out)
+#define KILN_NN_OP(kind, name, fusion, min_in, max_in, n_out) case OpKind::kind:
+#include "compiler_core/ir/graph/ops.def"
+#undef KILN_NN_OP
+#undef KILN_TENSOR_OP
+#undef KILN_OP
+      return true;
+    default:
+      return false;
+  }
+}
+
 const char* FusionClassName(FusionClass fusion_class) {
   switch (fusion_class) {
     case FusionClass::kElementwise: return "elementwise";

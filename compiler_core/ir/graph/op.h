@@ -39,6 +39,15 @@ inline const char* OpName(OpKind kind) { return GetOpInfo(kind).name; }
 /// OpKind for an ONNX op_type in the default domain; nullopt if Kiln has no such op.
 std::optional<OpKind> OpKindFromName(std::string_view name);
 const char* FusionClassName(FusionClass fusion_class);
+/// Whether `kind` only reinterprets its first input's row-major data with a new shape (Reshape,
+/// Flatten, Squeeze, Unsqueeze, Identity): fusion gives it no consumers and the kernel plan
+/// aliases its result to its input instead of emitting a kernel.
+bool IsViewOp(OpKind kind);
+/// Whether `kind` is in the "Tensor, reduction and logic ops" section of ops.def (its shape rule,
+/// reference kernel, importer builder and lowering live in the tensor_* files).
+bool IsTensorOp(OpKind kind);
+/// Whether `kind` is in the "NN ops" section of ops.def (nn_* files).
+bool IsNnOp(OpKind kind);
 
 }  // namespace kiln::graph
 

@@ -29,22 +29,16 @@ using graph::Node;
 using graph::OpKind;
 using graph::Value;
 
-/// Ops that only reinterpret their input's buffer; the lowering emits no kernel body for them.
-bool IsViewOp(OpKind op) {
-  return op == OpKind::kReshape || op == OpKind::kFlatten || op == OpKind::kSqueeze ||
-         op == OpKind::kUnsqueeze || op == OpKind::kIdentity;
-}
-
 /// May `node` have consumers fused after it?
 bool CanTakeConsumers(const Node& node) {
-  return node.info().fusion_class != FusionClass::kOpaque && !IsViewOp(node.op());
+  return node.info().fusion_class != FusionClass::kOpaque && !graph::IsViewOp(node.op());
 }
 
 /// May `node` be fused into a chain as a consumer?
 bool CanBeConsumer(const Node& node) {
   FusionClass fc = node.info().fusion_class;
   return (fc == FusionClass::kElementwise || fc == FusionClass::kBroadcast) &&
-         !IsViewOp(node.op()) && node.outputs().size() == 1;
+         !graph::IsViewOp(node.op()) && node.outputs().size() == 1;
 }
 
 using GroupMap = std::unordered_map<const Node*, int>;  // queried only, never iterated

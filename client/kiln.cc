@@ -181,6 +181,10 @@ int Inspect(int argc, char** argv) {
             << "target:           " << m.target_key() << "\n"
             << "compiler version: " << m.compiler_version() << "\n"
             << "abi version:      " << m.abi_version() << "\n"
+            << "tuning:           "
+            << (m.tuning_digest().empty() ? std::string("none (default schedules)")
+                                          : "records " + m.tuning_digest())
+            << "\n"
             << "code:             " << artifact->code.size() << " bytes (ELF shared object)\n"
             << "weights:          " << m.weights_bytes() << " bytes\n"
             << "arena:            " << m.arena_bytes() << " bytes (" << m.arena_bytes_no_reuse()
@@ -193,6 +197,11 @@ int Inspect(int argc, char** argv) {
     for (const auto& b : k.args()) args_text.push_back(BindingText(b));
     std::cout << "  " << k.symbol() << "  " << k.fused_ops() << "  (" << absl::StrJoin(args_text, ", ")
               << ")\n";
+    std::cout << "      workload " << k.workload_key() << "  "
+              << (k.tuned() ? absl::StrFormat("tuned (record %s, %.4f ms)",
+                                              k.record_digest().substr(0, 12), k.tuned_median_ms())
+                            : std::string("default schedule"))
+              << "\n";
     for (absl::string_view line : absl::StrSplit(k.schedule(), '\n', absl::SkipEmpty())) {
       std::cout << "      " << line << "\n";
     }

@@ -2,7 +2,7 @@
 #include "server/compile_prep.h"
 
 #include "absl/strings/str_cat.h"
-#include "compiler_core/pipeline/compile.h"
+#include "compiler_core/pipeline/compiler_version.h"
 #include "compiler_core/support/sha256.h"
 #include "compiler_core/support/status_macros.h"
 #include "server/artifact_key.h"

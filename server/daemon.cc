@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "compiler_core/pipeline/compile.h"
+#include "compiler_core/pipeline/compiler_version.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"

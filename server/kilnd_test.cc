@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/pipeline/compiler_version.h"
 #include "compiler_core/runtime/artifact.h"
 #include "compiler_core/support/sha256.h"
 #include "gmock/gmock.h"
@@ -352,7 +353,7 @@ TEST_F(KilndTest, BadRequestsGetExactCodesAndKilndStaysUp) {
   v1::GetStatsResponse stats;
   s = kiln_->GetStats(&ctx, v1::GetStatsRequest(), &stats);
   ASSERT_TRUE(s.ok()) << s.error_message();
-  EXPECT_EQ(stats.compiler_version(), "kiln-0.1.0");
+  EXPECT_EQ(stats.compiler_version(), pipeline::kCompilerVersion);
   EXPECT_EQ(kilnd_->Stop(), 0);
 }
 
@@ -390,7 +391,7 @@ TEST_F(KilndTest, CompileMissThenHitSurvivesRestartAndCorruption) {
   EXPECT_EQ(miss.artifact_digest().hash(), Sha256Hex(artifact));
   EXPECT_EQ(miss.key().graph_hash().size(), 64u);
   EXPECT_THAT(miss.key().target_key(), HasSubstr("cpu:"));
-  EXPECT_EQ(miss.key().compiler_version(), "kiln-0.1.0");
+  EXPECT_EQ(miss.key().compiler_version(), pipeline::kCompilerVersion);
   EXPECT_EQ(miss.key().options_hash().size(), 64u);
   EXPECT_EQ(task.key().graph_hash(), miss.key().graph_hash());
 

@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "compiler_core/pipeline/compile.h"
+#include "compiler_core/pipeline/compiler_version.h"
 #include "server/artifact_key.h"
 #include "server/blob_streams.h"
 #include "server/job_state.h"

@@ -88,8 +88,11 @@ absl::StatusOr<CompileResult> CompileGraph(std::unique_ptr<graph::Graph> graph,
   result.timings.passes_ms = MsSince(passes_start);
 
   auto lower_start = std::chrono::steady_clock::now();
+  const schedule::DefaultScheduleSource default_schedules;
+  const schedule::ScheduleSource& schedules =
+      options.schedules != nullptr ? *options.schedules : default_schedules;
   KILN_ASSIGN_OR_RETURN(KernelPlan plan,
-                        BuildKernelPlan(*graph, result.target, print_stage, print));
+                        BuildKernelPlan(*graph, result.target, schedules, print_stage, print));
   result.timings.lower_ms = MsSince(lower_start);
 
   auto codegen_start = std::chrono::steady_clock::now();

@@ -11,13 +11,12 @@
 
 #include "absl/status/statusor.h"
 #include "compiler_core/ir/graph/graph.h"
+#include "compiler_core/pipeline/compiler_version.h"
 #include "compiler_core/runtime/artifact.h"
+#include "compiler_core/schedule/schedule_source.h"
 #include "compiler_core/support/target.h"
 
 namespace kiln::pipeline {
-
-/// The compiler's version, part of every artifact's cache key.
-inline constexpr char kCompilerVersion[] = "kiln-0.1.0";
 
 /// Options of one compile. No global state: everything a compile depends on is here.
 struct CompileOptions {
@@ -30,6 +29,9 @@ struct CompileOptions {
   /// Graph passes of the default pipeline to skip (registry names, e.g. "fusion"). A name that
   /// is not a registered pass is kInvalidArgument.
   std::vector<std::string> disabled_passes;
+  /// Where kernel schedules come from (e.g. tuning::RecordScheduleSource over tuning records);
+  /// null: the default schedules. Not owned; must outlive the compile.
+  const schedule::ScheduleSource* schedules = nullptr;
   /// Receives printed IR; stderr when unset.
   std::function<void(const std::string& stage, const std::string& ir)> printer;
 };

@@ -10,7 +10,9 @@
 #include "compiler_core/lowering/lower.h"
 #include "compiler_core/pipeline/memory_plan.h"
 #include "compiler_core/schedule/schedule.h"
+#include "compiler_core/support/sha256.h"
 #include "compiler_core/support/status_macros.h"
+#include "compiler_core/tuning/workload.h"
 
 namespace kiln::pipeline {
 namespace {
@@ -34,9 +36,11 @@ kiln::v1::TensorSpec Spec(const Value* v) {
 class Planner {
  public:
   Planner(const graph::Graph& graph, const Target& target,
+          const schedule::ScheduleSource& schedules,
           const std::function<bool(const std::string&)>& print_stage,
           const std::function<void(const std::string&, const std::string&)>& print)
-      : graph_(graph), target_(target), print_stage_(print_stage), print_(print) {}
+      : graph_(graph), target_(target), schedules_(schedules), print_stage_(print_stage),
+        print_(print) {}
 
   absl::StatusOr<KernelPlan> Build() {
     for (size_t i = 0; i < graph_.inputs().size(); ++i) input_index_[graph_.inputs()[i]] = i;
@@ -91,16 +95,29 @@ class Planner {
 
   absl::Status AddKernel(lowering::LoweredKernel lowered, std::string fused_ops) {
     if (print_stage_("lower")) print_("lower", loop::PrintFunc(lowered.func));
-    schedule::Schedule sched = schedule::DefaultSchedule(lowered.func, target_);
-    absl::Status st = schedule::ApplySchedule(sched, lowered.func);
-    if (!st.ok()) {
-      return absl::InternalError(absl::StrCat("default schedule of ", lowered.func.name, " (",
-                                              fused_ops, ") failed: ", st.message()));
+    Kernel k;
+    k.workload_key = tuning::WorkloadKey(lowered.func);
+    schedule::ScheduleChoice choice = schedules_.Choose(lowered.func, k.workload_key, target_);
+    absl::Status st = absl::OkStatus();
+    if (choice.tuned) {
+      loop::Func tuned = lowered.func;
+      st = schedule::ApplySchedule(choice.schedule, tuned);
+      if (st.ok()) lowered.func = std::move(tuned);
+    }
+    if (!choice.tuned || !st.ok()) {
+      choice = schedule::ScheduleChoice{schedule::DefaultSchedule(lowered.func, target_)};
+      st = schedule::ApplySchedule(choice.schedule, lowered.func);
+      if (!st.ok()) {
+        return absl::InternalError(absl::StrCat("default schedule of ", lowered.func.name, " (",
+                                                fused_ops, ") failed: ", st.message()));
+      }
     }
     if (print_stage_("schedule")) print_("schedule", loop::PrintFunc(lowered.func));
-    Kernel k;
     k.fused_ops = std::move(fused_ops);
-    k.schedule = sched.ToString();
+    k.schedule = choice.schedule.ToString();
+    k.tuned = choice.tuned;
+    k.tuned_median_ms = choice.tuned_median_ms;
+    k.record_digest = choice.record_digest;
     k.lowered = std::move(lowered);
     kernels_.push_back(std::move(k));
     return absl::OkStatus();
@@ -213,6 +230,7 @@ class Planner {
   absl::StatusOr<KernelPlan> Finish() {
     KernelPlan plan;
     kiln::v1::Manifest& m = plan.manifest;
+    std::string applied_records;  // "<workload key> <record digest>\n" per tuned kernel
     for (const Value* in : graph_.inputs()) *m.add_inputs() = Spec(in);
     for (const Value* out : graph_.outputs()) *m.add_outputs() = Spec(out);
     for (size_t k = 0; k < kernels_.size(); ++k) {
@@ -221,6 +239,13 @@ class Planner {
       call->set_symbol(kernel.lowered.func.name);
       call->set_fused_ops(kernel.fused_ops);
       call->set_schedule(kernel.schedule);
+      call->set_workload_key(kernel.workload_key);
+      if (kernel.tuned) {
+        call->set_tuned(true);
+        call->set_tuned_median_ms(kernel.tuned_median_ms);
+        call->set_record_digest(kernel.record_digest);
+        absl::StrAppend(&applied_records, kernel.workload_key, " ", kernel.record_digest, "\n");
+      }
       const auto& params = kernel.lowered.param_values;
       for (size_t p = 0; p < params.size(); ++p) {
         if (auto it = copy_outputs_.find(k); it != copy_outputs_.end() && p + 1 == params.size()) {
@@ -240,6 +265,7 @@ class Planner {
       }
       plan.funcs.push_back(std::move(kernel.lowered.func));
     }
+    if (!applied_records.empty()) m.set_tuning_digest(Sha256Hex(applied_records));
     m.set_arena_bytes(plan_.arena_bytes);
     m.set_arena_bytes_no_reuse(plan_.arena_bytes_no_reuse);
     for (size_t i = 0; i < requests_.size(); ++i) {
@@ -259,10 +285,15 @@ class Planner {
     lowering::LoweredKernel lowered;
     std::string fused_ops;
     std::string schedule;
+    std::string workload_key;
+    bool tuned = false;
+    double tuned_median_ms = 0;
+    std::string record_digest;
   };
 
   const graph::Graph& graph_;
   const Target& target_;
+  const schedule::ScheduleSource& schedules_;
   const std::function<bool(const std::string&)>& print_stage_;
   const std::function<void(const std::string&, const std::string&)>& print_;
 
@@ -282,10 +313,10 @@ class Planner {
 }  // namespace
 
 absl::StatusOr<KernelPlan> BuildKernelPlan(
-    const graph::Graph& graph, const Target& target,
+    const graph::Graph& graph, const Target& target, const schedule::ScheduleSource& schedules,
     const std::function<bool(const std::string&)>& print_stage,
     const std::function<void(const std::string&, const std::string&)>& print) {
-  return Planner(graph, target, print_stage, print).Build();
+  return Planner(graph, target, schedules, print_stage, print).Build();
 }
 
 }  // namespace kiln::pipeline

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "compiler_core/ir/graph/graph.h"
 #include "compiler_core/ir/loop/loop_ir.h"
+#include "compiler_core/schedule/schedule_source.h"
 #include "compiler_core/support/target.h"
 #include "kiln/v1/artifact.pb.h"
 
@@ -23,11 +24,15 @@ struct KernelPlan {
   std::string weights;             // packed constants, 64-byte aligned, at WEIGHT offsets
 };
 
-/// Builds the kernel plan of `graph`, which must have been through the fusion pass.
+/// Builds the kernel plan of `graph`, which must have been through the fusion pass. Each
+/// kernel's schedule comes from `schedules` (a tuned schedule that does not apply falls back
+/// to the default one); the manifest records every kernel's workload key, whether it is tuned,
+/// and the digest of the applied records (Manifest.tuning_digest).
 /// `print` receives loop IR for the stages "lower" and "schedule" when `print_stage` says so.
-/// Errors: kUnimplemented from lowering (naming the node), kInternal if a schedule fails.
+/// Errors: kUnimplemented from lowering (naming the node), kInternal if a default schedule
+/// fails.
 absl::StatusOr<KernelPlan> BuildKernelPlan(
-    const graph::Graph& graph, const Target& target,
+    const graph::Graph& graph, const Target& target, const schedule::ScheduleSource& schedules,
     const std::function<bool(const std::string&)>& print_stage,
     const std::function<void(const std::string&, const std::string&)>& print);
 

@@ -1,0 +1,75 @@
+// Hardware keys: canonical form, parsing, distance for record transfer, detection.
+#include "compiler_core/tuning/hardware.h"
+
+#include "gtest/gtest.h"
+
+namespace kiln::tuning {
+namespace {
+
+HardwareInfo Epyc() {
+  HardwareInfo h;
+  h.target_key = "cpu:znver4:x86_64-pc-linux-gnu:v512:+avx512f";
+  h.device = "AMD EPYC 9R14";
+  h.compute_units = 2;
+  h.cache_bytes = {32768, 1048576, 33554432};
+  return h;
+}
+
+TEST(HardwareTest, KeyHasEveryField) {
+  EXPECT_EQ(Epyc().Key(),
+            "cpu:znver4:x86_64-pc-linux-gnu:v512:+avx512f|device=AMD EPYC 9R14|units=2|"
+            "cache=32768,1048576,33554432");
+}
+
+TEST(HardwareTest, ParseInvertsKey) {
+  absl::StatusOr<HardwareInfo> parsed = ParseHardwareKey(Epyc().Key());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->Key(), Epyc().Key());
+  EXPECT_EQ(parsed->compute_units, 2);
+  EXPECT_EQ(parsed->cache_bytes.size(), 3u);
+}
+
+TEST(HardwareTest, ParseRejectsMalformedKeys) {
+  EXPECT_EQ(ParseHardwareKey("cpu:x|device=a|units=0|cache=1").status(),
+            absl::InvalidArgumentError(
+                "hardware key 'cpu:x|device=a|units=0|cache=1': units= must be a positive integer"));
+  EXPECT_EQ(ParseHardwareKey("cpu:x|device=a").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseHardwareKey("cpu:x|device=a|units=2|cache=12K").status(),
+            absl::InvalidArgumentError("hardware key 'cpu:x|device=a|units=2|cache=12K': cache "
+                                       "size '12K' is not a byte count"));
+}
+
+TEST(HardwareTest, DistanceCountsDifferingFieldsWithinOneTarget) {
+  HardwareInfo a = Epyc();
+  HardwareInfo b = Epyc();
+  EXPECT_EQ(HardwareDistance(a, b), 0);
+  b.compute_units = 8;
+  EXPECT_EQ(HardwareDistance(a, b), 2);
+  b.cache_bytes[2] = 16777216;
+  EXPECT_EQ(HardwareDistance(a, b), 3);
+  b.target_key = "cpu:skylake-avx512:x86_64-pc-linux-gnu:v512:+avx512f";
+  EXPECT_EQ(HardwareDistance(a, b), -1);
+}
+
+TEST(HardwareTest, DetectsThisCpu) {
+  Target t;
+  t.cpu = "x86-64";
+  t.triple = "x86_64-pc-linux-gnu";
+  HardwareInfo h = DetectCpuHardware(t, 1);
+  EXPECT_EQ(h.target_key, t.Key());
+  EXPECT_EQ(h.compute_units, 1);
+  EXPECT_FALSE(h.device.empty());
+  EXPECT_EQ(h.device.find('|'), std::string::npos);
+  // Linux exposes at least L1d and L2 for every x86-64 CPU it runs on.
+  ASSERT_GE(h.cache_bytes.size(), 2u);
+  EXPECT_GE(h.cache_bytes[0], 8 * 1024);
+  EXPECT_GT(h.cache_bytes[1], h.cache_bytes[0]);
+  absl::StatusOr<HardwareInfo> parsed = ParseHardwareKey(h.Key());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->Key(), h.Key());
+  EXPECT_GE(DetectCpuHardware(t, 0).compute_units, 1);
+}
+
+}  // namespace
+}  // namespace kiln::tuning

@@ -1,0 +1,120 @@
+// Workload canonicalization and key.
+#include "compiler_core/tuning/workload.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/ir/loop/printer.h"
+#include "compiler_core/support/sha256.h"
+
+namespace kiln::tuning {
+namespace {
+
+using loop::BufferRef;
+using loop::Expr;
+using loop::ExprKind;
+using loop::ExprNode;
+using loop::Stmt;
+using loop::StmtKind;
+using loop::StmtNode;
+
+/// Rebuilds expressions and statements with every buffer replaced by its renamed copy.
+class Renamer {
+ public:
+  BufferRef Rename(const BufferRef& b, const std::string& prefix) {
+    auto it = renamed_.find(b.get());
+    if (it != renamed_.end()) return it->second;
+    int& n = counts_[prefix];
+    BufferRef copy = loop::MakeBuffer(absl::StrCat(prefix, n++), b->dtype, b->shape, b->scope);
+    renamed_[b.get()] = copy;
+    return copy;
+  }
+
+  Expr RewriteExpr(const Expr& e) {
+    if (!e) return e;
+    auto node = std::make_shared<ExprNode>(*e);
+    if (e->kind == ExprKind::kLoad) node->buffer = Lookup(e->buffer);
+    for (Expr& op : node->operands) op = RewriteExpr(op);
+    return node;
+  }
+
+  Stmt RewriteStmt(const Stmt& s) {
+    if (!s) return s;
+    auto node = std::make_shared<StmtNode>(*s);
+    if (s->kind == StmtKind::kAllocate) node->buffer = Rename(s->buffer, "l");
+    if (s->kind == StmtKind::kStore) node->buffer = Lookup(s->buffer);
+    for (Expr& i : node->indices) i = RewriteExpr(i);
+    node->value = RewriteExpr(s->value);
+    node->cond = RewriteExpr(s->cond);
+    for (Stmt& c : node->stmts) c = RewriteStmt(c);
+    node->body = RewriteStmt(s->body);
+    node->then_body = RewriteStmt(s->then_body);
+    node->else_body = RewriteStmt(s->else_body);
+    return node;
+  }
+
+ private:
+  // A buffer not declared by the func or an enclosing Allocate (malformed IR) keeps its name.
+  BufferRef Lookup(const BufferRef& b) {
+    auto it = renamed_.find(b.get());
+    return it == renamed_.end() ? b : it->second;
+  }
+
+  std::map<const loop::Buffer*, BufferRef> renamed_;
+  std::map<std::string, int> counts_;
+};
+
+int64_t ExprFlops(const Expr& e) {
+  if (!e) return 0;
+  int64_t n = 0;
+  for (const Expr& op : e->operands) n += ExprFlops(op);
+  if (e->kind == ExprKind::kLoad) {
+    return 0;  // index arithmetic is not counted
+  }
+  if ((e->kind == ExprKind::kBinary || e->kind == ExprKind::kUnary) &&
+      (IsFloat(e->dtype) || (!e->operands.empty() && IsFloat(e->operands[0]->dtype)))) {
+    ++n;
+  }
+  return n;
+}
+
+int64_t StmtFlops(const Stmt& s) {
+  if (!s) return 0;
+  switch (s->kind) {
+    case StmtKind::kFor: return s->extent * StmtFlops(s->body);
+    case StmtKind::kAllocate: return StmtFlops(s->body);
+    case StmtKind::kIf: return std::max(StmtFlops(s->then_body), StmtFlops(s->else_body));
+    case StmtKind::kStore: return ExprFlops(s->value);
+    case StmtKind::kBlock: {
+      int64_t total = 0;
+      for (const Stmt& c : s->stmts) total += StmtFlops(c);
+      return total;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+loop::Func CanonicalizeWorkload(const loop::Func& lowered) {
+  Renamer r;
+  loop::Func out;
+  out.name = "workload";
+  out.anchor = lowered.anchor;
+  for (const BufferRef& p : lowered.params) out.params.push_back(r.Rename(p, "p"));
+  for (const BufferRef& w : lowered.workspaces) out.workspaces.push_back(r.Rename(w, "w"));
+  out.body = r.RewriteStmt(lowered.body);
+  return out;
+}
+
+std::string CanonicalWorkloadText(const loop::Func& lowered) {
+  return loop::PrintFunc(CanonicalizeWorkload(lowered));
+}
+
+std::string WorkloadKey(const loop::Func& lowered) {
+  return Sha256Hex(CanonicalWorkloadText(lowered));
+}
+
+int64_t CountFlops(const loop::Func& func) { return StmtFlops(func.body); }
+
+}  // namespace kiln::tuning

@@ -1,12 +1,17 @@
-// The default CPU schedule. Per top-level nest: contraction update nests (conv, matmul,
-// pooling) move the reductions above the innermost output axis, block another output axis by
-// 4 (unrolled), and vectorize the innermost axis; other nests vectorize their innermost
-// non-reduction loops; large nests run their outermost spatial loop (fused with the next one
-// when it is short) in parallel. Blocked (NCHW<x>c) convs get a register block of output
-// columns times one vector of output channels, held across all reductions, and run the fused
-// n×ocb×oh loop in parallel. Every step is tried on a copy and dropped if illegal.
+// The CPU schedule template (knobs.h) and so the default schedule. Per top-level nest:
+// contraction update nests (conv, matmul, pooling) move the reductions above the innermost
+// output axis, block another output axis (knob "block", default 4, unrolled), and vectorize the
+// innermost axis; other nests vectorize their innermost non-reduction loops (knob "vec.<loop>":
+// vector multiple of the lanes); large nests run their outermost spatial loop (fused with the
+// next one when it is short) in parallel (knobs "parallel", "parallel.fuse"). Blocked
+// (NCHW<x>c) convs get a register block of output columns times output-channel vectors held
+// across all reductions (knobs "conv.cols", "conv.vecs", "conv.tail", "conv.red_order") and run
+// the fused n×ocb×oh loop in parallel. Knob names carry the nest's index ("n2.conv.cols").
+// Every step is tried on a copy and dropped if illegal.
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+#include "compiler_core/schedule/knobs.h"
 #include "compiler_core/schedule/loop_utils.h"
 #include "compiler_core/schedule/matmul_schedule.h"
 #include "compiler_core/schedule/schedule.h"
@@ -36,8 +41,8 @@ struct LoopInfo {
 
 class Planner {
  public:
-  Planner(const loop::Func& func, const Target& target)
-      : work_(func), target_(target), lanes_(std::max(1, target.f32_lanes())),
+  Planner(const loop::Func& func, const Target& target, KnobContext& knobs)
+      : work_(func), target_(target), knobs_(knobs), lanes_(std::max(1, target.f32_lanes())),
         cores_(kMinParallelChunks) {}
 
   Schedule Run() {
@@ -49,7 +54,10 @@ class Planner {
     } else {
       nests = {body};
     }
-    for (const Stmt& nest : nests) PlanNest(nest);
+    for (size_t i = 0; i < nests.size(); ++i) {
+      prefix_ = absl::StrCat("n", i, ".");
+      PlanNest(nests[i]);
+    }
     return schedule_;
   }
 
@@ -79,9 +87,12 @@ class Planner {
   /// name of the loop that is left outside (for parallelization), or "" if none.
   std::string Vectorize(const std::string& name, int64_t extent) {
     if (extent > lanes_) {
-      if (!Try(Kind::kSplit, {name}, lanes_)) return name;
+      std::vector<int64_t> multiples = {1};
+      for (int64_t m = 2; m <= 4 && m * lanes_ < extent; m *= 2) multiples.push_back(m);
+      const int64_t width = lanes_ * Knob("vec." + name, multiples, 1);
+      if (!Try(Kind::kSplit, {name}, width)) return name;
       Try(Kind::kVectorize, {name + ".i"});
-      if (extent % lanes_ != 0) Try(Kind::kVectorize, {name + ".t"});
+      if (extent % width != 0) Try(Kind::kVectorize, {name + ".t"});
       return name + ".o";
     }
     if (extent >= 2) Try(Kind::kVectorize, {name});
@@ -96,7 +107,7 @@ class Planner {
     const int64_t work = Work(nest);
     if (chain.empty()) return;
     // Matmul update nests: the register-blocked micro-kernel (matmul_schedule.h), all or none.
-    if (TryAll(MatMulUpdateSchedule(nest, work_.anchor, target_))) return;
+    if (TryAll(MatMulUpdateSchedule(nest, work_.anchor, target_, knobs_, prefix_))) return;
     std::vector<LoopInfo> spatial, reds;
     bool reductions_last = true;
     for (const LoopInfo& l : chain) {
@@ -110,7 +121,9 @@ class Planner {
     if (work_.anchor == OpKind::kConv && spatial.size() == 5 && spatial[1].name == "ocb" &&
         !reds.empty() && reductions_last) {
       std::vector<std::string> outer = PlanBlockedConv(spatial, reds);
-      if (work >= kParallelThreshold && !outer.empty()) ParallelizeFused(outer);
+      if (!outer.empty() && KnobBool("parallel", work >= kParallelThreshold)) {
+        ParallelizeFused(outer);
+      }
       return;
     }
     const bool contraction = IsContraction(work_.anchor) && !reds.empty() && reductions_last &&
@@ -136,7 +149,16 @@ class Planner {
         }
       }
     }
-    if (work >= kParallelThreshold && !outer_order.empty()) Parallelize(outer_order, chain);
+    if (!outer_order.empty() && KnobBool("parallel", work >= kParallelThreshold)) {
+      Parallelize(outer_order, chain);
+    }
+  }
+
+  int64_t Knob(const std::string& name, std::vector<int64_t> choices, int64_t default_value) {
+    return knobs_.Choose(prefix_ + name, std::move(choices), default_value);
+  }
+  bool KnobBool(const std::string& name, bool default_value) {
+    return knobs_.ChooseBool(prefix_ + name, default_value);
   }
 
   /// Returns the spatial loops left above the reductions, outermost first.
@@ -144,13 +166,24 @@ class Planner {
                                            const std::vector<LoopInfo>& reds) {
     const LoopInfo inner = spatial.back();
     std::string block;
+    int64_t block_extent = 0;
     for (const LoopInfo& l : spatial) {
-      if (&l != &spatial.back() && (l.name == "oc" || l.name == "i") && l.extent % kBlock == 0 &&
-          l.extent >= 2 * kBlock) {
+      if (&l != &spatial.back() && (l.name == "oc" || l.name == "i")) {
         block = l.name;
+        block_extent = l.extent;
       }
     }
-    if (!block.empty() && !Try(Kind::kSplit, {block}, kBlock)) block.clear();
+    int64_t factor = 0;
+    if (!block.empty()) {
+      std::vector<int64_t> factors = {0};
+      for (int64_t f : {2, 4, 8}) {
+        if (block_extent % f == 0 && block_extent >= 2 * f) factors.push_back(f);
+      }
+      const bool rule = block_extent % kBlock == 0 && block_extent >= 2 * kBlock;
+      factor = Knob("block", factors, rule ? kBlock : 0);
+    }
+    if (factor == 0) block.clear();
+    if (!block.empty() && !Try(Kind::kSplit, {block}, factor)) block.clear();
     const bool exact = inner.extent > lanes_ && inner.extent % lanes_ == 0;
     if (exact && !Try(Kind::kSplit, {inner.name}, lanes_)) return {};
     std::vector<std::string> outer, order;
@@ -183,23 +216,43 @@ class Planner {
   /// accumulators and ocb is even (AVX-512; halve both below it). Returns the loops above the
   /// reductions, outermost first.
   std::vector<std::string> PlanBlockedConv(const std::vector<LoopInfo>& spatial,
-                                           const std::vector<LoopInfo>& reds) {
+                                           std::vector<LoopInfo> reds) {
     const int64_t ocb = spatial[1].extent, ow = spatial[3].extent;
     const int64_t max_acc = lanes_ >= 16 ? 16 : 8;
+    // Knob: rotate the reductions (the lowering's kh, kw, ic) so that the last runs outermost.
+    if (reds.size() >= 2 && KnobBool("conv.red_order", false)) {
+      std::rotate(reds.begin(), reds.end() - 1, reds.end());
+    }
     int64_t cols = ow;
+    bool tailed = false;
     if (ow > max_acc) {
       for (cols = max_acc / 2; ow % cols != 0;) --cols;
       // Odd widths (111, 55, 27) have only short divisors: take a full block and let the split's
       // tail copy (ow % C columns) hold its own register block.
-      if (cols < max_acc / 2 - 1) {
-        std::vector<std::string> tailed = PlanTailedConv(spatial, reds, max_acc / 2);
-        if (!tailed.empty()) return tailed;
-      }
+      tailed = cols < max_acc / 2 - 1;
     }
+    if (ow > max_acc / 2 && ow % (max_acc / 2) != 0 && KnobBool("conv.tail", tailed)) {
+      const int64_t tail_cols = Knob("conv.tail_cols", {max_acc / 2, max_acc / 2 + 2, max_acc - 2},
+                                     max_acc / 2);
+      std::vector<std::string> outer = PlanTailedConv(spatial, reds, tail_cols);
+      if (!outer.empty()) return outer;
+    }
+    // Register block columns: the divisors of ow up to the accumulator budget (ow itself when
+    // it fits in one block).
+    std::vector<int64_t> col_choices;
+    for (int64_t c = 1; c <= std::min(ow, max_acc); ++c) {
+      if (ow % c == 0) col_choices.push_back(c);
+    }
+    if (ow <= 16) col_choices.push_back(ow);
+    cols = Knob("conv.cols", col_choices, cols);
     // Two vectors only for unsplit rows or full half-blocks: other splits (28 by 7) measured
     // 3x slower with two vectors.
     const bool two = ocb % 2 == 0 && 2 * cols <= max_acc && (cols == ow || 2 * cols == max_acc);
-    const int64_t vecs = two ? 2 : 1;
+    std::vector<int64_t> vec_choices = {1};
+    for (int64_t v : {2, 4}) {
+      if (ocb % v == 0 && v * cols <= max_acc) vec_choices.push_back(v);
+    }
+    const int64_t vecs = Knob("conv.vecs", vec_choices, two ? 2 : 1);
     std::string oc_outer = spatial[1].name, oc_inner;
     if (vecs > 1 && Try(Kind::kSplit, {oc_outer}, vecs)) {
       oc_inner = oc_outer + ".i";
@@ -250,8 +303,9 @@ class Planner {
   /// Fuses the first three loops of `outer` (n, ocb, oh) into one parallel loop, so that even
   /// a conv with one channel block splits into enough chunks for every thread.
   void ParallelizeFused(const std::vector<std::string>& outer) {
+    const int64_t depth = Knob("parallel.fuse", {1, 2, 3}, 3);
     std::string target = outer[0];
-    for (size_t i = 1; i < 3 && i < outer.size(); ++i) {
+    for (size_t i = 1; i < static_cast<size_t>(depth) && i < outer.size(); ++i) {
       if (!Try(Kind::kFuse, {target, outer[i]})) break;
       target += "." + outer[i];
     }
@@ -265,7 +319,8 @@ class Planner {
       if (l.name == outer[0]) extent = l.extent;
     }
     std::string target = outer[0];
-    if (outer.size() >= 2 && extent > 0 && extent < cores_ &&
+    if (outer.size() >= 2 &&
+        KnobBool("parallel.fuse", extent > 0 && extent < cores_) &&
         Try(Kind::kFuse, {outer[0], outer[1]})) {
       target = outer[0] + "." + outer[1];
     }
@@ -313,6 +368,8 @@ class Planner {
 
   loop::Func work_;
   const Target& target_;
+  KnobContext& knobs_;
+  std::string prefix_;  // "n<nest index>." for knob names
   int lanes_;
   int64_t cores_;
   Schedule schedule_;
@@ -320,8 +377,8 @@ class Planner {
 
 }  // namespace
 
-Schedule DefaultSchedule(const loop::Func& func, const Target& target) {
-  return Planner(func, target).Run();
+Schedule PlanSchedule(const loop::Func& func, const Target& target, KnobContext& knobs) {
+  return Planner(func, target, knobs).Run();
 }
 
 }  // namespace kiln::schedule

@@ -11,6 +11,8 @@
 // same treatment below it: reorder then permutes whichever of the named loops a chain holds.
 #include "compiler_core/schedule/matmul_schedule.h"
 
+#include <string>
+
 #include <algorithm>
 
 #include "compiler_core/schedule/loop_utils.h"
@@ -78,6 +80,13 @@ MatMulTile ChooseMatMulTile(int64_t m, int64_t n, int64_t k, const Target& targe
 
 std::vector<Primitive> MatMulUpdateSchedule(const loop::Stmt& nest, graph::OpKind anchor,
                                             const Target& target) {
+  KnobContext defaults;
+  return MatMulUpdateSchedule(nest, anchor, target, defaults, "");
+}
+
+std::vector<Primitive> MatMulUpdateSchedule(const loop::Stmt& nest, graph::OpKind anchor,
+                                            const Target& target, KnobContext& knobs,
+                                            const std::string& prefix) {
   if (anchor != graph::OpKind::kGemm && anchor != graph::OpKind::kMatMul) return {};
   const std::vector<loop::Stmt> chain = PerfectChain(nest);
   const size_t n_loops = chain.size();
@@ -112,6 +121,25 @@ std::vector<Primitive> MatMulUpdateSchedule(const loop::Stmt& nest, graph::OpKin
     tile = ChooseMatMulTile(std::max<int64_t>(m, 3), n, k_ext, target);
     tile.nr = lj->extent;
   }
+  // Knobs around the rule's tile: rows up to the accumulator budget, vectors per row (not for a
+  // packed panel), k blocks of 64..512 or none.
+  const int64_t acc = target.vector_bits >= 512 ? 16 : 12;
+  if (!packed) {
+    std::vector<int64_t> vec_choices;
+    for (int64_t v = 1; v <= 4 && (v == 1 || (v - 1) * lanes < n); ++v) vec_choices.push_back(v);
+    tile.nr = lanes * knobs.Choose(prefix + "mm.vecs", vec_choices, tile.nr / lanes);
+  }
+  const int64_t vecs = std::max<int64_t>(1, tile.nr / lanes);
+  std::vector<int64_t> mr_choices;
+  for (int64_t r = 1; r <= std::min<int64_t>(m, std::max<int64_t>(1, acc / vecs)); ++r) {
+    mr_choices.push_back(r);
+  }
+  tile.mr = knobs.Choose(prefix + "mm.mr", mr_choices, tile.mr);
+  std::vector<int64_t> kc_choices = {0};
+  for (int64_t kc : {64, 128, 256, 512}) {
+    if (kc < k_ext) kc_choices.push_back(kc);
+  }
+  tile.kc = knobs.Choose(prefix + "mm.kc", kc_choices, tile.kc);
 
   std::vector<Primitive> steps;
   bool split_j = false, j_tail = false;
@@ -166,15 +194,17 @@ std::vector<Primitive> MatMulUpdateSchedule(const loop::Stmt& nest, graph::OpKin
   // One parallel loop: the outermost batch loop, else j.o when it has enough blocks, else i.o.
   int64_t batch = 1;
   for (size_t d = 0; d < n_outer; ++d) batch *= chain[d]->extent;
-  if (batch * m * n * k_ext < kParallelMacs) return steps;
   const int64_t j_blocks = packed ? chain[n_loops - 3]->extent : split_j ? n / tile.nr : 1;
   const int64_t i_blocks = split_i ? m / tile.mr : 1;
-  if (n_outer > 0 && chain[0]->extent >= 2) {
-    steps.push_back(Step(Kind::kParallel, {chain[0]->loop_var->name}));
-  } else if (j_blocks >= 4 || (j_blocks >= 2 && i_blocks < 4)) {
-    steps.push_back(Step(Kind::kParallel, {jo}));
-  } else if (i_blocks >= 2) {
-    steps.push_back(Step(Kind::kParallel, {i + ".o"}));
+  const bool has_batch = n_outer > 0 && chain[0]->extent >= 2;
+  const int64_t where = knobs.Choose(prefix + "mm.parallel", {0, 1, 2, 3, 4},
+                                     batch * m * n * k_ext < kParallelMacs ? 0 : 1);
+  if (where == 2 || (where == 1 && has_batch)) {
+    if (has_batch) steps.push_back(Step(Kind::kParallel, {chain[0]->loop_var->name}));
+  } else if (where == 3 || (where == 1 && (j_blocks >= 4 || (j_blocks >= 2 && i_blocks < 4)))) {
+    if (j_blocks >= 2) steps.push_back(Step(Kind::kParallel, {jo}));
+  } else if (where == 4 || (where == 1 && i_blocks >= 2)) {
+    if (i_blocks >= 2) steps.push_back(Step(Kind::kParallel, {i + ".o"}));
   }
   return steps;
 }

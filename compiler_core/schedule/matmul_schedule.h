@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compiler_core/ir/loop/loop_ir.h"
+#include "compiler_core/schedule/knobs.h"
 #include "compiler_core/schedule/schedule.h"
 #include "compiler_core/support/target.h"
 
@@ -29,6 +30,13 @@ MatMulTile ChooseMatMulTile(int64_t m, int64_t n, int64_t k, const Target& targe
 /// with the tails j.t (N % nr columns), k.t and i.t scheduled the same way below their own
 /// loops, and one loop (a batch loop, j.o or i.o) parallel when the product is large enough.
 /// Empty when `nest` is not such a nest; the steps are meant to be applied all or none.
+/// Knobs (named `prefix` + "mm.<name>"): "mr" rows, "vecs" vectors per row (nr = vecs ×
+/// lanes; not for a packed B, whose panel fixes nr), "kc" (0: k not blocked), "parallel"
+/// (0 none, 1 the rule above, 2 the outermost batch loop, 3 j.o, 4 i.o).
+std::vector<Primitive> MatMulUpdateSchedule(const loop::Stmt& nest, graph::OpKind anchor,
+                                            const Target& target, KnobContext& knobs,
+                                            const std::string& prefix);
+/// The default: MatMulUpdateSchedule with every knob at its default.
 std::vector<Primitive> MatMulUpdateSchedule(const loop::Stmt& nest, graph::OpKind anchor,
                                             const Target& target);
 

@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "client/check.h"
 #include "client/remote_commands.h"
+#include "client/tune_commands.h"
 #include "compiler_core/importer/onnx/tensor_file.h"
 #include "compiler_core/pipeline/compile.h"
 #include "compiler_core/runtime/artifact.h"
@@ -29,6 +30,7 @@ constexpr char kUsage[] = R"(usage:
   kiln run OUT.kiln --input NAME=FILE.pb ... --output-dir DIR [--threads N]
   kiln check DIR [--target T] [--print-ir-after=PASS] [--disable-pass=PASS] [--server HOST:PORT]
   kiln inspect OUT.kiln
+  kiln tune MODEL.onnx --print-space [--target T] [--samples N] [--seed S]
   kiln status --server HOST:PORT
   kiln jobs --server HOST:PORT [--state queued|running|succeeded|failed|cancelled] [--limit N]
   kiln workers --server HOST:PORT
@@ -228,6 +230,7 @@ int main(int argc, char** argv) {
   if (cmd == "run") return Run(argc, argv);
   if (cmd == "check") return Check(argc, argv);
   if (cmd == "inspect") return Inspect(argc, argv);
+  if (cmd == "tune") return TuneCommand(argc, argv);
   if (cmd == "status") return StatusCommand(argc, argv);
   if (cmd == "jobs") return JobsCommand(argc, argv);
   if (cmd == "workers") return WorkersCommand(argc, argv);

@@ -1,11 +1,7 @@
-// Executable: loads an artifact's shared object from memory (memfd + dlopen), resolves its kernel
+// Executable: loads an artifact's shared object (runtime/code_module.h), resolves its kernel
 // symbols, owns the aligned weights and arena, and runs the kernel sequence on a thread pool.
 #include "compiler_core/runtime/executable.h"
 
-#include <dlfcn.h>
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -18,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler_core/runtime/abi.h"
+#include "compiler_core/runtime/code_module.h"
 #include "compiler_core/runtime/thread_pool.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -43,117 +40,6 @@ AlignedBuffer AllocateAligned(size_t size) {
 
 std::string ShapeString(const std::vector<int64_t>& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
-}
-
-bool WriteAll(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
-// A shared object loaded from memory. The file descriptor behind the path stays open while the
-// object is loaded: the dynamic loader identifies objects by path name, so reusing the number
-// for a second artifact while the first is still mapped would hand back the first one.
-struct LoadedCode {
-  void* handle = nullptr;
-  int fd = -1;
-  std::string path;
-
-  ~LoadedCode() {
-    if (handle != nullptr) {
-      ::dlclose(handle);
-      // If something pinned the object (NODELETE), keep the name (our fd) reserved forever.
-      void* still = ::dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
-      if (still != nullptr) {
-        ::dlclose(still);
-        return;
-      }
-    }
-    if (fd >= 0) ::close(fd);
-  }
-};
-
-absl::Status DlopenError(const std::string& what) {
-  const char* err = ::dlerror();
-  return absl::InternalError(absl::StrCat(what, ": ", err != nullptr ? err : "unknown error"));
-}
-
-// Tries to dlopen `path`, first making sure that no loaded object already has that name.
-absl::StatusOr<void*> DlopenFresh(const std::string& path) {
-  if (void* existing = ::dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
-    ::dlclose(existing);
-    return absl::AlreadyExistsError(absl::StrCat("an object named ", path, " is already loaded"));
-  }
-  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) return DlopenError("cannot load the artifact's shared object");
-  return handle;
-}
-
-absl::Status LoadFromMemfd(const std::string& code, LoadedCode& out) {
-  int fd = ::memfd_create("kiln-artifact", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0) {
-    return absl::UnavailableError(absl::StrCat("memfd_create: ", std::strerror(errno)));
-  }
-  if (!WriteAll(fd, code.data(), code.size())) {
-    int err = errno;
-    ::close(fd);
-    return absl::InternalError(absl::StrCat("cannot write code to memfd: ", std::strerror(err)));
-  }
-  // The code is final: seal it so that nothing can change it under the loader (best effort).
-  ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
-  std::string path = absl::StrCat("/proc/self/fd/", fd);
-  if (::access(path.c_str(), R_OK) != 0) {
-    ::close(fd);
-    return absl::UnavailableError(absl::StrCat(path, " is not accessible (no /proc?)"));
-  }
-  absl::StatusOr<void*> handle = DlopenFresh(path);
-  if (!handle.ok()) {
-    ::close(fd);
-    return handle.status();
-  }
-  out.handle = *handle;
-  out.fd = fd;
-  out.path = std::move(path);
-  return absl::OkStatus();
-}
-
-// Fallback where memfd or /proc is unavailable: an unlinked temp file, its fd kept open.
-absl::Status LoadFromTempFile(const std::string& code, LoadedCode& out) {
-  const char* tmpdir = std::getenv("TMPDIR");
-  std::string path_template =
-      absl::StrCat(tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp", "/kiln-code-XXXXXX");
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    std::string path = path_template;
-    int fd = ::mkostemp(path.data(), O_CLOEXEC);
-    if (fd < 0) {
-      return absl::InternalError(
-          absl::StrCat("cannot create temp file for code: ", std::strerror(errno)));
-    }
-    if (!WriteAll(fd, code.data(), code.size())) {
-      int err = errno;
-      ::close(fd);
-      ::unlink(path.c_str());
-      return absl::InternalError(absl::StrCat("cannot write code: ", std::strerror(err)));
-    }
-    absl::StatusOr<void*> handle = DlopenFresh(path);
-    ::unlink(path.c_str());
-    if (handle.ok()) {
-      out.handle = *handle;
-      out.fd = fd;
-      out.path = std::move(path);
-      return absl::OkStatus();
-    }
-    ::close(fd);
-    if (!absl::IsAlreadyExists(handle.status())) return handle.status();
-  }
-  return absl::InternalError("cannot find an unused name to load the artifact's code");
 }
 
 // Checks what Load relies on: binding kinds, indices and bounds, and tensor specs.
@@ -243,7 +129,7 @@ struct Executable::Impl {
   Artifact artifact;  // manifest kept; code and weights cleared after loading
   std::vector<TensorType> input_types;
   std::vector<TensorType> output_types;
-  LoadedCode code;
+  std::unique_ptr<CodeModule> code;
   std::vector<kiln_kernel_fn> kernels;
   std::vector<std::vector<void*>> args;  // per kernel call, refilled by Run
   AlignedBuffer weights;
@@ -279,24 +165,17 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Load(Artifact artifact, 
       return absl::InvalidArgumentError(
           absl::StrCat("artifact has ", m.kernels_size(), " kernel calls but no code"));
     }
-    absl::Status loaded = LoadFromMemfd(artifact.code, impl.code);
-    if (!loaded.ok() && !absl::IsInternal(loaded)) {
-      // memfd or /proc unavailable, or the name is taken: fall back to a temp file.
-      loaded = LoadFromTempFile(artifact.code, impl.code);
-    }
-    KILN_RETURN_IF_ERROR(loaded);
+    KILN_ASSIGN_OR_RETURN(impl.code, CodeModule::Load(artifact.code));
   }
   impl.kernels.reserve(m.kernels_size());
   impl.args.reserve(m.kernels_size());
   for (int k = 0; k < m.kernels_size(); ++k) {
     const kiln::v1::KernelCall& call = m.kernels(k);
-    ::dlerror();
-    void* sym = ::dlsym(impl.code.handle, call.symbol().c_str());
-    if (sym == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("kernel ", k, ": symbol '", call.symbol(),
-                                                     "' is not exported by the artifact's code"));
+    absl::StatusOr<kiln_kernel_fn> fn = impl.code->Kernel(call.symbol());
+    if (!fn.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("kernel ", k, ": ", fn.status().message()));
     }
-    impl.kernels.push_back(reinterpret_cast<kiln_kernel_fn>(sym));
+    impl.kernels.push_back(*fn);
     impl.args.emplace_back(call.args_size(), nullptr);
   }
 

@@ -1,0 +1,58 @@
+// Workload extraction: a compile whose schedule source records every kernel it is asked about.
+#include "compiler_core/pipeline/workloads.h"
+
+#include <map>
+
+#include "compiler_core/tuning/workload.h"
+
+namespace kiln::pipeline {
+namespace {
+
+/// Passes every choice through to `inner` and remembers the lowered kernels, in call order.
+class RecordingSource final : public schedule::ScheduleSource {
+ public:
+  explicit RecordingSource(const schedule::ScheduleSource& inner) : inner_(inner) {}
+  schedule::ScheduleChoice Choose(const loop::Func& lowered, const std::string& workload_key,
+                                  const Target& target) const override {
+    seen_.push_back({workload_key, lowered});
+    return inner_.Choose(lowered, workload_key, target);
+  }
+  mutable std::vector<std::pair<std::string, loop::Func>> seen_;
+
+ private:
+  const schedule::ScheduleSource& inner_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<ModelWorkload>> ExtractWorkloads(const std::string& model_path,
+                                                            const CompileOptions& options,
+                                                            Target* target) {
+  const schedule::DefaultScheduleSource defaults;
+  RecordingSource recorder(options.schedules != nullptr ? *options.schedules : defaults);
+  CompileOptions recording = options;
+  recording.schedules = &recorder;
+  absl::StatusOr<CompileResult> compiled = CompileModelFile(model_path, recording);
+  if (!compiled.ok()) return compiled.status();
+  if (target != nullptr) *target = compiled->target;
+  const kiln::v1::Manifest& m = compiled->artifact.manifest;
+  std::vector<ModelWorkload> out;
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < recorder.seen_.size() && i < static_cast<size_t>(m.kernels_size());
+       ++i) {
+    const auto& [key, lowered] = recorder.seen_[i];
+    auto [it, inserted] = index.try_emplace(key, out.size());
+    if (inserted) {
+      ModelWorkload w;
+      w.workload_key = key;
+      w.lowered = lowered;
+      w.fused_ops = m.kernels(static_cast<int>(i)).fused_ops();
+      w.flops = tuning::CountFlops(lowered);
+      out.push_back(std::move(w));
+    }
+    out[it->second].symbols.push_back(m.kernels(static_cast<int>(i)).symbol());
+  }
+  return out;
+}
+
+}  // namespace kiln::pipeline

@@ -1,0 +1,334 @@
+// Building and running candidate batches.
+#include "compiler_core/tuning/measure.h"
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "compiler_core/codegen/llvm/codegen.h"
+#include "compiler_core/runtime/code_module.h"
+#include "compiler_core/runtime/thread_pool.h"
+
+namespace kiln::tuning {
+namespace {
+
+BuiltKernel Built(const loop::Func& f) {
+  BuiltKernel k;
+  k.symbol = f.name;
+  for (const loop::BufferRef& w : f.workspaces) k.workspace_bytes.push_back(w->NumBytes());
+  return k;
+}
+
+// ---- The child side -------------------------------------------------------------------------
+
+constexpr int kMaxRepeats = 4096;
+constexpr size_t kMessageBytes = 512;
+
+/// What a child writes back through shared memory.
+struct ChildReport {
+  int32_t done = 0;    // 1 once the child finished normally (ok or wrong output)
+  int32_t ok = 0;
+  int32_t repeats = 0;
+  double max_abs_error = 0;
+  double times_ms[kMaxRepeats];
+  char message[kMessageBytes];
+};
+
+struct AlignedFree {
+  void operator()(void* p) const { std::free(p); }
+};
+using Aligned = std::unique_ptr<uint8_t, AlignedFree>;
+
+Aligned Allocate(int64_t bytes) {
+  const size_t n = static_cast<size_t>(std::max<int64_t>(64, (bytes + 63) / 64 * 64));
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, n));
+  if (p != nullptr) std::memset(p, 0, n);
+  return Aligned(p);
+}
+
+/// Seeded inputs: floats uniform in [-1, 1], everything else 0 (a valid index).
+void FillParam(const loop::Buffer& b, uint8_t* data, uint64_t seed) {
+  if (b.dtype != DType::kFloat32 && b.dtype != DType::kFloat64) return;
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  const int64_t n = b.NumElements();
+  for (int64_t i = 0; i < n; ++i) {
+    if (b.dtype == DType::kFloat32) {
+      reinterpret_cast<float*>(data)[i] = static_cast<float>(dist(gen));
+    } else {
+      reinterpret_cast<double*>(data)[i] = dist(gen);
+    }
+  }
+}
+
+bool Matches(double got, double want, double atol, double rtol) {
+  if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want);
+  return std::fabs(got - want) <= atol + rtol * std::fabs(want);
+}
+
+double ElementAsDouble(const loop::Buffer& b, const uint8_t* data, int64_t i) {
+  switch (b.dtype) {
+    case DType::kFloat32: return reinterpret_cast<const float*>(data)[i];
+    case DType::kFloat64: return reinterpret_cast<const double*>(data)[i];
+    default: return 0;
+  }
+}
+
+/// Runs one kernel in this (child) process and fills `report`. `reference` holds the reference's
+/// params after its run (nullptr when this is the reference: then the params are copied there).
+void ChildMain(const loop::Func& workload, const std::string& code, const BuiltKernel& kernel,
+               const MeasureOptions& options, uint8_t* reference, ChildReport* report) {
+  auto fail = [&](const std::string& message) {
+    std::snprintf(report->message, kMessageBytes, "%s", message.c_str());
+    report->done = 1;
+  };
+  absl::StatusOr<std::unique_ptr<runtime::CodeModule>> module = runtime::CodeModule::Load(code);
+  if (!module.ok()) return fail(std::string(module.status().message()));
+  absl::StatusOr<kiln_kernel_fn> fn = (*module)->Kernel(kernel.symbol);
+  if (!fn.ok()) return fail(std::string(fn.status().message()));
+  std::vector<Aligned> buffers;
+  std::vector<void*> args;
+  for (size_t p = 0; p < workload.params.size(); ++p) {
+    buffers.push_back(Allocate(workload.params[p]->NumBytes()));
+    FillParam(*workload.params[p], buffers.back().get(), options.input_seed + p);
+    args.push_back(buffers.back().get());
+  }
+  for (int64_t bytes : kernel.workspace_bytes) {
+    buffers.push_back(Allocate(bytes));
+    args.push_back(buffers.back().get());
+  }
+  runtime::ThreadPool pool(options.num_threads);
+  kiln_context ctx{&runtime::ThreadPool::ParallelForTrampoline, &pool};
+  (*fn)(&ctx, args.data());
+  // Compare (or publish, for the reference) every param: inputs stay as they were, results
+  // must match.
+  size_t offset = 0;
+  for (size_t p = 0; p < workload.params.size(); ++p) {
+    const loop::Buffer& b = *workload.params[p];
+    const size_t bytes = static_cast<size_t>(b.NumBytes());
+    const uint8_t* got = static_cast<const uint8_t*>(args[p]);
+    if (reference == nullptr) {
+      continue;
+    }
+    const uint8_t* want = reference + offset;
+    offset += bytes;
+    if (b.dtype == DType::kFloat32 || b.dtype == DType::kFloat64) {
+      for (int64_t i = 0; i < b.NumElements(); ++i) {
+        const double g = ElementAsDouble(b, got, i), w = ElementAsDouble(b, want, i);
+        if (!std::isnan(g) && !std::isnan(w)) {
+          report->max_abs_error = std::max(report->max_abs_error, std::fabs(g - w));
+        }
+        if (!Matches(g, w, options.atol, options.rtol)) {
+          return fail(absl::StrFormat(
+              "wrong output: param %d (%%%s) element %d is %g, the reference has %g", p, b.name,
+              i, g, w));
+        }
+      }
+    } else if (std::memcmp(got, want, bytes) != 0) {
+      return fail(absl::StrFormat("wrong output: param %d (%%%s) differs from the reference", p,
+                                  b.name));
+    }
+  }
+  if (reference == nullptr) {
+    // The caller's region for the reference's params follows the report.
+    uint8_t* out = reinterpret_cast<uint8_t*>(report + 1);
+    for (size_t p = 0; p < workload.params.size(); ++p) {
+      const size_t bytes = static_cast<size_t>(workload.params[p]->NumBytes());
+      std::memcpy(out, args[p], bytes);
+      out += bytes;
+    }
+  }
+  for (int i = 0; i < options.warmup_runs; ++i) (*fn)(&ctx, args.data());
+  double total = 0;
+  const int max_repeats = std::min(kMaxRepeats, std::max(1, options.max_repeats));
+  int n = 0;
+  while (n < max_repeats && (n < options.min_repeats || total < options.min_measure_ms)) {
+    auto start = std::chrono::steady_clock::now();
+    (*fn)(&ctx, args.data());
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count();
+    report->times_ms[n++] = ms;
+    total += ms;
+  }
+  report->repeats = n;
+  report->ok = 1;
+  report->done = 1;
+}
+
+// ---- The parent side ------------------------------------------------------------------------
+
+/// Anonymous shared memory a child writes its report (and, for the reference, its params) to.
+class SharedRegion {
+ public:
+  explicit SharedRegion(size_t bytes) : bytes_(bytes) {
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    data_ = p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
+  }
+  ~SharedRegion() {
+    if (data_ != nullptr) ::munmap(data_, bytes_);
+  }
+  uint8_t* data() const { return data_; }
+
+ private:
+  size_t bytes_;
+  uint8_t* data_;
+};
+
+double Percentile(std::vector<double> sorted, double q) {
+  if (sorted.empty()) return 0;
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(sorted.size() - 1, lo + 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+
+absl::StatusOr<Measurement> RunOne(const loop::Func& workload, const std::string& code,
+                                   const BuiltKernel& kernel, const MeasureOptions& options,
+                                   uint8_t* reference, SharedRegion& region) {
+  Measurement m;
+  if (!kernel.status.ok() || kernel.symbol.empty()) {
+    m.status = kernel.status.ok() ? absl::FailedPreconditionError("not built") : kernel.status;
+    return m;
+  }
+  auto* report = new (region.data()) ChildReport();
+  const pid_t pid = ::fork();
+  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  if (pid == 0) {
+    ::alarm(static_cast<unsigned>(std::max(1.0, std::ceil(options.timeout_s))));
+    ChildMain(workload, code, kernel, options, reference, report);
+    ::_exit(0);
+  }
+  int wstatus = 0;
+  while (::waitpid(pid, &wstatus, 0) < 0) {
+    if (errno != EINTR) return absl::InternalError(absl::StrCat("waitpid: ", std::strerror(errno)));
+  }
+  if (WIFSIGNALED(wstatus)) {
+    const int sig = WTERMSIG(wstatus);
+    m.status = sig == SIGALRM
+                   ? absl::DeadlineExceededError(
+                         absl::StrCat("ran past the ", options.timeout_s, " s timeout"))
+                   : absl::AbortedError(absl::StrCat("crashed with signal ", sig, " (",
+                                                     ::strsignal(sig), ")"));
+    return m;
+  }
+  if (!report->done) {
+    m.status = absl::AbortedError(
+        absl::StrCat("exited with status ", WEXITSTATUS(wstatus), " before reporting"));
+    return m;
+  }
+  m.max_abs_error = report->max_abs_error;
+  if (!report->ok) {
+    m.status = absl::FailedPreconditionError(report->message);
+    return m;
+  }
+  std::vector<double> times(report->times_ms, report->times_ms + report->repeats);
+  std::sort(times.begin(), times.end());
+  m.repeats = report->repeats;
+  m.median_ms = Percentile(times, 0.5);
+  m.p10_ms = Percentile(times, 0.1);
+  m.p90_ms = Percentile(times, 0.9);
+  m.min_ms = times.empty() ? 0 : times.front();
+  return m;
+}
+
+}  // namespace
+
+absl::StatusOr<CandidateBatch> BuildFuncs(const loop::Func& reference,
+                                          const std::vector<loop::Func>& candidates,
+                                          const Target& target) {
+  std::vector<loop::Func> funcs;
+  loop::Func ref = reference;
+  ref.name = "kiln_reference";
+  funcs.push_back(ref);
+  CandidateBatch batch;
+  batch.reference = Built(ref);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    loop::Func f = candidates[i];
+    f.name = absl::StrCat("kiln_candidate_", i);
+    if (f.params.size() != reference.params.size()) {
+      BuiltKernel k;
+      k.status = absl::InvalidArgumentError(
+          absl::StrCat("candidate ", i, " has ", f.params.size(), " params, the workload ",
+                       reference.params.size()));
+      batch.candidates.push_back(k);
+      continue;
+    }
+    batch.candidates.push_back(Built(f));
+    funcs.push_back(std::move(f));
+  }
+  absl::StatusOr<std::string> code = codegen::CompileToSharedObject(funcs, target);
+  if (!code.ok()) return code.status();
+  batch.code = std::move(*code);
+  return batch;
+}
+
+absl::StatusOr<CandidateBatch> BuildCandidates(const loop::Func& lowered,
+                                               const std::vector<schedule::Schedule>& candidates,
+                                               const Target& target) {
+  loop::Func reference = lowered;
+  absl::Status st = schedule::ApplySchedule(schedule::DefaultSchedule(lowered, target), reference);
+  if (!st.ok()) return absl::InternalError(absl::StrCat("default schedule: ", st.message()));
+  std::vector<loop::Func> built;
+  std::vector<absl::Status> failed(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    loop::Func f = lowered;
+    failed[i] = schedule::ApplySchedule(candidates[i], f);
+    if (failed[i].ok()) built.push_back(std::move(f));
+  }
+  absl::StatusOr<CandidateBatch> batch = BuildFuncs(reference, built, target);
+  if (!batch.ok()) return batch;
+  // Spread the built kernels back over the candidate positions.
+  std::vector<BuiltKernel> all(candidates.size());
+  size_t next = 0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (failed[i].ok()) {
+      all[i] = batch->candidates[next++];
+    } else {
+      all[i].status = failed[i];
+    }
+  }
+  batch->candidates = std::move(all);
+  return batch;
+}
+
+absl::StatusOr<BatchMeasurement> RunCandidates(const loop::Func& lowered,
+                                               const CandidateBatch& batch,
+                                               const MeasureOptions& options) {
+  size_t param_bytes = 0;
+  for (const loop::BufferRef& p : lowered.params) param_bytes += p->NumBytes();
+  SharedRegion region(sizeof(ChildReport) + param_bytes);
+  if (region.data() == nullptr) {
+    return absl::InternalError(absl::StrCat("mmap of ", param_bytes, " bytes failed"));
+  }
+  // The reference's params land after its report; copy them out before the next child.
+  std::vector<uint8_t> reference(param_bytes);
+  BatchMeasurement out;
+  absl::StatusOr<Measurement> ref =
+      RunOne(lowered, batch.code, batch.reference, options, nullptr, region);
+  if (!ref.ok()) return ref.status();
+  if (!ref->status.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the reference kernel failed: ", ref->status.ToString()));
+  }
+  out.reference = *ref;
+  std::memcpy(reference.data(), region.data() + sizeof(ChildReport), param_bytes);
+  for (const BuiltKernel& k : batch.candidates) {
+    absl::StatusOr<Measurement> m =
+        RunOne(lowered, batch.code, k, options, reference.data(), region);
+    if (!m.ok()) return m.status();
+    out.candidates.push_back(*m);
+  }
+  return out;
+}
+
+}  // namespace kiln::tuning

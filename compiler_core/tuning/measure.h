@@ -1,0 +1,96 @@
+// Measuring candidates of one workload: build a batch (the reference — the default schedule —
+// and every candidate as kernels of one shared object), then run each kernel in a child
+// process on this machine: outputs first compared with the reference's on the same seeded
+// random inputs (a fast but wrong candidate is never timed, let alone recorded), then warm-up
+// runs and timed repeats until a minimum measured time. A crash or hang costs one candidate:
+// the child dies (or is killed by its alarm), the caller goes on.
+//
+// The batch is data (code bytes and symbol names) so that a compile worker can build it and a
+// measure worker attached to the device can run it; nothing in the batch or the measurement
+// is CPU-specific (a GPU batch would carry PTX and run under the CUDA driver).
+#ifndef KILN_COMPILER_CORE_TUNING_MEASURE_H_
+#define KILN_COMPILER_CORE_TUNING_MEASURE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "compiler_core/ir/loop/loop_ir.h"
+#include "compiler_core/schedule/schedule.h"
+#include "compiler_core/support/target.h"
+
+namespace kiln::tuning {
+
+/// One kernel of a batch.
+struct BuiltKernel {
+  absl::Status status;          // why it was not built (then symbol is "")
+  std::string symbol;           // exported by the batch's code
+  std::vector<int64_t> workspace_bytes;  // its workspaces, passed after the params
+};
+
+/// Built code for one workload: the reference kernel and the candidates.
+struct CandidateBatch {
+  std::string code;             // ELF shared object (CPU); the device's code format later
+  BuiltKernel reference;        // the default schedule's kernel
+  std::vector<BuiltKernel> candidates;
+};
+
+/// Builds the default schedule of `lowered` and each of `candidates` (schedules of
+/// `lowered`) into one batch for `target`. A schedule that does not apply gets its error as
+/// the candidate's status (kFailedPrecondition) and no symbol. Errors: code generation failures
+/// (kInternal).
+absl::StatusOr<CandidateBatch> BuildCandidates(const loop::Func& lowered,
+                                               const std::vector<schedule::Schedule>& candidates,
+                                               const Target& target);
+
+/// Builds already scheduled kernels: `reference` and `candidates` must have the params of one
+/// workload (same count, dtypes and shapes; workspaces may differ). For tests and for
+/// candidates that are not schedules of a template (e.g. another algorithm's lowering).
+absl::StatusOr<CandidateBatch> BuildFuncs(const loop::Func& reference,
+                                          const std::vector<loop::Func>& candidates,
+                                          const Target& target);
+
+struct MeasureOptions {
+  int num_threads = 1;         // threads of the pool the kernels' parallel loops run on
+  int warmup_runs = 2;
+  int min_repeats = 5;
+  int max_repeats = 200;
+  double min_measure_ms = 50;  // repeat until the timed runs add up to at least this
+  double timeout_s = 10;       // per kernel, including the comparison and warm-up
+  /// Outputs match when |got - want| <= atol + rtol * |want| (NaN matches NaN); integers and
+  /// bools exactly.
+  double atol = 1e-4;
+  double rtol = 1e-3;
+  uint64_t input_seed = 1;     // float params get uniform [-1, 1] values from it; others 0
+};
+
+/// The outcome for one kernel.
+struct Measurement {
+  /// OK; kFailedPrecondition for a wrong output (naming the param and element) or a candidate
+  /// that was not built; kDeadlineExceeded when it ran past the timeout; kAborted when the
+  /// child died of a signal (a crash).
+  absl::Status status;
+  double median_ms = 0, p10_ms = 0, p90_ms = 0, min_ms = 0;
+  int repeats = 0;
+  double max_abs_error = 0;  // against the reference (0 for the reference itself)
+};
+
+/// What RunCandidates measured.
+struct BatchMeasurement {
+  Measurement reference;
+  std::vector<Measurement> candidates;  // in batch order
+};
+
+/// Runs `batch` for workload `lowered` (whose params give the buffers' dtypes and shapes) on
+/// this machine, one child process per kernel, the reference first. Errors: kFailedPrecondition
+/// when the reference itself fails (then nothing can be compared), kInternal when no child can
+/// be started.
+absl::StatusOr<BatchMeasurement> RunCandidates(const loop::Func& lowered,
+                                               const CandidateBatch& batch,
+                                               const MeasureOptions& options);
+
+}  // namespace kiln::tuning
+
+#endif  // KILN_COMPILER_CORE_TUNING_MEASURE_H_

@@ -1,0 +1,130 @@
+// Measuring candidates: correct ones are timed, a wrong one is rejected with the element that
+// differs, a crash and a hang each cost one candidate, and a schedule that does not apply is
+// reported without being run.
+#include "compiler_core/tuning/measure.h"
+
+#include "compiler_core/codegen/llvm/codegen.h"
+#include "compiler_core/lowering/lower.h"
+#include "compiler_core/lowering/lowering_test_util.h"
+#include "compiler_core/tuning/space.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kiln::tuning {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+Target Host() {
+  absl::StatusOr<Target> t = codegen::ResolveTarget("host");
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? *t : Target();
+}
+
+loop::Func LoweredMatMul() {
+  graph::Graph g;
+  graph::Value* a = g.AddInput("a", lowering::testing::F32({24, 64}));
+  graph::Value* b = g.AddInput("b", lowering::testing::F32({64, 40}));
+  graph::Node* mm = g.AddNode(graph::OpKind::kMatMul, "mm", {a, b},
+                              {lowering::testing::F32({24, 40})});
+  auto k = lowering::LowerGroup({mm}, "k");
+  EXPECT_TRUE(k.ok()) << k.status();
+  return k->func;
+}
+
+MeasureOptions Quick() {
+  MeasureOptions o;
+  o.min_measure_ms = 2;
+  o.min_repeats = 3;
+  o.timeout_s = 5;
+  return o;
+}
+
+TEST(MeasureTest, TimesCorrectCandidatesAgainstTheReference) {
+  loop::Func lowered = LoweredMatMul();
+  const Target target = Host();
+  ScheduleSpace space(lowered, target);
+  std::mt19937_64 rng(5);
+  std::vector<schedule::Schedule> candidates = {space.Default().schedule};
+  for (int i = 0; i < 3; ++i) candidates.push_back(space.Sample(rng).schedule);
+  candidates.push_back(schedule::Schedule{});  // unscheduled: serial loops, still correct
+  absl::StatusOr<CandidateBatch> batch = BuildCandidates(lowered, candidates, target);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  absl::StatusOr<BatchMeasurement> m = RunCandidates(lowered, *batch, Quick());
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->reference.status.ok());
+  EXPECT_GT(m->reference.median_ms, 0);
+  EXPECT_GE(m->reference.repeats, 3);
+  ASSERT_EQ(m->candidates.size(), candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Measurement& c = m->candidates[i];
+    EXPECT_TRUE(c.status.ok()) << i << ": " << c.status;
+    EXPECT_GT(c.median_ms, 0);
+    EXPECT_LE(c.p10_ms, c.median_ms);
+    EXPECT_LE(c.median_ms, c.p90_ms);
+    EXPECT_LT(c.max_abs_error, 1e-4);
+  }
+  // The default schedule is the reference: bit-identical.
+  EXPECT_EQ(m->candidates[0].max_abs_error, 0);
+}
+
+TEST(MeasureTest, RejectsWrongCrashingAndHangingCandidates) {
+  loop::Func lowered = LoweredMatMul();
+  const Target target = Host();
+  loop::Func reference = lowered;
+  ASSERT_TRUE(schedule::ApplySchedule(schedule::DefaultSchedule(lowered, target), reference).ok());
+  const loop::BufferRef out = lowered.params.back();
+  // Wrong: the correct kernel, then one element overwritten.
+  loop::Func wrong = reference;
+  wrong.body = loop::Block(
+      {reference.body, loop::Store(out, {loop::IntImm(3), loop::IntImm(5)}, loop::FloatImm(42))});
+  // Crash: a store far outside any mapping.
+  loop::Func crash = reference;
+  crash.body = loop::Block(
+      {reference.body,
+       loop::Store(out, {loop::IntImm(int64_t{1} << 40), loop::IntImm(0)}, loop::FloatImm(1))});
+  // Hang: 2^40 dependent float additions.
+  loop::Func hang = reference;
+  loop::Var v = loop::MakeVar("spin");
+  hang.body = loop::For(
+      v, int64_t{1} << 40,
+      loop::Store(out, {loop::IntImm(0), loop::IntImm(0)},
+                  loop::Load(out, {loop::IntImm(0), loop::IntImm(0)}) + loop::FloatImm(1)),
+      loop::ForKind::kSerial, true);
+  absl::StatusOr<CandidateBatch> batch = BuildFuncs(reference, {wrong, crash, hang, reference},
+                                                    target);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  MeasureOptions o = Quick();
+  o.timeout_s = 1;
+  absl::StatusOr<BatchMeasurement> m = RunCandidates(lowered, *batch, o);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->candidates.size(), 4u);
+  EXPECT_EQ(m->candidates[0].status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(m->candidates[0].status.message()),
+              StartsWith("wrong output: param 2 (%out) element 125 is 42, the reference has "));
+  EXPECT_EQ(m->candidates[0].repeats, 0);
+  EXPECT_EQ(m->candidates[1].status.code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(std::string(m->candidates[1].status.message()), HasSubstr("crashed with signal 11"));
+  EXPECT_EQ(m->candidates[2].status,
+            absl::DeadlineExceededError("ran past the 1 s timeout"));
+  // The batch goes on after them.
+  EXPECT_TRUE(m->candidates[3].status.ok()) << m->candidates[3].status;
+}
+
+TEST(MeasureTest, ScheduleThatDoesNotApplyIsNotBuilt) {
+  loop::Func lowered = LoweredMatMul();
+  schedule::Schedule bad;
+  bad.steps.push_back({schedule::Primitive::Kind::kVectorize, {"k"}, 0});  // a reduction
+  absl::StatusOr<CandidateBatch> batch = BuildCandidates(lowered, {bad}, Host());
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  ASSERT_EQ(batch->candidates.size(), 1u);
+  EXPECT_EQ(batch->candidates[0].status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(batch->candidates[0].symbol, "");
+  absl::StatusOr<BatchMeasurement> m = RunCandidates(lowered, *batch, Quick());
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->candidates[0].status.code(), absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace kiln::tuning

@@ -193,6 +193,10 @@ std::vector<int64_t> BoxWidths(const BufferAccess& access, const std::vector<Loo
   const std::vector<int64_t>& shape = access.buffer->shape;
   std::vector<int64_t> widths(shape.size(), 1);
   for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] <= 0) {  // an empty buffer covers nothing
+      widths[d] = 0;
+      continue;
+    }
     bool any = false;
     Interval hull;
     for (const std::vector<Expr>& idx : access.indices) {
@@ -238,6 +242,7 @@ int64_t FootprintLines(const BufferAccess& access, const std::vector<LoopFrame>&
                        int64_t line_bytes) {
   const std::vector<int64_t>& shape = access.buffer->shape;
   const std::vector<int64_t> widths = BoxWidths(access, loops, k);
+  if (access.buffer->NumElements() <= 0) return 0;
   // The box is rows × one contiguous run: trailing dimensions covered whole join the run.
   int j = static_cast<int>(shape.size()) - 1;
   int64_t run = 1;

@@ -159,6 +159,8 @@ class Extractor {
     for (const LoopFrame& l : loops_) executions *= static_cast<double>(l.extent);
     CountOps(s.value, f);
     for (const Expr& i : s.indices) CountOps(i, f);
+    static_assert(static_cast<int>(SF::kCastOp) + 1 == static_cast<int>(SF::kFlops),
+                  "the op counts are the features before flops");
     for (int k = 0; k <= static_cast<int>(SF::kCastOp); ++k) f.scalar[k] *= executions;
     f[SF::kFlops] = f[SF::kFloatMad] + f[SF::kFloatAddSub] + f[SF::kFloatMul] +
                     f[SF::kFloatDivMod] + f[SF::kFloatCmp] + f[SF::kFloatMathFunc] +
@@ -248,7 +250,7 @@ class Extractor {
       at(BF::kUniqueLines) = FootprintLines(a, loops_, depth, ctx_.cache_line_bytes);
       at(BF::kInnermostStride) = depth > 0 ? FlatStride(a, loops_, depth - 1) : 0;
       double inner_iters = 1;
-      at(BF::kLines) = count;
+      at(BF::kLines) = executions > 0 ? count : 0;  // one line per access if nothing moves
       for (int l = depth - 1; l >= 0; --l) {
         const int64_t stride = FlatStride(a, loops_, l);
         if (stride != 0) {

@@ -113,7 +113,8 @@ inline constexpr int kTopStores = 4;
 #define KILN_CACHE_FEATURES(X)                                                              \
   X(kPresent, "present", KILN_AGG_MEAN)         /* 1 if the context has this level */       \
   X(kFitDepth, "fit_depth", KILN_AGG_MEAN)      /* largest k whose footprint fits (loops) */ \
-  X(kFitBytes, "fit_bytes", KILN_AGG_MEAN)      /* footprint of those k loops (bytes) */    \
+  X(kFitBytes, "fit_bytes", KILN_AGG_MEAN)      /* footprint of those k loops (bytes; for \
+                                                   k = 0, of one execution) */              \
   /* Bytes brought into the level under LRU: the footprint of the innermost fit_depth + 1 \
      loops (the first that does not fit; reuse inside it hits), times the extents of every  \
      loop outside them (a reuse across those spans more than the level holds). */            \
@@ -134,7 +135,9 @@ inline constexpr int kTopStores = 4;
      inside the innermost one that moves the address, times min(1, its stride bytes / line). \
    */                                                                                        \
   X(kLines, "lines")                                                                         \
-  X(kUniqueLines, "unique_lines")                                                            \
+  X(kUniqueLines, "unique_lines")    /* lines of that box: rows of whole-line runs */        \
+  /* Strides are of the row-major flat offset of the buffer's first access, by a finite     \
+     difference at the middle of every loop's range (so clamped indices count as moving). */ \
   X(kInnermostStride, "innermost_stride") /* elements per iteration of the innermost loop: \
                                              0 broadcast, 1 contiguous, else strided */      \
   X(kStride, "stride")               /* elements, along the innermost loop that moves it */  \

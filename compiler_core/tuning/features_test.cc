@@ -319,6 +319,28 @@ TEST(FeatureTest, EmptyFuncIsAllZero) {
   for (float x : *v) EXPECT_EQ(x, 0);
 }
 
+TEST(FeatureTest, EmptyTensorsCoverNothing) {
+  // y[i, j] = x[i, j] over an empty [0, 4] tensor: no executions, no bytes, no lines.
+  BufferRef x = loop::MakeBuffer("x", DType::kFloat32, {0, 4});
+  BufferRef y = loop::MakeBuffer("y", DType::kFloat32, {0, 4});
+  loop::Var i = loop::MakeVar("i"), j = loop::MakeVar("j");
+  Func f;
+  f.name = "copy";
+  f.params = {x, y};
+  f.body = loop::For(
+      i, 0,
+      loop::For(j, 4,
+                loop::Store(y, {VarRef(i), VarRef(j)}, loop::Load(x, {VarRef(i), VarRef(j)}))));
+  const StoreFeatures s = OnlyStore(f, SmallCaches());
+  EXPECT_EQ(s[SF::kExecutions], 0);
+  EXPECT_EQ(s[SF::kBytes], 0);
+  EXPECT_EQ(s[SF::kUniqueBytes], 0);
+  EXPECT_EQ(s[SF::kUniqueLines], 0);
+  EXPECT_EQ(s[SF::kLines], 0);
+  EXPECT_EQ(s.at(0, CF::kTrafficBytes), 0);
+  EXPECT_TRUE(ExtractFeatures(f, SmallCaches()).ok());
+}
+
 TEST(FeatureTest, MalformedContextIsInvalidArgument) {
   FeatureContext c;
   c.cache_line_bytes = 0;

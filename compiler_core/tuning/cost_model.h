@@ -86,7 +86,8 @@ class CostModel {
   /// One score per feature vector, higher = predicted faster (with kRegression, the predicted
   /// throughput relative to the workload's best). An empty batch gives an empty result.
   /// Errors: kFailedPrecondition before the first Train; kInvalidArgument for a vector whose
-  /// length is not num_features (naming its index); kInternal if XGBoost fails.
+  /// length is not num_features or with a non-finite value (naming its index); kInternal if
+  /// XGBoost fails.
   absl::StatusOr<std::vector<double>> Predict(
       const std::vector<std::vector<float>>& features) const;
 

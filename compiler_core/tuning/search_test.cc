@@ -1,0 +1,193 @@
+// The search: records every measurement, never ends worse than the default, spreads trials
+// over tasks, stops early, cancels with what it has, and is reproducible from its seed.
+#include "compiler_core/tuning/search.h"
+
+#include "compiler_core/codegen/llvm/codegen.h"
+#include "compiler_core/lowering/lower.h"
+#include "compiler_core/lowering/lowering_test_util.h"
+#include "compiler_core/support/sha256.h"
+#include "compiler_core/tuning/records.h"
+#include "compiler_core/tuning/workload.h"
+#include "gtest/gtest.h"
+
+namespace kiln::tuning {
+namespace {
+
+using lowering::testing::F32;
+
+TuneTask MatMulTask(int64_t m, int64_t n, int64_t k, int weight) {
+  graph::Graph g;
+  graph::Value* a = g.AddInput("a", F32({m, k}));
+  graph::Value* b = g.AddInput("b", F32({k, n}));
+  graph::Node* mm = g.AddNode(graph::OpKind::kMatMul, "mm", {a, b}, {F32({m, n})});
+  auto lowered = lowering::LowerGroup({mm}, "k");
+  EXPECT_TRUE(lowered.ok()) << lowered.status();
+  TuneTask t;
+  t.workload_key = WorkloadKey(lowered->func);
+  t.lowered = lowered->func;
+  t.fused_ops = "MatMul";
+  t.weight = weight;
+  t.flops = CountFlops(lowered->func);
+  return t;
+}
+
+const char kHw[] = "cpu:test|device=fake|units=1|cache=32768";
+
+/// Deterministic "device": a schedule's time is a fixed function of its trace, so searches can
+/// be compared exactly. Candidates whose trace contains "parallel" are slow; the default is
+/// medium; others get a pseudo-random time from the trace's hash.
+class FakeMeasurer final : public Measurer {
+ public:
+  absl::StatusOr<BatchMeasurement> Measure(
+      const loop::Func& lowered, const std::vector<schedule::Schedule>& candidates) override {
+    ++calls;
+    BatchMeasurement out;
+    out.reference = Timed(1.0);
+    for (const schedule::Schedule& s : candidates) {
+      const std::string text = s.ToString();
+      const std::string h = Sha256Hex(text);
+      const double r = static_cast<double>(std::stoul(h.substr(0, 6), nullptr, 16)) / 0xFFFFFF;
+      out.candidates.push_back(Timed(0.5 + r));
+      measured.push_back(text);
+    }
+    return out;
+  }
+  std::string hardware_key() const override { return kHw; }
+  std::string worker_name() const override { return "fake"; }
+  int calls = 0;
+  std::vector<std::string> measured;
+
+ private:
+  static Measurement Timed(double ms) {
+    Measurement m;
+    m.median_ms = ms;
+    m.p10_ms = ms * 0.95;
+    m.p90_ms = ms * 1.1;
+    m.min_ms = m.p10_ms;
+    m.repeats = 10;
+    return m;
+  }
+};
+
+Target Avx2() {
+  Target t;
+  t.vector_bits = 256;
+  return t;
+}
+
+SearchOptions Small(int64_t trials) {
+  SearchOptions o;
+  o.trials = trials;
+  o.batch_size = 4;
+  o.population = 24;
+  o.generations = 2;
+  o.early_stop_trials = 1000;
+  o.seed = 9;
+  return o;
+}
+
+TEST(SearchTest, RecordsEveryMeasurementAndNeverEndsWorseThanTheDefault) {
+  std::vector<TuneTask> tasks = {MatMulTask(24, 40, 64, 2), MatMulTask(8, 64, 32, 1)};
+  FakeMeasurer measurer;
+  int reports = 0;
+  absl::StatusOr<SearchResult> r =
+      TuneTasks(tasks, Avx2(), measurer, FeatureContext{}, Small(24),
+                [&](const SearchProgress& p) {
+                  ++reports;
+                  EXPECT_EQ(p.trial_budget, 24);
+                  EXPECT_LE(p.trials, 24);
+                  return true;
+                },
+                "kiln-test");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->progress.trials, 24);
+  EXPECT_EQ(reports, measurer.calls);
+  ASSERT_EQ(r->progress.tasks.size(), 2u);
+  for (const TaskProgress& t : r->progress.tasks) {
+    EXPECT_GT(t.trials, 0);  // every task got at least one round
+    EXPECT_EQ(t.default_ms, 1.0);
+    EXPECT_LE(t.best_ms, t.default_ms);
+    EXPECT_EQ(t.curve.size(), static_cast<size_t>(t.trials));
+    for (size_t i = 1; i < t.curve.size(); ++i) EXPECT_LE(t.curve[i], t.curve[i - 1]);
+  }
+  // One record per measured candidate plus each task's default, all valid.
+  EXPECT_EQ(r->records.size(), 24u + 2u);
+  for (const v1::TuningRecord& rec : r->records) {
+    EXPECT_TRUE(ValidateRecord(rec).ok()) << ValidateRecord(rec);
+    EXPECT_EQ(rec.hardware_key(), kHw);
+    EXPECT_EQ(rec.worker(), "fake");
+    EXPECT_EQ(rec.default_median_ms(), 1.0);
+  }
+  EXPECT_DOUBLE_EQ(r->progress.estimated_ms,
+                   2 * r->progress.tasks[0].best_ms + r->progress.tasks[1].best_ms);
+  EXPECT_DOUBLE_EQ(r->progress.default_estimated_ms, 3.0);
+  EXPECT_FALSE(r->model.empty());
+}
+
+TEST(SearchTest, ReproducibleFromTheSeed) {
+  std::vector<TuneTask> tasks = {MatMulTask(24, 40, 64, 1)};
+  FakeMeasurer a, b, c;
+  SearchOptions o = Small(16);
+  ASSERT_TRUE(TuneTasks(tasks, Avx2(), a, FeatureContext{}, o, nullptr, "v").ok());
+  ASSERT_TRUE(TuneTasks(tasks, Avx2(), b, FeatureContext{}, o, nullptr, "v").ok());
+  EXPECT_EQ(a.measured, b.measured);
+  o.seed = 10;
+  ASSERT_TRUE(TuneTasks(tasks, Avx2(), c, FeatureContext{}, o, nullptr, "v").ok());
+  EXPECT_NE(a.measured, c.measured);
+}
+
+TEST(SearchTest, CancelKeepsWhatWasMeasured) {
+  std::vector<TuneTask> tasks = {MatMulTask(24, 40, 64, 1)};
+  FakeMeasurer measurer;
+  absl::StatusOr<SearchResult> r = TuneTasks(
+      tasks, Avx2(), measurer, FeatureContext{}, Small(40),
+      [](const SearchProgress& p) { return p.round < 2; }, "v");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->cancelled);
+  EXPECT_EQ(r->progress.trials, 8);
+  EXPECT_EQ(r->records.size(), 9u);
+}
+
+TEST(SearchTest, EarlyStopping) {
+  std::vector<TuneTask> tasks = {MatMulTask(24, 40, 64, 1)};
+  FakeMeasurer measurer;
+  SearchOptions o = Small(200);
+  o.early_stop_trials = 8;
+  absl::StatusOr<SearchResult> r = TuneTasks(tasks, Avx2(), measurer, FeatureContext{}, o,
+                                             nullptr, "v");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->progress.tasks[0].stopped);
+  EXPECT_LT(r->progress.trials, 200);
+}
+
+TEST(SearchTest, RejectsBadOptions) {
+  FakeMeasurer measurer;
+  EXPECT_EQ(TuneTasks({}, Avx2(), measurer, FeatureContext{}, Small(4), nullptr, "v").status(),
+            absl::InvalidArgumentError("nothing to tune: no workloads"));
+  SearchOptions o = Small(0);
+  EXPECT_EQ(TuneTasks({MatMulTask(8, 8, 8, 1)}, Avx2(), measurer, FeatureContext{}, o, nullptr,
+                      "v")
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SearchTest, LocalMeasurerTunesARealKernel) {
+  absl::StatusOr<Target> host = codegen::ResolveTarget("host");
+  ASSERT_TRUE(host.ok());
+  std::vector<TuneTask> tasks = {MatMulTask(32, 48, 64, 1)};
+  MeasureOptions mo;
+  mo.min_measure_ms = 1;
+  mo.min_repeats = 3;
+  LocalMeasurer measurer(*host, kHw, mo);
+  absl::StatusOr<SearchResult> r =
+      TuneTasks(tasks, *host, measurer, FeatureContext{}, Small(8), nullptr, "v");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->progress.trials, 8);
+  EXPECT_GT(r->progress.tasks[0].default_ms, 0);
+  EXPECT_LE(r->progress.tasks[0].best_ms, r->progress.tasks[0].default_ms);
+  EXPECT_GE(r->records.size(), 2u);
+}
+
+}  // namespace
+}  // namespace kiln::tuning

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/schedule/schedule_parser.h"
 #include "compiler_core/tuning/cost_model.h"
 
 namespace kiln::tuning {
@@ -287,7 +288,26 @@ class Search {
   absl::Status RunRound(TaskState& s, SearchResult& result) {
     s.best_before_last_round = s.progress.best_ms;
     const int before = s.progress.trials;
-    std::vector<Candidate> batch = NextBatch(s);
+    std::vector<Candidate> batch;
+    std::map<std::string, std::string> transferred;  // candidate key → source hardware key
+    if (s.rounds == 0) {
+      for (const TuneTask::Seed& seed : s.task->seeds) {
+        absl::StatusOr<schedule::Schedule> parsed = schedule::ParseSchedule(seed.schedule);
+        if (!parsed.ok()) continue;
+        Candidate c;
+        c.schedule = *parsed;
+        if (s.measured.count(c.Key()) || transferred.count(c.Key())) continue;
+        transferred[c.Key()] = seed.hardware_key;
+        batch.push_back(std::move(c));
+      }
+    }
+    for (Candidate& c : NextBatch(s)) {
+      if (static_cast<int>(batch.size()) >= std::max(options_.batch_size,
+                                                      static_cast<int>(transferred.size()))) {
+        break;
+      }
+      if (!transferred.count(c.Key())) batch.push_back(std::move(c));
+    }
     const int64_t left = options_.trials - trials_;
     if (static_cast<int64_t>(batch.size()) > left) batch.resize(static_cast<size_t>(left));
     if (batch.empty() && s.rounds > 0) {
@@ -314,7 +334,12 @@ class Search {
       const Measurement& cm = m->candidates[i];
       Observe(s, batch[i], cm.status.ok() ? cm.median_ms : kFailed);
       if (cm.status.ok() && !batch[i].schedule.steps.empty()) {
-        result.records.push_back(MakeRecord(s, batch[i], cm));
+        v1::TuningRecord r = MakeRecord(s, batch[i], cm);
+        if (auto it = transferred.find(batch[i].Key()); it != transferred.end()) {
+          r.set_provenance(v1::TuningRecord::TRANSFERRED);
+          r.set_source_hardware_key(it->second);
+        }
+        result.records.push_back(std::move(r));
       }
     }
     ++s.rounds;

@@ -61,6 +61,13 @@ struct TuneTask {
   std::string fused_ops;  // for progress and summaries
   int weight = 1;         // kernels of the model with this workload (calls per inference)
   int64_t flops = 0;
+  /// Schedules from similar hardware (RecordSet::Nearest) measured in the task's first round;
+  /// their records say TRANSFERRED and where they came from. Never applied unmeasured.
+  struct Seed {
+    std::string schedule;       // printed trace
+    std::string hardware_key;   // where it was measured
+  };
+  std::vector<Seed> seeds;
 };
 
 struct SearchOptions {

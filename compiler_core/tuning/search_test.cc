@@ -191,3 +191,30 @@ TEST(SearchTest, LocalMeasurerTunesARealKernel) {
 
 }  // namespace
 }  // namespace kiln::tuning
+
+namespace kiln::tuning {
+namespace {
+
+TEST(SearchTest, TransferredSeedsAreMeasuredFirstAndMarked) {
+  std::vector<TuneTask> tasks = {MatMulTask(24, 40, 64, 1)};
+  tasks[0].seeds.push_back({"split(j, 8)\nvectorize(j.i)", "cpu:test|device=big|units=8|cache=1"});
+  tasks[0].seeds.push_back({"not a schedule((", "cpu:test|device=big|units=8|cache=1"});
+  FakeMeasurer measurer;
+  absl::StatusOr<SearchResult> r =
+      TuneTasks(tasks, Avx2(), measurer, FeatureContext{}, Small(4), nullptr, "v");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_FALSE(measurer.measured.empty());
+  EXPECT_EQ(measurer.measured[0], "split(j, 8)\nvectorize(j.i)");
+  int transferred = 0;
+  for (const v1::TuningRecord& rec : r->records) {
+    if (rec.provenance() != v1::TuningRecord::TRANSFERRED) continue;
+    ++transferred;
+    EXPECT_EQ(rec.schedule(), "split(j, 8)\nvectorize(j.i)");
+    EXPECT_EQ(rec.source_hardware_key(), "cpu:test|device=big|units=8|cache=1");
+    EXPECT_EQ(rec.hardware_key(), kHw);
+  }
+  EXPECT_EQ(transferred, 1);
+}
+
+}  // namespace
+}  // namespace kiln::tuning

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/check.h"
+#include "client/records_file.h"
 #include "client/remote_commands.h"
 #include "client/tune_commands.h"
 #include "compiler_core/importer/onnx/tensor_file.h"
@@ -26,11 +27,15 @@ namespace {
 
 constexpr char kUsage[] = R"(usage:
   kiln compile MODEL.onnx -o OUT.kiln [--target host|cpu:<llvm cpu name>] [--print-ir-after=PASS]
-               [--disable-pass=PASS] [--server HOST:PORT [--json] [--timeout-s S]]
+               [--disable-pass=PASS] [--records FILE.jsonl [--hardware-key K]]
+               [--server HOST:PORT [--json] [--timeout-s S]]
   kiln run OUT.kiln --input NAME=FILE.pb ... --output-dir DIR [--threads N]
   kiln check DIR [--target T] [--print-ir-after=PASS] [--disable-pass=PASS] [--server HOST:PORT]
+             [--records FILE.jsonl [--hardware-key K]]
   kiln inspect OUT.kiln
   kiln tune MODEL.onnx --print-space [--target T] [--samples N] [--seed S]
+  kiln tune MODEL.onnx --local --records-out FILE.jsonl [--target T] [--trials N]
+            [--time-budget-s S] [--threads N] [--seed S] [--random]
   kiln status --server HOST:PORT
   kiln jobs --server HOST:PORT [--state queued|running|succeeded|failed|cancelled] [--limit N]
   kiln workers --server HOST:PORT
@@ -50,6 +55,17 @@ pipeline::CompileOptions OptionsFrom(const Args& args) {
   return options;
 }
 
+/// --records FILE [--hardware-key K]: the compile applies the file's best records.
+absl::Status WithRecords(const Args& args, pipeline::CompileOptions& options,
+                         std::unique_ptr<FileRecords>& records) {
+  if (!args.Has("--records")) return absl::OkStatus();
+  auto loaded = LoadRecordsFile(args.Get("--records"), options.target, args.Get("--hardware-key"));
+  if (!loaded.ok()) return loaded.status();
+  records = std::move(*loaded);
+  options.schedules = records->source.get();
+  return absl::OkStatus();
+}
+
 void PrintTimings(const pipeline::CompileResult& r) {
   std::cout << absl::StrFormat(
       "compiled in %.0f ms (import %.0f, passes %.0f, lower+schedule %.0f, codegen %.0f)\n",
@@ -60,7 +76,7 @@ void PrintTimings(const pipeline::CompileResult& r) {
 int Compile(int argc, char** argv) {
   Args args = ParseArgs(argc, argv, 2,
                         {"-o", "--output", "--target", "--print-ir-after", "--disable-pass",
-                         "--server", "--json", "--timeout-s"},
+                         "--server", "--json", "--timeout-s", "--records", "--hardware-key"},
                         /*bool_flags=*/{"--json"});
   if (!args.error.empty()) return Fail(args.error);
   if (args.positional.size() != 1) return Fail("compile: expected one MODEL.onnx\n" + std::string(kUsage));
@@ -68,7 +84,11 @@ int Compile(int argc, char** argv) {
   if (out.empty()) return Fail("compile: missing -o OUT.kiln");
   if (args.Has("--server")) return CompileOnServer(args, out);
   if (args.Has("--json")) return Fail("compile: --json needs --server");
-  auto result = pipeline::CompileModelFile(args.positional[0], OptionsFrom(args));
+  pipeline::CompileOptions options = OptionsFrom(args);
+  std::unique_ptr<FileRecords> records;
+  absl::Status loaded = WithRecords(args, options, records);
+  if (!loaded.ok()) return FailStatus(loaded);
+  auto result = pipeline::CompileModelFile(args.positional[0], options);
   if (!result.ok()) return FailStatus(result.status());
   absl::Status st = runtime::WriteArtifactFile(out, result->artifact);
   if (!st.ok()) return FailStatus(st);
@@ -144,11 +164,15 @@ int Run(int argc, char** argv) {
 int Check(int argc, char** argv) {
   Args args = ParseArgs(argc, argv, 2,
                         {"--target", "--print-ir-after", "--disable-pass", "--server",
-                         "--timeout-s"});
+                         "--timeout-s", "--records", "--hardware-key"});
   if (!args.error.empty()) return Fail(args.error);
   if (args.positional.size() != 1) return Fail("check: expected one model DIR\n" + std::string(kUsage));
   if (args.Has("--server")) return CheckOnServer(args);
-  auto report = CheckModelDir(args.positional[0], OptionsFrom(args));
+  pipeline::CompileOptions options = OptionsFrom(args);
+  std::unique_ptr<FileRecords> records;
+  absl::Status loaded = WithRecords(args, options, records);
+  if (!loaded.ok()) return FailStatus(loaded);
+  auto report = CheckModelDir(args.positional[0], options);
   if (!report.ok()) return FailStatus(report.status());
   PrintTimings(report->compile);
   std::cout << "graph " << report->compile.graph_hash.substr(0, 16) << ", target "

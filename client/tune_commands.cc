@@ -7,8 +7,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include <unistd.h>
+
 #include "client/args.h"
+#include "client/records_file.h"
+#include "compiler_core/pipeline/compiler_version.h"
 #include "compiler_core/pipeline/workloads.h"
+#include "compiler_core/tuning/hardware.h"
+#include "compiler_core/tuning/search.h"
 #include "compiler_core/tuning/space.h"
 
 namespace kiln::client {
@@ -51,18 +57,123 @@ int PrintSpace(const Args& args) {
   return 0;
 }
 
+/// The summary table: per workload its kernels, default and tuned median, speedup, trials.
+void PrintSummary(const std::vector<tuning::TuneTask>& tasks, const tuning::SearchProgress& p) {
+  std::cout << absl::StrFormat("%-3s %-12s %-28s %4s %11s %11s %8s %6s\n", "#", "workload",
+                               "ops", "x", "default ms", "tuned ms", "speedup", "trials");
+  for (size_t i = 0; i < tasks.size() && i < p.tasks.size(); ++i) {
+    const tuning::TaskProgress& t = p.tasks[i];
+    std::cout << absl::StrFormat("%-3d %-12s %-28s %4d %11.4f %11.4f %7.2fx %6d\n", i + 1,
+                                 tasks[i].workload_key.substr(0, 12),
+                                 tasks[i].fused_ops.substr(0, 28), tasks[i].weight, t.default_ms,
+                                 t.best_ms, t.best_ms > 0 ? t.default_ms / t.best_ms : 0,
+                                 t.trials);
+  }
+  std::cout << absl::StrFormat("estimated model latency: %.4f ms default, %.4f ms tuned (%.2fx)\n",
+                               p.default_estimated_ms, p.estimated_ms,
+                               p.estimated_ms > 0 ? p.default_estimated_ms / p.estimated_ms : 0);
+}
+
+/// kiln tune MODEL --local: measures on this machine, in child processes of this one.
+int TuneLocal(const Args& args) {
+  pipeline::CompileOptions options;
+  options.target = args.Get("--target", "host");
+  tuning::SearchOptions search;
+  int threads = 1;
+  if (!absl::SimpleAtoi(args.Get("--trials", "64"), &search.trials) || search.trials < 1) {
+    return Fail("tune: --trials must be a positive integer");
+  }
+  if (!absl::SimpleAtod(args.Get("--time-budget-s", "0"), &search.time_budget_s) ||
+      search.time_budget_s < 0) {
+    return Fail("tune: --time-budget-s must be a non-negative number");
+  }
+  if (!absl::SimpleAtoi(args.Get("--threads", "1"), &threads) || threads < 1) {
+    return Fail("tune: --threads must be a positive integer");
+  }
+  if (!absl::SimpleAtoi(args.Get("--seed", "1"), &search.seed)) {
+    return Fail("tune: --seed must be a non-negative integer");
+  }
+  search.use_cost_model = !args.Has("--random");
+  const std::string records_out = args.Get("--records-out");
+  if (records_out.empty()) return Fail("tune: --local needs --records-out FILE.jsonl");
+  Target target;
+  auto workloads = pipeline::ExtractWorkloads(args.positional[0], options, &target);
+  if (!workloads.ok()) return FailStatus(workloads.status());
+  const tuning::HardwareInfo hw = tuning::DetectCpuHardware(target, threads);
+  // Earlier records of similar hardware in the output file seed the search.
+  tuning::RecordSet known;
+  if (auto existing = LoadRecordsFile(records_out, options.target, hw.Key()); existing.ok()) {
+    known = std::move((*existing)->records);
+  }
+  std::vector<tuning::TuneTask> tasks;
+  for (const pipeline::ModelWorkload& w : *workloads) {
+    tuning::TuneTask t;
+    t.workload_key = w.workload_key;
+    t.lowered = w.lowered;
+    t.fused_ops = w.fused_ops;
+    t.weight = static_cast<int>(w.symbols.size());
+    t.flops = w.flops;
+    if (known.Best(w.workload_key, hw.Key()) == nullptr) {
+      for (const v1::TuningRecord* r : known.Nearest(w.workload_key, hw, 2)) {
+        t.seeds.push_back({r->schedule(), r->hardware_key()});
+      }
+    }
+    tasks.push_back(std::move(t));
+  }
+  tuning::MeasureOptions measure;
+  measure.num_threads = threads;
+  tuning::LocalMeasurer measurer(target, hw.Key(), measure);
+  tuning::FeatureContext features;
+  features.cache_bytes.clear();
+  for (int64_t c : hw.cache_bytes) {
+    if (c > 0 && features.cache_bytes.size() < tuning::kMaxCacheLevels &&
+        (features.cache_bytes.empty() || c >= features.cache_bytes.back())) {
+      features.cache_bytes.push_back(c);
+    }
+  }
+  features.vector_lanes_f32 = std::max(1, target.f32_lanes());
+  features.num_threads = threads;
+  const bool live = !args.Has("--json") && ::isatty(STDOUT_FILENO);
+  std::cout << "tuning " << tasks.size() << " workloads on " << hw.Key().substr(0, 60)
+            << "... (" << search.trials << " trials)\n";
+  auto on_progress = [&](const tuning::SearchProgress& p) {
+    if (live) {
+      const tuning::TaskProgress& t = p.tasks[p.current_task];
+      std::cout << absl::StrFormat(
+                       "\rtrial %d/%d  workload %d/%d  best %.4f ms (default %.4f)  model "
+                       "%.3f ms (default %.3f)   ",
+                       p.trials, p.trial_budget, p.current_task + 1, p.tasks.size(), t.best_ms,
+                       t.default_ms, p.estimated_ms, p.default_estimated_ms)
+                << std::flush;
+    }
+    return true;
+  };
+  auto result = tuning::TuneTasks(tasks, target, measurer, features, search, on_progress,
+                                  pipeline::kCompilerVersion);
+  if (live) std::cout << "\n";
+  if (!result.ok()) return FailStatus(result.status());
+  absl::Status st = AppendRecordsFile(records_out, result->records);
+  if (!st.ok()) return FailStatus(st);
+  PrintSummary(tasks, result->progress);
+  std::cout << "wrote " << result->records.size() << " records to " << records_out
+            << " (hardware key " << hw.Key() << ")\n";
+  return 0;
+}
+
 }  // namespace
 
 int TuneCommand(int argc, char** argv) {
   Args args = ParseArgs(argc, argv, 2,
                         {"--target", "--print-space", "--samples", "--seed", "--server",
-                         "--trials", "--time-budget-s", "--json"},
-                        {"--print-space", "--json"});
+                         "--trials", "--time-budget-s", "--json", "--local", "--records-out",
+                         "--threads", "--random"},
+                        {"--print-space", "--json", "--local", "--random"});
   if (!args.error.empty()) return Fail(args.error);
   if (args.positional.size() != 1) return Fail("tune: expected one MODEL.onnx");
   if (args.Has("--print-space")) return PrintSpace(args);
+  if (args.Has("--local")) return TuneLocal(args);
   return Fail("tune: measuring needs --server HOST:PORT (a kilnd with measure workers) or "
-              "--print-space");
+              "--local (this machine); --print-space only prints the space");
 }
 
 }  // namespace kiln::client

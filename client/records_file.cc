@@ -1,0 +1,77 @@
+// Record files.
+#include "client/records_file.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler_core/codegen/llvm/codegen.h"
+
+namespace kiln::client {
+
+absl::StatusOr<std::unique_ptr<FileRecords>> LoadRecordsFile(const std::string& path,
+                                                             const std::string& target_spec,
+                                                             const std::string& hardware_key) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("records file '", path, "' cannot be read"));
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<std::vector<v1::TuningRecord>> parsed = tuning::ParseRecordLines(text.str());
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", parsed.status().message()));
+  }
+  auto out = std::make_unique<FileRecords>();
+  for (v1::TuningRecord& r : *parsed) {
+    absl::Status st = out->records.Add(std::move(r));
+    if (!st.ok()) return st;
+  }
+  absl::StatusOr<Target> target = codegen::ResolveTarget(target_spec);
+  if (!target.ok()) return target.status();
+  out->hardware_key = hardware_key;
+  if (out->hardware_key.empty()) {
+    std::vector<std::string> keys = out->records.HardwareKeysFor(target->Key());
+    if (keys.size() > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, " has records for ", keys.size(), " hardware keys of this target; name one with "
+          "--hardware-key: ", absl::StrJoin(keys, " ; ")));
+    }
+    if (keys.size() == 1) out->hardware_key = keys[0];
+  }
+  out->source = std::make_unique<tuning::RecordScheduleSource>(out->records, out->hardware_key);
+  return out;
+}
+
+absl::Status AppendRecordsFile(const std::string& path,
+                               const std::vector<v1::TuningRecord>& records) {
+  // Old lines, then the new ones, into a temp file renamed over the original: a crash leaves
+  // the old file or the new one, never a torn line.
+  std::string text;
+  if (std::ifstream in(path, std::ios::binary); in) {
+    std::stringstream old;
+    old << in.rdbuf();
+    text = old.str();
+    if (!text.empty() && text.back() != '\n') text += '\n';
+  }
+  for (const v1::TuningRecord& r : records) absl::StrAppend(&text, tuning::RecordToJsonLine(r), "\n");
+  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc | std::ios::binary);
+    out << text;
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return absl::InternalError(absl::StrCat("cannot write records to '", tmp, "'"));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return absl::InternalError(absl::StrCat("cannot replace '", path, "'"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::client

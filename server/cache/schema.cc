@@ -65,6 +65,28 @@ CREATE TABLE tuning_records (
 );
 CREATE INDEX tuning_by_cost ON tuning_records (workload_key, hardware_key, cost_ms);
 )sql",
+    // v2: tuning records hold the whole kiln.v1.TuningRecord (proto/kiln/v1/tuning.proto); v1
+    // rows predate the tuner (nothing wrote them) and are dropped. Cost models per hardware key.
+    R"sql(
+DROP TABLE tuning_records;
+CREATE TABLE tuning_records (
+  workload_key     TEXT NOT NULL,
+  hardware_key     TEXT NOT NULL,
+  schedule         TEXT NOT NULL,
+  median_ms        REAL NOT NULL,
+  measured_unix_ms INTEGER NOT NULL,
+  provenance       TEXT NOT NULL,
+  record           BLOB NOT NULL,
+  PRIMARY KEY (workload_key, hardware_key, schedule)
+);
+CREATE INDEX tuning_by_cost ON tuning_records (workload_key, hardware_key, median_ms, schedule);
+CREATE INDEX tuning_by_hardware ON tuning_records (hardware_key, workload_key);
+CREATE TABLE cost_models (
+  hardware_key TEXT PRIMARY KEY NOT NULL,
+  model        BLOB NOT NULL,
+  updated_ms   INTEGER NOT NULL
+);
+)sql",
 };
 
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);

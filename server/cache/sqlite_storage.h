@@ -73,9 +73,13 @@ class SqliteStorage final : public Storage {
   absl::StatusOr<std::vector<JobRecord>> ListJobs(const JobFilter& filter) override;
   absl::StatusOr<std::vector<JobRecord>> JobsInState(JobState state) override;
 
-  absl::Status PutTuningRecord(const TuningRecord& record) override;
-  absl::StatusOr<std::optional<TuningRecord>> BestTuningRecord(
+  absl::Status PutTuningRecords(const std::vector<v1::TuningRecord>& records) override;
+  absl::StatusOr<std::optional<v1::TuningRecord>> BestTuningRecord(
       std::string_view workload_key, std::string_view hardware_key) override;
+  absl::StatusOr<std::vector<v1::TuningRecord>> ListTuningRecords(
+      std::string_view hardware_key) override;
+  absl::Status PutCostModel(std::string_view hardware_key, std::string_view model) override;
+  absl::StatusOr<std::optional<std::string>> GetCostModel(std::string_view hardware_key) override;
 
   absl::StatusOr<StorageStats> Stats() override;
 

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "kiln/v1/tuning.pb.h"
 
 namespace kiln::cache {
 
@@ -109,17 +110,6 @@ struct JobFilter {
   int64_t limit = 0;
 };
 
-struct TuningRecord {
-  std::string workload_key;
-  std::string hardware_key;
-  /// The schedule (printed trace).
-  std::string schedule;
-  /// Measured cost of the workload under this schedule, in ms.
-  double cost_ms = 0;
-  /// When it was measured, in ms since the Unix epoch.
-  int64_t measured_ms = 0;
-};
-
 struct StorageStats {
   int64_t blob_count = 0;
   /// Total size of all blobs, in bytes.
@@ -212,11 +202,22 @@ class Storage {
 
   // ---- Tuning records -------------------------------------------------------------------------
 
-  /// Inserts or replaces the record for (workload_key, hardware_key, schedule).
-  virtual absl::Status PutTuningRecord(const TuningRecord& record) = 0;
-  /// The lowest-cost record for the pair (ties: schedule ascending), or nullopt if none.
-  virtual absl::StatusOr<std::optional<TuningRecord>> BestTuningRecord(
+  /// Stores `records` in one transaction, all or none: each is first checked with
+  /// tuning::ValidateRecord (kInvalidArgument "record I: ..." and nothing stored). A record with
+  /// the workload key, hardware key and schedule of a stored one replaces it.
+  virtual absl::Status PutTuningRecords(const std::vector<v1::TuningRecord>& records) = 0;
+  /// The fastest record for the pair (lowest median; ties: schedule ascending), or nullopt.
+  virtual absl::StatusOr<std::optional<v1::TuningRecord>> BestTuningRecord(
       std::string_view workload_key, std::string_view hardware_key) = 0;
+  /// Every record of `hardware_key` (every record when empty), ordered by workload key,
+  /// hardware key, median, schedule.
+  virtual absl::StatusOr<std::vector<v1::TuningRecord>> ListTuningRecords(
+      std::string_view hardware_key) = 0;
+  /// Stores (replaces) the cost model of a hardware key (tuning::CostModel::Serialize bytes).
+  virtual absl::Status PutCostModel(std::string_view hardware_key, std::string_view model) = 0;
+  /// The stored cost model of `hardware_key`, or nullopt.
+  virtual absl::StatusOr<std::optional<std::string>> GetCostModel(
+      std::string_view hardware_key) = 0;
 
   // ---- Introspection --------------------------------------------------------------------------
 

@@ -176,41 +176,6 @@ absl::StatusOr<std::vector<JobRecord>> SqliteStorage::JobsInState(JobState state
   return ReadJobs(select);
 }
 
-// ---- Tuning records ---------------------------------------------------------------------------
-
-absl::Status SqliteStorage::PutTuningRecord(const TuningRecord& record) {
-  absl::MutexLock l(&mu_);
-  KILN_ASSIGN_OR_RETURN(
-      Statement insert,
-      Statement::Prepare(db_,
-                         "INSERT OR REPLACE INTO tuning_records (workload_key, hardware_key, "
-                         "schedule, cost_ms, measured_ms) VALUES (?, ?, ?, ?, ?)"));
-  KILN_RETURN_IF_ERROR(insert.BindText(1, record.workload_key));
-  KILN_RETURN_IF_ERROR(insert.BindText(2, record.hardware_key));
-  KILN_RETURN_IF_ERROR(insert.BindText(3, record.schedule));
-  KILN_RETURN_IF_ERROR(insert.BindDouble(4, record.cost_ms));
-  KILN_RETURN_IF_ERROR(insert.BindInt64(5, record.measured_ms));
-  return insert.Run();
-}
-
-absl::StatusOr<std::optional<TuningRecord>> SqliteStorage::BestTuningRecord(
-    std::string_view workload_key, std::string_view hardware_key) {
-  absl::MutexLock l(&mu_);
-  KILN_ASSIGN_OR_RETURN(
-      Statement select,
-      Statement::Prepare(db_,
-                         "SELECT schedule, cost_ms, measured_ms FROM tuning_records WHERE "
-                         "workload_key = ? AND hardware_key = ? ORDER BY cost_ms, schedule "
-                         "LIMIT 1"));
-  KILN_RETURN_IF_ERROR(select.BindText(1, workload_key));
-  KILN_RETURN_IF_ERROR(select.BindText(2, hardware_key));
-  KILN_ASSIGN_OR_RETURN(bool row, select.Step());
-  if (!row) return std::optional<TuningRecord>();
-  return std::optional<TuningRecord>(TuningRecord{std::string(workload_key),
-                                                  std::string(hardware_key), select.ColumnText(0),
-                                                  select.ColumnDouble(1), select.ColumnInt64(2)});
-}
-
 // ---- Stats ------------------------------------------------------------------------------------
 
 absl::StatusOr<StorageStats> SqliteStorage::Stats() {

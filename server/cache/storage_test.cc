@@ -426,29 +426,60 @@ TEST_F(StorageTest, ListJobsAndRecoveryOrder) {
                                          {JobState::kCancelled, 0}}));
 }
 
+v1::TuningRecord Record(char workload, const std::string& hw, const std::string& schedule,
+                        double median_ms) {
+  v1::TuningRecord r;
+  r.set_format_version(1);
+  r.set_workload_key(std::string(64, workload));
+  r.set_hardware_key(hw);
+  r.set_schedule(schedule);
+  r.set_median_ms(median_ms);
+  r.set_p10_ms(median_ms);
+  r.set_p90_ms(median_ms);
+  r.set_repeats(3);
+  r.set_compiler_version("kiln-test");
+  r.set_measured_unix_ms(100);
+  r.set_provenance(v1::TuningRecord::MEASURED);
+  return r;
+}
+
+constexpr char kZen[] = "cpu:znver4|device=EPYC|units=2|cache=32768";
+constexpr char kH200[] = "cuda:sm_90|device=NVIDIA H200|units=132|cache=262144,52428800";
+
 TEST_F(StorageTest, TuningRecords) {
   auto storage = Open();
   ASSERT_NE(storage, nullptr);
-  EXPECT_EQ(*storage->BestTuningRecord("conv", "znver4"), std::nullopt);
-  ASSERT_TRUE(storage->PutTuningRecord({"conv", "znver4", "tile 8", 3.5, 100}).ok());
-  ASSERT_TRUE(storage->PutTuningRecord({"conv", "znver4", "tile 16", 2.25, 101}).ok());
-  ASSERT_TRUE(storage->PutTuningRecord({"conv", "sm90", "tile 32", 0.5, 102}).ok());
-  std::optional<TuningRecord> best = *storage->BestTuningRecord("conv", "znver4");
+  EXPECT_EQ(*storage->BestTuningRecord(std::string(64, 'a'), kZen), std::nullopt);
+  ASSERT_TRUE(storage->PutTuningRecords({Record('a', kZen, "unroll(i)", 3.5),
+                                         Record('a', kZen, "vectorize(j)", 2.25),
+                                         Record('a', kH200, "unroll(i)", 0.5)})
+                  .ok());
+  std::optional<v1::TuningRecord> best = *storage->BestTuningRecord(std::string(64, 'a'), kZen);
   ASSERT_TRUE(best.has_value());
-  EXPECT_EQ(best->schedule, "tile 16");
-  EXPECT_EQ(best->cost_ms, 2.25);
-  EXPECT_EQ(best->measured_ms, 101);
-  EXPECT_EQ(best->workload_key, "conv");
-  EXPECT_EQ(best->hardware_key, "znver4");
+  EXPECT_EQ(best->schedule(), "vectorize(j)");
+  EXPECT_EQ(best->median_ms(), 2.25);
+  EXPECT_EQ(best->hardware_key(), kZen);
   // Re-measuring replaces; ties go to the lower schedule string.
-  ASSERT_TRUE(storage->PutTuningRecord({"conv", "znver4", "tile 8", 2.25, 200}).ok());
-  best = *storage->BestTuningRecord("conv", "znver4");
-  EXPECT_EQ(best->schedule, "tile 16");
-  ASSERT_TRUE(storage->PutTuningRecord({"conv", "znver4", "tile 8", 1.0, 300}).ok());
-  best = *storage->BestTuningRecord("conv", "znver4");
-  EXPECT_EQ(best->schedule, "tile 8");
-  EXPECT_EQ(best->measured_ms, 300);
+  ASSERT_TRUE(storage->PutTuningRecords({Record('a', kZen, "unroll(i)", 2.25)}).ok());
+  EXPECT_EQ((*storage->BestTuningRecord(std::string(64, 'a'), kZen))->schedule(), "unroll(i)");
+  ASSERT_TRUE(storage->PutTuningRecords({Record('a', kZen, "vectorize(j)", 1.0)}).ok());
+  EXPECT_EQ((*storage->BestTuningRecord(std::string(64, 'a'), kZen))->schedule(),
+            "vectorize(j)");
   EXPECT_EQ(storage->Stats()->tuning_record_count, 3);
+  EXPECT_EQ(storage->ListTuningRecords(kZen)->size(), 2u);
+  EXPECT_EQ(storage->ListTuningRecords("")->size(), 3u);
+  // A batch with one bad record stores nothing.
+  v1::TuningRecord bad = Record('b', kZen, "unroll(i)", 1);
+  bad.set_repeats(0);
+  EXPECT_EQ(storage->PutTuningRecords({Record('b', kZen, "vectorize(j)", 1), bad}),
+            absl::InvalidArgumentError("record 1: repeats 0 must be at least 1"));
+  EXPECT_EQ(storage->Stats()->tuning_record_count, 3);
+  // Cost models per hardware key.
+  EXPECT_EQ(*storage->GetCostModel(kZen), std::nullopt);
+  ASSERT_TRUE(storage->PutCostModel(kZen, std::string("model\0bytes", 11)).ok());
+  ASSERT_TRUE(storage->PutCostModel(kZen, std::string("newer\0bytes", 11)).ok());
+  EXPECT_EQ(**storage->GetCostModel(kZen), std::string("newer\0bytes", 11));
+  EXPECT_EQ(*storage->GetCostModel(kH200), std::nullopt);
 }
 
 TEST_F(StorageTest, SecondOpenInSameProcessIsRefusedUntilClose) {
@@ -550,7 +581,7 @@ TEST_F(StorageTest, RestartKeepsEverything) {
     running.state = JobState::kRunning;
     running.worker = "w";
     ASSERT_TRUE(storage->UpdateJob("j1", running).ok());
-    ASSERT_TRUE(storage->PutTuningRecord({"conv", "znver4", "tile 8", 1.5, 9}).ok());
+    ASSERT_TRUE(storage->PutTuningRecords({Record('c', kZen, "unroll(i)", 1.5)}).ok());
   }
   auto storage = Open();
   ASSERT_NE(storage, nullptr);
@@ -565,7 +596,8 @@ TEST_F(StorageTest, RestartKeepsEverything) {
   EXPECT_EQ(running[0].id, "j1");
   EXPECT_EQ(running[0].worker, "w");
   EXPECT_EQ(running[0].request, "req");
-  EXPECT_EQ(storage->BestTuningRecord("conv", "znver4")->value().schedule, "tile 8");
+  EXPECT_EQ(storage->BestTuningRecord(std::string(64, 'c'), kZen)->value().schedule(),
+            "unroll(i)");
   StorageStats stats = *storage->Stats();
   EXPECT_EQ(stats.blob_count, 2);
   EXPECT_EQ(stats.blob_bytes, 25);

@@ -74,6 +74,41 @@ void PrintSummary(const std::vector<tuning::TuneTask>& tasks, const tuning::Sear
                                p.estimated_ms > 0 ? p.default_estimated_ms / p.estimated_ms : 0);
 }
 
+/// One JSON object: the hardware key, the records file, the estimated model latency, and per
+/// workload its key, ops, weight, FLOPs, default/tuned median ms, trials and best-so-far curve.
+void PrintJson(const std::vector<tuning::TuneTask>& tasks, const tuning::SearchResult& r,
+               const std::string& hardware_key, const std::string& records_out) {
+  auto quote = [](const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    return out + "\"";
+  };
+  const tuning::SearchProgress& p = r.progress;
+  std::cout << "{\"hardware_key\":" << quote(hardware_key) << ",\"records_file\":"
+            << quote(records_out) << ",\"records\":" << r.records.size()
+            << ",\"trials\":" << p.trials
+            << absl::StrFormat(",\"default_estimated_ms\":%.6f,\"estimated_ms\":%.6f",
+                               p.default_estimated_ms, p.estimated_ms)
+            << ",\"workloads\":[";
+  for (size_t i = 0; i < tasks.size() && i < p.tasks.size(); ++i) {
+    const tuning::TaskProgress& t = p.tasks[i];
+    std::cout << (i ? "," : "") << "{\"workload_key\":" << quote(tasks[i].workload_key)
+              << ",\"fused_ops\":" << quote(tasks[i].fused_ops) << ",\"weight\":"
+              << tasks[i].weight << ",\"flops\":" << tasks[i].flops
+              << absl::StrFormat(",\"default_ms\":%.6f,\"tuned_ms\":%.6f", t.default_ms,
+                                 t.best_ms)
+              << ",\"trials\":" << t.trials << ",\"curve\":[";
+    for (size_t k = 0; k < t.curve.size(); ++k) {
+      std::cout << (k ? "," : "") << absl::StrFormat("%.6f", t.curve[k]);
+    }
+    std::cout << "]}";
+  }
+  std::cout << "]}\n";
+}
+
 /// kiln tune MODEL --local: measures on this machine, in child processes of this one.
 int TuneLocal(const Args& args) {
   pipeline::CompileOptions options;
@@ -134,8 +169,10 @@ int TuneLocal(const Args& args) {
   features.vector_lanes_f32 = std::max(1, target.f32_lanes());
   features.num_threads = threads;
   const bool live = !args.Has("--json") && ::isatty(STDOUT_FILENO);
-  std::cout << "tuning " << tasks.size() << " workloads on " << hw.Key().substr(0, 60)
-            << "... (" << search.trials << " trials)\n";
+  if (!args.Has("--json")) {
+    std::cout << "tuning " << tasks.size() << " workloads on " << hw.Key().substr(0, 60)
+              << "... (" << search.trials << " trials)\n";
+  }
   auto on_progress = [&](const tuning::SearchProgress& p) {
     if (live) {
       const tuning::TaskProgress& t = p.tasks[p.current_task];
@@ -154,6 +191,10 @@ int TuneLocal(const Args& args) {
   if (!result.ok()) return FailStatus(result.status());
   absl::Status st = AppendRecordsFile(records_out, result->records);
   if (!st.ok()) return FailStatus(st);
+  if (args.Has("--json")) {
+    PrintJson(tasks, *result, hw.Key(), records_out);
+    return 0;
+  }
   PrintSummary(tasks, result->progress);
   std::cout << "wrote " << result->records.size() << " records to " << records_out
             << " (hardware key " << hw.Key() << ")\n";

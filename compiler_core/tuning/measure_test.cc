@@ -128,3 +128,46 @@ TEST(MeasureTest, ScheduleThatDoesNotApplyIsNotBuilt) {
 
 }  // namespace
 }  // namespace kiln::tuning
+
+#include "compiler_core/tuning/measure_proto.h"
+
+namespace kiln::tuning {
+namespace {
+
+TEST(MeasureProtoTest, ABatchSentAsAMessageMeasuresTheSame) {
+  loop::Func lowered = LoweredMatMul();
+  const Target target = Host();
+  ScheduleSpace space(lowered, target);
+  std::mt19937_64 rng(2);
+  schedule::Schedule bad;
+  bad.steps.push_back({schedule::Primitive::Kind::kVectorize, {"k"}, 0});
+  absl::StatusOr<CandidateBatch> batch =
+      BuildCandidates(lowered, {space.Sample(rng).schedule, bad}, target);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  // Over the wire: serialized bytes, as a measure worker receives them.
+  v1::CandidateBatch wire;
+  ASSERT_TRUE(wire.ParseFromString(BatchToProto(lowered, *batch).SerializeAsString()));
+  EXPECT_EQ(wire.code_format(), "elf-shared-object");
+  EXPECT_EQ(wire.candidates(1).error_code(), static_cast<int>(absl::StatusCode::kFailedPrecondition));
+  absl::StatusOr<v1::BatchMeasurement> m = RunBatchMessage(wire, MeasureOptionsToProto(Quick()));
+  ASSERT_TRUE(m.ok()) << m.status();
+  BatchMeasurement back = MeasurementFromProto(*m);
+  EXPECT_TRUE(back.reference.status.ok());
+  EXPECT_GT(back.reference.median_ms, 0);
+  ASSERT_EQ(back.candidates.size(), 2u);
+  EXPECT_TRUE(back.candidates[0].status.ok()) << back.candidates[0].status;
+  EXPECT_GT(back.candidates[0].repeats, 0);
+  EXPECT_EQ(back.candidates[1].status.code(), absl::StatusCode::kFailedPrecondition);
+
+  v1::CandidateBatch ptx = wire;
+  ptx.set_code_format("ptx");
+  EXPECT_EQ(RunBatchMessage(ptx, {}).status(),
+            absl::InvalidArgumentError("code format 'ptx' cannot run on this device (it loads "
+                                       "'elf-shared-object')"));
+  v1::CandidateBatch garbage = wire;
+  garbage.set_workload("func @x(");
+  EXPECT_EQ(RunBatchMessage(garbage, {}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace kiln::tuning

@@ -5,7 +5,8 @@
 // vector multiple of the lanes); large nests run their outermost spatial loop (fused with the
 // next one when it is short) in parallel (knobs "parallel", "parallel.fuse"). Blocked
 // (NCHW<x>c) convs get a register block of output columns times output-channel vectors held
-// across all reductions (knobs "conv.cols", "conv.vecs", "conv.tail", "conv.red_order") and run
+// across all reductions (knobs "conv.cols", "conv.vecs", "conv.rows", "conv.tail",
+// "conv.red_order", "conv.unroll_red") and run
 // the fused n×ocb×oh loop in parallel. Knob names carry the nest's index ("n2.conv.cols").
 // Every step is tried on a copy and dropped if illegal.
 #include <algorithm>
@@ -219,9 +220,14 @@ class Planner {
                                            std::vector<LoopInfo> reds) {
     const int64_t ocb = spatial[1].extent, ow = spatial[3].extent;
     const int64_t max_acc = lanes_ >= 16 ? 16 : 8;
-    // Knob: rotate the reductions (the lowering's kh, kw, ic) so that the last runs outermost.
-    if (reds.size() >= 2 && KnobBool("conv.red_order", false)) {
-      std::rotate(reds.begin(), reds.end() - 1, reds.end());
+    // Knob: the order of the reductions (the lowering's icb, kh, kw, ic): 0 as lowered, 1 the
+    // last outermost, 2 the first moved just above the last (kh, kw, icb, ic).
+    if (reds.size() >= 3) {
+      const int64_t order = Knob("conv.red_order", {0, 1, 2}, 0);
+      if (order == 1) std::rotate(reds.begin(), reds.end() - 1, reds.end());
+      if (order == 2) std::rotate(reds.begin(), reds.begin() + 1, reds.end() - 1);
+    } else if (reds.size() == 2 && KnobBool("conv.red_order", false)) {
+      std::swap(reds[0], reds[1]);
     }
     int64_t cols = ow;
     bool tailed = false;
@@ -258,7 +264,19 @@ class Planner {
       oc_inner = oc_outer + ".i";
       oc_outer += ".o";
     }
-    std::vector<std::string> outer = {spatial[0].name, oc_outer, spatial[2].name};
+    // Knob: output rows per register block (oh split, its inner part unrolled with the block).
+    const int64_t oh = spatial[2].extent;
+    std::vector<int64_t> row_choices = {1};
+    for (int64_t r : {2, 4}) {
+      if (oh % r == 0 && oh > r && r * cols * vecs <= max_acc) row_choices.push_back(r);
+    }
+    const int64_t rows = Knob("conv.rows", row_choices, 1);
+    std::string oh_outer = spatial[2].name, oh_inner;
+    if (rows > 1 && Try(Kind::kSplit, {oh_outer}, rows)) {
+      oh_inner = oh_outer + ".i";
+      oh_outer += ".o";
+    }
+    std::vector<std::string> outer = {spatial[0].name, oc_outer, oh_outer};
     std::string inner = spatial[3].name;
     if (cols < ow && Try(Kind::kSplit, {inner}, cols)) {
       outer.push_back(inner + ".o");
@@ -266,13 +284,17 @@ class Planner {
     }
     std::vector<std::string> order = outer;
     for (const LoopInfo& l : reds) order.push_back(l.name);
+    if (!oh_inner.empty()) order.push_back(oh_inner);
     if (!oc_inner.empty()) order.push_back(oc_inner);
     order.push_back(inner);
     order.push_back(spatial[4].name);
     if (!Try(Kind::kReorder, order)) return {};
+    if (!oh_inner.empty()) Try(Kind::kUnroll, {oh_inner});
     if (!oc_inner.empty()) Try(Kind::kUnroll, {oc_inner});
     Try(Kind::kUnroll, {inner});
     Try(Kind::kVectorize, {spatial[4].name});
+    // Knob: unroll the innermost reduction above the register block (kw or ic).
+    if (!reds.empty() && KnobBool("conv.unroll_red", false)) Try(Kind::kUnroll, {reds.back().name});
     return outer;
   }
 

@@ -9,22 +9,10 @@
 namespace kiln::schedule {
 namespace {
 
-const char* KindName(Primitive::Kind kind) {
-  switch (kind) {
-    case Primitive::Kind::kSplit: return "split";
-    case Primitive::Kind::kReorder: return "reorder";
-    case Primitive::Kind::kFuse: return "fuse";
-    case Primitive::Kind::kVectorize: return "vectorize";
-    case Primitive::Kind::kUnroll: return "unroll";
-    case Primitive::Kind::kParallel: return "parallel";
-  }
-  return "?";
-}
-
 std::string StepString(const Primitive& p) {
   std::string args = absl::StrJoin(p.loops, ", ");
   if (p.kind == Primitive::Kind::kSplit) absl::StrAppend(&args, ", ", p.factor);
-  return absl::StrCat(KindName(p.kind), "(", args, ")");
+  return absl::StrCat(PrimitiveKindName(p.kind), "(", args, ")");
 }
 
 absl::StatusOr<loop::Stmt> ApplyStep(const Primitive& p, const loop::Stmt& body) {
@@ -58,6 +46,18 @@ absl::StatusOr<loop::Stmt> ApplyStep(const Primitive& p, const loop::Stmt& body)
 }
 
 }  // namespace
+
+const char* PrimitiveKindName(Primitive::Kind kind) {
+  switch (kind) {
+    case Primitive::Kind::kSplit: return "split";
+    case Primitive::Kind::kReorder: return "reorder";
+    case Primitive::Kind::kFuse: return "fuse";
+    case Primitive::Kind::kVectorize: return "vectorize";
+    case Primitive::Kind::kUnroll: return "unroll";
+    case Primitive::Kind::kParallel: return "parallel";
+  }
+  return "?";
+}
 
 std::string Schedule::ToString() const {
   std::vector<std::string> lines;

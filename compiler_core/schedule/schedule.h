@@ -24,6 +24,10 @@ struct Primitive {
   int64_t factor = 0;  // kSplit: inner extent
 };
 
+/// The primitive's name as printed: "split", "reorder", "fuse", "vectorize", "unroll",
+/// "parallel".
+const char* PrimitiveKindName(Primitive::Kind kind);
+
 /// An ordered list of primitives. Printed one per line, e.g. "split(ow, 16)".
 struct Schedule {
   std::vector<Primitive> steps;

@@ -1,8 +1,10 @@
-// kiln-opt: reads graph IR text (or an ONNX model), runs graph passes, prints the result. The
-// driver of the golden tests, modeled on mlir-opt (-passes=, -split-input-file, -print-ir-after).
+// kiln-opt: reads graph IR text (or an ONNX model), runs graph passes, prints the result; or
+// reads loop IR text (a part starting with "func"), applies a schedule and prints the loop IR.
+// The driver of the golden tests, modeled on mlir-opt (-passes=, -split-input-file,
+// -print-ir-after).
 //
 //   kiln-opt [-passes=a,b,c] [-split-input-file] [-print-ir-after=a,b|all] [-verify-each=0|1]
-//            [FILE|-]
+//            [-schedule=FILE] [-schedule-text=STEPS] [FILE|-]
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -19,7 +21,13 @@
 #include "compiler_core/ir/graph/parser.h"
 #include "compiler_core/ir/graph/printer.h"
 #include "compiler_core/ir/graph/verifier.h"
+#include "compiler_core/ir/loop/parser.h"
+#include "compiler_core/ir/loop/printer.h"
+#include "compiler_core/ir/loop/verifier.h"
 #include "compiler_core/passes/graph/pass.h"
+#include "compiler_core/schedule/schedule.h"
+#include "compiler_core/schedule/schedule_parser.h"
+#include "compiler_core/support/status_macros.h"
 
 namespace kiln {
 namespace {
@@ -31,6 +39,10 @@ constexpr char kUsage[] =
     "  -split-input-file      split the input at '// -----' lines; process each part alone\n"
     "  -print-ir-after=a,b    print the IR to stderr after these passes ('all' for every pass)\n"
     "  -verify-each=0|1       verify the input and the IR after each pass (default: 1)\n"
+    "  -schedule=FILE         loop IR: apply the schedule in FILE (one step per line)\n"
+    "  -schedule-text=STEPS   loop IR: apply these steps ('split(i, 4); vectorize(i.i)')\n"
+    "Loop IR input (a part whose first line is 'func ...') is parsed, verified, scheduled\n"
+    "(the flags' steps, then the part's own '// SCHEDULE: STEPS' lines), verified and printed.\n"
     "  -list-passes           print the registered pass names\n";
 
 constexpr char kSplitMarker[] = "// -----";
@@ -41,6 +53,8 @@ struct Options {
   bool split_input_file = false;
   bool verify = true;
   bool list_passes = false;
+  std::string schedule_file;  // -schedule=
+  std::string schedule_text;  // -schedule-text=
   std::string input = "-";
 };
 
@@ -66,6 +80,10 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
         if (!absl::SimpleAtob(std::string(arg), &options.verify)) {
           return absl::InvalidArgumentError(absl::StrCat("bad value in -", flag));
         }
+      } else if (absl::ConsumePrefix(&arg, "schedule=")) {
+        options.schedule_file = std::string(arg);
+      } else if (absl::ConsumePrefix(&arg, "schedule-text=")) {
+        options.schedule_text = std::string(arg);
       } else if (arg == "split-input-file") {
         options.split_input_file = true;
       } else if (arg == "list-passes") {
@@ -151,6 +169,70 @@ absl::Status RunOnGraph(graph::Graph& graph, const Options& options) {
   return passes::RunPasses(graph, options.passes, pipeline);
 }
 
+/// True if `text`'s first line that is neither blank nor a comment starts a loop IR func.
+bool IsLoopIr(absl::string_view text) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    line = absl::StripLeadingAsciiWhitespace(line);
+    if (line.empty() || absl::StartsWith(line, "//")) continue;
+    return absl::StartsWith(line, "func ");
+  }
+  return false;
+}
+
+/// The "// SCHEDULE: STEPS" lines of `part` as schedule text that keeps their line and column
+/// numbers (other lines blank, the marker blanked out).
+std::string InlineSchedule(absl::string_view part) {
+  constexpr absl::string_view kMarker = "// SCHEDULE:";
+  std::string out;
+  for (absl::string_view line : absl::StrSplit(part, '\n')) {
+    size_t at = line.find(kMarker);
+    if (at != absl::string_view::npos &&
+        absl::StripLeadingAsciiWhitespace(line.substr(0, at)).empty()) {
+      absl::StrAppend(&out, std::string(at + kMarker.size(), ' '),
+                      line.substr(at + kMarker.size()));
+    }
+    absl::StrAppend(&out, "\n");
+  }
+  return out;
+}
+
+/// Parses the steps of `text` onto `schedule`. Errors name `source` ("schedule SOURCE:LINE:COL:
+/// ..."), or keep the input's "LINE:COL: " when `source` is empty (inline steps).
+absl::Status AppendSchedule(const std::string& text, const std::string& source,
+                            schedule::Schedule& schedule) {
+  absl::StatusOr<schedule::Schedule> parsed = schedule::ParseSchedule(text);
+  if (!parsed.ok() && !source.empty()) {
+    return absl::Status(parsed.status().code(),
+                        absl::StrCat("schedule ", source, ":", parsed.status().message()));
+  }
+  if (!parsed.ok()) return parsed.status();
+  schedule.steps.insert(schedule.steps.end(), parsed->steps.begin(), parsed->steps.end());
+  return absl::OkStatus();
+}
+
+/// Loop IR mode for one input part: parse, verify, schedule, verify; returns the printed func.
+absl::StatusOr<std::string> RunOnLoopIr(const std::string& part, const Options& options) {
+  absl::StatusOr<loop::Func> func = loop::ParseFunc(part);
+  if (!func.ok()) return func.status();
+  auto verify = [&](absl::string_view what) -> absl::Status {
+    absl::Status verified = options.verify ? loop::VerifyFunc(*func) : absl::OkStatus();
+    if (verified.ok()) return verified;
+    return absl::Status(verified.code(), absl::StrCat(what, " is invalid: ", verified.message()));
+  };
+  KILN_RETURN_IF_ERROR(verify("input func"));
+  schedule::Schedule sched;
+  if (!options.schedule_file.empty()) {
+    KILN_ASSIGN_OR_RETURN(std::string text, ReadInput(options.schedule_file));
+    KILN_RETURN_IF_ERROR(AppendSchedule(text, options.schedule_file, sched));
+  }
+  KILN_RETURN_IF_ERROR(AppendSchedule(options.schedule_text, "-schedule-text", sched));
+  KILN_RETURN_IF_ERROR(AppendSchedule(InlineSchedule(part), "", sched));
+  if (sched.steps.empty()) return loop::PrintFunc(*func);
+  KILN_RETURN_IF_ERROR(schedule::ApplySchedule(sched, *func));
+  KILN_RETURN_IF_ERROR(verify("scheduled func"));
+  return loop::PrintFunc(*func);
+}
+
 int Main(int argc, char** argv) {
   absl::StatusOr<Options> options = ParseArgs(argc, argv);
   if (!options.ok()) {
@@ -182,6 +264,16 @@ int Main(int argc, char** argv) {
   bool failed = false;
   for (size_t i = 0; i < parts.size(); ++i) {
     if (i > 0) std::cout << kSplitMarker << "\n";
+    if (IsLoopIr(parts[i])) {
+      absl::StatusOr<std::string> printed = RunOnLoopIr(parts[i], *options);
+      if (!printed.ok()) {
+        ReportError(options->input, printed.status());
+        failed = true;
+      } else {
+        std::cout << *printed;
+      }
+      continue;
+    }
     absl::StatusOr<std::unique_ptr<graph::Graph>> graph = graph::ParseGraph(parts[i]);
     absl::Status status = graph.ok() ? RunOnGraph(**graph, *options) : graph.status();
     if (!status.ok()) {

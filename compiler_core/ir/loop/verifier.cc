@@ -1,0 +1,215 @@
+// Loop IR verifier: one Visitor that keeps the visible buffers and enclosing loops as scope
+// stacks and stops at the first violation.
+#include "compiler_core/ir/loop/verifier.h"
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/ir/loop/printer.h"
+#include "compiler_core/ir/loop/visitor.h"
+
+namespace kiln::loop {
+namespace {
+
+/// The first line of `stmt` as printed, without a trailing " {".
+std::string StmtHead(const Stmt& stmt) {
+  std::string text = PrintStmt(stmt);
+  text = text.substr(0, text.find('\n'));
+  if (text.size() >= 2 && text.compare(text.size() - 2, 2, " {") == 0) text.resize(text.size() - 2);
+  return text;
+}
+
+class Verifier final : public Visitor {
+ public:
+  explicit Verifier(const Func& func) : func_(func) {}
+
+  absl::Status Run() {
+    std::set<std::string> names;
+    for (const auto* list : {&func_.params, &func_.workspaces}) {
+      for (const BufferRef& b : *list) {
+        if (!b) {
+          Fail(nullptr, "a param or workspace is null");
+        } else if (b->scope != Buffer::Scope::kGlobal) {
+          Fail(nullptr, absl::StrCat("param or workspace %", b->name, " has local scope"));
+        } else if (!names.insert(b->name).second) {
+          Fail(nullptr, absl::StrCat("buffer %", b->name, " is declared twice"));
+        }
+        if (!status_.ok()) return status_;
+        buffers_.push_back(b.get());
+      }
+    }
+    if (func_.body) VisitStmt(func_.body);
+    return status_;
+  }
+
+  void VisitStmt(const Stmt& s) override {
+    if (!s || !status_.ok()) return;
+    switch (s->kind) {
+      case StmtKind::kFor: return VisitFor(s);
+      case StmtKind::kAllocate: return VisitAllocate(s);
+      case StmtKind::kStore:
+        context_ = s;
+        if (CheckAccess(s->buffer, s->indices) && s->value &&
+            s->value->dtype != s->buffer->dtype) {
+          Fail(s, absl::StrCat("stored value has dtype ", DTypeName(s->value->dtype),
+                                         ", expected ", DTypeName(s->buffer->dtype)));
+        }
+        break;
+      case StmtKind::kIf:
+        context_ = s;
+        if (!s->cond || s->cond->dtype != DType::kBool) {
+          Fail(s, "the condition is not bool");
+        }
+        break;
+      case StmtKind::kBlock:
+        break;
+    }
+    Visitor::VisitStmt(s);
+  }
+
+  void VisitExpr(const Expr& e) override {
+    if (!e || !status_.ok()) return;
+    switch (e->kind) {
+      case ExprKind::kVar:
+        if (bound_.count(e->var.get()) == 0) {
+          FailExpr(e, absl::StrCat("variable '", e->var->name, "' is not bound by an enclosing loop"));
+        }
+        break;
+      case ExprKind::kLoad:
+        CheckAccess(e->buffer, e->operands);
+        break;
+      case ExprKind::kBinary:
+        if (e->operands[0]->dtype != e->operands[1]->dtype) {
+          FailExpr(e, absl::StrCat("operands of '", BinaryOpName(e->binary_op), "' have dtypes ",
+                                   DTypeName(e->operands[0]->dtype), " and ",
+                                   DTypeName(e->operands[1]->dtype)));
+        }
+        break;
+      case ExprKind::kSelect:
+        if (e->operands[0]->dtype != DType::kBool ||
+            e->operands[1]->dtype != e->operands[2]->dtype) {
+          FailExpr(e, "select needs a bool condition and values of one dtype");
+        }
+        break;
+      default:
+        break;
+    }
+    Visitor::VisitExpr(e);
+  }
+
+ private:
+  void VisitFor(const Stmt& s) {
+    if (!CheckFor(s)) return;
+    const VarNode* var = s->loop_var.get();
+    loops_.push_back(s.get());
+    bound_.insert(var);
+    parallel_depth_ += s->for_kind == ForKind::kParallel;
+    Visitor::VisitStmt(s);
+    parallel_depth_ -= s->for_kind == ForKind::kParallel;
+    bound_.erase(var);
+    loops_.pop_back();
+  }
+
+  /// The loop's own rules; false after reporting a violation.
+  bool CheckFor(const Stmt& s) {
+    const VarNode* var = s->loop_var.get();
+    if (!var) return Fail(s, "the loop has no variable");
+    if (s->extent <= 0) return Fail(s, absl::StrCat("extent ", s->extent, " is not positive"));
+    if (!ever_bound_.insert(var).second) {
+      return Fail(s, absl::StrCat("variable '", var->name, "' is bound by another loop too"));
+    }
+    for (const StmtNode* outer : loops_) {
+      if (outer->loop_var->name == var->name) {
+        return Fail(s, absl::StrCat("loop name '", var->name, "' is already bound by an enclosing loop"));
+      }
+    }
+    if (s->for_kind == ForKind::kVectorized) {
+      if (s->is_reduction) return Fail(s, "a vectorized loop must not be a reduction");
+      bool has_inner = false;
+      VisitStmts(s->body, [&](const Stmt& c) { has_inner |= c->kind == StmtKind::kFor; });
+      if (has_inner) return Fail(s, "a vectorized loop must be innermost");
+    }
+    if (s->for_kind == ForKind::kParallel) {
+      if (s->is_reduction) return Fail(s, "a parallel loop must not be a reduction");
+      if (parallel_depth_ > 0) return Fail(s, "a parallel loop is nested in a parallel loop");
+    }
+    return true;
+  }
+
+  void VisitAllocate(const Stmt& s) {
+    const Buffer* b = s->buffer.get();
+    if (!b) {
+      Fail(s, "the alloc has no buffer");
+    } else if (b->scope != Buffer::Scope::kLocal) {
+      Fail(s, "an alloc'd buffer must have local scope");
+    } else if (FindVisible(b->name)) {
+      Fail(s, absl::StrCat("buffer %", b->name, " is already defined"));
+    }
+    if (!status_.ok()) return;
+    buffers_.push_back(b);
+    Visitor::VisitStmt(s);
+    buffers_.pop_back();
+  }
+
+  /// Checks a load's or store's buffer and indices; false after reporting a violation.
+  bool CheckAccess(const BufferRef& buffer, const std::vector<Expr>& indices) {
+    if (!buffer) return Fail(context_, "an access has no buffer");
+    if (FindVisible(buffer->name) != buffer.get()) {
+      return Fail(context_, absl::StrCat("buffer %", buffer->name,
+                                      " is not a param, a workspace or allocated by an enclosing "
+                                      "alloc")),
+             false;
+    }
+    if (indices.size() != buffer->shape.size()) {
+      return Fail(context_, absl::StrCat("%", buffer->name, " has rank ", buffer->shape.size(),
+                                      " but is accessed with ", indices.size(), " indices")),
+             false;
+    }
+    for (const Expr& i : indices) {
+      if (i->dtype != DType::kInt64) {
+        return Fail(context_, absl::StrCat("index ", PrintExpr(i), " of %", buffer->name,
+                                        " has dtype ", DTypeName(i->dtype), ", expected i64")),
+               false;
+      }
+    }
+    return true;
+  }
+
+  const Buffer* FindVisible(const std::string& name) const {
+    for (auto it = buffers_.rbegin(); it != buffers_.rend(); ++it) {
+      if ((*it)->name == name) return *it;
+    }
+    return nullptr;
+  }
+
+  void FailExpr(const Expr& e, const std::string& why) {
+    Fail(context_, absl::StrCat(why, ": ", PrintExpr(e)));
+  }
+  /// Records the first violation; returns false for use in checks.
+  /// (The statement is printed only here, so a valid func costs no printing.)
+  bool Fail(const Stmt& stmt, const std::string& why) {
+    if (status_.ok()) {
+      status_ = absl::InvalidArgumentError(
+          stmt ? absl::StrCat("func '", func_.name, "': in '", StmtHead(stmt), "': ", why)
+               : absl::StrCat("func '", func_.name, "': ", why));
+    }
+    return false;
+  }
+
+  const Func& func_;
+  absl::Status status_;
+  std::vector<const Buffer*> buffers_;       // visible buffers, innermost scope last
+  std::vector<const StmtNode*> loops_;       // enclosing loops, outermost first
+  std::set<const VarNode*> bound_;           // variables of the enclosing loops
+  std::set<const VarNode*> ever_bound_;      // variables bound by any loop so far
+  int parallel_depth_ = 0;
+  Stmt context_;                             // the store or if whose expressions are visited
+};
+
+}  // namespace
+
+absl::Status VerifyFunc(const Func& func) { return Verifier(func).Run(); }
+
+}  // namespace kiln::loop

@@ -116,7 +116,8 @@ class Verifier final : public Visitor {
   bool CheckFor(const Stmt& s) {
     const VarNode* var = s->loop_var.get();
     if (!var) return Fail(s, "the loop has no variable");
-    if (s->extent <= 0) return Fail(s, absl::StrCat("extent ", s->extent, " is not positive"));
+    // Zero is legal: lowering emits empty loops for empty tensors, and they run no iteration.
+    if (s->extent < 0) return Fail(s, absl::StrCat("extent ", s->extent, " is negative"));
     if (!ever_bound_.insert(var).second) {
       return Fail(s, absl::StrCat("variable '", var->name, "' is bound by another loop too"));
     }

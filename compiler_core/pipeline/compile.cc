@@ -96,7 +96,8 @@ absl::StatusOr<CompileResult> CompileGraph(std::unique_ptr<graph::Graph> graph,
   for (const loop::Func& func : plan.funcs) {
     absl::Status verified = loop::VerifyFunc(func);
     if (!verified.ok()) {
-      return absl::InternalError(absl::StrCat("loop IR verifier after schedule: ", verified.message()));
+      return absl::InternalError(
+          absl::StrCat("loop IR verifier after schedule: ", verified.message()));
     }
   }
   // One optimized module per kernel, so that each kernel's LLVM IR can be diffed on its own.

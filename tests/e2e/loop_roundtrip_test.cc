@@ -48,7 +48,9 @@ absl::StatusOr<ModelKernels> CompileKernels(const std::string& model, const Targ
   absl::StatusOr<pipeline::KernelPlan> plan =
       pipeline::BuildKernelPlan(**graph, target, [](const std::string&) { return true; }, print);
   if (!plan.ok()) return plan.status();
-  for (const auto& call : plan->manifest.kernels()) kernels.schedule[call.symbol()] = call.schedule();
+  for (const auto& call : plan->manifest.kernels()) {
+    kernels.schedule[call.symbol()] = call.schedule();
+  }
   kernels.funcs = plan->funcs;
   return kernels;
 }

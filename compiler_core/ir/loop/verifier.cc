@@ -74,7 +74,8 @@ class Verifier final : public Visitor {
     switch (e->kind) {
       case ExprKind::kVar:
         if (bound_.count(e->var.get()) == 0) {
-          FailExpr(e, absl::StrCat("variable '", e->var->name, "' is not bound by an enclosing loop"));
+          FailExpr(e, absl::StrCat("variable '", e->var->name,
+                                   "' is not bound by an enclosing loop"));
         }
         break;
       case ExprKind::kLoad:
@@ -123,7 +124,8 @@ class Verifier final : public Visitor {
     }
     for (const StmtNode* outer : loops_) {
       if (outer->loop_var->name == var->name) {
-        return Fail(s, absl::StrCat("loop name '", var->name, "' is already bound by an enclosing loop"));
+        return Fail(s, absl::StrCat("loop name '", var->name,
+                                    "' is already bound by an enclosing loop"));
       }
     }
     if (s->for_kind == ForKind::kVectorized) {

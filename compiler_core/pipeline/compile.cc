@@ -11,6 +11,7 @@
 #include "compiler_core/importer/onnx/importer.h"
 #include "compiler_core/ir/graph/graph_hash.h"
 #include "compiler_core/ir/graph/printer.h"
+#include "compiler_core/ir/loop/verifier.h"
 #include "compiler_core/passes/graph/pass.h"
 #include "compiler_core/pipeline/kernel_plan.h"
 #include "compiler_core/runtime/abi.h"
@@ -63,7 +64,7 @@ absl::StatusOr<CompileResult> CompileGraph(std::unique_ptr<graph::Graph> graph,
   // A misspelled stage must not be silently ignored.
   for (const std::string& stage : options.print_ir_after) {
     std::vector<std::string> known = passes::RegisteredPassNames();
-    known.insert(known.end(), {"import", "lower", "schedule", "all"});
+    known.insert(known.end(), {"import", "lower", "schedule", "llvm", "all"});
     if (std::find(known.begin(), known.end(), stage) == known.end()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--print-ir-after: unknown stage '", stage, "' (known: ", absl::StrJoin(known, ", "), ")"));
@@ -94,6 +95,19 @@ absl::StatusOr<CompileResult> CompileGraph(std::unique_ptr<graph::Graph> graph,
   KILN_ASSIGN_OR_RETURN(KernelPlan plan,
                         BuildKernelPlan(*graph, result.target, schedules, print_stage, print));
   result.timings.lower_ms = MsSince(lower_start);
+  // Always on: verifying costs far below 1% of a compile (one walk per kernel).
+  for (const loop::Func& func : plan.funcs) {
+    absl::Status verified = loop::VerifyFunc(func);
+    if (!verified.ok()) {
+      return absl::InternalError(
+          absl::StrCat("loop IR verifier after schedule: ", verified.message()));
+    }
+  }
+  // One optimized module per kernel, so that each kernel's LLVM IR can be diffed on its own.
+  for (size_t k = 0; print_stage("llvm") && k < plan.funcs.size(); ++k) {
+    KILN_ASSIGN_OR_RETURN(std::string llvm_ir, codegen::EmitLlvmIr({plan.funcs[k]}, result.target));
+    print("llvm", llvm_ir);
+  }
 
   auto codegen_start = std::chrono::steady_clock::now();
   KILN_ASSIGN_OR_RETURN(std::string code,

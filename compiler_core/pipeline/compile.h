@@ -23,8 +23,9 @@ struct CompileOptions {
   /// Target spec: "host" or "cpu:<llvm cpu name>" (see codegen::ResolveTarget).
   std::string target = "host";
   /// Graph pass names after which to print the graph IR ("all" for every pass), plus the
-  /// pseudo-stages "import" (graph IR as imported), "lower" (loop IR before scheduling) and
-  /// "schedule" (loop IR after scheduling).
+  /// pseudo-stages "import" (graph IR as imported), "lower" (loop IR before scheduling),
+  /// "schedule" (loop IR after scheduling) and "llvm" (each kernel's optimized LLVM IR, one
+  /// module per kernel).
   std::vector<std::string> print_ir_after;
   /// Graph passes of the default pipeline to skip (registry names, e.g. "fusion"). A name that
   /// is not a registered pass is kInvalidArgument.
@@ -51,7 +52,7 @@ struct CompileResult {
 /// Compiles the ONNX model at `model_path`.
 /// Errors: those of the importer (kNotFound, kInvalidArgument, kUnimplemented), of target
 /// resolution (kInvalidArgument), of lowering (kUnimplemented naming the node) and kInternal
-/// for a failed pass verification or code generation.
+/// for a failed pass or loop IR verification or code generation.
 absl::StatusOr<CompileResult> CompileModelFile(const std::string& model_path,
                                                const CompileOptions& options);
 

@@ -94,8 +94,9 @@ absl::StatusOr<Schedule> ParseSchedule(std::string_view text) {
     }
     KILN_ASSIGN_OR_RETURN(Primitive p, ParseStep(tokens, &pos));
     if (!IsStepEnd(tokens[pos])) {
-      return ErrorAt(tokens[pos], absl::StrCat("expected the end of the line or ';' after a step, got ",
-                                               DescribeToken(tokens[pos])));
+      return ErrorAt(tokens[pos],
+                     absl::StrCat("expected the end of the line or ';' after a step, got ",
+                                  DescribeToken(tokens[pos])));
     }
     schedule.steps.push_back(std::move(p));
   }

@@ -1,4 +1,5 @@
-# lit configuration for Kiln's golden IR tests (*.kir): %kiln-opt runs the graph optimizer,
+# lit configuration for Kiln's golden IR tests (*.kir graph IR, *.kloop loop IR): %kiln-opt runs
+# the graph optimizer or applies loop schedules,
 # FileCheck and not come from LLVM 19.
 import os
 
@@ -6,7 +7,7 @@ import lit.formats
 
 config.name = "kiln-golden"
 config.test_format = lit.formats.ShTest(execute_external=False)
-config.suffixes = [".kir"]
+config.suffixes = [".kir", ".kloop"]
 config.test_source_root = os.path.dirname(__file__)
 
 _repo = os.path.abspath(os.path.join(config.test_source_root, "..", ".."))

@@ -4,6 +4,8 @@
 
 #include <map>
 
+#include "compiler_core/ir/loop/visitor.h"
+
 namespace kiln::codegen {
 namespace {
 
@@ -23,10 +25,9 @@ struct Access {
 using AccessMap = std::map<const loop::Buffer*, std::vector<Access>>;
 
 void CollectLoads(const Expr& e, AccessMap& accesses) {
-  if (e->kind == ExprKind::kLoad) {
-    accesses[e->buffer.get()].push_back({false, &e->operands});
-  }
-  for (const Expr& op : e->operands) CollectLoads(op, accesses);
+  loop::VisitExprs(e, [&](const Expr& x) {
+    if (x->kind == ExprKind::kLoad) accesses[x->buffer.get()].push_back({false, &x->operands});
+  });
 }
 
 // Returns false if the statement holds something a SIMD body cannot (loops, allocations,
@@ -67,11 +68,8 @@ bool SameIndices(const std::vector<Expr>& a, const std::vector<Expr>& b) {
 }  // namespace
 
 bool DependsOn(const Expr& expr, const loop::VarNode* var) {
-  if (expr->kind == ExprKind::kVar) return expr->var.get() == var;
-  for (const Expr& op : expr->operands) {
-    if (DependsOn(op, var)) return true;
-  }
-  return false;
+  return loop::AnyExpr(
+      expr, [&](const Expr& e) { return e->kind == ExprKind::kVar && e->var.get() == var; });
 }
 
 std::optional<int64_t> LinearCoefficient(const Expr& expr, const loop::VarNode* var) {

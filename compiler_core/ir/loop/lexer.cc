@@ -148,7 +148,8 @@ std::string DescribeToken(const Token& tok) {
 }
 
 absl::Status ErrorAt(const Token& tok, std::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat(tok.line, ":", tok.col, ": ", std::string(message)));
+  return absl::InvalidArgumentError(
+      absl::StrCat(tok.line, ":", tok.col, ": ", std::string(message)));
 }
 
 bool IsFloatLiteral(std::string_view text) {

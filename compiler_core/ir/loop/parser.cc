@@ -83,16 +83,20 @@ class Parser {
     if (pos_ < tokens_.size() - 1) ++pos_;
     return tok;
   }
+  /// Consumes a keyword, punctuation or number token spelled `text`.
   absl::Status Expect(std::string_view text) {
-    if (!Peek().Is(text)) {
-      return ErrorAt(Peek(), absl::StrCat("expected '", std::string(text), "', got ", DescribeToken(Peek())));
+    const Token& tok = Peek();
+    if (!tok.Is(text) && !(tok.kind == TokenKind::kNumber && tok.text == text)) {
+      return ErrorAt(tok, absl::StrCat("expected '", std::string(text), "', got ",
+                                       DescribeToken(tok)));
     }
     Next();
     return absl::OkStatus();
   }
   absl::StatusOr<Token> ExpectKind(TokenKind kind, std::string_view what) {
     if (Peek().kind != kind) {
-      return ErrorAt(Peek(), absl::StrCat("expected ", std::string(what), ", got ", DescribeToken(Peek())));
+      return ErrorAt(Peek(), absl::StrCat("expected ", std::string(what), ", got ",
+                                          DescribeToken(Peek())));
     }
     return Next();
   }
@@ -102,7 +106,8 @@ class Parser {
     auto res = std::from_chars(tok.text.data(), tok.text.data() + tok.text.size(), v);
     if (tok.kind != TokenKind::kNumber || res.ec != std::errc() ||
         res.ptr != tok.text.data() + tok.text.size()) {
-      return ErrorAt(tok, absl::StrCat("expected ", std::string(what), ", got ", DescribeToken(tok)));
+      return ErrorAt(tok, absl::StrCat("expected ", std::string(what), ", got ",
+                                       DescribeToken(tok)));
     }
     Next();
     return v;
@@ -199,7 +204,7 @@ class Parser {
     KILN_RETURN_IF_ERROR(Expect("for"));
     KILN_ASSIGN_OR_RETURN(Token name, ExpectKind(TokenKind::kIdent, "a loop variable name"));
     KILN_RETURN_IF_ERROR(Expect("in"));
-    KILN_RETURN_IF_ERROR(ExpectNumber("0"));
+    KILN_RETURN_IF_ERROR(Expect("0"));
     KILN_RETURN_IF_ERROR(Expect(".."));
     KILN_ASSIGN_OR_RETURN(int64_t extent, ParseInt("a loop extent"));
     bool is_reduction = false;
@@ -214,14 +219,6 @@ class Parser {
     if (!body.ok()) return body.status();
     return For(std::move(var), extent, *std::move(body), kind, is_reduction);
   }
-  absl::Status ExpectNumber(std::string_view text) {
-    if (Peek().kind != TokenKind::kNumber || Peek().text != text) {
-      return ErrorAt(Peek(), absl::StrCat("expected '", std::string(text), "', got ", DescribeToken(Peek())));
-    }
-    Next();
-    return absl::OkStatus();
-  }
-
   /// "%buf[i, j] = value".
   absl::StatusOr<Stmt> ParseStore() {
     Token at = Peek();

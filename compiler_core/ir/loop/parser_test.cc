@@ -97,7 +97,8 @@ TEST(LoopParserTest, RoundTripsEveryOpAndImmediate) {
   stores.push_back(Store(fb, {IntImm(1)}, FloatImm(0.1)));
   stores.push_back(Store(fb, {IntImm(1)}, FloatImm(std::nan(""))));
   stores.push_back(Store(fb, {IntImm(1)}, FloatImm(1e30)));
-  stores.push_back(Store(fb, {IntImm(1)}, Cast(DType::kFloat32, FloatImm(-2.5e-300, DType::kFloat64))));
+  stores.push_back(
+      Store(fb, {IntImm(1)}, Cast(DType::kFloat32, FloatImm(-2.5e-300, DType::kFloat64))));
   stores.push_back(Store(fb, {IntImm(1)}, Cast(DType::kFloat32, FloatImm(0.25, DType::kFloat16))));
   stores.push_back(Store(fb, {IntImm(1)}, Cast(DType::kFloat32, IntImm(7, DType::kUInt8))));
   Func f;

@@ -74,7 +74,8 @@ class Verifier final : public Visitor {
     switch (e->kind) {
       case ExprKind::kVar:
         if (bound_.count(e->var.get()) == 0) {
-          FailExpr(e, absl::StrCat("variable '", e->var->name, "' is not bound by an enclosing loop"));
+          FailExpr(e, absl::StrCat("variable '", e->var->name,
+                                   "' is not bound by an enclosing loop"));
         }
         break;
       case ExprKind::kLoad:
@@ -116,13 +117,15 @@ class Verifier final : public Visitor {
   bool CheckFor(const Stmt& s) {
     const VarNode* var = s->loop_var.get();
     if (!var) return Fail(s, "the loop has no variable");
-    if (s->extent <= 0) return Fail(s, absl::StrCat("extent ", s->extent, " is not positive"));
+    // Zero is legal: lowering emits empty loops for empty tensors, and they run no iteration.
+    if (s->extent < 0) return Fail(s, absl::StrCat("extent ", s->extent, " is negative"));
     if (!ever_bound_.insert(var).second) {
       return Fail(s, absl::StrCat("variable '", var->name, "' is bound by another loop too"));
     }
     for (const StmtNode* outer : loops_) {
       if (outer->loop_var->name == var->name) {
-        return Fail(s, absl::StrCat("loop name '", var->name, "' is already bound by an enclosing loop"));
+        return Fail(s, absl::StrCat("loop name '", var->name,
+                                    "' is already bound by an enclosing loop"));
       }
     }
     if (s->for_kind == ForKind::kVectorized) {

@@ -18,7 +18,8 @@ namespace kiln::loop {
 /// - loads and stores have one index per buffer dimension, every index is i64, a stored value
 ///   has the buffer's dtype, binary operands agree in dtype, a select's condition is bool and
 ///   its values agree, an if's condition is bool;
-/// - every loop extent is positive; a vectorized loop is innermost and not a reduction; a
+/// - no loop extent is negative (zero is legal: empty tensors lower to loops that run no
+///   iteration); a vectorized loop is innermost and not a reduction; a
 ///   parallel loop is not a reduction and has no parallel loop around it.
 /// Errors: kInvalidArgument "func 'NAME': in 'STMT': WHY", STMT being the first line of the
 /// offending statement as PrintStmt prints it (the first violation found, in program order).

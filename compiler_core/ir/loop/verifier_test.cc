@@ -61,8 +61,12 @@ TEST(LoopVerifierTest, RejectsIllegalLoopKinds) {
             "func 'k': in 'parallel for i in 0..4 reduce': a parallel loop must not be a "
             "reduction");
   EXPECT_EQ(VerifyText("func @k(%x: f32[4]) anchor=Relu {\n"
+                       "  for i in 0..-1 {\n    %x[i] = 0.0\n  }\n}\n"),
+            "func 'k': in 'for i in 0..-1': extent -1 is negative");
+  // An empty loop (an empty tensor's) is legal.
+  EXPECT_EQ(VerifyText("func @k(%x: f32[0]) anchor=Relu {\n"
                        "  for i in 0..0 {\n    %x[i] = 0.0\n  }\n}\n"),
-            "func 'k': in 'for i in 0..0': extent 0 is not positive");
+            "");
 }
 
 TEST(LoopVerifierTest, RejectsBadNamesAndScopes) {

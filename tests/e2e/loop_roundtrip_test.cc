@@ -45,8 +45,9 @@ absl::StatusOr<ModelKernels> CompileKernels(const std::string& model, const Targ
     std::string name = ir.substr(6, ir.find('(') - 6);  // "func @NAME(..."
     (stage == "lower" ? kernels.lowered : kernels.scheduled)[name] = ir;
   };
-  absl::StatusOr<pipeline::KernelPlan> plan =
-      pipeline::BuildKernelPlan(**graph, target, [](const std::string&) { return true; }, print);
+  const schedule::DefaultScheduleSource defaults;
+  absl::StatusOr<pipeline::KernelPlan> plan = pipeline::BuildKernelPlan(
+      **graph, target, defaults, [](const std::string&) { return true; }, print);
   if (!plan.ok()) return plan.status();
   for (const auto& call : plan->manifest.kernels()) {
     kernels.schedule[call.symbol()] = call.schedule();

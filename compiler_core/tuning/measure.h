@@ -1,6 +1,6 @@
-// Measuring candidates of one workload: build a batch (the reference — the default schedule —
-// and every candidate as kernels of one shared object), then run each kernel in a child
-// process on this machine: outputs first compared with the reference's on the same seeded
+// Measuring candidates of one workload: a batch (the reference — the default schedule — and
+// every candidate as kernels of one shared object, built by build.h) runs kernel by kernel in a
+// child process on this machine: outputs first compared with the reference's on the same seeded
 // random inputs (a fast but wrong candidate is never timed, let alone recorded), then warm-up
 // runs and timed repeats until a minimum measured time. A crash or hang costs one candidate:
 // the child dies (or is killed by its alarm), the caller goes on.
@@ -18,8 +18,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "compiler_core/ir/loop/loop_ir.h"
-#include "compiler_core/schedule/schedule.h"
-#include "compiler_core/support/target.h"
 
 namespace kiln::tuning {
 
@@ -36,21 +34,6 @@ struct CandidateBatch {
   BuiltKernel reference;        // the default schedule's kernel
   std::vector<BuiltKernel> candidates;
 };
-
-/// Builds the default schedule of `lowered` and each of `candidates` (schedules of
-/// `lowered`) into one batch for `target`. A schedule that does not apply gets its error as
-/// the candidate's status (kFailedPrecondition) and no symbol. Errors: code generation failures
-/// (kInternal).
-absl::StatusOr<CandidateBatch> BuildCandidates(const loop::Func& lowered,
-                                               const std::vector<schedule::Schedule>& candidates,
-                                               const Target& target);
-
-/// Builds already scheduled kernels: `reference` and `candidates` must have the params of one
-/// workload (same count, dtypes and shapes; workspaces may differ). For tests and for
-/// candidates that are not schedules of a template (e.g. another algorithm's lowering).
-absl::StatusOr<CandidateBatch> BuildFuncs(const loop::Func& reference,
-                                          const std::vector<loop::Func>& candidates,
-                                          const Target& target);
 
 struct MeasureOptions {
   int num_threads = 1;         // threads of the pool the kernels' parallel loops run on

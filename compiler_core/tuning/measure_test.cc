@@ -3,6 +3,8 @@
 // reported without being run.
 #include "compiler_core/tuning/measure.h"
 
+#include "compiler_core/tuning/build.h"
+
 #include "compiler_core/codegen/llvm/codegen.h"
 #include "compiler_core/lowering/lower.h"
 #include "compiler_core/lowering/lowering_test_util.h"

@@ -369,13 +369,6 @@ class Search {
 
 }  // namespace
 
-absl::StatusOr<BatchMeasurement> LocalMeasurer::Measure(
-    const loop::Func& lowered, const std::vector<schedule::Schedule>& candidates) {
-  absl::StatusOr<CandidateBatch> batch = BuildCandidates(lowered, candidates, target_);
-  if (!batch.ok()) return batch.status();
-  return RunCandidates(lowered, *batch, options_);
-}
-
 absl::StatusOr<SearchResult> TuneTasks(const std::vector<TuneTask>& tasks, const Target& target,
                                        Measurer& measurer, const FeatureContext& features,
                                        const SearchOptions& options,

@@ -37,23 +37,6 @@ class Measurer {
   virtual std::string worker_name() const = 0;
 };
 
-/// Builds and runs batches in child processes of this process (measure.h), for `target`.
-class LocalMeasurer final : public Measurer {
- public:
-  LocalMeasurer(Target target, std::string hardware_key, MeasureOptions options)
-      : target_(std::move(target)), hardware_key_(std::move(hardware_key)),
-        options_(options) {}
-  absl::StatusOr<BatchMeasurement> Measure(
-      const loop::Func& lowered, const std::vector<schedule::Schedule>& candidates) override;
-  std::string hardware_key() const override { return hardware_key_; }
-  std::string worker_name() const override { return "local"; }
-
- private:
-  Target target_;
-  std::string hardware_key_;
-  MeasureOptions options_;
-};
-
 /// One workload to tune.
 struct TuneTask {
   std::string workload_key;

@@ -6,6 +6,7 @@
 #include "compiler_core/lowering/lower.h"
 #include "compiler_core/lowering/lowering_test_util.h"
 #include "compiler_core/support/sha256.h"
+#include "compiler_core/tuning/local_measurer.h"
 #include "compiler_core/tuning/records.h"
 #include "compiler_core/tuning/workload.h"
 #include "gtest/gtest.h"

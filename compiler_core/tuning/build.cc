@@ -1,0 +1,77 @@
+// Building candidate batches.
+#include "compiler_core/tuning/build.h"
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/codegen/llvm/codegen.h"
+
+namespace kiln::tuning {
+namespace {
+
+BuiltKernel Built(const loop::Func& f) {
+  BuiltKernel k;
+  k.symbol = f.name;
+  for (const loop::BufferRef& w : f.workspaces) k.workspace_bytes.push_back(w->NumBytes());
+  return k;
+}
+
+}  // namespace
+
+absl::StatusOr<CandidateBatch> BuildFuncs(const loop::Func& reference,
+                                          const std::vector<loop::Func>& candidates,
+                                          const Target& target) {
+  std::vector<loop::Func> funcs;
+  loop::Func ref = reference;
+  ref.name = "kiln_reference";
+  funcs.push_back(ref);
+  CandidateBatch batch;
+  batch.reference = Built(ref);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    loop::Func f = candidates[i];
+    f.name = absl::StrCat("kiln_candidate_", i);
+    if (f.params.size() != reference.params.size()) {
+      BuiltKernel k;
+      k.status = absl::InvalidArgumentError(
+          absl::StrCat("candidate ", i, " has ", f.params.size(), " params, the workload ",
+                       reference.params.size()));
+      batch.candidates.push_back(k);
+      continue;
+    }
+    batch.candidates.push_back(Built(f));
+    funcs.push_back(std::move(f));
+  }
+  absl::StatusOr<std::string> code = codegen::CompileToSharedObject(funcs, target);
+  if (!code.ok()) return code.status();
+  batch.code = std::move(*code);
+  return batch;
+}
+
+absl::StatusOr<CandidateBatch> BuildCandidates(const loop::Func& lowered,
+                                               const std::vector<schedule::Schedule>& candidates,
+                                               const Target& target) {
+  loop::Func reference = lowered;
+  absl::Status st = schedule::ApplySchedule(schedule::DefaultSchedule(lowered, target), reference);
+  if (!st.ok()) return absl::InternalError(absl::StrCat("default schedule: ", st.message()));
+  std::vector<loop::Func> built;
+  std::vector<absl::Status> failed(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    loop::Func f = lowered;
+    failed[i] = schedule::ApplySchedule(candidates[i], f);
+    if (failed[i].ok()) built.push_back(std::move(f));
+  }
+  absl::StatusOr<CandidateBatch> batch = BuildFuncs(reference, built, target);
+  if (!batch.ok()) return batch;
+  // Spread the built kernels back over the candidate positions.
+  std::vector<BuiltKernel> all(candidates.size());
+  size_t next = 0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (failed[i].ok()) {
+      all[i] = batch->candidates[next++];
+    } else {
+      all[i].status = failed[i];
+    }
+  }
+  batch->candidates = std::move(all);
+  return batch;
+}
+
+}  // namespace kiln::tuning

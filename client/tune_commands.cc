@@ -156,6 +156,10 @@ int TuneLocal(const Args& args) {
     }
     tasks.push_back(std::move(t));
   }
+  // The measuring process owns `threads` cores, as a measure worker does.
+  if (absl::StatusOr<std::vector<int>> pinned = tuning::PinToCores(threads); !pinned.ok()) {
+    std::cerr << "kiln: tune: not pinned: " << pinned.status().message() << "\n";
+  }
   tuning::MeasureOptions measure;
   measure.num_threads = threads;
   tuning::LocalMeasurer measurer(target, hw.Key(), measure);

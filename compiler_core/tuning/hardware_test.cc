@@ -1,6 +1,10 @@
 // Hardware keys: canonical form, parsing, distance for record transfer, detection.
 #include "compiler_core/tuning/hardware.h"
 
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "gtest/gtest.h"
 
 namespace kiln::tuning {
@@ -69,6 +73,27 @@ TEST(HardwareTest, DetectsThisCpu) {
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(parsed->Key(), h.Key());
   EXPECT_GE(DetectCpuHardware(t, 0).compute_units, 1);
+}
+
+TEST(HardwareTest, PinsToTheFirstAllowedCores) {
+  // In a child, so the test binary keeps its own affinity.
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    absl::StatusOr<std::vector<int>> ids = PinToCores(1);
+    if (!ids.ok() || ids->size() != 1) _exit(1);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    sched_getaffinity(0, sizeof set, &set);
+    if (CPU_COUNT(&set) != 1 || !CPU_ISSET((*ids)[0], &set)) _exit(2);
+    if (PinToCores(0).status().code() != absl::StatusCode::kInvalidArgument) _exit(3);
+    if (PinToCores(100000).status().code() != absl::StatusCode::kInvalidArgument) _exit(4);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace

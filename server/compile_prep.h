@@ -10,7 +10,7 @@
 #include "kiln/v1/service.pb.h"
 #include "server/cache/storage.h"
 #include "server/model_index.h"
-#include "server/scheduler.h"
+#include "server/compile_handler.h"
 
 namespace kiln::server {
 

@@ -1,0 +1,2 @@
+#include "server/job_queue.h"
+#include "gtest/gtest.h"

@@ -1,0 +1,2 @@
+#include "server/worker_registry.h"
+#include "gtest/gtest.h"

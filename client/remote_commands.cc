@@ -187,8 +187,8 @@ int WorkersCommand(int argc, char** argv) {
   if (!client) return Fail("workers: " + error);
   auto workers = client->ListWorkers();
   if (!workers.ok()) return FailStatus(workers.status());
-  std::cout << absl::StrFormat("%-24s %-10s %-7s %-8s %-20s %-22s %s\n", "ID", "BUSY/SLOTS",
-                               "PID", "LOCAL", "HEARTBEAT (UTC)", "ADDRESS", "CAPABILITIES");
+  std::cout << absl::StrFormat("%-24s %-10s %-7s %-8s %-20s %-22s %s\n", "ID", "BUSY/SLOTS", "PID",
+                               "LOCAL", "HEARTBEAT (UTC)", "ADDRESS", "CAPABILITIES");
   for (const kiln::v1::Worker& w : workers->workers()) {
     std::cout << absl::StrFormat("%-24s %4d/%-5d %-7d %-8s %-20s %-22s %s\n", w.id(), w.busy(),
                                  w.slots(), w.pid(), w.local() ? "yes" : "no",

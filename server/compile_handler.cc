@@ -77,8 +77,7 @@ std::string TargetKind(const std::string& target) {
   return target.substr(0, target.find(':'));
 }
 
-bool CompileHandler::CanRun(const JobSpec& job,
-                            const v1::WorkerCapabilities& capabilities) const {
+bool CompileHandler::CanRun(const JobSpec& job, const v1::WorkerCapabilities& capabilities) const {
   const v1::CompileCapability* compile = FindCompileCapability(capabilities);
   if (compile == nullptr) return false;
   const CompileSpec& spec = CompileSpecOf(job);
@@ -112,17 +111,17 @@ absl::StatusOr<JobResult> CompileHandler::TaskSucceeded(const JobSpec& job,
   const v1::CompileResult& compiled = result.compile();
   if (compiled.has_key() && (compiled.key().graph_hash() != key.graph_hash ||
                              compiled.key().target_key() != key.target_key)) {
-    return absl::InternalError(
-        absl::StrCat("worker ", worker_id, " compiled for key (", compiled.key().graph_hash(),
-                     ", ", compiled.key().target_key(), ") but kilnd expected (", key.graph_hash,
-                     ", ", key.target_key, ")"));
+    return absl::InternalError(absl::StrCat("worker ", worker_id, " compiled for key (",
+                                            compiled.key().graph_hash(), ", ",
+                                            compiled.key().target_key(), ") but kilnd expected (",
+                                            key.graph_hash, ", ", key.target_key, ")"));
   }
   absl::StatusOr<cache::ArtifactEntry> entry = storage_->LinkArtifact(
       key, compiled.artifact_digest().hash(), static_cast<int64_t>(compiled.compile_ms()));
   if (!entry.ok()) {
-    return absl::InternalError(absl::StrCat("worker ", worker_id, " reported artifact ",
-                                            compiled.artifact_digest().hash(),
-                                            " but it cannot be filed: ", entry.status().ToString()));
+    return absl::InternalError(
+        absl::StrCat("worker ", worker_id, " reported artifact ", compiled.artifact_digest().hash(),
+                     " but it cannot be filed: ", entry.status().ToString()));
   }
   v1::CompileResponse response = CachedCompileResponse(key, *entry);
   response.set_compile_ms(compiled.compile_ms());

@@ -234,8 +234,7 @@ void JobQueue::Unwatch(const std::string& job_id, uint64_t watch_id) {
   if (it != jobs_.end()) it->second->watchers.erase(watch_id);
 }
 
-void JobQueue::Progress(const std::string& job_id, const std::string& message,
-                        Notifications& n) {
+void JobQueue::Progress(const std::string& job_id, const std::string& message, Notifications& n) {
   auto it = jobs_.find(job_id);
   if (it != jobs_.end()) Emit(*it->second, it->second->state, message, n);
 }
@@ -270,10 +269,9 @@ std::string JobQueue::Start(const std::string& job_id, const std::string& worker
   update.attempts = job.attempts;
   update.worker = job.worker;
   Persist(job, update);
-  LogInfo("job.dispatched", {{"job", job.id},
-                             {"task", job.task_id},
-                             {"worker", job.worker},
-                             {"attempt", job.attempts}});
+  LogInfo(
+      "job.dispatched",
+      {{"job", job.id}, {"task", job.task_id}, {"worker", job.worker}, {"attempt", job.attempts}});
   Emit(job, v1::RUNNING, absl::StrCat("running on ", job.worker, " (attempt ", job.attempts, ")"),
        n);
   return job.task_id;
@@ -284,8 +282,7 @@ void JobQueue::ClearTask(const std::string& job_id) {
   if (it != jobs_.end()) it->second->task_id.clear();
 }
 
-void JobQueue::Requeue(const std::string& job_id, const std::string& message,
-                       Notifications& n) {
+void JobQueue::Requeue(const std::string& job_id, const std::string& message, Notifications& n) {
   LiveJob& job = *jobs_.at(job_id);
   job.task_id.clear();
   job.state = v1::QUEUED;
@@ -318,9 +315,8 @@ void JobQueue::Finish(const std::string& job_id, const absl::Status& status,
                                   status.ok() ? result.work_seconds : 0);
   }
   if (status.ok()) {
-    LogInfo("job.succeeded", {{"job", job.id},
-                              {"worker", job.worker},
-                              {"work_ms", result.work_seconds * 1000}});
+    LogInfo("job.succeeded",
+            {{"job", job.id}, {"worker", job.worker}, {"work_ms", result.work_seconds * 1000}});
   } else {
     LogWarning("job.failed", {{"job", job.id}, {"status", status}});
   }
@@ -337,9 +333,10 @@ void JobQueue::ExpireDeadlines(absl::Time now, Notifications& n) {
   }
   for (const std::string& id : expired) {
     std::string where = jobs_.at(id)->state == v1::RUNNING ? "running" : "queued";
-    Finish(id,
-           absl::DeadlineExceededError(absl::StrCat("job ", id, " passed its deadline while ", where)),
-           {}, n);
+    Finish(
+        id,
+        absl::DeadlineExceededError(absl::StrCat("job ", id, " passed its deadline while ", where)),
+        {}, n);
   }
 }
 
@@ -368,7 +365,8 @@ void JobQueue::FinishCancelled(LiveJob& job, const std::string& why, Notificatio
   update.state = cache::JobState::kCancelled;
   update.error = status;
   Persist(job, update);
-  if (options_.metrics) options_.metrics->JobFinished(job.spec.kind, cache::JobState::kCancelled, 0);
+  if (options_.metrics)
+    options_.metrics->JobFinished(job.spec.kind, cache::JobState::kCancelled, 0);
   LogInfo("job.cancelled", {{"job", job.id}, {"reason", why}});
   NotifyWaiters(job, status, {}, n);
   Emit(job, v1::CANCELLED, why, n, /*last=*/true, status);
@@ -383,9 +381,8 @@ void JobQueue::NotifyWaiters(LiveJob& job, const absl::Status& status, const Job
   job.waiters.clear();
 }
 
-void JobQueue::Emit(LiveJob& job, v1::JobState state, const std::string& message,
-                    Notifications& n, bool last, const absl::Status& error,
-                    const JobResult* result) {
+void JobQueue::Emit(LiveJob& job, v1::JobState state, const std::string& message, Notifications& n,
+                    bool last, const absl::Status& error, const JobResult* result) {
   if (job.watchers.empty()) return;
   v1::JobEvent event;
   if (result) event = result->event;

@@ -208,7 +208,10 @@ class FakeWorker {
     ctx_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
     stream_ = hub_->Connect(&ctx_);
     v1::WorkerMessage reg;
-    reg.mutable_register_()->mutable_capabilities()->add_capabilities()->mutable_compile()
+    reg.mutable_register_()
+        ->mutable_capabilities()
+        ->add_capabilities()
+        ->mutable_compile()
         ->add_target_kinds("cpu");
     reg.mutable_register_()->set_slots(1);
     reg.mutable_register_()->set_pid(static_cast<int>(::getpid()));

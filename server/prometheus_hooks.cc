@@ -15,8 +15,7 @@ void PrometheusHooks::CacheLookup(bool hit) {
   (hit ? m_->cache_hits : m_->cache_misses).Increment();
 }
 
-void PrometheusHooks::JobFinished(cache::JobKind kind, cache::JobState state,
-                                  double work_seconds) {
+void PrometheusHooks::JobFinished(cache::JobKind kind, cache::JobState state, double work_seconds) {
   m_->jobs_finished.Add({{"state", std::string(cache::JobStateName(state))}}).Increment();
   if (kind == cache::JobKind::kCompile && state == cache::JobState::kSucceeded) {
     m_->compile_seconds.Observe(work_seconds);

@@ -13,8 +13,8 @@ namespace {
 absl::StatusOr<CompileSpec> PrepareAgain(const cache::JobRecord& record,
                                          CompilePreparer* preparer) {
   if (record.kind != cache::JobKind::kCompile) {
-    return absl::UnimplementedError(
-        absl::StrCat("this kilnd cannot run ", std::string(cache::JobKindName(record.kind)), " jobs"));
+    return absl::UnimplementedError(absl::StrCat(
+        "this kilnd cannot run ", std::string(cache::JobKindName(record.kind)), " jobs"));
   }
   v1::CompileRequest request;
   if (!request.ParseFromString(record.request)) {

@@ -11,13 +11,13 @@ namespace kiln::server {
 
 Scheduler::Scheduler(SchedulerOptions options)
     : options_(std::move(options)),
-      queue_(JobQueueOptions{
-          options_.storage, options_.metrics, [this](const LiveJob& job) { OnJobEnd(job); },
-          [this](const cache::JobRecord& record, v1::JobEvent& event) {
-            if (JobHandler* handler = HandlerFor(record.kind)) {
-              handler->DescribeResult(record.result, event);
-            }
-          }}),
+      queue_(JobQueueOptions{options_.storage, options_.metrics,
+                             [this](const LiveJob& job) { OnJobEnd(job); },
+                             [this](const cache::JobRecord& record, v1::JobEvent& event) {
+                               if (JobHandler* handler = HandlerFor(record.kind)) {
+                                 handler->DescribeResult(record.result, event);
+                               }
+                             }}),
       workers_(options_.max_attempts) {
   for (JobHandler* handler : options_.handlers) handlers_[handler->kind()] = handler;
   tick_thread_ = std::thread([this] { TickLoop(); });
@@ -40,8 +40,8 @@ JobHandler* Scheduler::HandlerFor(cache::JobKind kind) const {
 absl::StatusOr<Ticket> Scheduler::Submit(const JobSpec& spec, absl::Time deadline, bool detached,
                                          JobCallback on_done) {
   if (HandlerFor(spec.kind) == nullptr) {
-    return absl::UnimplementedError(
-        absl::StrCat("kilnd has no handler for ", std::string(cache::JobKindName(spec.kind)), " jobs"));
+    return absl::UnimplementedError(absl::StrCat(
+        "kilnd has no handler for ", std::string(cache::JobKindName(spec.kind)), " jobs"));
   }
   Notifications n;
   absl::StatusOr<Ticket> ticket;
@@ -181,9 +181,8 @@ void Scheduler::TaskDone(const std::string& worker_id, const v1::TaskResult& res
       JobResult job_result;
       if (status.ok()) {
         // Even for a stale task: a good artifact is still filed.
-        absl::StatusOr<JobResult> done = HandlerFor(task->spec.kind)
-                                             ->TaskSucceeded(task->spec, task->job_id, worker_id,
-                                                             result);
+        absl::StatusOr<JobResult> done =
+            HandlerFor(task->spec.kind)->TaskSucceeded(task->spec, task->job_id, worker_id, result);
         if (done.ok()) {
           job_result = *std::move(done);
         } else {

@@ -134,8 +134,8 @@ class Scheduler {
   std::condition_variable cv_;  // tick thread wake-up; Drain waits on it for running jobs
   bool stopping_ = false;
   bool draining_ = false;
-  JobQueue queue_;           // guarded by mu_
-  WorkerRegistry workers_;   // guarded by mu_
+  JobQueue queue_;          // guarded by mu_
+  WorkerRegistry workers_;  // guarded by mu_
   std::thread tick_thread_;
 };
 

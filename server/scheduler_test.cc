@@ -73,9 +73,7 @@ struct Waiter {
 class SchedulerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    cache::StorageOptions options;
-    options.data_dir = dir_.path();
-    auto storage = cache::OpenSqliteStorage(options);
+    auto storage = cache::testing::OpenStorageIn(dir_);
     ASSERT_TRUE(storage.ok()) << storage.status();
     storage_ = std::move(*storage);
     compile_ = std::make_unique<CompileHandler>(storage_.get(), "testcpu");
@@ -181,8 +179,7 @@ TEST_F(SchedulerTest, CompilesOnAWorkerAndFilesTheArtifact) {
 
 TEST_F(SchedulerTest, InteractiveRunsBeforeBatch) {
   auto batch = Submit(Spec("batch", v1::BATCH), absl::InfiniteFuture(), true, nullptr);
-  auto batch2 =
-      Submit(Spec("batch2", v1::BATCH), absl::InfiniteFuture(), true, nullptr);
+  auto batch2 = Submit(Spec("batch2", v1::BATCH), absl::InfiniteFuture(), true, nullptr);
   auto interactive = Submit(Spec("interactive"), absl::InfiniteFuture(), true, nullptr);
   ASSERT_TRUE(batch.ok() && batch2.ok() && interactive.ok());
 
@@ -201,8 +198,7 @@ TEST_F(SchedulerTest, InteractiveRunsBeforeBatch) {
 TEST_F(SchedulerTest, InteractiveRequestPromotesQueuedBatchJob) {
   auto other = Submit(Spec("other", v1::BATCH), absl::InfiniteFuture(), true, nullptr);
   auto batch = Submit(Spec("x", v1::BATCH), absl::InfiniteFuture(), true, nullptr);
-  auto joined =
-      Submit(Spec("x", v1::INTERACTIVE), absl::InfiniteFuture(), false, nullptr);
+  auto joined = Submit(Spec("x", v1::INTERACTIVE), absl::InfiniteFuture(), false, nullptr);
   ASSERT_TRUE(other.ok() && batch.ok() && joined.ok());
   EXPECT_TRUE(joined->joined);
   std::string wid;
@@ -216,8 +212,7 @@ TEST_F(SchedulerTest, SingleFlightRunsOneJobForIdenticalRequests) {
   std::set<std::string> job_ids;
   for (int i = 0; i < 8; ++i) {
     waiters.push_back(std::make_unique<Waiter>());
-    auto ticket =
-        Submit(Spec("same"), absl::InfiniteFuture(), false, waiters.back()->callback());
+    auto ticket = Submit(Spec("same"), absl::InfiniteFuture(), false, waiters.back()->callback());
     ASSERT_TRUE(ticket.ok());
     EXPECT_EQ(ticket->joined, i > 0);
     job_ids.insert(ticket->job_id);
@@ -320,8 +315,7 @@ TEST_F(SchedulerTest, KeyMismatchFromWorkerIsInternal) {
 
 TEST_F(SchedulerTest, QueuedJobPastItsDeadlineFails) {
   Waiter w;
-  auto ticket =
-      Submit(Spec("slow"), absl::Now() + absl::Milliseconds(30), false, w.callback());
+  auto ticket = Submit(Spec("slow"), absl::Now() + absl::Milliseconds(30), false, w.callback());
   ASSERT_TRUE(ticket.ok());
   JobOutcome outcome = w.get();  // the tick thread notices
   EXPECT_EQ(outcome.status.code(), absl::StatusCode::kDeadlineExceeded);
@@ -330,8 +324,7 @@ TEST_F(SchedulerTest, QueuedJobPastItsDeadlineFails) {
 
 TEST_F(SchedulerTest, RunningJobPastItsDeadlineIsCancelledOnTheWorker) {
   Waiter w;
-  auto ticket =
-      Submit(Spec("slow"), absl::Now() + absl::Milliseconds(100), false, w.callback());
+  auto ticket = Submit(Spec("slow"), absl::Now() + absl::Milliseconds(100), false, w.callback());
   std::string wid;
   auto worker = AddWorker(&wid);
   ASSERT_EQ(worker->tasks().size(), 1u);
@@ -439,8 +432,7 @@ TEST_F(SchedulerTest, CompileJobsGoOnlyToWorkersWithAFittingCompileCapability) {
   scheduler_->AddWorker(measure_info, measurer);
   auto cuda_only = std::make_shared<FakeWorker>();
   v1::Worker cuda_info;
-  cuda_info.mutable_capabilities()->add_capabilities()->mutable_compile()->add_target_kinds(
-      "cuda");
+  cuda_info.mutable_capabilities()->add_capabilities()->mutable_compile()->add_target_kinds("cuda");
   scheduler_->AddWorker(cuda_info, cuda_only);
   auto bare = std::make_shared<FakeWorker>();
   scheduler_->AddWorker(v1::Worker(), bare);
@@ -485,13 +477,11 @@ TEST_F(SchedulerTest, MissedHeartbeatsDropTheWorker) {
 
 TEST_F(SchedulerTest, DrainPersistsLiveJobsAndRestoreResumesThem) {
   Waiter running_waiter;
-  auto running =
-      Submit(Spec("running"), absl::InfiniteFuture(), false, running_waiter.callback());
+  auto running = Submit(Spec("running"), absl::InfiniteFuture(), false, running_waiter.callback());
   std::string wid;
   auto worker = AddWorker(&wid);
   ASSERT_EQ(worker->tasks().size(), 1u);
-  auto queued =
-      Submit(Spec("queued", v1::BATCH), absl::InfiniteFuture(), true, nullptr);
+  auto queued = Submit(Spec("queued", v1::BATCH), absl::InfiniteFuture(), true, nullptr);
   ASSERT_TRUE(running.ok() && queued.ok());
 
   scheduler_->Drain(absl::Milliseconds(50));

@@ -25,7 +25,7 @@ std::vector<LostTask> WorkerRegistry::Remove(const std::string& worker_id) {
   workers_.erase(it);
   for (const std::string& task_id : task_ids) {
     auto task = tasks_.find(task_id);
-    if (task == tasks_.end()) continue;  // dropped: nobody waits for it
+    if (task == tasks_.end()) continue;
     TaskEntry entry = std::move(task->second);
     tasks_.erase(task);
     lost.push_back(RecordLoss(std::move(entry)));
@@ -99,7 +99,6 @@ std::optional<TaskEntry> WorkerRegistry::EndTask(const std::string& worker_id,
     entry = std::move(task->second);
     tasks_.erase(task);
   }
-  // A dropped task still held its slot.
   auto worker = workers_.find(worker_id);
   if (worker != workers_.end()) worker->second.tasks.erase(task_id);
   return entry;

@@ -89,14 +89,11 @@ class WorkerRegistry {
   /// Records that `task` now runs on `task.worker_id` (which must be registered).
   void StartTask(TaskEntry task);
   /// `worker_id` reported the task's end: frees its slot there and returns the task; nullopt if
-  /// the task is unknown or was dropped (the slot is freed all the same).
+  /// the task is unknown (e.g. reported twice).
   std::optional<TaskEntry> EndTask(const std::string& worker_id, const std::string& task_id);
   /// Counts an ended task as lost (its result said UNAVAILABLE: like a worker that died) and
   /// says whether its job may be retried.
   LostTask RecordLoss(TaskEntry task);
-  /// Forgets a task without freeing its slot (e.g. cancelled while shutting down); the slot
-  /// frees when its worker reports it or is removed.
-  void DropTask(const std::string& task_id) { tasks_.erase(task_id); }
   /// The job ended: forget its loss count and the workers it was lost on.
   void ForgetJob(const std::string& job_id) { history_.erase(job_id); }
 

@@ -38,14 +38,15 @@ std::string CapabilitiesText(const kiln::v1::WorkerCapabilities& capabilities) {
   for (const kiln::v1::Capability& c : capabilities.capabilities()) {
     switch (c.kind_case()) {
       case kiln::v1::Capability::kCompile:
-        parts.push_back(absl::StrCat("compile(targets=", absl::StrJoin(c.compile().target_kinds(), ","),
-                                     " host_cpu=", c.compile().host_cpu(), ")"));
+        parts.push_back(
+            absl::StrCat("compile(targets=", absl::StrJoin(c.compile().target_kinds(), ","),
+                         " host_cpu=", c.compile().host_cpu(), ")"));
         break;
       case kiln::v1::Capability::kMeasure: {
         const kiln::v1::MeasureCapability& m = c.measure();
-        parts.push_back(absl::StrCat("measure(device=", m.device_kind(), ":", m.device_ordinal(),
-                                     " name=\"", m.device_name(), "\" hardware_key=",
-                                     m.hardware_key(), " cores=", m.cores(), ")"));
+        parts.push_back(absl::StrCat(
+            "measure(device=", m.device_kind(), ":", m.device_ordinal(), " name=\"",
+            m.device_name(), "\" hardware_key=", m.hardware_key(), " cores=", m.cores(), ")"));
         break;
       }
       default:

@@ -58,8 +58,8 @@ absl::Status CheckKey(const std::string& task_id, const kiln::v1::CompileTask& t
       differs(want.compiler_version(), got.compiler_version()) ||
       differs(want.options_hash(), got.options_hash())) {
     return absl::InternalError(
-        absl::StrCat("task ", task_id, ": compiled key (", got.graph_hash(), ", ",
-                     got.target_key(), ", ", got.compiler_version(), ", ", got.options_hash(),
+        absl::StrCat("task ", task_id, ": compiled key (", got.graph_hash(), ", ", got.target_key(),
+                     ", ", got.compiler_version(), ", ", got.options_hash(),
                      ") differs from kilnd's (", want.graph_hash(), ", ", want.target_key(), ", ",
                      want.compiler_version(), ", ", want.options_hash(), ")"));
   }
@@ -326,11 +326,12 @@ void Worker::RunTask(const kiln::v1::WorkerTask& task, Task& state) {
   double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   Log("task_end",
-      absl::StrCat("task=", Quote(task.task_id()), " code=", absl::StatusCodeToString(status.code()),
-                   " ms=", static_cast<int64_t>(ms),
-                   status.ok() ? absl::StrCat(" artifact=",
-                                              result.compile().artifact_digest().hash().substr(0, 16))
-                               : absl::StrCat(" error=", Quote(std::string(status.message())))));
+      absl::StrCat(
+          "task=", Quote(task.task_id()), " code=", absl::StatusCodeToString(status.code()),
+          " ms=", static_cast<int64_t>(ms),
+          status.ok()
+              ? absl::StrCat(" artifact=", result.compile().artifact_digest().hash().substr(0, 16))
+              : absl::StrCat(" error=", Quote(std::string(status.message())))));
   kiln::v1::WorkerMessage message;
   *message.mutable_result() = std::move(result);
   Send(message);

@@ -59,7 +59,9 @@ v1::Job ToProtoJob(const cache::JobRecord& record) {
   job.set_priority(record.priority >= 2 ? v1::INTERACTIVE : v1::BATCH);
   job.set_model_digest(record.model_digest);
   v1::CompileRequest request;
-  if (request.ParseFromString(record.request)) job.set_target(request.target());
+  if (record.kind == cache::JobKind::kCompile && request.ParseFromString(record.request)) {
+    job.set_target(request.target());
+  }
   job.set_attempts(record.attempts);
   job.set_worker(record.worker);
   job.set_created_ms(record.created_ms);

@@ -76,7 +76,7 @@ class JobQueue {
   /// record with the same dedup key is cancelled in storage as a duplicate. Errors: storage's.
   absl::Status Restore(const cache::JobRecord& record, const JobSpec& spec);
   /// Persists a job that is already done (a cache hit): `make_result` gets its new id. Returns
-  /// the id. Errors: storage's.
+  /// the id. Errors: storage's. Touches no queue state, so unlike the rest it needs no lock.
   absl::StatusOr<std::string> RecordFinished(
       const JobSpec& spec, const std::function<JobResult(const std::string& job_id)>& make_result);
 

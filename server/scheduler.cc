@@ -70,8 +70,7 @@ void Scheduler::Abandon(const Ticket& ticket) {
 
 absl::StatusOr<std::string> Scheduler::RecordCacheHit(
     const JobSpec& spec, const std::function<JobResult(const std::string& job_id)>& make_result) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return queue_.RecordFinished(spec, make_result);
+  return queue_.RecordFinished(spec, make_result);  // storage only: no lock
 }
 
 absl::StatusOr<v1::JobState> Scheduler::Cancel(const std::string& job_id) {

@@ -16,6 +16,7 @@
 #include "client/remote.h"
 #include "compiler_core/runtime/artifact.h"
 #include "compiler_core/support/status_macros.h"
+#include "workers/protocol.h"
 
 namespace kiln::client {
 namespace {
@@ -186,14 +187,13 @@ int WorkersCommand(int argc, char** argv) {
   if (!client) return Fail("workers: " + error);
   auto workers = client->ListWorkers();
   if (!workers.ok()) return FailStatus(workers.status());
-  std::cout << absl::StrFormat("%-24s %-8s %-16s %-6s %-10s %-7s %-8s %-20s %s\n", "ID", "KIND",
-                               "CPU", "DEVICE", "BUSY/SLOTS", "PID", "LOCAL", "HEARTBEAT (UTC)",
-                               "ADDRESS");
+  std::cout << absl::StrFormat("%-24s %-10s %-7s %-8s %-20s %-22s %s\n", "ID", "BUSY/SLOTS", "PID",
+                               "LOCAL", "HEARTBEAT (UTC)", "ADDRESS", "CAPABILITIES");
   for (const kiln::v1::Worker& w : workers->workers()) {
-    std::cout << absl::StrFormat("%-24s %-8s %-16s %-6s %4d/%-5d %-7d %-8s %-20s %s\n", w.id(),
-                                 w.kind(), w.cpu(), w.device(), w.busy(), w.slots(), w.pid(),
-                                 w.local() ? "yes" : "no", TimeText(w.last_heartbeat_ms()),
-                                 w.address());
+    std::cout << absl::StrFormat("%-24s %4d/%-5d %-7d %-8s %-20s %-22s %s\n", w.id(), w.busy(),
+                                 w.slots(), w.pid(), w.local() ? "yes" : "no",
+                                 TimeText(w.last_heartbeat_ms()), w.address(),
+                                 kiln::workers::CapabilitiesText(w.capabilities()));
   }
   return 0;
 }

@@ -9,8 +9,8 @@
 #include "absl/status/statusor.h"
 #include "kiln/v1/service.pb.h"
 #include "server/cache/storage.h"
+#include "server/compile_handler.h"
 #include "server/model_index.h"
-#include "server/scheduler.h"
 
 namespace kiln::server {
 

@@ -16,6 +16,7 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "server/cache/storage.h"
+#include "server/compile_handler.h"
 #include "server/compile_prep.h"
 #include "server/executor.h"
 #include "server/log.h"
@@ -108,11 +109,12 @@ int RunDaemon(const DaemonOptions& options) {
   absl::StatusOr<Target> host = targets.Resolve("host");
   if (!host.ok()) return Fail("kilnd.host_target_failed", host.status());
 
+  CompileHandler compile_handler(storage->get(), host->cpu);
   SchedulerOptions scheduler_options;
   scheduler_options.storage = storage->get();
   scheduler_options.metrics = &hooks;
+  scheduler_options.handlers = {&compile_handler};
   scheduler_options.heartbeat_timeout = options.heartbeat_timeout;
-  scheduler_options.host_cpu = host->cpu;
   Scheduler scheduler(scheduler_options);
   absl::StatusOr<RecoveryCounts> recovered = RecoverJobs(storage->get(), &preparer, &scheduler);
   if (!recovered.ok()) return Fail("kilnd.recovery_failed", recovered.status());

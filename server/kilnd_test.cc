@@ -209,7 +209,11 @@ class FakeWorker {
     ctx_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
     stream_ = hub_->Connect(&ctx_);
     v1::WorkerMessage reg;
-    reg.mutable_register_()->set_kind("compile");
+    reg.mutable_register_()
+        ->mutable_capabilities()
+        ->add_capabilities()
+        ->mutable_compile()
+        ->add_target_kinds("cpu");
     reg.mutable_register_()->set_slots(1);
     reg.mutable_register_()->set_pid(static_cast<int>(::getpid()));
     EXPECT_TRUE(stream_->Write(reg));
@@ -224,16 +228,17 @@ class FakeWorker {
   }
 
   /// Serves one task; returns it.
-  v1::CompileTask ServeOne(const std::string& expected_model, const std::string& artifact) {
+  v1::WorkerTask ServeOne(const std::string& expected_model, const std::string& artifact) {
     v1::HubMessage m;
     EXPECT_TRUE(stream_->Read(&m));
     EXPECT_TRUE(m.has_task()) << m.DebugString();
-    v1::CompileTask task = m.task();
+    v1::WorkerTask task = m.task();
+    EXPECT_TRUE(task.has_compile()) << task.DebugString();
     // FetchModel.
     {
       grpc::ClientContext ctx;
       v1::FetchModelRequest req;
-      *req.mutable_digest() = task.model_digest();
+      *req.mutable_digest() = task.compile().model_digest();
       auto reader = hub_->FetchModel(&ctx, req);
       std::string bytes;
       v1::FetchArtifactResponse chunk;
@@ -258,11 +263,11 @@ class FakeWorker {
     }
     v1::WorkerMessage result;
     result.mutable_result()->set_task_id(task.task_id());
-    result.mutable_result()->mutable_artifact_digest()->set_hash(digest);
-    result.mutable_result()->mutable_artifact_digest()->set_size_bytes(
-        static_cast<int64_t>(artifact.size()));
-    *result.mutable_result()->mutable_key() = task.key();
-    result.mutable_result()->set_compile_ms(42);
+    v1::CompileResult& compiled = *result.mutable_result()->mutable_compile();
+    compiled.mutable_artifact_digest()->set_hash(digest);
+    compiled.mutable_artifact_digest()->set_size_bytes(static_cast<int64_t>(artifact.size()));
+    *compiled.mutable_key() = task.compile().key();
+    compiled.set_compile_ms(42);
     EXPECT_TRUE(stream_->Write(result));
     return task;
   }
@@ -382,7 +387,7 @@ TEST_F(KilndTest, CompileMissThenHitSurvivesRestartAndCorruption) {
     grpc::Status s = Compile(CompileOf(digest), &resp);
     return std::make_pair(s, resp);
   });
-  v1::CompileTask task = worker.ServeOne(model_, artifact);
+  v1::WorkerTask task = worker.ServeOne(model_, artifact);
   auto [status, miss] = first.get();
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_FALSE(miss.cache_hit());
@@ -393,7 +398,7 @@ TEST_F(KilndTest, CompileMissThenHitSurvivesRestartAndCorruption) {
   EXPECT_THAT(miss.key().target_key(), HasSubstr("cpu:"));
   EXPECT_EQ(miss.key().compiler_version(), pipeline::kCompilerVersion);
   EXPECT_EQ(miss.key().options_hash().size(), 64u);
-  EXPECT_EQ(task.key().graph_hash(), miss.key().graph_hash());
+  EXPECT_EQ(task.compile().key().graph_hash(), miss.key().graph_hash());
 
   // Again: a hit, no job; the inline form of the same model hits too.
   v1::CompileResponse hit;

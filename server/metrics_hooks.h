@@ -19,8 +19,9 @@ class MetricsHooks {
   virtual void RpcFinished(std::string_view method, absl::StatusCode code, double seconds) {}
   /// An artifact cache lookup of Compile / SubmitJob.
   virtual void CacheLookup(bool hit) {}
-  /// A job reached a terminal state; `compile_seconds` is the worker's compile time (success).
-  virtual void JobFinished(cache::JobState state, double compile_seconds) {}
+  /// A job of `kind` reached a terminal state; `work_seconds` is the time its worker spent on it
+  /// (a compile's compile time), 0 unless it succeeded.
+  virtual void JobFinished(cache::JobKind kind, cache::JobState state, double work_seconds) {}
   /// The scheduler's state changed.
   virtual void SchedulerState(int queued, int running, int workers) {}
   /// The supervisor restarted a local worker that died.

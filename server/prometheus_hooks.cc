@@ -15,9 +15,11 @@ void PrometheusHooks::CacheLookup(bool hit) {
   (hit ? m_->cache_hits : m_->cache_misses).Increment();
 }
 
-void PrometheusHooks::JobFinished(cache::JobState state, double compile_seconds) {
+void PrometheusHooks::JobFinished(cache::JobKind kind, cache::JobState state, double work_seconds) {
   m_->jobs_finished.Add({{"state", std::string(cache::JobStateName(state))}}).Increment();
-  if (state == cache::JobState::kSucceeded) m_->compile_seconds.Observe(compile_seconds);
+  if (kind == cache::JobKind::kCompile && state == cache::JobState::kSucceeded) {
+    m_->compile_seconds.Observe(work_seconds);
+  }
 }
 
 void PrometheusHooks::SchedulerState(int queued, int running, int workers) {

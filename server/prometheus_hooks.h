@@ -14,7 +14,7 @@ class PrometheusHooks final : public MetricsHooks {
 
   void RpcFinished(std::string_view method, absl::StatusCode code, double seconds) override;
   void CacheLookup(bool hit) override;
-  void JobFinished(cache::JobState state, double compile_seconds) override;
+  void JobFinished(cache::JobKind kind, cache::JobState state, double work_seconds) override;
   void SchedulerState(int queued, int running, int workers) override;
   void WorkerRestarted() override;
   void BlobBytesReceived(cache::BlobKind kind, int64_t bytes) override;

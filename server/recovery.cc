@@ -3,10 +3,27 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/support/status_macros.h"
-#include "server/artifact_key.h"
+#include "server/compile_handler.h"
 #include "server/log.h"
 
 namespace kiln::server {
+namespace {
+
+/// The compile spec of a persisted job, validated again (the model may have been evicted).
+absl::StatusOr<CompileSpec> PrepareAgain(const cache::JobRecord& record,
+                                         CompilePreparer* preparer) {
+  if (record.kind != cache::JobKind::kCompile) {
+    return absl::UnimplementedError(absl::StrCat(
+        "this kilnd cannot run ", std::string(cache::JobKindName(record.kind)), " jobs"));
+  }
+  v1::CompileRequest request;
+  if (!request.ParseFromString(record.request)) {
+    return absl::InternalError("the persisted request cannot be parsed");
+  }
+  return preparer->Prepare(request, v1::BATCH);
+}
+
+}  // namespace
 
 absl::StatusOr<RecoveryCounts> RecoverJobs(cache::Storage* storage, CompilePreparer* preparer,
                                            Scheduler* scheduler) {
@@ -17,11 +34,7 @@ absl::StatusOr<RecoveryCounts> RecoverJobs(cache::Storage* storage, CompilePrepa
     live.insert(live.end(), jobs.begin(), jobs.end());
   }
   for (const cache::JobRecord& record : live) {
-    v1::CompileRequest request;
-    absl::StatusOr<CompileSpec> spec = request.ParseFromString(record.request)
-                                           ? preparer->Prepare(request, v1::BATCH)
-                                           : absl::StatusOr<CompileSpec>(absl::InternalError(
-                                                 "the persisted request cannot be parsed"));
+    absl::StatusOr<CompileSpec> spec = PrepareAgain(record, preparer);
     if (!spec.ok()) {
       cache::JobUpdate update;
       update.state = cache::JobState::kFailed;
@@ -37,11 +50,7 @@ absl::StatusOr<RecoveryCounts> RecoverJobs(cache::Storage* storage, CompilePrepa
     KILN_ASSIGN_OR_RETURN(std::optional<cache::ArtifactEntry> entry,
                           storage->LookupArtifact(spec->key));
     if (entry.has_value()) {
-      v1::CompileResponse result;
-      result.mutable_artifact_digest()->set_hash(entry->artifact_digest);
-      result.mutable_artifact_digest()->set_size_bytes(entry->size_bytes);
-      *result.mutable_key() = KeyToProto(spec->key);
-      result.set_compile_ms(static_cast<double>(entry->compile_ms));
+      v1::CompileResponse result = CachedCompileResponse(spec->key, *entry);
       result.set_job_id(record.id);
       cache::JobUpdate update;
       update.state = cache::JobState::kSucceeded;
@@ -51,7 +60,7 @@ absl::StatusOr<RecoveryCounts> RecoverJobs(cache::Storage* storage, CompilePrepa
       ++counts.from_cache;
       continue;
     }
-    KILN_RETURN_IF_ERROR(scheduler->Restore(record, *spec));
+    KILN_RETURN_IF_ERROR(scheduler->Restore(record, CompileJobSpec(*spec)));
     ++counts.requeued;
   }
   if (!live.empty()) {

@@ -1,5 +1,6 @@
-// Scheduler tests with in-process fake workers over the real SQLite storage in a temp dir:
-// priorities, single-flight, retry-once, deadlines, cancellation, watch events, persistence.
+// Scheduler tests with the compile handler and in-process fake workers over the real SQLite
+// storage in a temp dir: priorities, single-flight, retry-once, deadlines, cancellation, watch
+// events, persistence, capabilities.
 #include "server/scheduler.h"
 
 #include <deque>
@@ -13,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "server/artifact_key.h"
 #include "server/cache/test_util.h"
+#include "server/compile_handler.h"
 
 namespace kiln::server {
 namespace {
@@ -22,7 +24,7 @@ using ::testing::HasSubstr;
 /// Records what the scheduler sends; the test plays the worker's part.
 class FakeWorker final : public WorkerChannel {
  public:
-  void SendTask(const v1::CompileTask& task) override {
+  void SendTask(const v1::WorkerTask& task) override {
     std::lock_guard<std::mutex> lock(mu_);
     tasks_.push_back(task);
   }
@@ -34,7 +36,7 @@ class FakeWorker final : public WorkerChannel {
     std::lock_guard<std::mutex> lock(mu_);
     closed_ = true;
   }
-  std::vector<v1::CompileTask> tasks() {
+  std::vector<v1::WorkerTask> tasks() {
     std::lock_guard<std::mutex> lock(mu_);
     return {tasks_.begin(), tasks_.end()};
   }
@@ -49,7 +51,7 @@ class FakeWorker final : public WorkerChannel {
 
  private:
   std::mutex mu_;
-  std::deque<v1::CompileTask> tasks_;
+  std::deque<v1::WorkerTask> tasks_;
   std::vector<std::string> cancels_;
   bool closed_ = false;
 };
@@ -71,21 +73,25 @@ struct Waiter {
 class SchedulerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    cache::StorageOptions options;
-    options.data_dir = dir_.path();
-    auto storage = cache::OpenSqliteStorage(options);
+    auto storage = cache::testing::OpenStorageIn(dir_);
     ASSERT_TRUE(storage.ok()) << storage.status();
     storage_ = std::move(*storage);
+    compile_ = std::make_unique<CompileHandler>(storage_.get(), "testcpu");
     scheduler_ = MakeScheduler();
   }
 
   std::unique_ptr<Scheduler> MakeScheduler() {
     SchedulerOptions options;
     options.storage = storage_.get();
+    options.handlers = {compile_.get()};
     options.heartbeat_timeout = absl::Seconds(30);
     options.tick_interval = absl::Milliseconds(20);
-    options.host_cpu = "testcpu";
     return std::make_unique<Scheduler>(options);
+  }
+
+  absl::StatusOr<Ticket> Submit(const CompileSpec& spec, absl::Time deadline, bool detached,
+                                JobCallback on_done) {
+    return scheduler_->Submit(CompileJobSpec(spec), deadline, detached, std::move(on_done));
   }
 
   /// A spec whose key is unique per `name`.
@@ -104,24 +110,28 @@ class SchedulerTest : public ::testing::Test {
                                         const std::string& cpu = "testcpu") {
     auto worker = std::make_shared<FakeWorker>();
     v1::Worker info;
-    info.set_kind("compile");
-    info.set_cpu(cpu);
+    v1::CompileCapability* compile =
+        info.mutable_capabilities()->add_capabilities()->mutable_compile();
+    compile->add_target_kinds("cpu");
+    compile->set_host_cpu(cpu);
     info.set_slots(slots);
     *id = scheduler_->AddWorker(info, worker);
     return worker;
   }
 
   /// Plays a worker that compiled `task` successfully: stores the artifact, reports it.
-  void Succeed(const std::string& worker_id, const v1::CompileTask& task) {
-    std::string artifact = absl::StrCat("artifact for ", task.key().graph_hash());
+  void Succeed(const std::string& worker_id, const v1::WorkerTask& task) {
+    ASSERT_TRUE(task.has_compile()) << task.DebugString();
+    std::string artifact = absl::StrCat("artifact for ", task.compile().key().graph_hash());
     auto digest = storage_->PutBlob(cache::BlobKind::kArtifact, artifact);
     ASSERT_TRUE(digest.ok()) << digest.status();
     v1::TaskResult result;
     result.set_task_id(task.task_id());
-    result.mutable_artifact_digest()->set_hash(*digest);
-    result.mutable_artifact_digest()->set_size_bytes(static_cast<int64_t>(artifact.size()));
-    *result.mutable_key() = task.key();
-    result.set_compile_ms(12);
+    v1::CompileResult& compiled = *result.mutable_compile();
+    compiled.mutable_artifact_digest()->set_hash(*digest);
+    compiled.mutable_artifact_digest()->set_size_bytes(static_cast<int64_t>(artifact.size()));
+    *compiled.mutable_key() = task.compile().key();
+    compiled.set_compile_ms(12);
     scheduler_->TaskDone(worker_id, result);
   }
 
@@ -133,42 +143,44 @@ class SchedulerTest : public ::testing::Test {
 
   cache::testing::TempDir dir_;
   std::unique_ptr<cache::Storage> storage_;
+  std::unique_ptr<CompileHandler> compile_;
   std::unique_ptr<Scheduler> scheduler_;
 };
 
 TEST_F(SchedulerTest, CompilesOnAWorkerAndFilesTheArtifact) {
   Waiter w;
-  auto ticket = scheduler_->Submit(Spec("a"), absl::InfiniteFuture(), false, w.callback());
+  auto ticket = Submit(Spec("a"), absl::InfiniteFuture(), false, w.callback());
   ASSERT_TRUE(ticket.ok()) << ticket.status();
   EXPECT_EQ(StoredState(ticket->job_id), cache::JobState::kQueued);
 
   std::string wid;
   auto worker = AddWorker(&wid);
   ASSERT_EQ(worker->tasks().size(), 1u);
-  v1::CompileTask task = worker->tasks()[0];
+  v1::WorkerTask task = worker->tasks()[0];
   EXPECT_EQ(task.job_id(), ticket->job_id);
-  EXPECT_EQ(task.target(), "host");
-  EXPECT_EQ(task.key().graph_hash(), Spec("a").key.graph_hash);
+  ASSERT_TRUE(task.has_compile());
+  EXPECT_EQ(task.compile().target(), "host");
+  EXPECT_EQ(task.compile().model_digest().hash(), Spec("a").model_digest);
+  EXPECT_EQ(task.compile().key().graph_hash(), Spec("a").key.graph_hash);
   EXPECT_EQ(StoredState(ticket->job_id), cache::JobState::kRunning);
 
   Succeed(wid, task);
   JobOutcome outcome = w.get();
   ASSERT_TRUE(outcome.status.ok()) << outcome.status;
-  EXPECT_EQ(outcome.response.job_id(), ticket->job_id);
-  EXPECT_EQ(outcome.response.worker(), wid);
-  EXPECT_EQ(outcome.response.key().graph_hash(), Spec("a").key.graph_hash);
+  EXPECT_EQ(CompileResponseOf(outcome.result).job_id(), ticket->job_id);
+  EXPECT_EQ(CompileResponseOf(outcome.result).worker(), wid);
+  EXPECT_EQ(CompileResponseOf(outcome.result).key().graph_hash(), Spec("a").key.graph_hash);
   EXPECT_EQ(StoredState(ticket->job_id), cache::JobState::kSucceeded);
   auto entry = storage_->LookupArtifact(Spec("a").key);
   ASSERT_TRUE(entry.ok() && entry->has_value());
-  EXPECT_EQ((*entry)->artifact_digest, outcome.response.artifact_digest().hash());
+  EXPECT_EQ((*entry)->artifact_digest, CompileResponseOf(outcome.result).artifact_digest().hash());
   EXPECT_EQ(scheduler_->GetCounts().running, 0);
 }
 
 TEST_F(SchedulerTest, InteractiveRunsBeforeBatch) {
-  auto batch = scheduler_->Submit(Spec("batch", v1::BATCH), absl::InfiniteFuture(), true, nullptr);
-  auto batch2 =
-      scheduler_->Submit(Spec("batch2", v1::BATCH), absl::InfiniteFuture(), true, nullptr);
-  auto interactive = scheduler_->Submit(Spec("interactive"), absl::InfiniteFuture(), true, nullptr);
+  auto batch = Submit(Spec("batch", v1::BATCH), absl::InfiniteFuture(), true, nullptr);
+  auto batch2 = Submit(Spec("batch2", v1::BATCH), absl::InfiniteFuture(), true, nullptr);
+  auto interactive = Submit(Spec("interactive"), absl::InfiniteFuture(), true, nullptr);
   ASSERT_TRUE(batch.ok() && batch2.ok() && interactive.ok());
 
   std::string wid;
@@ -184,10 +196,9 @@ TEST_F(SchedulerTest, InteractiveRunsBeforeBatch) {
 }
 
 TEST_F(SchedulerTest, InteractiveRequestPromotesQueuedBatchJob) {
-  auto other = scheduler_->Submit(Spec("other", v1::BATCH), absl::InfiniteFuture(), true, nullptr);
-  auto batch = scheduler_->Submit(Spec("x", v1::BATCH), absl::InfiniteFuture(), true, nullptr);
-  auto joined =
-      scheduler_->Submit(Spec("x", v1::INTERACTIVE), absl::InfiniteFuture(), false, nullptr);
+  auto other = Submit(Spec("other", v1::BATCH), absl::InfiniteFuture(), true, nullptr);
+  auto batch = Submit(Spec("x", v1::BATCH), absl::InfiniteFuture(), true, nullptr);
+  auto joined = Submit(Spec("x", v1::INTERACTIVE), absl::InfiniteFuture(), false, nullptr);
   ASSERT_TRUE(other.ok() && batch.ok() && joined.ok());
   EXPECT_TRUE(joined->joined);
   std::string wid;
@@ -201,8 +212,7 @@ TEST_F(SchedulerTest, SingleFlightRunsOneJobForIdenticalRequests) {
   std::set<std::string> job_ids;
   for (int i = 0; i < 8; ++i) {
     waiters.push_back(std::make_unique<Waiter>());
-    auto ticket =
-        scheduler_->Submit(Spec("same"), absl::InfiniteFuture(), false, waiters.back()->callback());
+    auto ticket = Submit(Spec("same"), absl::InfiniteFuture(), false, waiters.back()->callback());
     ASSERT_TRUE(ticket.ok());
     EXPECT_EQ(ticket->joined, i > 0);
     job_ids.insert(ticket->job_id);
@@ -216,7 +226,7 @@ TEST_F(SchedulerTest, SingleFlightRunsOneJobForIdenticalRequests) {
   for (auto& w : waiters) {
     JobOutcome o = w->get();
     ASSERT_TRUE(o.status.ok()) << o.status;
-    digests.insert(o.response.artifact_digest().hash());
+    digests.insert(CompileResponseOf(o.result).artifact_digest().hash());
   }
   EXPECT_EQ(digests.size(), 1u);
   auto jobs = storage_->ListJobs({});
@@ -224,14 +234,14 @@ TEST_F(SchedulerTest, SingleFlightRunsOneJobForIdenticalRequests) {
   EXPECT_EQ(jobs->size(), 1u);
 
   // Once finished, an identical request is a new job (the service checks the cache first).
-  auto again = scheduler_->Submit(Spec("same"), absl::InfiniteFuture(), true, nullptr);
+  auto again = Submit(Spec("same"), absl::InfiniteFuture(), true, nullptr);
   ASSERT_TRUE(again.ok());
   EXPECT_FALSE(again->joined);
 }
 
 TEST_F(SchedulerTest, WorkerDeathIsRetriedOnceOnAnotherWorker) {
   Waiter w;
-  auto ticket = scheduler_->Submit(Spec("a"), absl::InfiniteFuture(), false, w.callback());
+  auto ticket = Submit(Spec("a"), absl::InfiniteFuture(), false, w.callback());
   ASSERT_TRUE(ticket.ok());
   std::string w1, w2;
   auto worker1 = AddWorker(&w1);
@@ -257,7 +267,7 @@ TEST_F(SchedulerTest, WorkerDeathIsRetriedOnceOnAnotherWorker) {
 
 TEST_F(SchedulerTest, SecondWorkerDeathFailsTheJobClearly) {
   Waiter w;
-  auto ticket = scheduler_->Submit(Spec("crasher"), absl::InfiniteFuture(), false, w.callback());
+  auto ticket = Submit(Spec("crasher"), absl::InfiniteFuture(), false, w.callback());
   ASSERT_TRUE(ticket.ok());
   std::string w1;
   auto worker1 = AddWorker(&w1);
@@ -278,7 +288,7 @@ TEST_F(SchedulerTest, SecondWorkerDeathFailsTheJobClearly) {
 
 TEST_F(SchedulerTest, CompileErrorFailsWithoutRetry) {
   Waiter w;
-  auto ticket = scheduler_->Submit(Spec("bad"), absl::InfiniteFuture(), false, w.callback());
+  auto ticket = Submit(Spec("bad"), absl::InfiniteFuture(), false, w.callback());
   std::string wid;
   auto worker = AddWorker(&wid);
   ASSERT_EQ(worker->tasks().size(), 1u);
@@ -294,19 +304,18 @@ TEST_F(SchedulerTest, CompileErrorFailsWithoutRetry) {
 
 TEST_F(SchedulerTest, KeyMismatchFromWorkerIsInternal) {
   Waiter w;
-  ASSERT_TRUE(scheduler_->Submit(Spec("a"), absl::InfiniteFuture(), false, w.callback()).ok());
+  ASSERT_TRUE(Submit(Spec("a"), absl::InfiniteFuture(), false, w.callback()).ok());
   std::string wid;
   auto worker = AddWorker(&wid);
-  v1::CompileTask task = worker->tasks().at(0);
-  task.mutable_key()->set_target_key("cpu:elsewhere");
+  v1::WorkerTask task = worker->tasks().at(0);
+  task.mutable_compile()->mutable_key()->set_target_key("cpu:elsewhere");
   Succeed(wid, task);
   EXPECT_EQ(w.get().status.code(), absl::StatusCode::kInternal);
 }
 
 TEST_F(SchedulerTest, QueuedJobPastItsDeadlineFails) {
   Waiter w;
-  auto ticket =
-      scheduler_->Submit(Spec("slow"), absl::Now() + absl::Milliseconds(30), false, w.callback());
+  auto ticket = Submit(Spec("slow"), absl::Now() + absl::Milliseconds(30), false, w.callback());
   ASSERT_TRUE(ticket.ok());
   JobOutcome outcome = w.get();  // the tick thread notices
   EXPECT_EQ(outcome.status.code(), absl::StatusCode::kDeadlineExceeded);
@@ -315,8 +324,7 @@ TEST_F(SchedulerTest, QueuedJobPastItsDeadlineFails) {
 
 TEST_F(SchedulerTest, RunningJobPastItsDeadlineIsCancelledOnTheWorker) {
   Waiter w;
-  auto ticket =
-      scheduler_->Submit(Spec("slow"), absl::Now() + absl::Milliseconds(100), false, w.callback());
+  auto ticket = Submit(Spec("slow"), absl::Now() + absl::Milliseconds(100), false, w.callback());
   std::string wid;
   auto worker = AddWorker(&wid);
   ASSERT_EQ(worker->tasks().size(), 1u);
@@ -333,7 +341,7 @@ TEST_F(SchedulerTest, RunningJobPastItsDeadlineIsCancelledOnTheWorker) {
 
 TEST_F(SchedulerTest, AbandonedJobIsCancelledUnlessDetached) {
   Waiter w;
-  auto ticket = scheduler_->Submit(Spec("a"), absl::InfiniteFuture(), false, w.callback());
+  auto ticket = Submit(Spec("a"), absl::InfiniteFuture(), false, w.callback());
   std::string wid;
   auto worker = AddWorker(&wid);
   ASSERT_EQ(worker->tasks().size(), 1u);
@@ -341,7 +349,7 @@ TEST_F(SchedulerTest, AbandonedJobIsCancelledUnlessDetached) {
   EXPECT_EQ(worker->cancels().size(), 1u);
   EXPECT_EQ(StoredState(ticket->job_id), cache::JobState::kCancelled);
   // The worker keeps its slot until it reports the cancelled task.
-  auto next = scheduler_->Submit(Spec("b"), absl::InfiniteFuture(), true, nullptr);
+  auto next = Submit(Spec("b"), absl::InfiniteFuture(), true, nullptr);
   EXPECT_EQ(worker->tasks().size(), 1u);
   v1::TaskResult cancelled;
   cancelled.set_task_id(worker->tasks()[0].task_id());
@@ -351,14 +359,14 @@ TEST_F(SchedulerTest, AbandonedJobIsCancelledUnlessDetached) {
 
   // A detached (SubmitJob) job survives its waiters leaving.
   Waiter w2;
-  auto joined = scheduler_->Submit(Spec("b"), absl::InfiniteFuture(), false, w2.callback());
+  auto joined = Submit(Spec("b"), absl::InfiniteFuture(), false, w2.callback());
   ASSERT_TRUE(joined.ok() && joined->joined);
   scheduler_->Abandon(*joined);
   EXPECT_EQ(StoredState(next->job_id), cache::JobState::kRunning);
 }
 
 TEST_F(SchedulerTest, CancelJob) {
-  auto ticket = scheduler_->Submit(Spec("a"), absl::InfiniteFuture(), true, nullptr);
+  auto ticket = Submit(Spec("a"), absl::InfiniteFuture(), true, nullptr);
   auto state = scheduler_->Cancel(ticket->job_id);
   ASSERT_TRUE(state.ok());
   EXPECT_EQ(*state, v1::CANCELLED);
@@ -367,7 +375,7 @@ TEST_F(SchedulerTest, CancelJob) {
 }
 
 TEST_F(SchedulerTest, WatchStreamsEventsUntilTerminal) {
-  auto ticket = scheduler_->Submit(Spec("a"), absl::InfiniteFuture(), true, nullptr);
+  auto ticket = Submit(Spec("a"), absl::InfiniteFuture(), true, nullptr);
   std::mutex mu;
   std::vector<std::pair<v1::JobState, bool>> events;
   uint64_t watch_id = 0;
@@ -401,20 +409,60 @@ TEST_F(SchedulerTest, WatchStreamsEventsUntilTerminal) {
 }
 
 TEST_F(SchedulerTest, HostJobsGoOnlyToWorkersOnKilndsCpu) {
-  auto ticket = scheduler_->Submit(Spec("a"), absl::InfiniteFuture(), true, nullptr);
+  auto ticket = Submit(Spec("a"), absl::InfiniteFuture(), true, nullptr);
   std::string other_id;
   auto other = AddWorker(&other_id, 1, "othercpu");
   EXPECT_TRUE(other->tasks().empty());
   CompileSpec named = Spec("b");
   named.target = "cpu:znver4";
-  ASSERT_TRUE(scheduler_->Submit(named, absl::InfiniteFuture(), true, nullptr).ok());
+  ASSERT_TRUE(Submit(named, absl::InfiniteFuture(), true, nullptr).ok());
   EXPECT_EQ(other->tasks().size(), 1u);  // a named CPU can compile anywhere
+}
+
+TEST_F(SchedulerTest, CompileJobsGoOnlyToWorkersWithAFittingCompileCapability) {
+  auto ticket = Submit(Spec("a"), absl::InfiniteFuture(), true, nullptr);
+  ASSERT_TRUE(ticket.ok());
+  // A measure-only worker on a device, and a compile worker for another target kind.
+  auto measurer = std::make_shared<FakeWorker>();
+  v1::Worker measure_info;
+  v1::MeasureCapability* measure =
+      measure_info.mutable_capabilities()->add_capabilities()->mutable_measure();
+  measure->set_device_kind("cuda");
+  measure->set_device_name("NVIDIA H200");
+  scheduler_->AddWorker(measure_info, measurer);
+  auto cuda_only = std::make_shared<FakeWorker>();
+  v1::Worker cuda_info;
+  cuda_info.mutable_capabilities()->add_capabilities()->mutable_compile()->add_target_kinds("cuda");
+  scheduler_->AddWorker(cuda_info, cuda_only);
+  auto bare = std::make_shared<FakeWorker>();
+  scheduler_->AddWorker(v1::Worker(), bare);
+  scheduler_->TickForTesting();
+  EXPECT_TRUE(measurer->tasks().empty());
+  EXPECT_TRUE(cuda_only->tasks().empty());
+  EXPECT_TRUE(bare->tasks().empty());
+  EXPECT_EQ(scheduler_->GetCounts().queued, 1);
+  std::string wid;
+  auto compiler = AddWorker(&wid);
+  ASSERT_EQ(compiler->tasks().size(), 1u);
+  EXPECT_EQ(compiler->tasks()[0].job_id(), ticket->job_id);
+
+  std::vector<v1::Worker> listed = scheduler_->ListWorkers();
+  ASSERT_EQ(listed.size(), 4u);
+  EXPECT_EQ(listed[0].capabilities().capabilities(0).measure().device_name(), "NVIDIA H200");
+}
+
+TEST_F(SchedulerTest, KindsWithoutAHandlerAreRefused) {
+  JobSpec tune = CompileJobSpec(Spec("a"));
+  tune.kind = cache::JobKind::kTune;
+  EXPECT_EQ(scheduler_->Submit(tune, absl::InfiniteFuture(), true, nullptr).status().code(),
+            absl::StatusCode::kUnimplemented);
 }
 
 TEST_F(SchedulerTest, MissedHeartbeatsDropTheWorker) {
   scheduler_.reset();
   SchedulerOptions options;
   options.storage = storage_.get();
+  options.handlers = {compile_.get()};
   options.heartbeat_timeout = absl::Milliseconds(50);
   options.tick_interval = absl::Milliseconds(10);
   scheduler_ = std::make_unique<Scheduler>(options);
@@ -429,13 +477,11 @@ TEST_F(SchedulerTest, MissedHeartbeatsDropTheWorker) {
 
 TEST_F(SchedulerTest, DrainPersistsLiveJobsAndRestoreResumesThem) {
   Waiter running_waiter;
-  auto running =
-      scheduler_->Submit(Spec("running"), absl::InfiniteFuture(), false, running_waiter.callback());
+  auto running = Submit(Spec("running"), absl::InfiniteFuture(), false, running_waiter.callback());
   std::string wid;
   auto worker = AddWorker(&wid);
   ASSERT_EQ(worker->tasks().size(), 1u);
-  auto queued =
-      scheduler_->Submit(Spec("queued", v1::BATCH), absl::InfiniteFuture(), true, nullptr);
+  auto queued = Submit(Spec("queued", v1::BATCH), absl::InfiniteFuture(), true, nullptr);
   ASSERT_TRUE(running.ok() && queued.ok());
 
   scheduler_->Drain(absl::Milliseconds(50));
@@ -444,7 +490,7 @@ TEST_F(SchedulerTest, DrainPersistsLiveJobsAndRestoreResumesThem) {
   EXPECT_THAT(worker->cancels(), ::testing::ElementsAre(worker->tasks()[0].task_id()));
   EXPECT_EQ(StoredState(running->job_id), cache::JobState::kQueued);
   EXPECT_EQ(StoredState(queued->job_id), cache::JobState::kQueued);
-  EXPECT_EQ(scheduler_->Submit(Spec("late"), absl::InfiniteFuture(), true, nullptr).status().code(),
+  EXPECT_EQ(Submit(Spec("late"), absl::InfiniteFuture(), true, nullptr).status().code(),
             absl::StatusCode::kUnavailable);
 
   // "Restart": a new scheduler over the same storage restores both, interactive first.
@@ -454,7 +500,7 @@ TEST_F(SchedulerTest, DrainPersistsLiveJobsAndRestoreResumesThem) {
   ASSERT_EQ(live->size(), 2u);
   for (const cache::JobRecord& record : *live) {
     CompileSpec spec = record.id == running->job_id ? Spec("running") : Spec("queued", v1::BATCH);
-    ASSERT_TRUE(scheduler_->Restore(record, spec).ok());
+    ASSERT_TRUE(scheduler_->Restore(record, CompileJobSpec(spec)).ok());
   }
   std::string wid2;
   auto worker2 = AddWorker(&wid2, /*slots=*/1);
@@ -469,7 +515,7 @@ TEST_F(SchedulerTest, DrainPersistsLiveJobsAndRestoreResumesThem) {
 }
 
 TEST_F(SchedulerTest, DrainWaitsForRunningJobsWithinGrace) {
-  auto ticket = scheduler_->Submit(Spec("a"), absl::InfiniteFuture(), true, nullptr);
+  auto ticket = Submit(Spec("a"), absl::InfiniteFuture(), true, nullptr);
   std::string wid;
   auto worker = AddWorker(&wid);
   ASSERT_EQ(worker->tasks().size(), 1u);
@@ -485,7 +531,7 @@ TEST_F(SchedulerTest, DrainWaitsForRunningJobsWithinGrace) {
 
 TEST_F(SchedulerTest, RefusedTaskIsRequeuedNotFailed) {
   Waiter w;
-  auto ticket = scheduler_->Submit(Spec("a"), absl::InfiniteFuture(), false, w.callback());
+  auto ticket = Submit(Spec("a"), absl::InfiniteFuture(), false, w.callback());
   std::string wid;
   auto worker = AddWorker(&wid);
   ASSERT_EQ(worker->tasks().size(), 1u);

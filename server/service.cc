@@ -8,6 +8,7 @@
 #include "compiler_core/pipeline/compiler_version.h"
 #include "server/artifact_key.h"
 #include "server/blob_streams.h"
+#include "server/compile_handler.h"
 #include "server/job_state.h"
 #include "server/log.h"
 #include "server/rpc_call.h"
@@ -46,12 +47,8 @@ void CountLookup(ServiceContext* ctx, bool hit) {
 }
 
 v1::CompileResponse HitResponse(const CompileSpec& spec, const cache::ArtifactEntry& entry) {
-  v1::CompileResponse r;
-  r.mutable_artifact_digest()->set_hash(entry.artifact_digest);
-  r.mutable_artifact_digest()->set_size_bytes(entry.size_bytes);
-  *r.mutable_key() = KeyToProto(spec.key);
+  v1::CompileResponse r = CachedCompileResponse(spec.key, entry);
   r.set_cache_hit(true);
-  r.set_compile_ms(static_cast<double>(entry.compile_ms));
   return r;
 }
 
@@ -62,7 +59,9 @@ v1::Job ToProtoJob(const cache::JobRecord& record) {
   job.set_priority(record.priority >= 2 ? v1::INTERACTIVE : v1::BATCH);
   job.set_model_digest(record.model_digest);
   v1::CompileRequest request;
-  if (request.ParseFromString(record.request)) job.set_target(request.target());
+  if (record.kind == cache::JobKind::kCompile && request.ParseFromString(record.request)) {
+    job.set_target(request.target());
+  }
   job.set_attempts(record.attempts);
   job.set_worker(record.worker);
   job.set_created_ms(record.created_ms);
@@ -136,10 +135,10 @@ grpc::ServerUnaryReactor* KilnServiceImpl::Compile(grpc::CallbackServerContext* 
       return;
     }
     CountLookup(ctx, /*hit=*/false);
-    absl::StatusOr<Scheduler::Ticket> ticket = ctx->scheduler->Submit(
-        *spec, deadline, /*detached=*/false, [call](const JobOutcome& outcome) {
+    absl::StatusOr<Ticket> ticket = ctx->scheduler->Submit(
+        CompileJobSpec(*spec), deadline, /*detached=*/false, [call](const JobOutcome& outcome) {
           call->Reply(outcome.status, [&](v1::CompileResponse& r) {
-            r = outcome.response;
+            r = CompileResponseOf(outcome.result);
             r.set_cache_hit(false);
             r.set_server_ms(MsSince(call->start()));
           });
@@ -176,8 +175,13 @@ grpc::ServerUnaryReactor* KilnServiceImpl::SubmitJob(grpc::CallbackServerContext
     if (!entry.ok()) return (void)call->Reply(entry.status());
     CountLookup(ctx, entry->has_value());
     if (entry->has_value()) {
+      v1::CompileResponse hit = HitResponse(*spec, **entry);
       absl::StatusOr<std::string> id =
-          ctx->scheduler->RecordCacheHit(*spec, HitResponse(*spec, **entry));
+          ctx->scheduler->RecordCacheHit(CompileJobSpec(*spec), [&](const std::string& job_id) {
+            v1::CompileResponse response = hit;
+            response.set_job_id(job_id);
+            return CompileJobResult(response);
+          });
       if (!id.ok()) return (void)call->Reply(id.status());
       call->Reply(absl::OkStatus(), [&](v1::SubmitJobResponse& r) {
         r.set_job_id(*id);
@@ -185,8 +189,8 @@ grpc::ServerUnaryReactor* KilnServiceImpl::SubmitJob(grpc::CallbackServerContext
       });
       return;
     }
-    absl::StatusOr<Scheduler::Ticket> ticket =
-        ctx->scheduler->Submit(*spec, absl::InfiniteFuture(), /*detached=*/true, nullptr);
+    absl::StatusOr<Ticket> ticket = ctx->scheduler->Submit(
+        CompileJobSpec(*spec), absl::InfiniteFuture(), /*detached=*/true, nullptr);
     if (!ticket.ok()) return (void)call->Reply(ticket.status());
     call->Reply(absl::OkStatus(), [&](v1::SubmitJobResponse& r) { r.set_job_id(ticket->job_id); });
   });

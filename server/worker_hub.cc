@@ -33,7 +33,7 @@ class WorkerConn final : public WorkerChannel, public std::enable_shared_from_th
   }
 
   // ---- WorkerChannel ----
-  void SendTask(const v1::CompileTask& task) override {
+  void SendTask(const v1::WorkerTask& task) override {
     v1::HubMessage m;
     *m.mutable_task() = task;
     Send(std::move(m));

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "compiler_core/support/sha256.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -29,6 +31,30 @@ kiln::v1::Digest DigestOf(const std::string& bytes) {
   d.set_hash(Sha256Hex(bytes));
   d.set_size_bytes(static_cast<int64_t>(bytes.size()));
   return d;
+}
+
+std::string CapabilitiesText(const kiln::v1::WorkerCapabilities& capabilities) {
+  std::vector<std::string> parts;
+  for (const kiln::v1::Capability& c : capabilities.capabilities()) {
+    switch (c.kind_case()) {
+      case kiln::v1::Capability::kCompile:
+        parts.push_back(
+            absl::StrCat("compile(targets=", absl::StrJoin(c.compile().target_kinds(), ","),
+                         " host_cpu=", c.compile().host_cpu(), ")"));
+        break;
+      case kiln::v1::Capability::kMeasure: {
+        const kiln::v1::MeasureCapability& m = c.measure();
+        parts.push_back(absl::StrCat(
+            "measure(device=", m.device_kind(), ":", m.device_ordinal(), " name=\"",
+            m.device_name(), "\" hardware_key=", m.hardware_key(), " cores=", m.cores(), ")"));
+        break;
+      }
+      default:
+        parts.push_back("unknown");
+        break;
+    }
+  }
+  return parts.empty() ? "none" : absl::StrJoin(parts, " ");
 }
 
 absl::Status StatusFromCode(int code, const std::string& message) {

@@ -24,6 +24,11 @@ std::string OptionsHash(const kiln::v1::CompileOptions& options);
 /// The Digest message of `bytes` (SHA-256 hex and size).
 kiln::v1::Digest DigestOf(const std::string& bytes);
 
+/// One line naming every capability of a worker, for logs and `kiln workers`, e.g.
+/// `compile(targets=cpu host_cpu=znver4)` or
+/// `measure(device=cuda:0 name="NVIDIA H200" hardware_key=... cores=0)`; "none" if empty.
+std::string CapabilitiesText(const kiln::v1::WorkerCapabilities& capabilities);
+
 /// A status from a wire error code (google.rpc.Code, which absl::StatusCode mirrors) and message;
 /// an out-of-range code becomes kUnknown.
 absl::Status StatusFromCode(int code, const std::string& message);

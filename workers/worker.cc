@@ -48,7 +48,8 @@ Clock::time_point FromUnixMs(int64_t ms) {
 }
 
 // kilnd files the artifact under the key it sent; an artifact for another key must not reach it.
-absl::Status CheckKey(const kiln::v1::CompileTask& task, const kiln::v1::ArtifactKey& got) {
+absl::Status CheckKey(const std::string& task_id, const kiln::v1::CompileTask& task,
+                      const kiln::v1::ArtifactKey& got) {
   if (!task.has_key()) return absl::OkStatus();
   const kiln::v1::ArtifactKey& want = task.key();
   auto differs = [](const std::string& a, const std::string& b) { return !a.empty() && a != b; };
@@ -57,8 +58,8 @@ absl::Status CheckKey(const kiln::v1::CompileTask& task, const kiln::v1::Artifac
       differs(want.compiler_version(), got.compiler_version()) ||
       differs(want.options_hash(), got.options_hash())) {
     return absl::InternalError(
-        absl::StrCat("task ", task.task_id(), ": compiled key (", got.graph_hash(), ", ",
-                     got.target_key(), ", ", got.compiler_version(), ", ", got.options_hash(),
+        absl::StrCat("task ", task_id, ": compiled key (", got.graph_hash(), ", ", got.target_key(),
+                     ", ", got.compiler_version(), ", ", got.options_hash(),
                      ") differs from kilnd's (", want.graph_hash(), ", ", want.target_key(), ", ",
                      want.compiler_version(), ", ", want.options_hash(), ")"));
   }
@@ -97,13 +98,14 @@ Worker::~Worker() {
 kiln::v1::Worker Worker::Capabilities() const {
   kiln::v1::Worker w;
   w.set_id(worker_id_);
-  w.set_kind("compile");
-  w.set_device("cpu");
   w.set_slots(options_.slots);
   w.set_pid(static_cast<int32_t>(getpid()));
+  kiln::v1::CompileCapability& compile =
+      *w.mutable_capabilities()->add_capabilities()->mutable_compile();
+  compile.add_target_kinds("cpu");  // codegen/llvm: "host" and "cpu:<llvm cpu name>"
   if (auto host = codegen::ResolveTarget("host"); host.ok()) {
-    w.set_cpu(host->cpu);
-    w.set_features(host->features);
+    compile.set_host_cpu(host->cpu);
+    compile.set_host_features(host->features);
   }
   return w;
 }
@@ -257,7 +259,7 @@ void Worker::ReapTasks(bool all) {
   }
 }
 
-void Worker::StartTask(const kiln::v1::CompileTask& task) {
+void Worker::StartTask(const kiln::v1::WorkerTask& task) {
   ReapTasks(/*all=*/false);
   std::string refusal;
   {
@@ -283,17 +285,16 @@ void Worker::StartTask(const kiln::v1::CompileTask& task) {
   Send(message);
 }
 
-void Worker::RunTask(const kiln::v1::CompileTask& task, Task& state) {
+void Worker::RunTask(const kiln::v1::WorkerTask& task, Task& state) {
   auto start = std::chrono::steady_clock::now();
-  Log("task_start", absl::StrCat("task=", Quote(task.task_id()), " job=", Quote(task.job_id()),
-                                 " model=", task.model_digest().hash().substr(0, 16),
-                                 " target=", Quote(task.target())));
+  Log("task_start",
+      absl::StrCat("task=", Quote(task.task_id()), " job=", Quote(task.job_id()),
+                   task.has_compile()
+                       ? absl::StrCat(" model=", task.compile().model_digest().hash().substr(0, 16),
+                                      " target=", Quote(task.compile().target()))
+                       : ""));
   auto deadline =
       task.deadline_unix_ms() > 0 ? FromUnixMs(task.deadline_unix_ms()) : Clock::time_point::max();
-  auto transfer_deadline = [&] {
-    return std::min(deadline,
-                    Clock::now() + std::chrono::milliseconds(options_.transfer_timeout_ms));
-  };
   // Between stages: a cancelled or expired task stops (a running compile cannot be interrupted).
   auto check = [&]() -> absl::Status {
     if (state.cancelled) {
@@ -307,22 +308,19 @@ void Worker::RunTask(const kiln::v1::CompileTask& task, Task& state) {
   };
   kiln::v1::TaskResult result;
   result.set_task_id(task.task_id());
-  absl::Status status = [&]() -> absl::Status {
-    KILN_RETURN_IF_ERROR(check());
-    KILN_ASSIGN_OR_RETURN(std::string model,
-                          FetchModel(*hub_, task.model_digest(), transfer_deadline()));
-    KILN_RETURN_IF_ERROR(check());
-    KILN_ASSIGN_OR_RETURN(CompiledArtifact compiled,
-                          CompileModelBytes(model, task.target(), task.options(), scratch_dir_));
-    KILN_RETURN_IF_ERROR(check());
-    KILN_RETURN_IF_ERROR(CheckKey(task, compiled.key));
-    KILN_ASSIGN_OR_RETURN(kiln::v1::Digest digest,
-                          UploadArtifact(*hub_, compiled.bytes, transfer_deadline()));
-    *result.mutable_artifact_digest() = digest;
-    *result.mutable_key() = compiled.key;
-    result.set_compile_ms(compiled.compile_ms);
-    return absl::OkStatus();
-  }();
+  absl::Status status;
+  switch (task.kind_case()) {
+    case kiln::v1::WorkerTask::kCompile: {
+      kiln::v1::CompileResult compiled;
+      status = RunCompile(task, deadline, check, compiled);
+      if (status.ok()) *result.mutable_compile() = std::move(compiled);
+      break;
+    }
+    default:
+      status = absl::UnimplementedError(
+          absl::StrCat("task ", task.task_id(), ": this worker runs compile tasks only"));
+      break;
+  }
   result.set_error_code(static_cast<int>(status.code()));
   result.set_error_message(std::string(status.message()));
   double ms =
@@ -331,12 +329,38 @@ void Worker::RunTask(const kiln::v1::CompileTask& task, Task& state) {
       absl::StrCat(
           "task=", Quote(task.task_id()), " code=", absl::StatusCodeToString(status.code()),
           " ms=", static_cast<int64_t>(ms),
-          status.ok() ? absl::StrCat(" artifact=", result.artifact_digest().hash().substr(0, 16))
-                      : absl::StrCat(" error=", Quote(std::string(status.message())))));
+          status.ok()
+              ? absl::StrCat(" artifact=", result.compile().artifact_digest().hash().substr(0, 16))
+              : absl::StrCat(" error=", Quote(std::string(status.message())))));
   kiln::v1::WorkerMessage message;
   *message.mutable_result() = std::move(result);
   Send(message);
   state.done = true;
+}
+
+absl::Status Worker::RunCompile(const kiln::v1::WorkerTask& task, Clock::time_point deadline,
+                                const std::function<absl::Status()>& check,
+                                kiln::v1::CompileResult& result) {
+  const kiln::v1::CompileTask& compile = task.compile();
+  auto transfer_deadline = [&] {
+    return std::min(deadline,
+                    Clock::now() + std::chrono::milliseconds(options_.transfer_timeout_ms));
+  };
+  KILN_RETURN_IF_ERROR(check());
+  KILN_ASSIGN_OR_RETURN(std::string model,
+                        FetchModel(*hub_, compile.model_digest(), transfer_deadline()));
+  KILN_RETURN_IF_ERROR(check());
+  KILN_ASSIGN_OR_RETURN(
+      CompiledArtifact compiled,
+      CompileModelBytes(model, compile.target(), compile.options(), scratch_dir_));
+  KILN_RETURN_IF_ERROR(check());
+  KILN_RETURN_IF_ERROR(CheckKey(task.task_id(), compile, compiled.key));
+  KILN_ASSIGN_OR_RETURN(kiln::v1::Digest digest,
+                        UploadArtifact(*hub_, compiled.bytes, transfer_deadline()));
+  *result.mutable_artifact_digest() = digest;
+  *result.mutable_key() = compiled.key;
+  result.set_compile_ms(compiled.compile_ms);
+  return absl::OkStatus();
 }
 
 }  // namespace kiln::workers

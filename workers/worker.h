@@ -1,13 +1,16 @@
-// A compile worker's connection to kilnd: registers over WorkerHub.Connect, heartbeats, runs
-// CompileTasks on up to `slots` threads (fetch model → compile → upload artifact → TaskResult),
+// A compile worker's connection to kilnd: registers over WorkerHub.Connect with its typed
+// capabilities (a CompileCapability), heartbeats, runs WorkerTasks on up to `slots` threads
+// (compile: fetch model → compile → upload artifact → TaskResult; other kinds: UNIMPLEMENTED),
 // honours CancelTask and deadlines between stages, and reconnects with backoff when kilnd goes
 // away. A compiler crash kills the process by design: kilnd restarts it and retries the job.
 #ifndef KILN_WORKERS_WORKER_H_
 #define KILN_WORKERS_WORKER_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -59,8 +62,13 @@ class Worker {
 
   // One registered stream, until it breaks or Shutdown. Sets `registered` once kilnd answered.
   absl::Status Serve(bool& registered);
-  void StartTask(const kiln::v1::CompileTask& task);
-  void RunTask(const kiln::v1::CompileTask& task, Task& state);
+  void StartTask(const kiln::v1::WorkerTask& task);
+  void RunTask(const kiln::v1::WorkerTask& task, Task& state);
+  // The compile stages of RunTask; `check` stops a cancelled or expired task between them.
+  absl::Status RunCompile(const kiln::v1::WorkerTask& task,
+                          std::chrono::system_clock::time_point deadline,
+                          const std::function<absl::Status()>& check,
+                          kiln::v1::CompileResult& result);
   void HeartbeatLoop(int64_t interval_ms);
   bool Send(const kiln::v1::WorkerMessage& message);
   void ReapTasks(bool all);

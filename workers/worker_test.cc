@@ -30,7 +30,7 @@ using namespace std::chrono_literals;
 class FakeHub final : public kiln::v1::WorkerHub::Service {
  public:
   void AddModel(const std::string& bytes) { models_[Sha256Hex(bytes)] = bytes; }
-  void Push(const kiln::v1::CompileTask& task) {
+  void Push(const kiln::v1::WorkerTask& task) {
     std::lock_guard<std::mutex> lock(mu_);
     outbox_.push_back(task);
     cv_.notify_all();
@@ -49,7 +49,7 @@ class FakeHub final : public kiln::v1::WorkerHub::Service {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<kiln::v1::CompileTask> outbox_;
+  std::deque<kiln::v1::WorkerTask> outbox_;
   std::vector<kiln::v1::Worker> registrations_;
   std::map<std::string, kiln::v1::TaskResult> results_;
   std::map<std::string, std::string> artifacts_;
@@ -171,12 +171,12 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
-kiln::v1::CompileTask Task(const std::string& id, const std::string& model) {
-  kiln::v1::CompileTask t;
+kiln::v1::WorkerTask Task(const std::string& id, const std::string& model) {
+  kiln::v1::WorkerTask t;
   t.set_task_id(id);
   t.set_job_id("job-" + id);
-  *t.mutable_model_digest() = DigestOf(model);
-  t.set_target("host");
+  *t.mutable_compile()->mutable_model_digest() = DigestOf(model);
+  t.mutable_compile()->set_target("host");
   return t;
 }
 
@@ -219,17 +219,21 @@ TEST(WorkerTest, RegistersHeartbeatsCompilesAndUploads) {
     std::lock_guard<std::mutex> lock(hub.mu_);
     const kiln::v1::Worker& w = hub.registrations_[0];
     EXPECT_EQ(w.id(), "test-worker");
-    EXPECT_EQ(w.kind(), "compile");
-    EXPECT_EQ(w.device(), "cpu");
+    ASSERT_EQ(w.capabilities().capabilities_size(), 1);
+    ASSERT_TRUE(w.capabilities().capabilities(0).has_compile());
+    const kiln::v1::CompileCapability& compile = w.capabilities().capabilities(0).compile();
+    EXPECT_THAT(compile.target_kinds(), ::testing::ElementsAre("cpu"));
+    EXPECT_FALSE(compile.host_cpu().empty());
     EXPECT_EQ(w.slots(), 2);
-    EXPECT_FALSE(w.cpu().empty());
     EXPECT_GT(w.pid(), 0);
   }
   hub.Push(Task("t1", model));
   ASSERT_TRUE(hub.WaitFor([&] { return hub.results_.count("t1") != 0; }));
   std::lock_guard<std::mutex> lock(hub.mu_);
-  const kiln::v1::TaskResult& r = hub.results_["t1"];
-  ASSERT_EQ(r.error_code(), 0) << r.error_message();
+  const kiln::v1::TaskResult& result = hub.results_["t1"];
+  ASSERT_EQ(result.error_code(), 0) << result.error_message();
+  ASSERT_TRUE(result.has_compile());
+  const kiln::v1::CompileResult& r = result.compile();
   ASSERT_EQ(hub.artifacts_.count(r.artifact_digest().hash()), 1u);
   const std::string& bytes = hub.artifacts_[r.artifact_digest().hash()];
   EXPECT_EQ(r.artifact_digest().size_bytes(), static_cast<int64_t>(bytes.size()));
@@ -247,23 +251,28 @@ TEST(WorkerTest, ErrorsAreReportedAsCodesAndTheWorkerCarriesOn) {
   hub.AddModel(bad_model);
   HubServer server(hub);
   WorkerOptions options = Options(server.port);
-  options.slots = 4;
+  options.slots = 5;
   RunningWorker worker(options);
   hub.Push(Task("malformed", bad_model));
   hub.Push(Task("missing", "never uploaded"));
-  kiln::v1::CompileTask expired = Task("expired", bad_model);
+  kiln::v1::WorkerTask expired = Task("expired", bad_model);
   expired.set_deadline_unix_ms(1);
   hub.Push(expired);
-  kiln::v1::CompileTask bad_target = Task("bad-target", bad_model);
-  bad_target.set_target("cpu:no-such-cpu");
+  kiln::v1::WorkerTask bad_target = Task("bad-target", bad_model);
+  bad_target.mutable_compile()->set_target("cpu:no-such-cpu");
   hub.Push(bad_target);
-  ASSERT_TRUE(hub.WaitFor([&] { return hub.results_.size() == 4; }));
+  kiln::v1::WorkerTask no_kind = Task("no-kind", bad_model);
+  no_kind.clear_compile();
+  hub.Push(no_kind);
+  ASSERT_TRUE(hub.WaitFor([&] { return hub.results_.size() == 5; }));
   std::lock_guard<std::mutex> lock(hub.mu_);
   EXPECT_EQ(hub.results_["malformed"].error_code(), grpc::StatusCode::INVALID_ARGUMENT)
       << hub.results_["malformed"].error_message();
   EXPECT_EQ(hub.results_["missing"].error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(hub.results_["expired"].error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_EQ(hub.results_["bad-target"].error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(hub.results_["no-kind"].error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  for (const auto& [id, result] : hub.results_) EXPECT_FALSE(result.has_compile()) << id;
   EXPECT_TRUE(hub.artifacts_.empty());
 }
 

@@ -1,4 +1,5 @@
-// Test helpers for server/cache: a self-deleting temp directory and a recursive file listing.
+// Test helpers for server/cache: a self-deleting temp directory, storage opened in one, and a
+// recursive file listing.
 #ifndef KILN_SERVER_CACHE_TEST_UTIL_H_
 #define KILN_SERVER_CACHE_TEST_UTIL_H_
 
@@ -10,6 +11,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "server/cache/storage.h"
 
 namespace kiln::cache::testing {
 
@@ -29,6 +32,13 @@ class TempDir {
  private:
   std::string path_;
 };
+
+/// SQLite storage with default options in `dir` (errors: those of OpenSqliteStorage).
+inline absl::StatusOr<std::unique_ptr<Storage>> OpenStorageIn(const TempDir& dir) {
+  StorageOptions options;
+  options.data_dir = dir.path();
+  return OpenSqliteStorage(options);
+}
 
 /// Regular files under `root`, as sorted paths relative to it.
 inline std::vector<std::string> ListFiles(const std::string& root) {

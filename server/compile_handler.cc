@@ -1,0 +1,137 @@
+// The compile job kind: spec ↔ job, eligibility by compile capability, the CompileTask, and
+// filing the artifact a worker reports.
+#include "server/compile_handler.h"
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "server/artifact_key.h"
+
+namespace kiln::server {
+namespace {
+
+/// The payload of a compile job.
+class CompileJob final : public JobPayload {
+ public:
+  explicit CompileJob(CompileSpec spec) : spec(std::move(spec)) {}
+  const CompileSpec spec;
+};
+
+/// The request a job record persists: enough to prepare the job again after a restart.
+std::string SerializeRequest(const CompileSpec& spec) {
+  v1::CompileRequest request;
+  request.mutable_model_digest()->set_hash(spec.model_digest);
+  request.mutable_model_digest()->set_size_bytes(spec.model_size_bytes);
+  request.set_target(spec.target);
+  *request.mutable_options() = spec.options;
+  request.set_priority(spec.priority);
+  return request.SerializeAsString();
+}
+
+const v1::CompileCapability* FindCompileCapability(const v1::WorkerCapabilities& capabilities) {
+  for (const v1::Capability& c : capabilities.capabilities()) {
+    if (c.has_compile()) return &c.compile();
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+JobSpec CompileJobSpec(const CompileSpec& spec) {
+  JobSpec job;
+  job.kind = cache::JobKind::kCompile;
+  job.dedup_key = KeyString(spec.key);
+  job.priority = spec.priority;
+  job.model_digest = spec.model_digest;
+  job.request = SerializeRequest(spec);
+  job.log_summary =
+      absl::StrCat("target=", spec.target, " graph_hash=", spec.key.graph_hash.substr(0, 12));
+  job.payload = std::make_shared<CompileJob>(spec);
+  return job;
+}
+
+const CompileSpec& CompileSpecOf(const JobSpec& job) {
+  return static_cast<const CompileJob&>(*job.payload).spec;
+}
+
+v1::CompileResponse CachedCompileResponse(const cache::ArtifactKey& key,
+                                          const cache::ArtifactEntry& entry) {
+  v1::CompileResponse r;
+  r.mutable_artifact_digest()->set_hash(entry.artifact_digest);
+  r.mutable_artifact_digest()->set_size_bytes(entry.size_bytes);
+  *r.mutable_key() = KeyToProto(key);
+  r.set_compile_ms(static_cast<double>(entry.compile_ms));
+  return r;
+}
+
+JobResult CompileJobResult(const v1::CompileResponse& response) {
+  JobResult result;
+  *result.event.mutable_result() = response;
+  result.persisted = response.SerializeAsString();
+  result.work_seconds = response.compile_ms() / 1000.0;
+  return result;
+}
+
+std::string TargetKind(const std::string& target) {
+  if (target == "host") return "cpu";
+  return target.substr(0, target.find(':'));
+}
+
+bool CompileHandler::CanRun(const JobSpec& job, const v1::WorkerCapabilities& capabilities) const {
+  const v1::CompileCapability* compile = FindCompileCapability(capabilities);
+  if (compile == nullptr) return false;
+  const CompileSpec& spec = CompileSpecOf(job);
+  std::string kind = TargetKind(spec.target);
+  bool supported = false;
+  for (const std::string& k : compile->target_kinds()) supported = supported || k == kind;
+  if (!supported) return false;
+  return spec.target != "host" || host_cpu_.empty() || compile->host_cpu().empty() ||
+         compile->host_cpu() == host_cpu_;
+}
+
+void CompileHandler::BuildTask(const JobSpec& job, v1::WorkerTask& task) const {
+  const CompileSpec& spec = CompileSpecOf(job);
+  v1::CompileTask& compile = *task.mutable_compile();
+  compile.mutable_model_digest()->set_hash(spec.model_digest);
+  compile.mutable_model_digest()->set_size_bytes(spec.model_size_bytes);
+  compile.set_target(spec.target);
+  *compile.mutable_options() = spec.options;
+  *compile.mutable_key() = KeyToProto(spec.key);
+}
+
+absl::StatusOr<JobResult> CompileHandler::TaskSucceeded(const JobSpec& job,
+                                                        const std::string& job_id,
+                                                        const std::string& worker_id,
+                                                        const v1::TaskResult& result) {
+  const cache::ArtifactKey& key = CompileSpecOf(job).key;
+  if (!result.has_compile()) {
+    return absl::InternalError(absl::StrCat("worker ", worker_id, " reported task ",
+                                            result.task_id(), " done without a compile result"));
+  }
+  const v1::CompileResult& compiled = result.compile();
+  if (compiled.has_key() && (compiled.key().graph_hash() != key.graph_hash ||
+                             compiled.key().target_key() != key.target_key)) {
+    return absl::InternalError(absl::StrCat("worker ", worker_id, " compiled for key (",
+                                            compiled.key().graph_hash(), ", ",
+                                            compiled.key().target_key(), ") but kilnd expected (",
+                                            key.graph_hash, ", ", key.target_key, ")"));
+  }
+  absl::StatusOr<cache::ArtifactEntry> entry = storage_->LinkArtifact(
+      key, compiled.artifact_digest().hash(), static_cast<int64_t>(compiled.compile_ms()));
+  if (!entry.ok()) {
+    return absl::InternalError(
+        absl::StrCat("worker ", worker_id, " reported artifact ", compiled.artifact_digest().hash(),
+                     " but it cannot be filed: ", entry.status().ToString()));
+  }
+  v1::CompileResponse response = CachedCompileResponse(key, *entry);
+  response.set_compile_ms(compiled.compile_ms());
+  response.set_worker(worker_id);
+  response.set_job_id(job_id);
+  return CompileJobResult(response);
+}
+
+void CompileHandler::DescribeResult(const std::string& persisted, v1::JobEvent& event) const {
+  event.mutable_result()->ParseFromString(persisted);
+}
+
+}  // namespace kiln::server

@@ -28,7 +28,7 @@ namespace {
 constexpr char kUsage[] = R"(usage:
   kiln compile MODEL.onnx -o OUT.kiln [--target host|cpu:<llvm cpu name>] [--print-ir-after=PASS]
                [--disable-pass=PASS] [--records FILE.jsonl [--hardware-key K]]
-               [--server HOST:PORT [--json] [--timeout-s S]]
+               [--server HOST:PORT [--json] [--timeout-s S] [--hardware-key K] [--untuned]]
   kiln run OUT.kiln --input NAME=FILE.pb ... --output-dir DIR [--threads N]
   kiln check DIR [--target T] [--print-ir-after=PASS] [--disable-pass=PASS] [--server HOST:PORT]
              [--records FILE.jsonl [--hardware-key K]]
@@ -39,6 +39,7 @@ constexpr char kUsage[] = R"(usage:
   kiln status --server HOST:PORT
   kiln jobs --server HOST:PORT [--state queued|running|succeeded|failed|cancelled] [--limit N]
   kiln workers --server HOST:PORT
+  kiln records list|export|import [FILE.jsonl] --server HOST:PORT [--hardware-key K]
 
 PASS is a graph pass (constant-folding, simplify, fold-batchnorm, matmul-layout, matmul-pack,
 cse, dce, layout-nchwc, fusion), "import", "lower"
@@ -76,8 +77,9 @@ void PrintTimings(const pipeline::CompileResult& r) {
 int Compile(int argc, char** argv) {
   Args args = ParseArgs(argc, argv, 2,
                         {"-o", "--output", "--target", "--print-ir-after", "--disable-pass",
-                         "--server", "--json", "--timeout-s", "--records", "--hardware-key"},
-                        /*bool_flags=*/{"--json"});
+                         "--server", "--json", "--timeout-s", "--records", "--hardware-key",
+                         "--untuned"},
+                        /*bool_flags=*/{"--json", "--untuned"});
   if (!args.error.empty()) return Fail(args.error);
   if (args.positional.size() != 1) return Fail("compile: expected one MODEL.onnx\n" + std::string(kUsage));
   std::string out = args.Get("-o", args.Get("--output"));
@@ -258,6 +260,7 @@ int main(int argc, char** argv) {
   if (cmd == "status") return StatusCommand(argc, argv);
   if (cmd == "jobs") return JobsCommand(argc, argv);
   if (cmd == "workers") return WorkersCommand(argc, argv);
+  if (cmd == "records") return RecordsCommand(argc, argv);
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
     std::cout << kUsage;
     return 0;

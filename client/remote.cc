@@ -158,6 +158,8 @@ absl::StatusOr<RemoteCompileResult> RemoteClient::CompileModel(
   request.set_target(options.target);
   for (const std::string& p : options.disabled_passes)
     request.mutable_options()->add_disabled_passes(p);
+  request.mutable_options()->set_hardware_key(options.hardware_key);
+  request.mutable_options()->set_untuned(options.untuned);
   request.set_priority(options.priority);
   KILN_ASSIGN_OR_RETURN(result.response, Compile(request));
   KILN_ASSIGN_OR_RETURN(result.artifact, FetchArtifact(result.response.artifact_digest()));
@@ -171,6 +173,30 @@ absl::StatusOr<kiln::v1::GetStatsResponse> RemoteClient::GetStats() {
   kiln::v1::GetStatsResponse response;
   KILN_RETURN_IF_ERROR(FromGrpc("GetStats", stub_->GetStats(&context, {}, &response)));
   return response;
+}
+
+absl::StatusOr<std::vector<kiln::v1::TuningRecord>> RemoteClient::ListTuningRecords(
+    const std::string& hardware_key) {
+  grpc::ClientContext context;
+  Prepare(context);
+  kiln::v1::ListTuningRecordsRequest request;
+  request.set_hardware_key(hardware_key);
+  kiln::v1::ListTuningRecordsResponse response;
+  KILN_RETURN_IF_ERROR(
+      FromGrpc("ListTuningRecords", stub_->ListTuningRecords(&context, request, &response)));
+  return std::vector<kiln::v1::TuningRecord>(response.records().begin(), response.records().end());
+}
+
+absl::StatusOr<int> RemoteClient::ImportTuningRecords(
+    const std::vector<kiln::v1::TuningRecord>& records) {
+  grpc::ClientContext context;
+  Prepare(context);
+  kiln::v1::ImportTuningRecordsRequest request;
+  for (const kiln::v1::TuningRecord& r : records) *request.add_records() = r;
+  kiln::v1::ImportTuningRecordsResponse response;
+  KILN_RETURN_IF_ERROR(
+      FromGrpc("ImportTuningRecords", stub_->ImportTuningRecords(&context, request, &response)));
+  return response.imported();
 }
 
 absl::StatusOr<kiln::v1::ListJobsResponse> RemoteClient::ListJobs(kiln::v1::JobState state,

@@ -18,6 +18,9 @@ namespace kiln::client {
 struct RemoteCompileOptions {
   std::string target = "host";
   std::vector<std::string> disabled_passes;
+  /// Whose tuning records kilnd applies ("" = its choice) or none at all (untuned).
+  std::string hardware_key;
+  bool untuned = false;
   kiln::v1::Priority priority = kiln::v1::INTERACTIVE;
   /// Deadline of each RPC, in ms.
   int64_t timeout_ms = 600'000;
@@ -59,6 +62,11 @@ class RemoteClient {
   absl::StatusOr<kiln::v1::GetStatsResponse> GetStats();
   absl::StatusOr<kiln::v1::ListJobsResponse> ListJobs(kiln::v1::JobState state, int limit);
   absl::StatusOr<kiln::v1::ListWorkersResponse> ListWorkers();
+  /// The server's tuning records of `hardware_key` ("" = all).
+  absl::StatusOr<std::vector<kiln::v1::TuningRecord>> ListTuningRecords(
+      const std::string& hardware_key);
+  /// Stores `records` on the server, all or none; returns how many.
+  absl::StatusOr<int> ImportTuningRecords(const std::vector<kiln::v1::TuningRecord>& records);
 
  private:
   void Prepare(grpc::ClientContext& context) const;

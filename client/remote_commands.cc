@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "client/check.h"
 #include "client/remote.h"
+#include "compiler_core/tuning/records.h"
 #include "compiler_core/runtime/artifact.h"
 #include "compiler_core/support/status_macros.h"
 #include "workers/protocol.h"
@@ -38,6 +39,8 @@ Remote RemoteFrom(const Args& args) {
   }
   r.options.target = args.Get("--target", "host");
   r.options.disabled_passes = SplitAll(args, "--disable-pass");
+  r.options.hardware_key = args.Get("--hardware-key");
+  r.options.untuned = args.Has("--untuned");
   r.options.timeout_ms = int64_t{timeout_s} * 1000;
   r.client = std::make_unique<RemoteClient>(args.Get("--server"), r.options.timeout_ms);
   return r;
@@ -195,6 +198,52 @@ int WorkersCommand(int argc, char** argv) {
                                  TimeText(w.last_heartbeat_ms()), w.address(),
                                  kiln::workers::CapabilitiesText(w.capabilities()));
   }
+  return 0;
+}
+
+int RecordsCommand(int argc, char** argv) {
+  Args args = ParseArgs(argc, argv, 2, {"--server", "--timeout-s", "--hardware-key"});
+  if (!args.error.empty()) return Fail("records: " + args.error);
+  if (args.positional.empty()) return Fail("records: expected list, export or import");
+  const std::string verb = args.positional[0];
+  if ((verb == "import") != (args.positional.size() == 2) || args.positional.size() > 2) {
+    return Fail("records: usage: kiln records list|export|import [FILE.jsonl] --server HOST:PORT "
+                "[--hardware-key K]");
+  }
+  if (!args.Has("--server")) return Fail("records: missing --server HOST:PORT");
+  Remote remote = RemoteFrom(args);
+  if (!remote.error.empty()) return Fail("records: " + remote.error);
+  if (verb == "import") {
+    // Every line is checked before anything is sent: one bad line imports nothing.
+    absl::StatusOr<std::string> text = ReadFile(args.positional[1]);
+    if (!text.ok()) return FailStatus(text.status());
+    auto records = tuning::ParseRecordLines(*text);
+    if (!records.ok()) {
+      return FailStatus(absl::InvalidArgumentError(
+          absl::StrCat(args.positional[1], ": ", records.status().message())));
+    }
+    auto imported = remote.client->ImportTuningRecords(*records);
+    if (!imported.ok()) return FailStatus(imported.status());
+    std::cout << "imported " << *imported << " records\n";
+    return 0;
+  }
+  auto records = remote.client->ListTuningRecords(args.Get("--hardware-key"));
+  if (!records.ok()) return FailStatus(records.status());
+  if (verb == "export") {
+    for (const kiln::v1::TuningRecord& r : *records) std::cout << tuning::RecordToJsonLine(r) << "\n";
+    return 0;
+  }
+  if (verb != "list") return Fail("records: unknown verb '" + verb + "' (list, export, import)");
+  std::cout << absl::StrFormat("%-12s %-11s %-10s %10s %10s %7s  %s\n", "WORKLOAD", "PROVENANCE",
+                               "WORKER", "MEDIAN MS", "DEFAULT", "REPEATS", "HARDWARE");
+  for (const kiln::v1::TuningRecord& r : *records) {
+    std::cout << absl::StrFormat("%-12s %-11s %-10s %10.4f %10.4f %7d  %s\n",
+                                 r.workload_key().substr(0, 12),
+                                 kiln::v1::TuningRecord::Provenance_Name(r.provenance()),
+                                 r.worker().substr(0, 10), r.median_ms(), r.default_median_ms(),
+                                 r.repeats(), r.hardware_key().substr(0, 40));
+  }
+  std::cout << records->size() << " records\n";
   return 0;
 }
 

@@ -18,6 +18,8 @@ int CheckOnServer(const Args& args);
 int StatusCommand(int argc, char** argv);
 int JobsCommand(int argc, char** argv);
 int WorkersCommand(int argc, char** argv);
+/// kiln records list|export|import [FILE] --server HOST:PORT [--hardware-key K].
+int RecordsCommand(int argc, char** argv);
 
 }  // namespace kiln::client
 

@@ -15,5 +15,6 @@ int CheckOnServer(const Args&) { return Unavailable(); }
 int StatusCommand(int, char**) { return Unavailable(); }
 int JobsCommand(int, char**) { return Unavailable(); }
 int WorkersCommand(int, char**) { return Unavailable(); }
+int RecordsCommand(int, char**) { return Unavailable(); }
 
 }  // namespace kiln::client

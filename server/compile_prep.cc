@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/pipeline/compiler_version.h"
+#include "server/tuning_records.h"
 #include "compiler_core/support/sha256.h"
 #include "compiler_core/support/status_macros.h"
 #include "server/artifact_key.h"
@@ -27,6 +28,7 @@ absl::StatusOr<CompileSpec> CompilePreparer::Prepare(const v1::CompileRequest& r
   spec.target = request.target().empty() ? "host" : request.target();
   KILN_ASSIGN_OR_RETURN(Target target, targets_->Resolve(spec.target));
   spec.options = CanonicalOptions(request.options());
+  KILN_RETURN_IF_ERROR(FillTuningRecords(*storage_, target, spec.options));
 
   std::string graph_hash;
   switch (request.model_case()) {

@@ -282,4 +282,41 @@ grpc::ServerUnaryReactor* KilnServiceImpl::GetStats(grpc::CallbackServerContext*
   return call->reactor();
 }
 
+grpc::ServerUnaryReactor* KilnServiceImpl::ListTuningRecords(
+    grpc::CallbackServerContext* context, const v1::ListTuningRecordsRequest* request,
+    v1::ListTuningRecordsResponse* response) {
+  auto call = UnaryCall<v1::ListTuningRecordsResponse>::Start(context, response,
+                                                              "ListTuningRecords", ctx_->metrics);
+  std::string hardware_key = request->hardware_key();
+  ctx_->executor->Post([ctx = ctx_, call, hardware_key] {
+    absl::StatusOr<std::vector<v1::TuningRecord>> records =
+        ctx->storage->ListTuningRecords(hardware_key);
+    if (!records.ok()) return (void)call->Reply(records.status());
+    call->Reply(absl::OkStatus(), [&](v1::ListTuningRecordsResponse& r) {
+      for (v1::TuningRecord& rec : *records) *r.add_records() = std::move(rec);
+    });
+  });
+  return call->reactor();
+}
+
+grpc::ServerUnaryReactor* KilnServiceImpl::ImportTuningRecords(
+    grpc::CallbackServerContext* context, const v1::ImportTuningRecordsRequest* request,
+    v1::ImportTuningRecordsResponse* response) {
+  auto call = UnaryCall<v1::ImportTuningRecordsResponse>::Start(
+      context, response, "ImportTuningRecords", ctx_->metrics);
+  std::vector<v1::TuningRecord> records(request->records().begin(), request->records().end());
+  ctx_->executor->Post([ctx = ctx_, call, records = std::move(records)]() mutable {
+    for (v1::TuningRecord& r : records) {
+      if (r.provenance() == v1::TuningRecord::MEASURED) {
+        r.set_provenance(v1::TuningRecord::IMPORTED);
+      }
+    }
+    absl::Status st = ctx->storage->PutTuningRecords(records);
+    if (!st.ok()) return (void)call->Reply(st);
+    const int n = static_cast<int>(records.size());
+    call->Reply(absl::OkStatus(), [&](v1::ImportTuningRecordsResponse& r) { r.set_imported(n); });
+  });
+  return call->reactor();
+}
+
 }  // namespace kiln::server

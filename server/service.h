@@ -40,6 +40,12 @@ class KilnServiceImpl final : public v1::KilnService::CallbackService {
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
                                      const v1::GetStatsRequest* request,
                                      v1::GetStatsResponse* response) override;
+  grpc::ServerUnaryReactor* ListTuningRecords(grpc::CallbackServerContext* context,
+                                              const v1::ListTuningRecordsRequest* request,
+                                              v1::ListTuningRecordsResponse* response) override;
+  grpc::ServerUnaryReactor* ImportTuningRecords(grpc::CallbackServerContext* context,
+                                                const v1::ImportTuningRecordsRequest* request,
+                                                v1::ImportTuningRecordsResponse* response) override;
 
  private:
   ServiceContext* ctx_;

@@ -6,7 +6,9 @@
 #include "compiler_core/importer/onnx/importer.h"
 #include "compiler_core/pipeline/compile.h"
 #include "compiler_core/runtime/artifact.h"
+#include "absl/strings/str_cat.h"
 #include "compiler_core/support/status_macros.h"
+#include "compiler_core/tuning/records.h"
 #include "workers/protocol.h"
 
 namespace kiln::workers {
@@ -20,6 +22,17 @@ absl::StatusOr<CompiledArtifact> CompileModelBytes(std::string_view model_bytes,
   compile_options.target = target.empty() ? "host" : target;
   compile_options.disabled_passes.assign(options.disabled_passes().begin(),
                                          options.disabled_passes().end());
+  // The tuning records kilnd chose for this compile (best per workload on one hardware key).
+  tuning::RecordSet records;
+  for (const kiln::v1::TuningRecord& r : options.records()) {
+    absl::Status added = records.Add(r);
+    if (!added.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tuning record of workload ", r.workload_key(), ": ", added.message()));
+    }
+  }
+  tuning::RecordScheduleSource schedules(records, options.hardware_key());
+  if (!options.untuned() && records.size() > 0) compile_options.schedules = &schedules;
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<graph::Graph> graph,
                         importer::ImportOnnxBytes(model_bytes, scratch_dir));
   KILN_ASSIGN_OR_RETURN(pipeline::CompileResult result,

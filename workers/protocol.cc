@@ -16,6 +16,20 @@ std::string OptionsHash(const kiln::v1::CompileOptions& options) {
   auto* passes = canonical.mutable_disabled_passes();
   std::sort(passes->begin(), passes->end());
   passes->erase(std::unique(passes->begin(), passes->end()), passes->end());
+  // Of a record, only what shapes the artifact counts (tuning::RecordDigest's fields): a record
+  // exported and imported elsewhere gives the same key.
+  for (kiln::v1::TuningRecord& r : *canonical.mutable_records()) {
+    kiln::v1::TuningRecord kept;
+    kept.set_workload_key(r.workload_key());
+    kept.set_hardware_key(r.hardware_key());
+    kept.set_schedule(r.schedule());
+    kept.set_median_ms(r.median_ms());
+    r = std::move(kept);
+  }
+  std::sort(canonical.mutable_records()->begin(), canonical.mutable_records()->end(),
+            [](const kiln::v1::TuningRecord& a, const kiln::v1::TuningRecord& b) {
+              return a.workload_key() < b.workload_key();
+            });
   std::string bytes;
   {
     google::protobuf::io::StringOutputStream stream(&bytes);

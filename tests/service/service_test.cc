@@ -437,5 +437,73 @@ TEST_F(ServiceTest, MetricsEndpointPassesPromtool) {
   EXPECT_EQ(promtool.exit_code, 0) << Describe(promtool) << "\n" << body;
 }
 
+
+// Tuning records through kilnd: records measured by `kiln tune --local` are imported, the next
+// compile applies them (another options hash, tuned kernels, still passes check); exported and
+// imported into a fresh kilnd they give the identical artifact without measuring; a malformed
+// import line is refused with its number and imports nothing.
+TEST_F(ServiceTest, ImportedRecordsAreAppliedAndMoveBetweenDaemons) {
+  if (!fs::exists(Model(kLenet))) GTEST_SKIP() << kLenet << " not found";
+  const std::string measured = root_ + "/measured.jsonl";
+  RunResult tune = Kiln({"tune", Model(kLenet), "--local", "--trials", "16", "--seed", "2",
+                         "--records-out", measured});
+  ASSERT_EQ(tune.exit_code, 0) << Describe(tune);
+
+  Kilnd& kilnd = StartKilnd(/*workers=*/1);
+  RunResult plain = CompileJson(Model(kLenet), root_ + "/plain.kiln");
+  ASSERT_EQ(plain.exit_code, 0) << Describe(plain);
+
+  // A bad line: nothing imported.
+  std::string lines = ReadFile(measured);
+  ASSERT_TRUE(WriteFile(root_ + "/bad.jsonl",
+                        lines.substr(0, lines.find('\n') + 1) + "{\"median_ms\": \"x\"}\n"));
+  RunResult bad = Kiln({"records", "import", root_ + "/bad.jsonl", "--server", kilnd.address()});
+  EXPECT_EQ(bad.exit_code, 1) << Describe(bad);
+  EXPECT_THAT(bad.err, HasSubstr("bad.jsonl: line 2: ")) << Describe(bad);
+  ASSERT_TRUE(kilnd.client().ListTuningRecords("").ok());
+  EXPECT_EQ(kilnd.client().ListTuningRecords("")->size(), 0u);
+
+  RunResult imported = Kiln({"records", "import", measured, "--server", kilnd.address()});
+  ASSERT_EQ(imported.exit_code, 0) << Describe(imported);
+  EXPECT_THAT(imported.out, HasSubstr("imported "));
+  RunResult list = Kiln({"records", "list", "--server", kilnd.address()});
+  ASSERT_EQ(list.exit_code, 0) << Describe(list);
+  EXPECT_THAT(list.out, HasSubstr("IMPORTED"));
+
+  const std::string tuned_path = root_ + "/tuned.kiln";
+  RunResult tuned = CompileJson(Model(kLenet), tuned_path);
+  ASSERT_EQ(tuned.exit_code, 0) << Describe(tuned);
+  EXPECT_EQ(JsonField(tuned.out, "cache_hit"), "false") << tuned.out;
+  EXPECT_NE(JsonField(tuned.out, "options_hash"), JsonField(plain.out, "options_hash"));
+  EXPECT_NE(JsonField(tuned.out, "artifact_digest"), JsonField(plain.out, "artifact_digest"));
+  RunResult inspect = Kiln({"inspect", tuned_path});
+  EXPECT_THAT(inspect.out, HasSubstr(" tuned (record ")) << inspect.out;
+  EXPECT_THAT(inspect.out, HasSubstr("tuning:           records ")) << inspect.out;
+  RunResult untuned = CompileJson(Model(kLenet), root_ + "/untuned.kiln", {"--untuned"});
+  ASSERT_EQ(untuned.exit_code, 0) << Describe(untuned);
+  EXPECT_EQ(JsonField(untuned.out, "cache_hit"), "true") << "untuned is the plain artifact";
+  EXPECT_EQ(JsonField(untuned.out, "artifact_digest"), JsonField(plain.out, "artifact_digest"));
+  RunResult check = Kiln({"check", kLenet, "--server", kilnd.address()});
+  EXPECT_EQ(check.exit_code, 0) << Describe(check);
+
+  RunResult exported = Kiln({"records", "export", "--server", kilnd.address()});
+  ASSERT_EQ(exported.exit_code, 0) << Describe(exported);
+  ASSERT_TRUE(WriteFile(root_ + "/exported.jsonl", exported.out));
+  ASSERT_TRUE(kilnd.Stop());
+
+  // A fresh daemon: import, compile, the identical artifact.
+  Kilnd fresh(root_ + "/fresh", {}, 1);
+  ASSERT_TRUE(fresh.Start());
+  RunResult again_import =
+      Kiln({"records", "import", root_ + "/exported.jsonl", "--server", fresh.address()});
+  ASSERT_EQ(again_import.exit_code, 0) << Describe(again_import);
+  RunResult again = Kiln({"compile", Model(kLenet), "--server", fresh.address(), "-o",
+                          root_ + "/again.kiln", "--json"});
+  ASSERT_EQ(again.exit_code, 0) << Describe(again);
+  EXPECT_EQ(JsonField(again.out, "artifact_digest"), JsonField(tuned.out, "artifact_digest"));
+  EXPECT_EQ(JsonField(again.out, "options_hash"), JsonField(tuned.out, "options_hash"));
+  EXPECT_TRUE(fresh.Stop());
+}
+
 }  // namespace
 }  // namespace kiln::testing

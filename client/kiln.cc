@@ -35,7 +35,7 @@ constexpr char kUsage[] = R"(usage:
   kiln inspect OUT.kiln
   kiln tune MODEL.onnx --print-space [--target T] [--samples N] [--seed S]
   kiln tune MODEL.onnx --local --records-out FILE.jsonl [--target T] [--trials N]
-            [--time-budget-s S] [--threads N] [--seed S] [--random]
+            [--time-budget-s S] [--threads N (default 1)] [--seed S] [--random] [--json]
   kiln status --server HOST:PORT
   kiln jobs --server HOST:PORT [--state queued|running|succeeded|failed|cancelled] [--limit N]
   kiln workers --server HOST:PORT

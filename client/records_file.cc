@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -13,9 +14,7 @@
 
 namespace kiln::client {
 
-absl::StatusOr<std::unique_ptr<FileRecords>> LoadRecordsFile(const std::string& path,
-                                                             const std::string& target_spec,
-                                                             const std::string& hardware_key) {
+absl::StatusOr<tuning::RecordSet> ReadRecordSet(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("records file '", path, "' cannot be read"));
   std::stringstream text;
@@ -24,15 +23,32 @@ absl::StatusOr<std::unique_ptr<FileRecords>> LoadRecordsFile(const std::string& 
   if (!parsed.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", parsed.status().message()));
   }
-  auto out = std::make_unique<FileRecords>();
+  tuning::RecordSet set;
   for (v1::TuningRecord& r : *parsed) {
-    absl::Status st = out->records.Add(std::move(r));
+    absl::Status st = set.Add(std::move(r));
     if (!st.ok()) return st;
   }
+  return set;
+}
+
+absl::StatusOr<std::unique_ptr<FileRecords>> LoadRecordsFile(const std::string& path,
+                                                             const std::string& target_spec,
+                                                             const std::string& hardware_key) {
+  absl::StatusOr<tuning::RecordSet> set = ReadRecordSet(path);
+  if (!set.ok()) return set.status();
+  auto out = std::make_unique<FileRecords>();
+  out->records = std::move(*set);
   absl::StatusOr<Target> target = codegen::ResolveTarget(target_spec);
   if (!target.ok()) return target.status();
   out->hardware_key = hardware_key;
-  if (out->hardware_key.empty()) {
+  if (!hardware_key.empty()) {
+    std::vector<std::string> keys = out->records.HardwareKeysFor(target->Key());
+    if (std::find(keys.begin(), keys.end(), hardware_key) == keys.end()) {
+      return absl::NotFoundError(absl::StrCat(path, " has no record for hardware key '",
+                                              hardware_key, "' of this target (it has ",
+                                              keys.size(), ": ", absl::StrJoin(keys, " ; "), ")"));
+    }
+  } else {
     std::vector<std::string> keys = out->records.HardwareKeysFor(target->Key());
     if (keys.size() > 1) {
       return absl::InvalidArgumentError(absl::StrCat(

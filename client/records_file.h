@@ -28,6 +28,10 @@ absl::StatusOr<std::unique_ptr<FileRecords>> LoadRecordsFile(const std::string& 
                                                              const std::string& target_spec,
                                                              const std::string& hardware_key);
 
+/// Every record of `path`. Errors: kNotFound for a missing file; kInvalidArgument for a bad
+/// line ("FILE: line N: ...").
+absl::StatusOr<tuning::RecordSet> ReadRecordSet(const std::string& path);
+
 /// Appends `records` to `path` as JSON lines (creating it). Errors: kInternal when it cannot
 /// be written.
 absl::Status AppendRecordsFile(const std::string& path,

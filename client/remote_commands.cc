@@ -201,6 +201,18 @@ int WorkersCommand(int argc, char** argv) {
   return 0;
 }
 
+namespace {
+
+/// "cpu:znver2|device=AMD EPYC|units=1|cache=..." for a key "<target key>|device=...": the
+/// CPU name and the fields that tell keys of one target apart.
+std::string HardwareTail(const std::string& key) {
+  const size_t bar = key.find('|');
+  if (bar == std::string::npos) return key;
+  return ShortTarget(key.substr(0, bar)) + key.substr(bar);
+}
+
+}  // namespace
+
 int RecordsCommand(int argc, char** argv) {
   Args args = ParseArgs(argc, argv, 2, {"--server", "--timeout-s", "--hardware-key"});
   if (!args.error.empty()) return Fail("records: " + args.error);
@@ -241,7 +253,7 @@ int RecordsCommand(int argc, char** argv) {
                                  r.workload_key().substr(0, 12),
                                  kiln::v1::TuningRecord::Provenance_Name(r.provenance()),
                                  r.worker().substr(0, 10), r.median_ms(), r.default_median_ms(),
-                                 r.repeats(), r.hardware_key().substr(0, 40));
+                                 r.repeats(), HardwareTail(r.hardware_key()));
   }
   std::cout << records->size() << " records\n";
   return 0;

@@ -62,17 +62,31 @@ int PrintSpace(const Args& args) {
 void PrintSummary(const std::vector<tuning::TuneTask>& tasks, const tuning::SearchProgress& p) {
   std::cout << absl::StrFormat("%-3s %-12s %-28s %4s %11s %11s %8s %6s\n", "#", "workload",
                                "ops", "x", "default ms", "tuned ms", "speedup", "trials");
+  int measured = 0;
   for (size_t i = 0; i < tasks.size() && i < p.tasks.size(); ++i) {
     const tuning::TaskProgress& t = p.tasks[i];
-    std::cout << absl::StrFormat("%-3d %-12s %-28s %4d %11.4f %11.4f %7.2fx %6d\n", i + 1,
-                                 tasks[i].workload_key.substr(0, 12),
-                                 tasks[i].fused_ops.substr(0, 28), tasks[i].weight, t.default_ms,
-                                 t.best_ms, t.best_ms > 0 ? t.default_ms / t.best_ms : 0,
-                                 t.trials);
+    const std::string head = absl::StrFormat("%-3d %-12s %-28s %4d ", i + 1,
+                                             tasks[i].workload_key.substr(0, 12),
+                                             tasks[i].fused_ops.substr(0, 28), tasks[i].weight);
+    if (t.trials == 0 && t.default_ms == 0) {
+      std::cout << head << absl::StrFormat("%11s %11s %8s %6d\n", "-", "-", "-", 0);
+      continue;
+    }
+    ++measured;
+    std::cout << head
+              << absl::StrFormat("%11.4f %11.4f %7.2fx %6d\n", t.default_ms, t.best_ms,
+                                 t.best_ms > 0 ? t.default_ms / t.best_ms : 0, t.trials);
   }
-  std::cout << absl::StrFormat("estimated model latency: %.4f ms default, %.4f ms tuned (%.2fx)\n",
-                               p.default_estimated_ms, p.estimated_ms,
-                               p.estimated_ms > 0 ? p.default_estimated_ms / p.estimated_ms : 0);
+  std::cout << absl::StrFormat(
+      "estimated latency of the %d measured workloads (of %d): %.4f ms default, %.4f ms tuned "
+      "(%.2fx)\n",
+      measured, tasks.size(), p.default_estimated_ms, p.estimated_ms,
+      p.estimated_ms > 0 ? p.default_estimated_ms / p.estimated_ms : 0);
+  if (measured < static_cast<int>(tasks.size())) {
+    std::cout << "note: every workload gets one round (a batch of candidates) before the task "
+                 "scheduler weighs them; give --trials at least "
+              << tasks.size() * 8 << " to measure them all\n";
+  }
 }
 
 /// One JSON object: the hardware key, the records file, the estimated model latency, and per
@@ -138,8 +152,8 @@ int TuneLocal(const Args& args) {
   const tuning::HardwareInfo hw = tuning::DetectCpuHardware(target, threads);
   // Earlier records of similar hardware in the output file seed the search.
   tuning::RecordSet known;
-  if (auto existing = LoadRecordsFile(records_out, options.target, hw.Key()); existing.ok()) {
-    known = std::move((*existing)->records);
+  if (absl::StatusOr<tuning::RecordSet> existing = ReadRecordSet(records_out); existing.ok()) {
+    known = std::move(*existing);
   }
   std::vector<tuning::TuneTask> tasks;
   for (const pipeline::ModelWorkload& w : *workloads) {

@@ -3,6 +3,7 @@
 
 #include <map>
 
+#include "absl/strings/str_cat.h"
 #include "compiler_core/tuning/hardware.h"
 
 namespace kiln::server {
@@ -34,7 +35,13 @@ absl::Status FillTuningRecords(cache::Storage& storage, const Target& target,
       }
     }
   }
-  if (chosen.empty() || !per_key.count(chosen)) return absl::OkStatus();
+  if (chosen.empty()) return absl::OkStatus();
+  if (!per_key.count(chosen)) {
+    return absl::NotFoundError(absl::StrCat("no tuning record for hardware key '", chosen,
+                                            "' of target ", target.cpu,
+                                            " (kiln records list shows the keys; --untuned "
+                                            "compiles without records)"));
+  }
   options.set_hardware_key(chosen);
   // Listed by workload, hardware key, median, schedule: the first of a workload is its best.
   std::string last_workload;

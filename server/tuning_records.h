@@ -14,7 +14,8 @@ namespace kiln::server {
 /// key of `target`: `options.hardware_key` when the client named it, else the key of the
 /// target with the most records (ties: the smaller key), which is then written into
 /// `options.hardware_key`. Leaves both empty when the target has no records or
-/// `options.untuned` is set. Errors: those of the storage.
+/// `options.untuned` is set. Errors: kNotFound when the client named a hardware key with no
+/// record for the target; those of the storage.
 absl::Status FillTuningRecords(cache::Storage& storage, const Target& target,
                                v1::CompileOptions& options);
 

@@ -55,7 +55,7 @@ TEST(TuneCliTest, LocalTuneThenCompileWithRecords) {
   auto [tune_rc, tune_out] = Kiln("tune " + model_dir + "/model.onnx --local --trials 24 --seed 3 "
                                   "--records-out " + records);
   ASSERT_EQ(tune_rc, 0) << tune_out;
-  EXPECT_NE(tune_out.find("estimated model latency:"), std::string::npos) << tune_out;
+  EXPECT_NE(tune_out.find("estimated latency of the "), std::string::npos) << tune_out;
   EXPECT_NE(tune_out.find("speedup"), std::string::npos) << tune_out;
   const std::string lines = ReadFile(records);
   // 24 measured candidates (those with an empty trace are not recorded) plus the defaults.
@@ -94,6 +94,11 @@ TEST(TuneCliTest, LocalTuneThenCompileWithRecords) {
     out << lines.substr(0, lines.find('\n') + 1) << "{\"workload_key\": 7}\n";
   }
   const std::string none = (tmp / "none.kiln").string();
+  auto [nokey_rc, nokey_out] = Kiln("compile " + model_dir + "/model.onnx -o " + none +
+                                    " --records " + records + " --hardware-key nope");
+  EXPECT_EQ(nokey_rc, 1);
+  EXPECT_NE(nokey_out.find("has no record for hardware key 'nope'"), std::string::npos)
+      << nokey_out;
   auto [bad_rc, bad_out] =
       Kiln("compile " + model_dir + "/model.onnx -o " + none + " --records " + bad);
   EXPECT_EQ(bad_rc, 1);

@@ -325,6 +325,9 @@ TEST_F(ServiceTest, CorruptedArtifactBlobIsRebuiltNeverServed) {
   EXPECT_EQ(Sha256Hex(ReadFile(root_ + "/b.kiln")), JsonField(again.out, "artifact_digest"));
   RunResult check = Kiln({"check", kLenet, "--server", kilnd.address()});
   EXPECT_EQ(check.exit_code, 0) << Describe(check);
+  RunResult nokey = CompileJson(Model(kLenet), root_ + "/nokey.kiln", {"--hardware-key", "nope"});
+  EXPECT_EQ(nokey.exit_code, 1) << Describe(nokey);
+  EXPECT_THAT(nokey.err, HasSubstr("no tuning record for hardware key 'nope'")) << Describe(nokey);
 
   // Corrupted, then fetched directly: an error, never the corrupted bytes.
   std::string rebuilt_digest = JsonField(again.out, "artifact_digest");
@@ -485,6 +488,9 @@ TEST_F(ServiceTest, ImportedRecordsAreAppliedAndMoveBetweenDaemons) {
   EXPECT_EQ(JsonField(untuned.out, "artifact_digest"), JsonField(plain.out, "artifact_digest"));
   RunResult check = Kiln({"check", kLenet, "--server", kilnd.address()});
   EXPECT_EQ(check.exit_code, 0) << Describe(check);
+  RunResult nokey = CompileJson(Model(kLenet), root_ + "/nokey.kiln", {"--hardware-key", "nope"});
+  EXPECT_EQ(nokey.exit_code, 1) << Describe(nokey);
+  EXPECT_THAT(nokey.err, HasSubstr("no tuning record for hardware key 'nope'")) << Describe(nokey);
 
   RunResult exported = Kiln({"records", "export", "--server", kilnd.address()});
   ASSERT_EQ(exported.exit_code, 0) << Describe(exported);

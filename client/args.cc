@@ -32,17 +32,19 @@ Args ParseArgs(int argc, char** argv, int first, const std::vector<std::string>&
       args.flags.insert({name, "true"});
       continue;
     }
-    if (auto eq = a.find('='); eq != std::string::npos) {
-      name = a.substr(0, eq);
+    const size_t eq = a.find('=');
+    if (eq != std::string::npos) name = a.substr(0, eq);
+    // An unknown flag is reported as such wherever it stands (not as one missing its value).
+    if (std::find(value_flags.begin(), value_flags.end(), name) == value_flags.end()) {
+      args.error = absl::StrCat("unknown flag ", name);
+      return args;
+    }
+    if (eq != std::string::npos) {
       value = a.substr(eq + 1);
     } else if (i + 1 < argc) {
       value = argv[++i];
     } else {
       args.error = absl::StrCat("flag ", a, " needs a value");
-      return args;
-    }
-    if (std::find(value_flags.begin(), value_flags.end(), name) == value_flags.end()) {
-      args.error = absl::StrCat("unknown flag ", name);
       return args;
     }
     args.flags.insert({name, value});

@@ -328,7 +328,7 @@ async function benchOne(dir, threads) {
       // An empty-handed tuned compile (no record for this machine's key) says why on stderr.
       const why = tuned.server.stderr.match(/has no record[^\n]*/);
       if (why) row.tunedNote = why[0].replace(/ \(hardware key[^)]*\)/, '');
-    } else {
+    } else if (!row.kilnError) {
       row.tunedError = `no records file ${file}`;
     }
   }

@@ -1,7 +1,11 @@
 // Benchmark (not a test): compiles a model directory's model.onnx with Kiln, then times
 // inference on its test_data_set_0 inputs. Prints cold compile time and latency statistics.
 //   kiln-bench-model DIR [--threads N] [--warmup W] [--runs R] [--target T] [--json]
-//                        [--profile [TOP]] [--serve]
+//                        [--records FILE.jsonl] [--profile [TOP]] [--serve]
+// --records: compiles with FILE's best records for this machine's hardware key at --threads
+//   (tuning::DetectCpuHardware(target, threads).Key(), what `kiln tune --local --threads N`
+//   writes); a file with no record for exactly that key is said on stderr and the model runs
+//   untuned. The output names how many kernels got a record's schedule ("tuned_kernels").
 // --profile: times every kernel call over the runs and prints the TOP (default 15) kernels by
 //   median time, with their fused ops and schedule.
 // --serve: for bench/compare, which interleaves Kiln's runs with ONNX Runtime's. After compiling
@@ -12,7 +16,10 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,9 +27,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "compiler_core/codegen/llvm/codegen.h"
 #include "compiler_core/importer/onnx/tensor_file.h"
 #include "compiler_core/pipeline/compile.h"
 #include "compiler_core/runtime/executable.h"
+#include "compiler_core/tuning/hardware.h"
+#include "compiler_core/tuning/records.h"
 
 namespace {
 
@@ -52,6 +62,65 @@ int Fail(const std::string& message) {
   return 1;
 }
 
+/// A records file's records and the schedule source over those of one hardware key.
+struct BenchRecords {
+  kiln::tuning::RecordSet records;
+  std::string hardware_key;
+  std::unique_ptr<kiln::tuning::RecordScheduleSource> source;  // null: none for the key
+};
+
+/// Reads `path` and picks the records of this machine at `threads` threads for `target_spec`.
+/// A file without a record for that exact hardware key is not an error: it says so on stderr
+/// (naming the units= of the keys it has) and leaves `source` null.
+absl::StatusOr<std::unique_ptr<BenchRecords>> LoadRecords(const std::string& path,
+                                                          const std::string& target_spec,
+                                                          int threads) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("records file '", path, "' cannot be read"));
+  std::stringstream text;
+  text << in.rdbuf();
+  auto parsed = kiln::tuning::ParseRecordLines(text.str());
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", parsed.status().message()));
+  }
+  auto out = std::make_unique<BenchRecords>();
+  for (kiln::v1::TuningRecord& r : *parsed) {
+    if (absl::Status st = out->records.Add(std::move(r)); !st.ok()) return st;
+  }
+  auto target = kiln::codegen::ResolveTarget(target_spec);
+  if (!target.ok()) return target.status();
+  out->hardware_key = kiln::tuning::DetectCpuHardware(*target, threads).Key();
+  std::vector<std::string> keys = out->records.HardwareKeysFor(target->Key());
+  if (std::find(keys.begin(), keys.end(), out->hardware_key) == keys.end()) {
+    std::string have;
+    for (const std::string& k : keys) {
+      auto info = kiln::tuning::ParseHardwareKey(k);
+      absl::StrAppend(&have, have.empty() ? "" : ", ",
+                      info.ok() ? absl::StrCat("units=", info->compute_units) : k);
+    }
+    // The target key part is long and the same for both: name only the rest of the key.
+    const size_t device = out->hardware_key.find("|device=");
+    const std::string shown = device == std::string::npos
+                                  ? out->hardware_key
+                                  : "<target>" + out->hardware_key.substr(device);
+    std::fprintf(stderr,
+                 "kiln-bench-model: %s has no record for this machine at %d threads (hardware "
+                 "key %s; the file has %s): running untuned\n",
+                 path.c_str(), threads, shown.c_str(),
+                 have.empty() ? "none for this target" : have.c_str());
+    return out;
+  }
+  out->source =
+      std::make_unique<kiln::tuning::RecordScheduleSource>(out->records, out->hardware_key);
+  return out;
+}
+
+int TunedKernels(const kiln::v1::Manifest& m) {
+  int n = 0;
+  for (const auto& k : m.kernels()) n += k.tuned() ? 1 : 0;
+  return n;
+}
+
 double Percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   size_t i = static_cast<size_t>(p * (v.size() - 1) + 0.5);
@@ -63,12 +132,13 @@ double Percentile(std::vector<double> v, double p) {
 int main(int argc, char** argv) {
   if (argc < 2) {
     return Fail("usage: kiln-bench-model DIR [--threads N] [--warmup W] [--runs R] [--target T] "
-                "[--json] [--profile [TOP]] [--serve]");
+                "[--json] [--records FILE.jsonl] [--profile [TOP]] [--serve]");
   }
   std::string dir = argv[1];
   int threads = 0, warmup = 10, runs = 50;
   bool json = false, profile = false;
   int top = 15;
+  std::string records_path;
   kiln::pipeline::CompileOptions options;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
@@ -77,6 +147,7 @@ int main(int argc, char** argv) {
     if (a == "--warmup" && next(&warmup)) continue;
     if (a == "--runs" && next(&runs)) continue;
     if (a == "--target" && i + 1 < argc) { options.target = argv[++i]; continue; }
+    if (a == "--records" && i + 1 < argc) { records_path = argv[++i]; continue; }
     if (a == "--json") { json = true; continue; }
     if (a == "--serve") { g_serve = true; continue; }
     if (a == "--profile") {
@@ -85,6 +156,13 @@ int main(int argc, char** argv) {
       continue;
     }
     return Fail("bad argument '" + a + "'");
+  }
+  std::unique_ptr<BenchRecords> records;
+  if (!records_path.empty()) {
+    auto loaded = LoadRecords(records_path, options.target, threads);
+    if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
+    records = std::move(*loaded);
+    options.schedules = records->source.get();
   }
   auto compiled = kiln::pipeline::CompileModelFile(dir + "/model.onnx", options);
   if (!compiled.ok()) return Fail(std::string(compiled.status().message()));
@@ -104,9 +182,10 @@ int main(int argc, char** argv) {
     if (!out.ok()) return Fail(std::string(out.status().message()));
   }
   if (g_serve) {
-    std::printf("{\"ready\":true,\"model\":\"%s\",\"threads\":%d,\"compile_ms\":%.1f,\"kernels\":%d}\n",
+    std::printf("{\"ready\":true,\"model\":\"%s\",\"threads\":%d,\"compile_ms\":%.1f,\"kernels\":%d,"
+                "\"tuned_kernels\":%d}\n",
                 std::filesystem::path(dir).filename().c_str(), threads, compile_ms,
-                (*exe)->manifest().kernels_size());
+                (*exe)->manifest().kernels_size(), TunedKernels((*exe)->manifest()));
     std::fflush(stdout);
     char line[64];
     while (std::fgets(line, sizeof line, stdin) != nullptr) {
@@ -180,11 +259,16 @@ int main(int argc, char** argv) {
   }
   double p50 = Percentile(ms, 0.5), p90 = Percentile(ms, 0.9);
   if (json) {
-    std::printf("{\"model\":\"%s\",\"threads\":%d,\"compile_ms\":%.1f,\"p50_ms\":%.4f,\"p90_ms\":%.4f,\"runs\":%d}\n",
-                std::filesystem::path(dir).filename().c_str(), threads, compile_ms, p50, p90, runs);
+    std::printf("{\"model\":\"%s\",\"threads\":%d,\"compile_ms\":%.1f,\"p50_ms\":%.4f,\"p90_ms\":%.4f,\"runs\":%d,"
+                "\"tuned_kernels\":%d}\n",
+                std::filesystem::path(dir).filename().c_str(), threads, compile_ms, p50, p90, runs,
+                TunedKernels((*exe)->manifest()));
   } else {
-    std::printf("%s: compile %.0f ms, threads %d, median %.3f ms, p90 %.3f ms over %d runs\n",
-                dir.c_str(), compile_ms, threads, p50, p90, runs);
+    std::printf("%s: compile %.0f ms, threads %d, median %.3f ms, p90 %.3f ms over %d runs%s\n",
+                dir.c_str(), compile_ms, threads, p50, p90, runs,
+                records ? absl::StrFormat(", %d/%d kernels tuned", TunedKernels((*exe)->manifest()),
+                                          (*exe)->manifest().kernels_size()).c_str()
+                        : "");
   }
   return 0;
 }

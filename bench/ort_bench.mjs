@@ -3,7 +3,16 @@
 //
 //   node bench/ort_bench.mjs --kiln-bin build/bin/kiln-bench-model [--models ../shared/models]
 //        [--ort-dir bench/.ort] [--threads 1,2] [--warmup 20] [--runs 100] [--budget-ms 8000]
-//        [--only mlp,resnet18]
+//        [--only mlp,resnet18] [--records-dir DIR [--geomean-models a,b,...]] [--list-models]
+//
+// --records-dir DIR: each row measures three runtimes in the same protocol: Kiln with default
+// schedules, Kiln tuned (`kiln-bench-model --records DIR/<model>.t<threads>.jsonl`, the records
+// of this machine at that thread count) and ORT, and prints default, tuned and ORT p50 with the
+// ratios tuned/ORT, default/ORT and tuned/default, then per thread count the geometric means of
+// the ratios over --geomean-models (default: the four models above 1 M multiply-adds). A model
+// without a records file there is measured default vs ORT only.
+// --list-models: prints the model names in the order they are benchmarked, one a line, and exits
+// (bench/tune.sh tunes in this order).
 //
 // Each runtime runs in its own child process speaking one line protocol (ready JSON, then "N" →
 // {"ms":[...]}): Kiln in `kiln-bench-model DIR --serve` (compiles, warms up, runs batches), ONNX
@@ -34,6 +43,9 @@ const opts = {
   runs: 100,
   budgetMs: 8000,
   only: null,
+  recordsDir: null,
+  geomeanModels: ['squeezenet1_1', 'mobilenet_v2', 'resnet18', 'transformer_encoder'],
+  listModels: false,
 };
 {
   const argv = process.argv.slice(2);
@@ -51,12 +63,20 @@ const opts = {
     else if (a === '--runs') opts.runs = Number(v());
     else if (a === '--budget-ms') opts.budgetMs = Number(v());
     else if (a === '--only') opts.only = v().split(',');
+    else if (a === '--records-dir') opts.recordsDir = v();
+    else if (a === '--geomean-models') opts.geomeanModels = v().split(',');
+    else if (a === '--list-models') opts.listModels = true;
     else if (a === '--serve-ort') opts.serveOrt = [v(), Number(v()), Number(v())];
     else {
       console.error(`ort_bench.mjs: unknown argument ${a}`);
       process.exit(2);
     }
   }
+}
+
+if (opts.listModels) {
+  for (const dir of modelDirs()) console.log(path.basename(dir));
+  process.exit(0);
 }
 
 const require = createRequire(path.resolve(opts.ortDir, 'package.json'));
@@ -268,60 +288,88 @@ const fmt = (x, w = 9) => (x === undefined || x === null || Number.isNaN(x) ? '-
 const short = (s, n = 70) => (s.length > n ? s.slice(0, n - 1) + '…' : s);
 
 // ---- one model at one thread count ----------------------------------------------------------
+// The records file of a model at a thread count under --records-dir (`kiln tune --local
+// --threads N --records-out` writes it; bench/tune.sh names them so).
+const recordsFile = (model, threads) => path.join(opts.recordsDir, `${model}.t${threads}.jsonl`);
+
 async function benchOne(dir, threads) {
   const row = { model: path.basename(dir), threads };
+  const kilnArgs = [dir, '--threads', String(threads), '--warmup', String(opts.warmup), '--serve'];
 
-  // Both start at once: Kiln compiles (cold, in a fresh process) while ORT builds its session.
-  const kiln = new BenchServer(opts.kilnBin, [dir, '--threads', String(threads), '--warmup', String(opts.warmup), '--serve']);
-  const ortServer = new BenchServer(process.execPath, [
-    fileURLToPath(import.meta.url), '--ort-dir', opts.ortDir, '--serve-ort', dir, String(threads), String(opts.warmup),
-  ]);
-  const kilnReady = await kiln.message();
-  if (kilnReady.error) row.kilnError = kilnReady.error;
-  else row.kilnCompileMs = kilnReady.compile_ms;
-  const ortReady = await ortServer.message();
-  if (ortReady.error) row.ortError = ortReady.error;
-  else row.ortCreateMs = ortReady.compile_ms;
-  const haveKiln = !row.kilnError;
-  const haveOrt = !row.ortError;
+  // Kiln default and ORT start at once: Kiln compiles (cold, in a fresh process) while ORT
+  // builds its session. Kiln tuned (with --records-dir) compiles after both are ready, so the
+  // default's compile time is measured as without it.
+  const runtimes = [
+    { key: 'kiln', server: new BenchServer(opts.kilnBin, kilnArgs) },
+    {
+      key: 'ort',
+      server: new BenchServer(process.execPath, [
+        fileURLToPath(import.meta.url), '--ort-dir', opts.ortDir, '--serve-ort', dir, String(threads), String(opts.warmup),
+      ]),
+    },
+  ];
+  const ready = async (rt, compileField) => {
+    const m = await rt.server.message();
+    if (m.error) row[`${rt.key}Error`] = m.error;
+    else {
+      row[compileField] = m.compile_ms;
+      if (m.tuned_kernels !== undefined) row[`${rt.key}TunedKernels`] = m.tuned_kernels;
+      if (m.kernels !== undefined) row[`${rt.key}Kernels`] = m.kernels;
+    }
+  };
+  await ready(runtimes[0], 'kilnCompileMs');
+  await ready(runtimes[1], 'ortCreateMs');
+  if (opts.recordsDir) {
+    const file = recordsFile(row.model, threads);
+    if (fs.existsSync(file)) {
+      const tuned = { key: 'tuned', server: new BenchServer(opts.kilnBin, [...kilnArgs, '--records', file]) };
+      runtimes.splice(1, 0, tuned);  // measured in the order default, tuned, ORT (then reversed)
+      await ready(tuned, 'tunedCompileMs');
+      // An empty-handed tuned compile (no record for this machine's key) says why on stderr.
+      const why = tuned.server.stderr.match(/has no record[^\n]*/);
+      if (why) row.tunedNote = why[0].replace(/ \(hardware key[^)]*\)/, '');
+    } else if (!row.kilnError) {
+      row.tunedError = `no records file ${file}`;
+    }
+  }
+  const active = runtimes.filter((rt) => !row[`${rt.key}Error`]);
 
-  // Runs a batch of `server` with the other one frozen.
-  const batchOf = async (server, other, n) => {
-    other.pause();
-    server.resume();
+  // Runs a batch of `rt` with every other runtime frozen.
+  const batchOf = async (rt, n) => {
+    for (const other of runtimes) if (other !== rt) other.server.pause();
+    rt.server.resume();
     try {
-      return await server.run(n);
+      return await rt.server.run(n);
+    } catch (e) {
+      e.runtime = rt.key;
+      throw e;
     } finally {
-      other.resume();
+      for (const other of runtimes) if (other !== rt) other.server.resume();
     }
   };
   try {
     // Size the measurement: about budgetMs per runtime, at most opts.runs, at least 10 runs.
     let per = 0;
-    if (haveKiln) per = Math.max(per, percentile(await batchOf(kiln, ortServer, 3), 0.5));
-    if (haveOrt) per = Math.max(per, percentile(await batchOf(ortServer, kiln, 3), 0.5));
+    for (const rt of active) per = Math.max(per, percentile(await batchOf(rt, 3), 0.5));
     const runs = Math.max(10, Math.min(opts.runs, Math.floor(opts.budgetMs / Math.max(per, 1e-3))));
     const batch = Math.max(1, Math.round(runs / 10));
-    const kilnMs = [];
-    const ortMs = [];
-    const kilnBatch = async () => kilnMs.push(...(await batchOf(kiln, ortServer, batch)));
-    const ortBatch = async () => ortMs.push(...(await batchOf(ortServer, kiln, batch)));
-    const more = () => (haveKiln && kilnMs.length < runs) || (haveOrt && ortMs.length < runs);
+    for (const rt of active) rt.ms = [];
+    const more = () => active.some((rt) => rt.ms.length < runs);
+    // Alternating batches, the order reversed every round (A B C, C B A, ...).
     for (let round = 0; more(); round++) {
-      const order = round % 2 === 0 ? [kilnBatch, ortBatch] : [ortBatch, kilnBatch];
-      for (const step of order) {
-        if ((step === kilnBatch && !haveKiln) || (step === ortBatch && !haveOrt)) continue;
-        await step();
-      }
+      const order = round % 2 === 0 ? active : [...active].reverse();
+      for (const rt of order) rt.ms.push(...(await batchOf(rt, batch)));
     }
     row.runs = runs;
-    if (haveKiln) Object.assign(row, { kilnP50: percentile(kilnMs, 0.5), kilnP90: percentile(kilnMs, 0.9) });
-    if (haveOrt) Object.assign(row, { ortP50: percentile(ortMs, 0.5), ortP90: percentile(ortMs, 0.9) });
+    for (const rt of active) {
+      row[`${rt.key}P50`] = percentile(rt.ms, 0.5);
+      row[`${rt.key}P90`] = percentile(rt.ms, 0.9);
+    }
   } catch (e) {
-    row.kilnError = row.kilnError || String(e.message || e);
+    const key = e.runtime ?? 'kiln';
+    row[`${key}Error`] = row[`${key}Error`] || String(e.message || e);
   } finally {
-    kiln.close();
-    ortServer.close();
+    for (const rt of runtimes) rt.server.close();
   }
   return row;
 }
@@ -348,33 +396,74 @@ function modelDirs() {
   return names.map((n) => path.join(opts.models, n));
 }
 
+function geomean(values) {
+  return values.length ? Math.exp(values.reduce((a, v) => a + Math.log(v), 0) / values.length) : NaN;
+}
+const rowNotes = (r, ratio) => {
+  const notes = [];
+  if (r.kilnError) notes.push(`kiln: ${short(r.kilnError, 100)}`);
+  if (r.tunedError) notes.push(`tuned: ${short(r.tunedError, 100)}`);
+  if (r.tunedNote) notes.push(`tuned: ${short(r.tunedNote, 100)}`);
+  if (r.ortError) notes.push(`ort: ${short(r.ortError, 100)}`);
+  if (!Number.isNaN(ratio) && ratio > 1.5) notes.push('> 1.5x');
+  return notes.join('; ');
+};
+
+// Kiln (default schedules) vs ORT.
+const twoWay = {
+  head: `${'model'.padEnd(20)} ${'thr'.padStart(3)} | ${'Kiln p50'.padStart(9)} ${'Kiln p90'.padStart(9)} | ${'ORT p50'.padStart(9)} ${'ORT p90'.padStart(9)} | ${'Kiln/ORT'.padStart(8)} ${'runs'.padStart(5)}  (ms)`,
+  line(r) {
+    const ratio = r.kilnP50 / r.ortP50;
+    const cols = `${fmt(r.kilnP50)} ${fmt(r.kilnP90)} | ${fmt(r.ortP50)} ${fmt(r.ortP90)} | ${fmt(ratio, 8)} ${String(r.runs ?? '-').padStart(5)}`;
+    return `${r.model.padEnd(20)} ${String(r.threads).padStart(3)} | ${cols}  ${rowNotes(r, ratio)}`;
+  },
+};
+// Kiln default, Kiln tuned and ORT (--records-dir).
+const threeWay = {
+  head: `${'model'.padEnd(20)} ${'thr'.padStart(3)} | ${'default'.padStart(9)} ${'tuned'.padStart(9)} ${'ORT'.padStart(9)} | ${'tuned/ORT'.padStart(9)} ${'def/ORT'.padStart(8)} ${'tun/def'.padStart(8)} | ${'tuned k'.padStart(7)} ${'runs'.padStart(5)}  (p50 ms)`,
+  line(r) {
+    const tunedOrt = r.tunedP50 / r.ortP50;
+    const cols = `${fmt(r.kilnP50)} ${fmt(r.tunedP50)} ${fmt(r.ortP50)} | ${fmt(tunedOrt, 9)} ${fmt(r.kilnP50 / r.ortP50, 8)} ${fmt(r.tunedP50 / r.kilnP50, 8)}`;
+    const k = r.tunedKernels === undefined ? '-' : `${r.tunedTunedKernels}/${r.tunedKernels}`;
+    return `${r.model.padEnd(20)} ${String(r.threads).padStart(3)} | ${cols} | ${k.padStart(7)} ${String(r.runs ?? '-').padStart(5)}  ${rowNotes(r, tunedOrt)}`;
+  },
+};
+
+function printGeomeans(rows) {
+  console.log(`\nGeometric mean of the p50 ratios over ${opts.geomeanModels.join(', ')}`);
+  const head = `${'thr'.padStart(3)} | ${'tuned/ORT'.padStart(9)} ${'def/ORT'.padStart(8)} ${'tun/def'.padStart(8)} | models`;
+  console.log(head);
+  console.log('-'.repeat(head.length));
+  for (const threads of opts.threads) {
+    const these = rows.filter((r) => r.threads === threads && opts.geomeanModels.includes(r.model) &&
+      r.tunedP50 > 0 && r.kilnP50 > 0 && r.ortP50 > 0);
+    const g = (f) => fmt(geomean(these.map(f)), 8);
+    console.log(`${String(threads).padStart(3)} | ${g((r) => r.tunedP50 / r.ortP50).padStart(9)} ${g((r) => r.kilnP50 / r.ortP50)} ${g((r) => r.tunedP50 / r.kilnP50)} | ${these.length} of ${opts.geomeanModels.length}`);
+  }
+}
+
 async function main() {
   const cpus = os.cpus();
+  const table = opts.recordsDir ? threeWay : twoWay;
   console.log(`Kiln vs ONNX Runtime ${ort.env.versions?.common ?? ''} (onnxruntime-node, CPU EP)`);
   console.log(`host: ${cpus.length} x ${cpus[0]?.model ?? '?'}; load average at start ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   console.log(`warm-up ${opts.warmup}, up to ${opts.runs} runs each (about ${opts.budgetMs} ms per runtime per row), alternating batches\n`);
-  const head = `${'model'.padEnd(20)} ${'thr'.padStart(3)} | ${'Kiln p50'.padStart(9)} ${'Kiln p90'.padStart(9)} | ${'ORT p50'.padStart(9)} ${'ORT p90'.padStart(9)} | ${'Kiln/ORT'.padStart(8)} ${'runs'.padStart(5)}  (ms)`;
-  console.log(head);
-  console.log('-'.repeat(head.length));
+  if (opts.recordsDir) console.log(`tuned: records from ${opts.recordsDir}/<model>.t<threads>.jsonl\n`);
+  console.log(table.head);
+  console.log('-'.repeat(table.head.length));
   const rows = [];
   for (const dir of modelDirs()) {
     for (const threads of opts.threads) {
       const r = await benchOne(dir, threads);
       rows.push(r);
-      const name = r.model.padEnd(20);
-      const thr = String(threads).padStart(3);
-      const ratio = r.kilnP50 / r.ortP50;
-      const cols = `${fmt(r.kilnP50)} ${fmt(r.kilnP90)} | ${fmt(r.ortP50)} ${fmt(r.ortP90)} | ${fmt(ratio, 8)} ${String(r.runs ?? '-').padStart(5)}`;
-      const notes = [];
-      if (r.kilnError) notes.push(`kiln: ${short(r.kilnError, 100)}`);
-      if (r.ortError) notes.push(`ort: ${short(r.ortError, 100)}`);
-      if (!Number.isNaN(ratio) && ratio > 1.5) notes.push('> 1.5x');
-      console.log(`${name} ${thr} | ${cols}  ${notes.join('; ')}`);
+      console.log(table.line(r));
     }
   }
+  if (opts.recordsDir) printGeomeans(rows);
 
   console.log(`\nCompile time, cold (Kiln: a fresh process per model, CompileModelFile total; ORT: InferenceSession.create)`);
-  const chead = `${'model'.padEnd(20)} | ${'Kiln ms'.padStart(9)} | ${'ORT ms'.padStart(9)} |`;
+  const tunedCol = opts.recordsDir ? ` ${'tuned ms'.padStart(9)} |` : '';
+  const chead = `${'model'.padEnd(20)} | ${'Kiln ms'.padStart(9)} |${tunedCol} ${'ORT ms'.padStart(9)} |`;
   console.log(chead);
   console.log('-'.repeat(chead.length));
   const seen = new Set();
@@ -386,7 +475,8 @@ async function main() {
       note = r.kilnCompileMs < 20000 ? 'target < 20 s: OK' : 'target < 20 s: MISSED';
     }
     if (r.kilnError) note = `kiln: ${short(r.kilnError, 100)}`;
-    console.log(`${r.model.padEnd(20)} | ${fmt(r.kilnCompileMs, 9)} | ${fmt(r.ortCreateMs, 9)} | ${note}`);
+    const tuned = opts.recordsDir ? ` ${fmt(r.tunedCompileMs, 9)} |` : '';
+    console.log(`${r.model.padEnd(20)} | ${fmt(r.kilnCompileMs, 9)} |${tuned} ${fmt(r.ortCreateMs, 9)} | ${note}`);
   }
   console.log(`\nload average at end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
 }

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): what tuning buys. Tunes every model in ../shared/models on this machine
+# at 1 and at 2 threads (`kiln tune --local`, a wall-time budget per model per thread count),
+# prints tuning wall time and trials per model, then measures Kiln default, Kiln tuned and ONNX
+# Runtime in one interleaved protocol (compare.sh --records-dir) and prints the table and the
+# geometric mean of tuned/ORT over the models above 1 M multiply-adds.
+#   bench/tune.sh [--budget-s S] [--trials N] [--only a,b] [--threads 1,2] [--seed S] [--random]
+#                 [--compare-budget-ms MS] [--geomean-models a,b] [--compare-only]
+# --budget-s: tuning wall time per model per thread count (default 60); --trials: at most this
+#   many measured candidates per model per thread count (default 10000: the budget decides).
+# --random: random search instead of the cost model. --compare-only: keep bench/.tune/ as it is
+#   and only measure. Records go to bench/.tune/<model>.t<threads>.jsonl (git-ignored; replaced
+#   on every tuning run), `kiln tune --json` output beside them, the report to bench/.tune/report.txt.
+# Environment: KILN_BUILD_DIR (default build) holds bin/kiln and bin/kiln-bench-model.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD_DIR=${KILN_BUILD_DIR:-build}
+OUT=bench/.tune
+budget_s=60
+trials=10000
+only=""
+threads=1,2
+seed=1
+random=""
+compare_budget_ms=8000
+geomean="squeezenet1_1,mobilenet_v2,resnet18,transformer_encoder"
+compare_only=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --budget-s) budget_s=$2; shift 2 ;;
+    --trials) trials=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
+    --random) random=--random; shift ;;
+    --compare-budget-ms) compare_budget_ms=$2; shift 2 ;;
+    --geomean-models) geomean=$2; shift 2 ;;
+    --compare-only) compare_only=1; shift ;;
+    *) echo "tune.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+command -v node >/dev/null || { echo "tune.sh: node is required (apt-get install nodejs npm)" >&2; exit 1; }
+if [[ ! -x "$BUILD_DIR/bin/kiln" || ! -x "$BUILD_DIR/bin/kiln-bench-model" ]]; then
+  echo "tune.sh: building kiln and kiln-bench-model in $BUILD_DIR" >&2
+  [[ -f "$BUILD_DIR/CMakeCache.txt" ]] || cmake -S . -B "$BUILD_DIR" -G Ninja -DKILN_BUILD_SERVER=OFF >/dev/null
+  cmake --build "$BUILD_DIR" -j2 --target kiln kiln-bench-model >&2
+fi
+
+mkdir -p "$OUT"
+exec > >(tee "$OUT/report.txt") 2>&1
+
+# The models in the order ort_bench.mjs benchmarks them (MANIFEST.tsv sizes, small to big).
+only_arg=()
+[[ -n "$only" ]] && only_arg=(--only "$only")
+mapfile -t models < <(node bench/ort_bench.mjs --list-models --models ../shared/models "${only_arg[@]}")
+IFS=, read -r -a thread_counts <<< "$threads"
+
+echo "bench/tune.sh $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) x $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+if [[ $compare_only -eq 0 ]]; then
+  echo "tuning: budget ${budget_s} s and at most ${trials} trials per model per thread count, seed ${seed}${random:+, random search}"
+  echo
+  printf '%-24s %3s | %7s %7s %5s | %11s %11s %7s | %9s\n' model thr 'wall s' trials wkl \
+    'est def ms' 'est tun ms' speedup MFLOP
+  printf -- '-%.0s' {1..102}; echo
+  for m in "${models[@]}"; do
+    for t in "${thread_counts[@]}"; do
+      rec="$OUT/$m.t$t.jsonl"
+      rm -f "$rec"
+      start=$(date +%s.%N)
+      set +e
+      "$BUILD_DIR/bin/kiln" tune "../shared/models/$m/model.onnx" --local --records-out "$rec" \
+        --threads "$t" --trials "$trials" --time-budget-s "$budget_s" --seed "$seed" $random --json \
+        > "$OUT/$m.t$t.json" 2> "$OUT/$m.t$t.err"
+      rc=$?
+      set -e
+      wall=$(echo "$(date +%s.%N) - $start" | bc)
+      if [[ $rc -ne 0 ]]; then
+        printf '%-24s %3s | %7.1f  kiln tune failed: %s\n' "$m" "$t" "$wall" "$(tail -1 "$OUT/$m.t$t.err" | cut -c1-100)"
+        continue
+      fi
+      node -e '
+        const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+        const flops = r.workloads.reduce((a, w) => a + w.weight * w.flops, 0);
+        const f = (x, d) => x.toFixed(d);
+        const row = [process.argv[2].padEnd(24), process.argv[3].padStart(3), "|",
+          f(Number(process.argv[4]), 1).padStart(7), String(r.trials).padStart(7),
+          String(r.workloads.length).padStart(5), "|", f(r.default_estimated_ms, 4).padStart(11),
+          f(r.estimated_ms, 4).padStart(11),
+          (f(r.default_estimated_ms / r.estimated_ms, 2) + "x").padStart(7), "|",
+          f(flops / 1e6, 2).padStart(9)];
+        console.log(row.join(" "));' "$OUT/$m.t$t.json" "$m" "$t" "$wall"
+    done
+  done
+  echo "(est: the sum over kernels of their workload's median in isolation, as kiln tune measured it)"
+  echo
+fi
+
+echo "load average before measuring: $(cut -d' ' -f1-3 /proc/loadavg)"
+bench/compare.sh --records-dir "$OUT" --threads "$threads" --budget-ms "$compare_budget_ms" \
+  --geomean-models "$geomean" ${only:+--only "$only"}

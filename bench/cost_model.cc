@@ -31,6 +31,7 @@
 #include "compiler_core/pipeline/compiler_version.h"
 #include "compiler_core/pipeline/workloads.h"
 #include "compiler_core/tuning/hardware.h"
+#include "compiler_core/tuning/local_measurer.h"
 #include "compiler_core/tuning/search.h"
 
 namespace {

@@ -296,6 +296,22 @@ void PrintTable(const std::vector<Result>& results, const Options& o) {
     }
     std::printf("%s\n", line.c_str());
   }
+  // Paired over workloads: below 1, the guided search holds the faster schedule at that point.
+  std::string ratio = absl::StrFormat("%-3s %-12s %-22s %4s %8s %10s | %-6s |", "", "geomean",
+                                      "guided / random", "", "", "", "");
+  for (int64_t c : cps) {
+    double log_sum = 0;
+    int n = 0;
+    for (const Result& r : results) {
+      const double q = r.guided.BestAt(c) / r.random.BestAt(c);
+      if (std::isfinite(q) && q > 0) {
+        log_sum += std::log(q);
+        ++n;
+      }
+    }
+    absl::StrAppend(&ratio, absl::StrFormat(" %9s", Cell(n ? std::exp(log_sum / n) : NAN)));
+  }
+  std::printf("%s\n", ratio.c_str());
   std::printf("(ms: each search's best median so far; default ms: the fastest of the default "
               "schedule's measurements, one per batch of both searches; median: over workloads, "
               "of best / default; reaches: the first trial at which the guided best is within "

@@ -189,22 +189,6 @@ absl::StatusOr<std::vector<Workload>> HeaviestWorkloads(const Options& o, kiln::
   return all;
 }
 
-kiln::tuning::FeatureContext Features(const kiln::Target& target,
-                                      const kiln::tuning::HardwareInfo& hw, int threads) {
-  kiln::tuning::FeatureContext f;
-  // The feature context wants at most kMaxCacheLevels non-decreasing, known sizes.
-  f.cache_bytes.clear();
-  for (int64_t bytes : hw.cache_bytes) {
-    const bool fits = f.cache_bytes.size() < kiln::tuning::kMaxCacheLevels;
-    if (bytes > 0 && fits && (f.cache_bytes.empty() || bytes >= f.cache_bytes.back())) {
-      f.cache_bytes.push_back(bytes);
-    }
-  }
-  f.vector_lanes_f32 = std::max(1, target.f32_lanes());
-  f.num_threads = threads;
-  return f;
-}
-
 Arm Search(const Workload& w, bool guided, uint64_t seed, const Options& o,
            const kiln::Target& target, RecordingMeasurer& measurer,
            const kiln::tuning::FeatureContext& features) {
@@ -382,7 +366,7 @@ int main(int argc, char** argv) {
   auto workloads = HeaviestWorkloads(o, target);
   if (!workloads.ok()) return Fail(std::string(workloads.status().message()));
   const kiln::tuning::HardwareInfo hw = kiln::tuning::DetectCpuHardware(target, o.threads);
-  const kiln::tuning::FeatureContext features = Features(target, hw, o.threads);
+  const kiln::tuning::FeatureContext features = kiln::tuning::FeatureContextFor(hw, target, o.threads);
   kiln::tuning::MeasureOptions measure;
   measure.num_threads = o.threads;
   measure.min_measure_ms = o.min_ms;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/json.h"
 #include "kiln/v1/service.grpc.pb.h"
 
 namespace kiln::client {
@@ -79,7 +80,7 @@ class RemoteClient {
 kiln::v1::Digest DigestOf(const std::string& bytes);
 
 /// `s` as a JSON string literal, quotes included (control characters as \u00XX).
-std::string JsonString(const std::string& s);
+
 
 /// One JSON object, for build systems: cache_hit, graph_hash, target_key, compiler_version,
 /// options_hash, artifact_digest, artifact_bytes, compile_ms, server_ms, total_ms, uploaded,

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "client/args.h"
+#include "client/json.h"
 #include "client/records_file.h"
 #include "compiler_core/pipeline/compiler_version.h"
 #include "compiler_core/pipeline/workloads.h"
@@ -93,25 +94,17 @@ void PrintSummary(const std::vector<tuning::TuneTask>& tasks, const tuning::Sear
 /// workload its key, ops, weight, FLOPs, default/tuned median ms, trials and best-so-far curve.
 void PrintJson(const std::vector<tuning::TuneTask>& tasks, const tuning::SearchResult& r,
                const std::string& hardware_key, const std::string& records_out) {
-  auto quote = [](const std::string& s) {
-    std::string out = "\"";
-    for (char c : s) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-    return out + "\"";
-  };
   const tuning::SearchProgress& p = r.progress;
-  std::cout << "{\"hardware_key\":" << quote(hardware_key) << ",\"records_file\":"
-            << quote(records_out) << ",\"records\":" << r.records.size()
+  std::cout << "{\"hardware_key\":" << JsonString(hardware_key) << ",\"records_file\":"
+            << JsonString(records_out) << ",\"records\":" << r.records.size()
             << ",\"trials\":" << p.trials
             << absl::StrFormat(",\"default_estimated_ms\":%.6f,\"estimated_ms\":%.6f",
                                p.default_estimated_ms, p.estimated_ms)
             << ",\"workloads\":[";
   for (size_t i = 0; i < tasks.size() && i < p.tasks.size(); ++i) {
     const tuning::TaskProgress& t = p.tasks[i];
-    std::cout << (i ? "," : "") << "{\"workload_key\":" << quote(tasks[i].workload_key)
-              << ",\"fused_ops\":" << quote(tasks[i].fused_ops) << ",\"weight\":"
+    std::cout << (i ? "," : "") << "{\"workload_key\":" << JsonString(tasks[i].workload_key)
+              << ",\"fused_ops\":" << JsonString(tasks[i].fused_ops) << ",\"weight\":"
               << tasks[i].weight << ",\"flops\":" << tasks[i].flops
               << absl::StrFormat(",\"default_ms\":%.6f,\"tuned_ms\":%.6f", t.default_ms,
                                  t.best_ms)
@@ -177,16 +170,7 @@ int TuneLocal(const Args& args) {
   tuning::MeasureOptions measure;
   measure.num_threads = threads;
   tuning::LocalMeasurer measurer(target, hw.Key(), measure);
-  tuning::FeatureContext features;
-  features.cache_bytes.clear();
-  for (int64_t c : hw.cache_bytes) {
-    if (c > 0 && features.cache_bytes.size() < tuning::kMaxCacheLevels &&
-        (features.cache_bytes.empty() || c >= features.cache_bytes.back())) {
-      features.cache_bytes.push_back(c);
-    }
-  }
-  features.vector_lanes_f32 = std::max(1, target.f32_lanes());
-  features.num_threads = threads;
+  const tuning::FeatureContext features = tuning::FeatureContextFor(hw, target, threads);
   const bool live = !args.Has("--json") && ::isatty(STDOUT_FILENO);
   if (!args.Has("--json")) {
     std::cout << "tuning " << tasks.size() << " workloads on " << hw.Key().substr(0, 60)

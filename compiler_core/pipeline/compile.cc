@@ -43,23 +43,29 @@ absl::StatusOr<std::vector<std::string>> EnabledPasses(const std::vector<std::st
   return enabled;
 }
 
+// Whether --print-ir-after asked for `stage`; printing goes to options.printer or stderr.
+bool WantsIr(const CompileOptions& options, const std::string& stage) {
+  const auto& want = options.print_ir_after;
+  return std::find(want.begin(), want.end(), stage) != want.end() ||
+         std::find(want.begin(), want.end(), "all") != want.end();
+}
+
+void PrintIr(const CompileOptions& options, const std::string& stage, const std::string& ir) {
+  if (options.printer) {
+    options.printer(stage, ir);
+  } else {
+    std::cerr << "// ----- IR after " << stage << " -----\n" << ir;
+  }
+}
+
 }  // namespace
 
-absl::StatusOr<CompileResult> CompileGraph(std::unique_ptr<graph::Graph> graph,
-                                           const CompileOptions& options) {
-  auto start = std::chrono::steady_clock::now();
+absl::StatusOr<PlannedGraph> PlanGraph(std::unique_ptr<graph::Graph> graph,
+                                       const CompileOptions& options) {
   auto print = [&](const std::string& stage, const std::string& ir) {
-    if (options.printer) {
-      options.printer(stage, ir);
-    } else {
-      std::cerr << "// ----- IR after " << stage << " -----\n" << ir;
-    }
+    PrintIr(options, stage, ir);
   };
-  auto print_stage = [&](const std::string& stage) {
-    const auto& want = options.print_ir_after;
-    return std::find(want.begin(), want.end(), stage) != want.end() ||
-           std::find(want.begin(), want.end(), "all") != want.end();
-  };
+  auto print_stage = [&](const std::string& stage) { return WantsIr(options, stage); };
 
   // A misspelled stage must not be silently ignored.
   for (const std::string& stage : options.print_ir_after) {
@@ -71,7 +77,8 @@ absl::StatusOr<CompileResult> CompileGraph(std::unique_ptr<graph::Graph> graph,
     }
   }
 
-  CompileResult result;
+  PlannedGraph planned;
+  CompileResult& result = planned.result;
   KILN_ASSIGN_OR_RETURN(result.target, codegen::ResolveTarget(options.target));
   result.graph_hash = graph::GraphHash(*graph);
   if (print_stage("import")) print("import", graph::PrintGraph(*graph));
@@ -103,10 +110,21 @@ absl::StatusOr<CompileResult> CompileGraph(std::unique_ptr<graph::Graph> graph,
           absl::StrCat("loop IR verifier after schedule: ", verified.message()));
     }
   }
+  planned.graph = std::move(graph);
+  planned.plan = std::move(plan);
+  return planned;
+}
+
+absl::StatusOr<CompileResult> CompileGraph(std::unique_ptr<graph::Graph> graph,
+                                           const CompileOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  KILN_ASSIGN_OR_RETURN(PlannedGraph planned, PlanGraph(std::move(graph), options));
+  CompileResult result = std::move(planned.result);
+  KernelPlan& plan = planned.plan;
   // One optimized module per kernel, so that each kernel's LLVM IR can be diffed on its own.
-  for (size_t k = 0; print_stage("llvm") && k < plan.funcs.size(); ++k) {
+  for (size_t k = 0; WantsIr(options, "llvm") && k < plan.funcs.size(); ++k) {
     KILN_ASSIGN_OR_RETURN(std::string llvm_ir, codegen::EmitLlvmIr({plan.funcs[k]}, result.target));
-    print("llvm", llvm_ir);
+    PrintIr(options, "llvm", llvm_ir);
   }
 
   auto codegen_start = std::chrono::steady_clock::now();
@@ -119,12 +137,19 @@ absl::StatusOr<CompileResult> CompileGraph(std::unique_ptr<graph::Graph> graph,
   m.set_graph_hash(result.graph_hash);
   m.set_target_key(result.target.Key());
   m.set_compiler_version(kCompilerVersion);
-  m.set_model_name(graph->name());
+  m.set_model_name(planned.graph->name());
   result.artifact.manifest = std::move(m);
   result.artifact.code = std::move(code);
   result.artifact.weights = std::move(plan.weights);
   result.timings.total_ms = MsSince(start);
   return result;
+}
+
+absl::StatusOr<PlannedGraph> PlanModelFile(const std::string& model_path,
+                                           const CompileOptions& options) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<graph::Graph> graph,
+                        importer::ImportOnnxFile(model_path));
+  return PlanGraph(std::move(graph), options);
 }
 
 absl::StatusOr<CompileResult> CompileModelFile(const std::string& model_path,

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "compiler_core/ir/graph/graph.h"
 #include "compiler_core/pipeline/compiler_version.h"
+#include "compiler_core/pipeline/kernel_plan.h"
 #include "compiler_core/runtime/artifact.h"
 #include "compiler_core/schedule/schedule_source.h"
 #include "compiler_core/support/target.h"
@@ -55,6 +56,23 @@ struct CompileResult {
 /// for a failed pass or loop IR verification or code generation.
 absl::StatusOr<CompileResult> CompileModelFile(const std::string& model_path,
                                                const CompileOptions& options);
+
+/// A graph through every stage before code generation: the optimized graph, its kernel plan
+/// (scheduled kernels, manifest without code) and the result so far (graph hash, target,
+/// pass and lowering timings; no artifact).
+struct PlannedGraph {
+  CompileResult result;
+  KernelPlan plan;
+  std::unique_ptr<graph::Graph> graph;
+};
+
+/// The stages of CompileGraph before code generation (for the tuner, which needs the kernels
+/// only). Errors as CompileGraph's, without codegen's.
+absl::StatusOr<PlannedGraph> PlanGraph(std::unique_ptr<graph::Graph> graph,
+                                       const CompileOptions& options);
+/// Imports `model_path` and plans it (PlanGraph). Errors: the importer's and PlanGraph's.
+absl::StatusOr<PlannedGraph> PlanModelFile(const std::string& model_path,
+                                           const CompileOptions& options);
 
 /// Compiles an already imported graph (consumed: passes rewrite it).
 absl::StatusOr<CompileResult> CompileGraph(std::unique_ptr<graph::Graph> graph,

@@ -1,4 +1,5 @@
-// Workload extraction: a compile whose schedule source records every kernel it is asked about.
+// Workload extraction: a plan (no code generation) whose schedule source records every kernel
+// it is asked about.
 #include "compiler_core/pipeline/workloads.h"
 
 #include <map>
@@ -32,10 +33,10 @@ absl::StatusOr<std::vector<ModelWorkload>> ExtractWorkloads(const std::string& m
   RecordingSource recorder(options.schedules != nullptr ? *options.schedules : defaults);
   CompileOptions recording = options;
   recording.schedules = &recorder;
-  absl::StatusOr<CompileResult> compiled = CompileModelFile(model_path, recording);
-  if (!compiled.ok()) return compiled.status();
-  if (target != nullptr) *target = compiled->target;
-  const kiln::v1::Manifest& m = compiled->artifact.manifest;
+  absl::StatusOr<PlannedGraph> planned = PlanModelFile(model_path, recording);
+  if (!planned.ok()) return planned.status();
+  if (target != nullptr) *target = planned->result.target;
+  const kiln::v1::Manifest& m = planned->plan.manifest;
   std::vector<ModelWorkload> out;
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < recorder.seen_.size() && i < static_cast<size_t>(m.kernels_size());

@@ -21,9 +21,9 @@ struct ModelWorkload {
   int64_t flops = 0;             // per call (tuning::CountFlops)
 };
 
-/// Compiles `model_path` with `options` and returns its distinct workloads in order of first
-/// kernel, together with the target they were lowered for (via `target`, when not null).
-/// Errors: those of CompileModelFile.
+/// Plans `model_path` with `options` (PlanModelFile: no code generation) and returns its
+/// distinct workloads in order of first kernel, together with the target they were lowered for
+/// (via `target`, when not null). Errors: those of PlanModelFile.
 absl::StatusOr<std::vector<ModelWorkload>> ExtractWorkloads(const std::string& model_path,
                                                             const CompileOptions& options,
                                                             Target* target = nullptr);

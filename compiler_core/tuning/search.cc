@@ -52,7 +52,7 @@ class Search {
          const FeatureContext& features, const SearchOptions& options,
          const std::function<bool(const SearchProgress&)>& progress,
          const std::string& compiler_version)
-      : target_(target), measurer_(measurer), features_(features), options_(options),
+      : measurer_(measurer), features_(features), options_(options),
         progress_fn_(progress), compiler_version_(compiler_version), rng_(options.seed) {
     for (const TuneTask& t : tasks) states_.push_back(std::make_unique<TaskState>(t, target));
   }
@@ -353,7 +353,6 @@ class Search {
     return absl::OkStatus();
   }
 
-  const Target& target_;
   Measurer& measurer_;
   const FeatureContext& features_;
   const SearchOptions& options_;
@@ -368,6 +367,21 @@ class Search {
 };
 
 }  // namespace
+
+FeatureContext FeatureContextFor(const HardwareInfo& hardware, const Target& target,
+                                 int threads) {
+  FeatureContext f;
+  f.cache_bytes.clear();
+  for (int64_t bytes : hardware.cache_bytes) {
+    const bool fits = f.cache_bytes.size() < kMaxCacheLevels;
+    if (bytes > 0 && fits && (f.cache_bytes.empty() || bytes >= f.cache_bytes.back())) {
+      f.cache_bytes.push_back(bytes);
+    }
+  }
+  f.vector_lanes_f32 = std::max(1, target.f32_lanes());
+  f.num_threads = threads;
+  return f;
+}
 
 absl::StatusOr<SearchResult> TuneTasks(const std::vector<TuneTask>& tasks, const Target& target,
                                        Measurer& measurer, const FeatureContext& features,

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "compiler_core/ir/loop/loop_ir.h"
 #include "compiler_core/tuning/features.h"
+#include "compiler_core/tuning/hardware.h"
 #include "compiler_core/tuning/measure.h"
 #include "compiler_core/tuning/space.h"
 #include "kiln/v1/tuning.pb.h"
@@ -36,6 +37,10 @@ class Measurer {
   /// Who measured (recorded as the records' worker).
   virtual std::string worker_name() const = 0;
 };
+
+/// The cost model's view of a device: `hardware`'s known, non-decreasing cache sizes (at most
+/// kMaxCacheLevels), `target`'s f32 lanes, `threads` threads.
+FeatureContext FeatureContextFor(const HardwareInfo& hardware, const Target& target, int threads);
 
 /// One workload to tune.
 struct TuneTask {

@@ -17,17 +17,17 @@ absl::Status FillTuningRecords(cache::Storage& storage, const Target& target,
     options.clear_untuned();
     return absl::OkStatus();
   }
-  absl::StatusOr<std::vector<v1::TuningRecord>> all = storage.ListTuningRecords(
-      options.hardware_key());
-  if (!all.ok()) return all.status();
-  std::map<std::string, int> per_key;
-  for (const v1::TuningRecord& r : *all) {
-    absl::StatusOr<tuning::HardwareInfo> hw = tuning::ParseHardwareKey(r.hardware_key());
-    if (hw.ok() && hw->target_key == target.Key()) ++per_key[r.hardware_key()];
+  // Only the distinct keys are parsed; only the chosen key's best records are read.
+  absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> keys = storage.TuningHardwareKeys();
+  if (!keys.ok()) return keys.status();
+  std::map<std::string, int64_t> per_key;
+  for (const auto& [key, count] : *keys) {
+    absl::StatusOr<tuning::HardwareInfo> hw = tuning::ParseHardwareKey(key);
+    if (hw.ok() && hw->target_key == target.Key()) per_key[key] = count;
   }
   std::string chosen = options.hardware_key();
   if (chosen.empty()) {
-    int most = 0;
+    int64_t most = 0;
     for (const auto& [key, count] : per_key) {
       if (count > most) {
         most = count;
@@ -43,13 +43,9 @@ absl::Status FillTuningRecords(cache::Storage& storage, const Target& target,
                                             "compiles without records)"));
   }
   options.set_hardware_key(chosen);
-  // Listed by workload, hardware key, median, schedule: the first of a workload is its best.
-  std::string last_workload;
-  for (const v1::TuningRecord& r : *all) {
-    if (r.hardware_key() != chosen || r.workload_key() == last_workload) continue;
-    last_workload = r.workload_key();
-    *options.add_records() = r;
-  }
+  absl::StatusOr<std::vector<v1::TuningRecord>> best = storage.BestTuningRecords(chosen);
+  if (!best.ok()) return best.status();
+  for (v1::TuningRecord& r : *best) *options.add_records() = std::move(r);
   return absl::OkStatus();
 }
 

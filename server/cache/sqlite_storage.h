@@ -78,6 +78,9 @@ class SqliteStorage final : public Storage {
       std::string_view workload_key, std::string_view hardware_key) override;
   absl::StatusOr<std::vector<v1::TuningRecord>> ListTuningRecords(
       std::string_view hardware_key) override;
+  absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> TuningHardwareKeys() override;
+  absl::StatusOr<std::vector<v1::TuningRecord>> BestTuningRecords(
+      std::string_view hardware_key) override;
   absl::Status PutCostModel(std::string_view hardware_key, std::string_view model) override;
   absl::StatusOr<std::optional<std::string>> GetCostModel(std::string_view hardware_key) override;
 

@@ -213,6 +213,12 @@ class Storage {
   /// hardware key, median, schedule.
   virtual absl::StatusOr<std::vector<v1::TuningRecord>> ListTuningRecords(
       std::string_view hardware_key) = 0;
+  /// Each stored hardware key with its record count, by key.
+  virtual absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> TuningHardwareKeys() = 0;
+  /// The fastest record (as BestTuningRecord) of every workload on `hardware_key`, by workload
+  /// key.
+  virtual absl::StatusOr<std::vector<v1::TuningRecord>> BestTuningRecords(
+      std::string_view hardware_key) = 0;
   /// Stores (replaces) the cost model of a hardware key (tuning::CostModel::Serialize bytes).
   virtual absl::Status PutCostModel(std::string_view hardware_key, std::string_view model) = 0;
   /// The stored cost model of `hardware_key`, or nullopt.

@@ -468,6 +468,11 @@ TEST_F(StorageTest, TuningRecords) {
   EXPECT_EQ(storage->Stats()->tuning_record_count, 3);
   EXPECT_EQ(storage->ListTuningRecords(kZen)->size(), 2u);
   EXPECT_EQ(storage->ListTuningRecords("")->size(), 3u);
+  EXPECT_EQ(*storage->TuningHardwareKeys(),
+            (std::vector<std::pair<std::string, int64_t>>{{kZen, 2}, {kH200, 1}}));
+  std::vector<v1::TuningRecord> best_zen = *storage->BestTuningRecords(kZen);
+  ASSERT_EQ(best_zen.size(), 1u);
+  EXPECT_EQ(best_zen[0].schedule(), "vectorize(j)");
   // A batch with one bad record stores nothing.
   v1::TuningRecord bad = Record('b', kZen, "unroll(i)", 1);
   bad.set_repeats(0);

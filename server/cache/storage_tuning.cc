@@ -80,6 +80,36 @@ absl::StatusOr<std::vector<v1::TuningRecord>> SqliteStorage::ListTuningRecords(
   return ReadRecords(select);
 }
 
+absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> SqliteStorage::TuningHardwareKeys() {
+  absl::MutexLock l(&mu_);
+  KILN_ASSIGN_OR_RETURN(
+      Statement select,
+      Statement::Prepare(db_, "SELECT hardware_key, COUNT(*) FROM tuning_records "
+                              "GROUP BY hardware_key ORDER BY hardware_key"));
+  std::vector<std::pair<std::string, int64_t>> out;
+  while (true) {
+    KILN_ASSIGN_OR_RETURN(bool row, select.Step());
+    if (!row) break;
+    out.push_back({select.ColumnText(0), select.ColumnInt64(1)});
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<v1::TuningRecord>> SqliteStorage::BestTuningRecords(
+    std::string_view hardware_key) {
+  absl::MutexLock l(&mu_);
+  // The first row of each workload in BestTuningRecord's order (median, then schedule).
+  KILN_ASSIGN_OR_RETURN(
+      Statement select,
+      Statement::Prepare(db_,
+                         "SELECT record FROM (SELECT record, workload_key, ROW_NUMBER() OVER "
+                         "(PARTITION BY workload_key ORDER BY median_ms, schedule) AS rank "
+                         "FROM tuning_records WHERE hardware_key = ?) WHERE rank = 1 "
+                         "ORDER BY workload_key"));
+  KILN_RETURN_IF_ERROR(select.BindText(1, hardware_key));
+  return ReadRecords(select);
+}
+
 absl::Status SqliteStorage::PutCostModel(std::string_view hardware_key, std::string_view model) {
   absl::MutexLock l(&mu_);
   KILN_ASSIGN_OR_RETURN(

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/loop/printer.h"
+#include "compiler_core/ir/loop/visitor.h"
 #include "compiler_core/support/sha256.h"
 
 namespace kiln::tuning {
@@ -18,8 +19,9 @@ using loop::Stmt;
 using loop::StmtKind;
 using loop::StmtNode;
 
-/// Rebuilds expressions and statements with every buffer replaced by its renamed copy.
-class Renamer {
+/// Rebuilds the tree with every buffer replaced by its renamed copy (the loop IR's mutator
+/// keeps unchanged subtrees shared).
+class Renamer final : public loop::StmtMutator {
  public:
   BufferRef Rename(const BufferRef& b, const std::string& prefix) {
     auto it = renamed_.find(b.get());
@@ -30,26 +32,23 @@ class Renamer {
     return copy;
   }
 
-  Expr RewriteExpr(const Expr& e) {
-    if (!e) return e;
-    auto node = std::make_shared<ExprNode>(*e);
-    if (e->kind == ExprKind::kLoad) node->buffer = Lookup(e->buffer);
-    for (Expr& op : node->operands) op = RewriteExpr(op);
+  Stmt MutateStmt(const Stmt& s) override {
+    if (!s) return s;
+    // An allocation is named before its body, where it is used.
+    if (s->kind == StmtKind::kAllocate) Rename(s->buffer, "l");
+    Stmt out = MutateChildren(s);
+    if (out->kind != StmtKind::kStore && out->kind != StmtKind::kAllocate) return out;
+    auto node = std::make_shared<StmtNode>(*out);
+    node->buffer = Lookup(out->buffer);
     return node;
   }
 
-  Stmt RewriteStmt(const Stmt& s) {
-    if (!s) return s;
-    auto node = std::make_shared<StmtNode>(*s);
-    if (s->kind == StmtKind::kAllocate) node->buffer = Rename(s->buffer, "l");
-    if (s->kind == StmtKind::kStore) node->buffer = Lookup(s->buffer);
-    for (Expr& i : node->indices) i = RewriteExpr(i);
-    node->value = RewriteExpr(s->value);
-    node->cond = RewriteExpr(s->cond);
-    for (Stmt& c : node->stmts) c = RewriteStmt(c);
-    node->body = RewriteStmt(s->body);
-    node->then_body = RewriteStmt(s->then_body);
-    node->else_body = RewriteStmt(s->else_body);
+  Expr MutateExpr(const Expr& e) override {
+    if (!e) return e;
+    Expr out = MutateChildren(e);
+    if (out->kind != ExprKind::kLoad) return out;
+    auto node = std::make_shared<ExprNode>(*out);
+    node->buffer = Lookup(out->buffer);
     return node;
   }
 
@@ -103,7 +102,7 @@ loop::Func CanonicalizeWorkload(const loop::Func& lowered) {
   out.anchor = lowered.anchor;
   for (const BufferRef& p : lowered.params) out.params.push_back(r.Rename(p, "p"));
   for (const BufferRef& w : lowered.workspaces) out.workspaces.push_back(r.Rename(w, "w"));
-  out.body = r.RewriteStmt(lowered.body);
+  out.body = r.MutateStmt(lowered.body);
   return out;
 }
 

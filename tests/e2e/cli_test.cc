@@ -9,6 +9,7 @@
 
 #include "client/check.h"
 #include "compiler_core/importer/onnx/tensor_file.h"
+#include "tests/e2e/kiln_cli.h"
 #include "tests/e2e/shared_data.h"
 
 namespace kiln {
@@ -16,16 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::pair<int, std::string> Kiln(const std::string& args) {
-  std::string cmd = testing::BinDir() + "/kiln " + args + " 2>&1";
-  std::string out;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using testing::Kiln;
 
 TEST(CliTest, CompileInspectRunLenet) {
   const std::string model_dir = "../shared/models/lenet";

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "compiler_core/support/sha256.h"
+#include "tests/e2e/kiln_cli.h"
 #include "tests/e2e/shared_data.h"
 
 namespace kiln {
@@ -20,16 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::pair<int, std::string> Kiln(const std::string& args) {
-  std::string cmd = testing::BinDir() + "/kiln " + args + " 2>&1";
-  std::string out;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using testing::Kiln;
 
 std::string ReadFile(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

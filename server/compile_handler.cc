@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/artifact_key.h"
+#include "server/step_handler.h"
 
 namespace kiln::server {
 namespace {
@@ -26,13 +27,6 @@ std::string SerializeRequest(const CompileSpec& spec) {
   *request.mutable_options() = spec.options;
   request.set_priority(spec.priority);
   return request.SerializeAsString();
-}
-
-const v1::CompileCapability* FindCompileCapability(const v1::WorkerCapabilities& capabilities) {
-  for (const v1::Capability& c : capabilities.capabilities()) {
-    if (c.has_compile()) return &c.compile();
-  }
-  return nullptr;
 }
 
 }  // namespace
@@ -78,15 +72,7 @@ std::string TargetKind(const std::string& target) {
 }
 
 bool CompileHandler::CanRun(const JobSpec& job, const v1::WorkerCapabilities& capabilities) const {
-  const v1::CompileCapability* compile = FindCompileCapability(capabilities);
-  if (compile == nullptr) return false;
-  const CompileSpec& spec = CompileSpecOf(job);
-  std::string kind = TargetKind(spec.target);
-  bool supported = false;
-  for (const std::string& k : compile->target_kinds()) supported = supported || k == kind;
-  if (!supported) return false;
-  return spec.target != "host" || host_cpu_.empty() || compile->host_cpu().empty() ||
-         compile->host_cpu() == host_cpu_;
+  return CompilesFor(capabilities, CompileSpecOf(job).target, host_cpu_);
 }
 
 void CompileHandler::BuildTask(const JobSpec& job, v1::WorkerTask& task) const {

@@ -29,7 +29,9 @@
 #include "server/scheduler.h"
 #include "server/service.h"
 #include "server/service_context.h"
+#include "server/step_handler.h"
 #include "server/supervisor.h"
+#include "server/tune_handler.h"
 #include "server/worker_hub.h"
 
 namespace kiln::server {
@@ -110,12 +112,22 @@ int RunDaemon(const DaemonOptions& options) {
   if (!host.ok()) return Fail("kilnd.host_target_failed", host.status());
 
   CompileHandler compile_handler(storage->get(), host->cpu);
+  StepHandler workloads_handler(cache::JobKind::kWorkloads, host->cpu);
+  StepHandler build_handler(cache::JobKind::kBuild, host->cpu);
+  StepHandler measure_handler(cache::JobKind::kMeasure, host->cpu);
+  TuneHandlerOptions tune_options;
+  tune_options.storage = storage->get();
+  tune_options.targets = &targets;
+  tune_options.host_cpu = host->cpu;
+  TuneHandler tune_handler(tune_options);
   SchedulerOptions scheduler_options;
   scheduler_options.storage = storage->get();
   scheduler_options.metrics = &hooks;
-  scheduler_options.handlers = {&compile_handler};
+  scheduler_options.handlers = {&compile_handler, &workloads_handler, &build_handler,
+                                &measure_handler, &tune_handler};
   scheduler_options.heartbeat_timeout = options.heartbeat_timeout;
   Scheduler scheduler(scheduler_options);
+  tune_handler.SetScheduler(&scheduler);
   absl::StatusOr<RecoveryCounts> recovered = RecoverJobs(storage->get(), &preparer, &scheduler);
   if (!recovered.ok()) return Fail("kilnd.recovery_failed", recovered.status());
 
@@ -158,10 +170,12 @@ int RunDaemon(const DaemonOptions& options) {
                               {"port", port},
                               {"jobs_requeued", recovered->requeued}});
 
+  const std::string worker_binary = options.worker_binary.empty()
+                                        ? absl::StrCat(SelfDir(), "/kiln-worker")
+                                        : options.worker_binary;
   if (options.workers > 0) {
     SupervisorOptions sup;
-    sup.worker_binary = options.worker_binary.empty() ? absl::StrCat(SelfDir(), "/kiln-worker")
-                                                      : options.worker_binary;
+    sup.worker_binary = worker_binary;
     sup.args = {"--connect", LocalConnectAddress(options.listen, port)};
     sup.workers = options.workers;
     sup.metrics = &hooks;
@@ -175,6 +189,25 @@ int RunDaemon(const DaemonOptions& options) {
       supervisor.reset();
     }
   }
+  std::unique_ptr<Supervisor> measure_supervisor;
+  if (options.measure_workers > 0) {
+    SupervisorOptions sup;
+    sup.worker_binary = worker_binary;
+    const std::string cores = absl::StrCat(std::max(1, options.measure_cores));
+    sup.args = {"--connect", LocalConnectAddress(options.listen, port), "--measure", "cpu",
+                "--cores", cores};
+    sup.slot_args = [cores = std::max(1, options.measure_cores)](int slot) {
+      return std::vector<std::string>{"--core-offset", absl::StrCat(slot * cores)};
+    };
+    sup.workers = options.measure_workers;
+    sup.metrics = &hooks;
+    measure_supervisor = std::make_unique<Supervisor>(sup);
+    absl::Status started = measure_supervisor->Start();
+    if (!started.ok()) {
+      LogError("kilnd.no_measure_workers", {{"status", started}});
+      measure_supervisor.reset();
+    }
+  }
 
   int sig = 0;
   sigwait(&signals, &sig);
@@ -183,7 +216,9 @@ int RunDaemon(const DaemonOptions& options) {
   ctx.draining = true;
   server->GetHealthCheckService()->SetServingStatus(false);
   scheduler.Drain(options.shutdown_grace);
+  tune_handler.StopAll();  // before the scheduler and the storage go
   if (supervisor) supervisor->Stop();  // still in local_workers: Stop keeps the object alive
+  if (measure_supervisor) measure_supervisor->Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   executor.Shutdown();
   std::remove(absl::StrCat(options.data_dir, "/kilnd.port").c_str());

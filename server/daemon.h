@@ -15,6 +15,11 @@ struct DaemonOptions {
   std::string data_dir = "./kiln-data";
   /// Local workers to start; 0: none (remote workers only).
   int workers = 1;
+  /// Local measure workers to start (`kiln-worker --measure cpu`), each owning
+  /// `measure_cores` cores: worker i pins to cores [i * measure_cores, (i+1) * measure_cores)
+  /// of those kilnd may use. 0: none.
+  int measure_workers = 0;
+  int measure_cores = 1;
   std::string worker_binary;  // default: kiln-worker next to kilnd
   int64_t cache_max_bytes = 0;
   int64_t max_model_bytes = int64_t{1} << 30;

@@ -49,6 +49,11 @@ struct JobResult {
   std::string persisted;
   /// Time the worker spent on the job's task, for the metrics of the kind.
   double work_seconds = 0;
+  /// The worker's result itself, for waiters of kinds whose result is too big to persist (the
+  /// built code of a build step); in memory only.
+  std::shared_ptr<const v1::TaskResult> task_result;
+  /// The worker that ran the job's task (step kinds).
+  std::string worker;
 };
 
 /// What a waiter of a job receives: OK with the job's result, or the job's error.

@@ -2,15 +2,10 @@
 // capabilities), what the task for one attempt says, and what a successful task result means
 // for the job. The Scheduler owns everything kind-independent (queue order, single-flight,
 // deadlines, slots, heartbeats, retry-once, the RESOURCE_EXHAUSTED / UNAVAILABLE protocol of
-// TaskResult), so a new kind is one new handler registered with it:
-//   - measure: CanRun asks for a MeasureCapability of the job's device ("cpu", "cuda:0");
-//     BuildTask fills WorkerTask.measure; TaskSucceeded turns MeasureResult timings into the
-//     job's result (and files tuning records).
-//   - tune: a long-running job that submits many measure and compile jobs itself
-//     (Scheduler::Submit with callbacks, as any client does) and streams progress
-//     (Scheduler::Progress). It runs inside kilnd rather than as one worker task, so it brings
-//     one more hook here (start the job in-process instead of CanRun/BuildTask); the queue and
-//     the worker registry stay as they are.
+// TaskResult), so a new kind is one new handler registered with it. Kinds today: compile
+// (compile_handler.h); the worker steps of a tune job, workloads / build / measure
+// (step_handler.h); and tune (tune_handler.h), which runs inside kilnd rather than as a worker
+// task (RunsInProcess) and submits step jobs itself, as any client does.
 #ifndef KILN_SERVER_JOB_HANDLER_H_
 #define KILN_SERVER_JOB_HANDLER_H_
 
@@ -53,6 +48,22 @@ class JobHandler {
   /// Fills the kind's result fields of `event` from a finished job's persisted result
   /// (JobResult::persisted of an earlier run).
   virtual void DescribeResult(const std::string& persisted, v1::JobEvent& event) const = 0;
+
+  // ---- In-process kinds ------------------------------------------------------------------------
+  // A kind that RunsInProcess is never sent to a worker: the Scheduler starts a queued job of it
+  // (at most SchedulerOptions::max_in_process at once) by calling Start after releasing its lock,
+  // the handler runs it on a thread of its own and ends it with Scheduler::FinishInProcess.
+  // CanRun, BuildTask and TaskSucceeded are not called for such a kind.
+
+  virtual bool RunsInProcess() const { return false; }
+  /// Starts attempt `run_id` of `job` (returns at once). Called without the Scheduler's lock.
+  virtual void Start(const std::string& job_id, const std::string& run_id, const JobSpec& job) {
+    (void)job_id, (void)run_id, (void)job;
+  }
+  /// The running job ended without the handler (cancelled, expired, kilnd draining): stop its
+  /// run soon; a later FinishInProcess for it is ignored. Called under the Scheduler's lock:
+  /// must not block or call the Scheduler.
+  virtual void Stop(const std::string& job_id) { (void)job_id; }
 };
 
 }  // namespace kiln::server

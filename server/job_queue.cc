@@ -234,9 +234,11 @@ void JobQueue::Unwatch(const std::string& job_id, uint64_t watch_id) {
   if (it != jobs_.end()) it->second->watchers.erase(watch_id);
 }
 
-void JobQueue::Progress(const std::string& job_id, const std::string& message, Notifications& n) {
+void JobQueue::Progress(const std::string& job_id, const std::string& message, Notifications& n,
+                        const v1::JobEvent* fields) {
   auto it = jobs_.find(job_id);
-  if (it != jobs_.end()) Emit(*it->second, it->second->state, message, n);
+  if (it != jobs_.end()) Emit(*it->second, it->second->state, message, n, false, absl::OkStatus(),
+                              fields);
 }
 
 std::vector<std::string> JobQueue::QueuedInOrder() const {
@@ -322,7 +324,7 @@ void JobQueue::Finish(const std::string& job_id, const absl::Status& status,
   }
   NotifyWaiters(job, status, status.ok() ? result : JobResult{}, n);
   Emit(job, state, status.ok() ? "succeeded" : std::string(status.message()), n, /*last=*/true,
-       status, status.ok() ? &result : nullptr);
+       status, status.ok() ? &result.event : nullptr);
   Erase(job);
 }
 
@@ -382,10 +384,10 @@ void JobQueue::NotifyWaiters(LiveJob& job, const absl::Status& status, const Job
 }
 
 void JobQueue::Emit(LiveJob& job, v1::JobState state, const std::string& message, Notifications& n,
-                    bool last, const absl::Status& error, const JobResult* result) {
+                    bool last, const absl::Status& error, const v1::JobEvent* fields) {
   if (job.watchers.empty()) return;
   v1::JobEvent event;
-  if (result) event = result->event;
+  if (fields) event = *fields;
   event.set_job_id(job.id);
   event.set_state(state);
   event.set_message(message);

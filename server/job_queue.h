@@ -93,7 +93,8 @@ class JobQueue {
   void Unwatch(const std::string& job_id, uint64_t watch_id);
   /// Sends a progress event (state unchanged) to the watchers of a live job; unknown ids are
   /// ignored.
-  void Progress(const std::string& job_id, const std::string& message, Notifications& n);
+  void Progress(const std::string& job_id, const std::string& message, Notifications& n,
+                const v1::JobEvent* fields = nullptr);
 
   // ---- Running jobs (the owner's side) ----------------------------------------------------------
 
@@ -126,7 +127,7 @@ class JobQueue {
   void FinishCancelled(LiveJob& job, const std::string& why, Notifications& n);
   void Emit(LiveJob& job, v1::JobState state, const std::string& message, Notifications& n,
             bool last = false, const absl::Status& error = absl::OkStatus(),
-            const JobResult* result = nullptr);
+            const v1::JobEvent* fields = nullptr);
   void Persist(const LiveJob& job, const cache::JobUpdate& update);
   void NotifyWaiters(LiveJob& job, const absl::Status& status, const JobResult& result,
                      Notifications& n);

@@ -13,6 +13,10 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:7878",
           "HOST:PORT to serve on; port 0 picks one (written to DATA_DIR/kilnd.port)");
 ABSL_FLAG(std::string, data_dir, "./kiln-data", "directory of the cache database and blobs");
 ABSL_FLAG(int, workers, -1, "local kiln-worker processes to start (-1: one per core, 0: none)");
+ABSL_FLAG(int, measure_workers, 0,
+          "local measure workers to start (kiln-worker --measure cpu), for tune jobs");
+ABSL_FLAG(int, measure_cores, 1,
+          "cores each local measure worker owns (pinned; worker i takes the i-th group)");
 ABSL_FLAG(std::string, worker_binary, "", "kiln-worker to start (default: next to kilnd)");
 ABSL_FLAG(int64_t, cache_max_bytes, 0, "LRU limit on all blobs, in bytes (0: unlimited)");
 ABSL_FLAG(int64_t, max_model_bytes, int64_t{1} << 30, "largest model UploadModel accepts");
@@ -45,7 +49,8 @@ int main(int argc, char** argv) {
   argc = static_cast<int>(arg_ptrs.size());
   argv = arg_ptrs.data();
   absl::SetProgramUsageMessage(
-      "kilnd --listen HOST:PORT --data-dir DIR [--workers N] [--cache-max-bytes B] ...");
+      "kilnd --listen HOST:PORT --data-dir DIR [--workers N] [--measure-workers N] "
+      "[--cache-max-bytes B] ...");
   absl::ParseCommandLine(argc, argv);
   kiln::server::DaemonOptions options;
   options.listen = absl::GetFlag(FLAGS_listen);
@@ -53,6 +58,8 @@ int main(int argc, char** argv) {
   int workers = absl::GetFlag(FLAGS_workers);
   options.workers =
       workers >= 0 ? workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  options.measure_workers = std::max(0, absl::GetFlag(FLAGS_measure_workers));
+  options.measure_cores = std::max(1, absl::GetFlag(FLAGS_measure_cores));
   options.worker_binary = absl::GetFlag(FLAGS_worker_binary);
   options.cache_max_bytes = absl::GetFlag(FLAGS_cache_max_bytes);
   options.max_model_bytes = absl::GetFlag(FLAGS_max_model_bytes);

@@ -97,13 +97,45 @@ void Scheduler::Unwatch(const std::string& job_id, uint64_t watch_id) {
   queue_.Unwatch(job_id, watch_id);
 }
 
-void Scheduler::Progress(const std::string& job_id, const std::string& message) {
+void Scheduler::Progress(const std::string& job_id, const std::string& message,
+                         const v1::JobEvent* fields) {
   Notifications n;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.Progress(job_id, message, n);
+    queue_.Progress(job_id, message, n, fields);
   }
   n.Run();
+}
+
+void Scheduler::FinishInProcess(const std::string& job_id, const std::string& run_id,
+                                const absl::Status& status, const JobResult& result) {
+  Notifications n;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (queue_.FindByTask(job_id, run_id) == nullptr) {
+      LogInfo("job.stale_run", {{"job", job_id}, {"run", run_id}, {"status", status}});
+    } else if (draining_) {
+      // Its steps were refused because kilnd is shutting down: Drain persists it as queued,
+      // and a restart runs it again.
+      LogInfo("job.run_interrupted", {{"job", job_id}, {"run", run_id}, {"status", status}});
+    } else {
+      in_process_.erase(job_id);
+      queue_.ClearTask(job_id);
+      queue_.Finish(job_id, status, result, n);
+    }
+    Dispatch(n);
+    cv_.notify_all();
+  }
+  ReportState();
+  n.Run();
+}
+
+bool Scheduler::HasWorker(const std::function<bool(const v1::WorkerCapabilities&)>& fits) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const v1::Worker& w : workers_.List()) {
+    if (fits(w.capabilities())) return true;
+  }
+  return false;
 }
 
 absl::Status Scheduler::Restore(const cache::JobRecord& record, const JobSpec& spec) {
@@ -233,7 +265,11 @@ void Scheduler::Drain(absl::Duration grace) {
     LogInfo("scheduler.draining", {{"running", queue_.running()},
                                    {"queued", queue_.queued()},
                                    {"grace_ms", absl::ToInt64Milliseconds(grace)}});
-    cv_.wait_for(lock, absl::ToChronoMilliseconds(grace), [&] { return queue_.running() == 0; });
+    // In-process jobs (tunes) do not hold up a shutdown: their runs end once their steps are
+    // refused, and they are persisted as queued like the rest.
+    cv_.wait_for(lock, absl::ToChronoMilliseconds(grace), [&] {
+      return queue_.running() == static_cast<int>(in_process_.size());
+    });
     queue_.PersistAllForRestart(n);
   }
   ReportState();
@@ -274,11 +310,21 @@ void Scheduler::Tick() {
 }
 
 void Scheduler::Dispatch(Notifications& n) {
-  if (draining_ || workers_.size() == 0) return;
+  if (draining_) return;
   absl::Time now = absl::Now();
   for (const std::string& job_id : queue_.QueuedInOrder()) {
     const LiveJob& job = *queue_.Find(job_id);
     JobHandler& handler = *HandlerFor(job.spec.kind);  // Submit refuses kinds without one
+    if (handler.RunsInProcess()) {
+      if (static_cast<int>(in_process_.size()) >= options_.max_in_process) continue;
+      in_process_.insert(job_id);
+      std::string run_id = queue_.Start(job_id, "kilnd", n);
+      n.calls.push_back([&handler, job_id, run_id, spec = job.spec] {
+        handler.Start(job_id, run_id, spec);
+      });
+      continue;
+    }
+    if (workers_.size() == 0) continue;
     std::optional<std::string> worker =
         workers_.Pick(job_id, now, [&](const v1::WorkerCapabilities& capabilities) {
           return handler.CanRun(job.spec, capabilities);
@@ -322,6 +368,11 @@ void Scheduler::LoseTask(const LostTask& lost, const absl::Status& why, Notifica
 
 void Scheduler::OnJobEnd(const LiveJob& job) {
   workers_.ForgetJob(job.id);
+  if (in_process_.erase(job.id) > 0) {
+    // Ended while its run was live (cancelled, expired, draining): stop the run.
+    HandlerFor(job.spec.kind)->Stop(job.id);
+    return;
+  }
   if (job.task_id.empty()) return;
   // Ended while its task ran: stop it. The task keeps its slot until the worker reports it.
   if (WorkerChannel* channel = workers_.Channel(job.worker)) channel->SendCancel(job.task_id);

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,6 +47,8 @@ struct SchedulerOptions {
   absl::Duration heartbeat_timeout = absl::Seconds(15);
   /// How often deadlines and heartbeats are checked.
   absl::Duration tick_interval = absl::Milliseconds(200);
+  /// In-process jobs (tune) that run at once; later ones wait in the queue.
+  int max_in_process = 1;
 };
 
 class Scheduler {
@@ -85,8 +88,18 @@ class Scheduler {
   absl::StatusOr<v1::JobEvent> Watch(const std::string& job_id, JobEventCallback fn,
                                      uint64_t* watch_id, bool* last);
   void Unwatch(const std::string& job_id, uint64_t watch_id);
-  /// Tells the watchers of a live job how it is getting on (its state is unchanged).
-  void Progress(const std::string& job_id, const std::string& message);
+  /// Tells the watchers of a live job how it is getting on (its state is unchanged). `fields`
+  /// (optional) carries the kind's progress fields of the event (a tune's tune_progress).
+  void Progress(const std::string& job_id, const std::string& message,
+                const v1::JobEvent* fields = nullptr);
+  /// Ends attempt `run_id` of an in-process job (JobHandler::Start): SUCCEEDED with `result` if
+  /// `status` is OK, else FAILED with it. Ignored when the job already ended or was restarted
+  /// (a stale run).
+  void FinishInProcess(const std::string& job_id, const std::string& run_id,
+                       const absl::Status& status, const JobResult& result);
+  /// Whether a worker with a capability that `fits` is connected (e.g. a measure worker of one
+  /// hardware key).
+  bool HasWorker(const std::function<bool(const v1::WorkerCapabilities&)>& fits);
 
   /// Re-queues a persisted live job at startup (its record says QUEUED or RUNNING) as detached.
   absl::Status Restore(const cache::JobRecord& record, const JobSpec& spec);
@@ -136,6 +149,7 @@ class Scheduler {
   bool draining_ = false;
   JobQueue queue_;          // guarded by mu_
   WorkerRegistry workers_;  // guarded by mu_
+  std::set<std::string> in_process_;  // running in-process jobs; guarded by mu_
   std::thread tick_thread_;
 };
 

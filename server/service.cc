@@ -12,6 +12,7 @@
 #include "server/job_state.h"
 #include "server/log.h"
 #include "server/rpc_call.h"
+#include "server/tune_handler.h"
 #include "server/watch_reactor.h"
 
 namespace kiln::server {
@@ -164,8 +165,20 @@ grpc::ServerUnaryReactor* KilnServiceImpl::SubmitJob(grpc::CallbackServerContext
     call->Reply(Draining());
     return call->reactor();
   }
+  if (request->has_tune()) {
+    ctx_->executor->Post([ctx = ctx_, call, request = request->tune()] {
+      absl::StatusOr<TuneSpec> spec = PrepareTune(*ctx->preparer, request);
+      if (!spec.ok()) return (void)call->Reply(spec.status());
+      absl::StatusOr<Ticket> ticket = ctx->scheduler->Submit(
+          TuneJobSpec(*spec), absl::InfiniteFuture(), /*detached=*/true, nullptr);
+      if (!ticket.ok()) return (void)call->Reply(ticket.status());
+      call->Reply(absl::OkStatus(),
+                  [&](v1::SubmitJobResponse& r) { r.set_job_id(ticket->job_id); });
+    });
+    return call->reactor();
+  }
   if (!request->has_compile()) {
-    call->Reply(absl::InvalidArgumentError("SubmitJob needs a compile request"));
+    call->Reply(absl::InvalidArgumentError("SubmitJob needs a compile or a tune request"));
     return call->reactor();
   }
   ctx_->executor->Post([ctx = ctx_, call, request = request->compile()] {

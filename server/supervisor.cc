@@ -36,10 +36,14 @@ absl::Status Supervisor::Start() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<pid_t> Supervisor::Spawn() {
+absl::StatusOr<pid_t> Supervisor::Spawn(int slot) {
   // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
   std::vector<std::string> args = {options_.worker_binary};
   args.insert(args.end(), options_.args.begin(), options_.args.end());
+  if (options_.slot_args) {
+    std::vector<std::string> extra = options_.slot_args(slot);
+    args.insert(args.end(), extra.begin(), extra.end());
+  }
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -85,10 +89,11 @@ void Supervisor::Loop() {
     }
     // Start the missing.
     absl::Time now = absl::Now();
-    for (Slot& slot : slots_) {
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      Slot& slot = slots_[i];
       if (slot.pid != 0 || slot.restart_at > now) continue;
       bool restart = slot.restart_at != absl::InfinitePast();
-      absl::StatusOr<pid_t> pid = Spawn();
+      absl::StatusOr<pid_t> pid = Spawn(static_cast<int>(i));
       if (!pid.ok()) {
         LogError("worker.spawn_failed", {{"status", pid.status()}});
         slot.restart_at = now + slot.backoff;

@@ -1,11 +1,13 @@
-// The local worker supervisor: starts N `kiln-worker --connect 127.0.0.1:PORT` processes,
-// restarts one that dies (with exponential backoff), and stops them all on shutdown.
+// The local worker supervisor: starts N `kiln-worker --connect 127.0.0.1:PORT ...` processes
+// (compile workers, or measure workers with per-slot cores), restarts one that dies (with
+// exponential backoff), and stops them all on shutdown.
 #ifndef KILN_SERVER_SUPERVISOR_H_
 #define KILN_SERVER_SUPERVISOR_H_
 
 #include <sys/types.h>
 
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <string>
@@ -23,6 +25,9 @@ struct SupervisorOptions {
   std::string worker_binary;
   /// Arguments after the binary name, e.g. {"--connect", "127.0.0.1:7878"}.
   std::vector<std::string> args;
+  /// Arguments for slot i (0-based) after `args`, e.g. the cores a measure worker pins to.
+  /// Optional.
+  std::function<std::vector<std::string>(int slot)> slot_args;
   int workers = 1;
   absl::Duration min_backoff = absl::Milliseconds(500);
   absl::Duration max_backoff = absl::Seconds(30);
@@ -60,7 +65,7 @@ class Supervisor {
     absl::Time restart_at;  // when pid == 0: when to start it again
     int restarts = 0;
   };
-  absl::StatusOr<pid_t> Spawn();
+  absl::StatusOr<pid_t> Spawn(int slot);
   void Loop();
 
   const SupervisorOptions options_;

@@ -80,10 +80,13 @@ class Search {
       }
       const int next = PickTask();
       if (next < 0) break;
+      const size_t records_before = result.records.size();
       absl::Status st = RunRound(*states_[next], result);
       if (!st.ok()) return st;
       ++round_;
       SearchProgress p = Snapshot(next);
+      p.new_records.assign(result.records.begin() + static_cast<std::ptrdiff_t>(records_before),
+                           result.records.end());
       if (progress_fn_ && !progress_fn_(p)) {
         result.cancelled = true;
         break;

@@ -96,6 +96,9 @@ struct SearchProgress {
   /// Sum over tasks of weight × best_ms: the model's latency estimated from its kernels.
   double estimated_ms = 0;
   double default_estimated_ms = 0;
+  /// The records the round just measured (also in SearchResult::records), so that a caller
+  /// can file them at once and keep them if the search later fails or is cancelled.
+  std::vector<v1::TuningRecord> new_records;
 };
 
 struct SearchResult {

@@ -91,16 +91,26 @@ TEST(SearchTest, RecordsEveryMeasurementAndNeverEndsWorseThanTheDefault) {
   std::vector<TuneTask> tasks = {MatMulTask(24, 40, 64, 2), MatMulTask(8, 64, 32, 1)};
   FakeMeasurer measurer;
   int reports = 0;
+  std::vector<std::string> reported;  // schedules of the records reported round by round
   absl::StatusOr<SearchResult> r =
       TuneTasks(tasks, Avx2(), measurer, FeatureContext{}, Small(24),
                 [&](const SearchProgress& p) {
                   ++reports;
                   EXPECT_EQ(p.trial_budget, 24);
                   EXPECT_LE(p.trials, 24);
+                  EXPECT_FALSE(p.new_records.empty());
+                  for (const v1::TuningRecord& rec : p.new_records) {
+                    reported.push_back(rec.workload_key() + rec.schedule());
+                  }
                   return true;
                 },
                 "kiln-test");
   ASSERT_TRUE(r.ok()) << r.status();
+  // The rounds' new records, in order, are exactly the result's records.
+  ASSERT_EQ(reported.size(), r->records.size());
+  for (size_t i = 0; i < reported.size(); ++i) {
+    EXPECT_EQ(reported[i], r->records[i].workload_key() + r->records[i].schedule());
+  }
   EXPECT_EQ(r->progress.trials, 24);
   EXPECT_EQ(reports, measurer.calls);
   ASSERT_EQ(r->progress.tasks.size(), 2u);

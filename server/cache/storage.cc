@@ -53,6 +53,12 @@ std::string_view JobKindName(JobKind kind) {
       return "compile";
     case JobKind::kTune:
       return "tune";
+    case JobKind::kWorkloads:
+      return "workloads";
+    case JobKind::kBuild:
+      return "build";
+    case JobKind::kMeasure:
+      return "measure";
   }
   return "unknown";
 }

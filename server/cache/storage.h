@@ -27,8 +27,10 @@ enum class BlobKind { kModel, kArtifact };
 /// 'failed', 'cancelled'.
 enum class JobState { kQueued, kRunning, kSucceeded, kFailed, kCancelled };
 
-/// What a job does. Stored as 'compile' / 'tune'.
-enum class JobKind { kCompile, kTune };
+/// What a job does. Stored as 'compile', 'tune', 'workloads', 'build', 'measure'. The last
+/// three are the steps a tune job runs on workers (list a model's workloads, build a batch of
+/// candidates, measure it on a device).
+enum class JobKind { kCompile, kTune, kWorkloads, kBuild, kMeasure };
 
 std::string_view BlobKindName(BlobKind kind);
 std::string_view JobStateName(JobState state);

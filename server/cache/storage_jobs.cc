@@ -14,11 +14,13 @@ constexpr char kJobColumns[] =
     "attempts, worker, created_ms, updated_ms";
 
 absl::StatusOr<JobKind> ParseJobKind(std::string_view name) {
-  for (JobKind k : {JobKind::kCompile, JobKind::kTune}) {
+  for (JobKind k : {JobKind::kCompile, JobKind::kTune, JobKind::kWorkloads, JobKind::kBuild,
+                    JobKind::kMeasure}) {
     if (JobKindName(k) == name) return k;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown job kind '", std::string(name), "': expected compile or tune"));
+      absl::StrCat("unknown job kind '", std::string(name),
+                   "': expected compile, tune, workloads, build or measure"));
 }
 
 // Reads the row `stmt` is on (selected with kJobColumns).

@@ -28,7 +28,8 @@ namespace {
 constexpr char kUsage[] = R"(usage:
   kiln compile MODEL.onnx -o OUT.kiln [--target host|cpu:<llvm cpu name>] [--print-ir-after=PASS]
                [--disable-pass=PASS] [--records FILE.jsonl [--hardware-key K]]
-               [--server HOST:PORT [--json] [--timeout-s S] [--hardware-key K] [--untuned]]
+               [--server HOST:PORT [--json] [--timeout-s S] [--hardware-key K] [--untuned]
+                [--tune=background [--trials N] [--time-budget-s S]]]
   kiln run OUT.kiln --input NAME=FILE.pb ... --output-dir DIR [--threads N]
   kiln check DIR [--target T] [--print-ir-after=PASS] [--disable-pass=PASS] [--server HOST:PORT]
              [--records FILE.jsonl [--hardware-key K]]
@@ -36,6 +37,9 @@ constexpr char kUsage[] = R"(usage:
   kiln tune MODEL.onnx --print-space [--target T] [--samples N] [--seed S]
   kiln tune MODEL.onnx --local --records-out FILE.jsonl [--target T] [--trials N]
             [--time-budget-s S] [--threads N (default 1)] [--seed S] [--random] [--json]
+  kiln tune MODEL.onnx --server HOST:PORT [--target T] [--trials N] [--time-budget-s S]
+            [--seed S] [--hardware-key K] [--random] [--json]
+  kiln cancel JOB_ID --server HOST:PORT
   kiln status --server HOST:PORT
   kiln jobs --server HOST:PORT [--state queued|running|succeeded|failed|cancelled] [--limit N]
   kiln workers --server HOST:PORT
@@ -78,13 +82,14 @@ int Compile(int argc, char** argv) {
   Args args = ParseArgs(argc, argv, 2,
                         {"-o", "--output", "--target", "--print-ir-after", "--disable-pass",
                          "--server", "--json", "--timeout-s", "--records", "--hardware-key",
-                         "--untuned"},
+                         "--untuned", "--tune", "--trials", "--time-budget-s", "--seed"},
                         /*bool_flags=*/{"--json", "--untuned"});
   if (!args.error.empty()) return Fail(args.error);
   if (args.positional.size() != 1) return Fail("compile: expected one MODEL.onnx\n" + std::string(kUsage));
   std::string out = args.Get("-o", args.Get("--output"));
   if (out.empty()) return Fail("compile: missing -o OUT.kiln");
   if (args.Has("--server")) return CompileOnServer(args, out);
+  if (args.Has("--tune")) return Fail("compile: --tune=background needs --server");
   if (args.Has("--json")) return Fail("compile: --json needs --server");
   pipeline::CompileOptions options = OptionsFrom(args);
   std::unique_ptr<FileRecords> records;
@@ -257,6 +262,7 @@ int main(int argc, char** argv) {
   if (cmd == "check") return Check(argc, argv);
   if (cmd == "inspect") return Inspect(argc, argv);
   if (cmd == "tune") return TuneCommand(argc, argv);
+  if (cmd == "cancel") return CancelCommand(argc, argv);
   if (cmd == "status") return StatusCommand(argc, argv);
   if (cmd == "jobs") return JobsCommand(argc, argv);
   if (cmd == "workers") return WorkersCommand(argc, argv);

@@ -148,11 +148,7 @@ absl::StatusOr<RemoteCompileResult> RemoteClient::CompileModel(
     const RemoteCompileOptions& options) {
   auto start = std::chrono::steady_clock::now();
   RemoteCompileResult result;
-  KILN_ASSIGN_OR_RETURN(std::vector<kiln::v1::Digest> missing, FindMissingBlobs({digest}));
-  if (!missing.empty()) {
-    KILN_ASSIGN_OR_RETURN(kiln::v1::UploadModelResponse uploaded, UploadModel(model_bytes, digest));
-    result.uploaded = !uploaded.already_present();
-  }
+  KILN_ASSIGN_OR_RETURN(result.uploaded, EnsureModel(model_bytes, digest));
   kiln::v1::CompileRequest request;
   *request.mutable_model_digest() = digest;
   request.set_target(options.target);
@@ -165,6 +161,62 @@ absl::StatusOr<RemoteCompileResult> RemoteClient::CompileModel(
   KILN_ASSIGN_OR_RETURN(result.artifact, FetchArtifact(result.response.artifact_digest()));
   result.total_ms = MsSince(start);
   return result;
+}
+
+absl::StatusOr<bool> RemoteClient::EnsureModel(const std::string& model_bytes,
+                                               const kiln::v1::Digest& digest) {
+  KILN_ASSIGN_OR_RETURN(std::vector<kiln::v1::Digest> missing, FindMissingBlobs({digest}));
+  if (missing.empty()) return false;
+  KILN_ASSIGN_OR_RETURN(kiln::v1::UploadModelResponse uploaded, UploadModel(model_bytes, digest));
+  return !uploaded.already_present();
+}
+
+absl::StatusOr<kiln::v1::SubmitJobResponse> RemoteClient::SubmitJob(
+    const kiln::v1::SubmitJobRequest& request) {
+  grpc::ClientContext context;
+  Prepare(context);
+  kiln::v1::SubmitJobResponse response;
+  KILN_RETURN_IF_ERROR(FromGrpc("SubmitJob", stub_->SubmitJob(&context, request, &response)));
+  return response;
+}
+
+absl::StatusOr<kiln::v1::JobEvent> RemoteClient::WatchJob(
+    const std::string& job_id, const std::function<bool(const kiln::v1::JobEvent&)>& on_event) {
+  grpc::ClientContext context;  // no deadline
+  kiln::v1::WatchJobRequest request;
+  request.set_job_id(job_id);
+  auto reader = stub_->WatchJob(&context, request);
+  kiln::v1::JobEvent event, last;
+  bool seen = false, stopped = false;
+  while (reader->Read(&event)) {
+    last = event;
+    seen = true;
+    if (!on_event(event)) {
+      stopped = true;
+      context.TryCancel();
+      break;
+    }
+  }
+  grpc::Status status = reader->Finish();
+  if (stopped) return last;
+  KILN_RETURN_IF_ERROR(FromGrpc("WatchJob", status));
+  const kiln::v1::JobState state = last.state();
+  if (!seen || (state != kiln::v1::SUCCEEDED && state != kiln::v1::FAILED &&
+                state != kiln::v1::CANCELLED)) {
+    return absl::UnavailableError(absl::StrCat(
+        "WatchJob: the stream of job ", job_id, " ended before the job did (kilnd restarting?)"));
+  }
+  return last;
+}
+
+absl::StatusOr<kiln::v1::JobState> RemoteClient::CancelJob(const std::string& job_id) {
+  grpc::ClientContext context;
+  Prepare(context);
+  kiln::v1::CancelJobRequest request;
+  request.set_job_id(job_id);
+  kiln::v1::CancelJobResponse response;
+  KILN_RETURN_IF_ERROR(FromGrpc("CancelJob", stub_->CancelJob(&context, request, &response)));
+  return response.state();
 }
 
 absl::StatusOr<kiln::v1::GetStatsResponse> RemoteClient::GetStats() {

@@ -5,6 +5,7 @@
 #define KILN_CLIENT_REMOTE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,6 +61,20 @@ class RemoteClient {
                                                    const kiln::v1::Digest& digest,
                                                    const RemoteCompileOptions& options);
 
+  /// Uploads `model_bytes` (digest `digest`) unless the server has it; returns whether it sent
+  /// them.
+  absl::StatusOr<bool> EnsureModel(const std::string& model_bytes,
+                                   const kiln::v1::Digest& digest);
+  absl::StatusOr<kiln::v1::SubmitJobResponse> SubmitJob(const kiln::v1::SubmitJobRequest& request);
+  /// Streams the job's events to `on_event` until the stream ends (after a terminal state) or
+  /// `on_event` returns false. No deadline: a tune may run for hours. Returns the last event.
+  /// Errors: the server's (kNotFound for an unknown job), kUnavailable when the stream broke
+  /// before a terminal state.
+  absl::StatusOr<kiln::v1::JobEvent> WatchJob(
+      const std::string& job_id,
+      const std::function<bool(const kiln::v1::JobEvent&)>& on_event);
+  absl::StatusOr<kiln::v1::JobState> CancelJob(const std::string& job_id);
+
   absl::StatusOr<kiln::v1::GetStatsResponse> GetStats();
   absl::StatusOr<kiln::v1::ListJobsResponse> ListJobs(kiln::v1::JobState state, int limit);
   absl::StatusOr<kiln::v1::ListWorkersResponse> ListWorkers();
@@ -78,9 +93,6 @@ class RemoteClient {
 
 /// The Digest of `bytes` (SHA-256 hex, size).
 kiln::v1::Digest DigestOf(const std::string& bytes);
-
-/// `s` as a JSON string literal, quotes included (control characters as \u00XX).
-
 
 /// One JSON object, for build systems: cache_hit, graph_hash, target_key, compiler_version,
 /// options_hash, artifact_digest, artifact_bytes, compile_ms, server_ms, total_ms, uploaded,

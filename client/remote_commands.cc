@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
@@ -14,6 +15,7 @@
 #include "absl/time/time.h"
 #include "client/check.h"
 #include "client/remote.h"
+#include "client/remote_tune.h"
 #include "compiler_core/tuning/records.h"
 #include "compiler_core/runtime/artifact.h"
 #include "compiler_core/support/status_macros.h"
@@ -102,17 +104,51 @@ std::unique_ptr<RemoteClient> ServerFrom(const Args& args, std::string& error) {
 }  // namespace
 
 int CompileOnServer(const Args& args, const std::string& out) {
+  // --tune=background: compile now (the records known today), tune in a batch job after.
+  std::optional<kiln::v1::TuneRequest> tune;
+  if (args.Has("--tune")) {
+    if (args.Get("--tune") != "background") {
+      return Fail("compile: --tune takes 'background' (tune in a batch job after this compile), "
+                  "not '" + args.Get("--tune") + "'");
+    }
+    absl::StatusOr<kiln::v1::TuneRequest> request = TuneRequestFrom(args);
+    if (!request.ok()) return Fail(absl::StrCat("compile: ", request.status().message()));
+    tune = *std::move(request);
+  }
   auto result = CompileRemotely(args, args.positional[0]);
   if (!result.ok()) return FailStatus(result.status());
   // Never write something the runtime would refuse.
   absl::Status st = runtime::ParseArtifact(result->artifact).status();
   if (st.ok()) st = WriteFileAtomically(out, result->artifact);
   if (!st.ok()) return FailStatus(st);
+  std::string tune_job;
+  if (tune.has_value()) {
+    Remote remote = RemoteFrom(args);
+    absl::StatusOr<std::string> model = ReadFile(args.positional[0]);
+    absl::StatusOr<std::string> job =
+        model.ok() ? SubmitTune(*remote.client, *model, *tune) : model.status();
+    if (!job.ok()) {
+      return FailStatus(absl::Status(job.status().code(),
+                                     absl::StrCat("the artifact was written to ", out,
+                                                  ", but the background tune was refused: ",
+                                                  job.status().message())));
+    }
+    tune_job = *job;
+  }
   if (args.Has("--json")) {
-    std::cout << CompileResultJson(*result) << "\n";
+    std::string json = CompileResultJson(*result);
+    if (!tune_job.empty()) {
+      json = absl::StrCat(json.substr(0, json.rfind('}')), ",\"tune_job_id\":",
+                          JsonString(tune_job), "}");
+    }
+    std::cout << json << "\n";
   } else {
     PrintRemoteSummary(*result);
     std::cout << "wrote " << out << "\n";
+    if (!tune_job.empty()) {
+      std::cout << "tune job " << tune_job << " queued: the next compile of this model after it "
+                << "succeeds returns the tuned artifact\n";
+    }
   }
   return 0;
 }
@@ -167,9 +203,9 @@ int JobsCommand(int argc, char** argv) {
   }
   auto jobs = client->ListJobs(state, limit);
   if (!jobs.ok()) return FailStatus(jobs.status());
-  std::cout << absl::StrFormat("%-24s %-10s %-11s %-16s %-24s %3s %-20s %s\n", "ID", "STATE",
-                               "PRIORITY", "MODEL", "TARGET", "TRY", "UPDATED (UTC)",
-                               "WORKER / ERROR");
+  std::cout << absl::StrFormat("%-24s %-9s %-10s %-11s %-16s %-24s %3s %-20s %s\n", "ID",
+                               "KIND", "STATE", "PRIORITY", "MODEL", "TARGET", "TRY",
+                               "UPDATED (UTC)", "WORKER / ERROR");
   for (const kiln::v1::Job& j : jobs->jobs()) {
     std::string last =
         j.error_message().empty()
@@ -177,7 +213,8 @@ int JobsCommand(int argc, char** argv) {
             : absl::StrCat(absl::StatusCodeToString(static_cast<absl::StatusCode>(j.error_code())),
                            ": ", j.error_message());
     std::cout << absl::StrFormat(
-        "%-24s %-10s %-11s %-16s %-24s %3d %-20s %s\n", j.id(), kiln::v1::JobState_Name(j.state()),
+        "%-24s %-9s %-10s %-11s %-16s %-24s %3d %-20s %s\n", j.id(), j.kind(),
+        kiln::v1::JobState_Name(j.state()),
         kiln::v1::Priority_Name(j.priority()), j.model_digest().substr(0, 16), j.target(),
         j.attempts(), TimeText(j.updated_ms()), last);
   }

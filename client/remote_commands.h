@@ -20,6 +20,12 @@ int JobsCommand(int argc, char** argv);
 int WorkersCommand(int argc, char** argv);
 /// kiln records list|export|import [FILE] --server HOST:PORT [--hardware-key K].
 int RecordsCommand(int argc, char** argv);
+/// `kiln tune MODEL --server HOST:PORT [--target T] [--trials N] [--time-budget-s S]
+/// [--seed S] [--hardware-key K] [--random] [--json]`: submits a tune job, follows it (a live
+/// line on a terminal), prints the per-workload summary; exit 0 when it succeeded.
+int TuneOnServer(const Args& args);
+/// `kiln cancel JOB_ID --server HOST:PORT`.
+int CancelCommand(int argc, char** argv);
 
 }  // namespace kiln::client
 

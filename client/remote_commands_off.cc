@@ -16,5 +16,7 @@ int StatusCommand(int, char**) { return Unavailable(); }
 int JobsCommand(int, char**) { return Unavailable(); }
 int WorkersCommand(int, char**) { return Unavailable(); }
 int RecordsCommand(int, char**) { return Unavailable(); }
+int TuneOnServer(const Args&) { return Unavailable(); }
+int CancelCommand(int, char**) { return Unavailable(); }
 
 }  // namespace kiln::client

@@ -12,6 +12,7 @@
 #include "client/args.h"
 #include "client/json.h"
 #include "client/records_file.h"
+#include "client/remote_commands.h"
 #include "compiler_core/pipeline/compiler_version.h"
 #include "compiler_core/pipeline/workloads.h"
 #include "compiler_core/tuning/hardware.h"
@@ -210,12 +211,14 @@ int TuneCommand(int argc, char** argv) {
   Args args = ParseArgs(argc, argv, 2,
                         {"--target", "--print-space", "--samples", "--seed", "--server",
                          "--trials", "--time-budget-s", "--json", "--local", "--records-out",
-                         "--threads", "--random"},
+                         "--threads", "--random", "--hardware-key", "--disable-pass",
+                         "--timeout-s"},
                         {"--print-space", "--json", "--local", "--random"});
   if (!args.error.empty()) return Fail(args.error);
   if (args.positional.size() != 1) return Fail("tune: expected one MODEL.onnx");
   if (args.Has("--print-space")) return PrintSpace(args);
   if (args.Has("--local")) return TuneLocal(args);
+  if (args.Has("--server")) return TuneOnServer(args);
   return Fail("tune: measuring needs --server HOST:PORT (a kilnd with measure workers) or "
               "--local (this machine); --print-space only prints the space");
 }

@@ -59,9 +59,13 @@ v1::Job ToProtoJob(const cache::JobRecord& record) {
   job.set_state(ToProtoState(record.state));
   job.set_priority(record.priority >= 2 ? v1::INTERACTIVE : v1::BATCH);
   job.set_model_digest(record.model_digest);
+  job.set_kind(std::string(cache::JobKindName(record.kind)));
   v1::CompileRequest request;
+  v1::TuneRequest tune;
   if (record.kind == cache::JobKind::kCompile && request.ParseFromString(record.request)) {
     job.set_target(request.target());
+  } else if (record.kind == cache::JobKind::kTune && tune.ParseFromString(record.request)) {
+    job.set_target(tune.target());
   }
   job.set_attempts(record.attempts);
   job.set_worker(record.worker);

@@ -1,0 +1,214 @@
+// kiln tune --server, kiln cancel, and the background tune of kiln compile --tune=background.
+#include "client/remote_tune.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/json.h"
+#include "client/remote.h"
+#include "client/remote_commands.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::client {
+namespace {
+
+absl::StatusOr<std::string> ReadModel(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return absl::NotFoundError(absl::StrCat("cannot read '", path, "'"));
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+/// One line for a terminal: trials, the workload of the round, the estimated model latency.
+std::string ProgressLine(const kiln::v1::TuneProgress& p) {
+  std::string line = absl::StrFormat("trial %d/%d", p.trials(), p.trial_budget());
+  if (p.current_workload() < p.workloads_size()) {
+    const kiln::v1::TuneWorkload& w = p.workloads(p.current_workload());
+    line += absl::StrFormat("  workload %d/%d %s: best %.4f ms (default %.4f)",
+                            p.current_workload() + 1, p.workloads_size(),
+                            w.fused_ops().substr(0, 20), w.best_ms(), w.default_ms());
+  }
+  line += absl::StrFormat("  model %.3f ms (default %.3f)  %.0f s", p.estimated_ms(),
+                          p.default_estimated_ms(), p.elapsed_s());
+  return line;
+}
+
+/// The summary table: per workload its kernels, default and tuned median, speedup, trials.
+void PrintTuneSummary(const kiln::v1::TuneProgress& p) {
+  std::cout << absl::StrFormat("%-3s %-12s %-28s %4s %11s %11s %8s %6s\n", "#", "workload",
+                               "ops", "x", "default ms", "tuned ms", "speedup", "trials");
+  int measured = 0;
+  for (int i = 0; i < p.workloads_size(); ++i) {
+    const kiln::v1::TuneWorkload& w = p.workloads(i);
+    const std::string head =
+        absl::StrFormat("%-3d %-12s %-28s %4d ", i + 1, w.workload_key().substr(0, 12),
+                        w.fused_ops().substr(0, 28), w.weight());
+    if (w.default_ms() <= 0) {
+      std::cout << head << absl::StrFormat("%11s %11s %8s %6d\n", "-", "-", "-", w.trials());
+      continue;
+    }
+    ++measured;
+    std::cout << head
+              << absl::StrFormat("%11.4f %11.4f %7.2fx %6d\n", w.default_ms(), w.best_ms(),
+                                 w.best_ms() > 0 ? w.default_ms() / w.best_ms() : 0, w.trials());
+  }
+  std::cout << absl::StrFormat(
+      "estimated latency of the %d measured workloads (of %d): %.4f ms default, %.4f ms tuned "
+      "(%.2fx); %d records filed on %s\n",
+      measured, p.workloads_size(), p.default_estimated_ms(), p.estimated_ms(),
+      p.estimated_ms() > 0 ? p.default_estimated_ms() / p.estimated_ms() : 0,
+      p.records_written(), p.hardware_key());
+}
+
+/// One JSON object: the job, its state, the hardware key, trials, estimates, records filed, and
+/// per workload key, ops, weight, FLOPs, default/tuned median ms and trials.
+std::string TuneJson(const std::string& job_id, const kiln::v1::JobEvent& last) {
+  const kiln::v1::TuneProgress& p =
+      last.has_tune_result() ? last.tune_result().progress() : last.tune_progress();
+  std::string out = absl::StrCat(
+      "{\"job_id\":", JsonString(job_id), ",\"state\":",
+      JsonString(kiln::v1::JobState_Name(last.state())), ",\"hardware_key\":",
+      JsonString(p.hardware_key()), ",\"trials\":", p.trials(), ",\"trial_budget\":",
+      p.trial_budget(), ",\"records_written\":", p.records_written(),
+      absl::StrFormat(",\"elapsed_s\":%.3f,\"default_estimated_ms\":%.6f,\"estimated_ms\":%.6f",
+                      p.elapsed_s(), p.default_estimated_ms(), p.estimated_ms()),
+      ",\"workloads\":[");
+  for (int i = 0; i < p.workloads_size(); ++i) {
+    const kiln::v1::TuneWorkload& w = p.workloads(i);
+    absl::StrAppend(&out, i ? "," : "", "{\"workload_key\":", JsonString(w.workload_key()),
+                    ",\"fused_ops\":", JsonString(w.fused_ops()), ",\"weight\":", w.weight(),
+                    ",\"flops\":", w.flops(),
+                    absl::StrFormat(",\"default_ms\":%.6f,\"tuned_ms\":%.6f", w.default_ms(),
+                                    w.best_ms()),
+                    ",\"trials\":", w.trials(), "}");
+  }
+  absl::StrAppend(&out, "]");
+  if (last.state() == kiln::v1::FAILED) {
+    absl::StrAppend(&out, ",\"error\":", JsonString(last.error_message()));
+  }
+  absl::StrAppend(&out, "}");
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<kiln::v1::TuneRequest> TuneRequestFrom(const Args& args) {
+  kiln::v1::TuneRequest request;
+  request.set_target(args.Get("--target", "host"));
+  for (const std::string& p : SplitAll(args, "--disable-pass")) {
+    request.mutable_options()->add_disabled_passes(p);
+  }
+  int64_t trials = 64;
+  if (args.Has("--trials") && (!absl::SimpleAtoi(args.Get("--trials"), &trials) || trials < 1)) {
+    return absl::InvalidArgumentError("--trials must be a positive integer");
+  }
+  request.set_trials(trials);
+  double budget = 0;
+  if (args.Has("--time-budget-s") &&
+      (!absl::SimpleAtod(args.Get("--time-budget-s"), &budget) || budget < 0)) {
+    return absl::InvalidArgumentError("--time-budget-s must be a non-negative number");
+  }
+  request.set_time_budget_s(budget);
+  uint64_t seed = 1;
+  if (args.Has("--seed") && !absl::SimpleAtoi(args.Get("--seed"), &seed)) {
+    return absl::InvalidArgumentError("--seed must be a non-negative integer");
+  }
+  request.set_seed(seed);
+  request.set_hardware_key(args.Get("--hardware-key"));
+  request.set_random(args.Has("--random"));
+  return request;
+}
+
+absl::StatusOr<std::string> SubmitTune(RemoteClient& client, const std::string& model_bytes,
+                                       kiln::v1::TuneRequest request) {
+  const kiln::v1::Digest digest = DigestOf(model_bytes);
+  KILN_ASSIGN_OR_RETURN(bool uploaded, client.EnsureModel(model_bytes, digest));
+  (void)uploaded;
+  *request.mutable_model_digest() = digest;
+  kiln::v1::SubmitJobRequest submit;
+  *submit.mutable_tune() = std::move(request);
+  KILN_ASSIGN_OR_RETURN(kiln::v1::SubmitJobResponse response, client.SubmitJob(submit));
+  return response.job_id();
+}
+
+int TuneOnServer(const Args& args) {
+  absl::StatusOr<kiln::v1::TuneRequest> request = TuneRequestFrom(args);
+  if (!request.ok()) return Fail(absl::StrCat("tune: ", request.status().message()));
+  absl::StatusOr<std::string> model = ReadModel(args.positional[0]);
+  if (!model.ok()) return FailStatus(model.status());
+  int timeout_s = 600;
+  if (args.Has("--timeout-s") &&
+      (!absl::SimpleAtoi(args.Get("--timeout-s"), &timeout_s) || timeout_s <= 0)) {
+    return Fail("tune: --timeout-s needs a positive integer");
+  }
+  RemoteClient client(args.Get("--server"), int64_t{timeout_s} * 1000);
+  absl::StatusOr<std::string> job_id = SubmitTune(client, *model, *request);
+  if (!job_id.ok()) return FailStatus(job_id.status());
+  const bool json = args.Has("--json");
+  const bool live = !json && ::isatty(STDOUT_FILENO);
+  if (!json) {
+    std::cout << "tune job " << *job_id << " (" << request->trials() << " trials"
+              << (request->time_budget_s() > 0
+                      ? absl::StrFormat(", at most %.0f s", request->time_budget_s())
+                      : "")
+              << "); `kiln cancel " << *job_id << " --server " << args.Get("--server")
+              << "` stops it and keeps what it measured\n"
+              << std::flush;
+  }
+  std::string last_message;
+  absl::StatusOr<kiln::v1::JobEvent> last =
+      client.WatchJob(*job_id, [&](const kiln::v1::JobEvent& e) {
+        if (json) return true;
+        if (e.has_tune_progress() && live) {
+          std::cout << "\r" << ProgressLine(e.tune_progress()) << "   " << std::flush;
+        } else if (e.has_tune_progress()) {
+          if (e.tune_progress().round() % 10 == 1) {
+            std::cout << ProgressLine(e.tune_progress()) << "\n" << std::flush;
+          }
+        } else if (e.message() != last_message && e.state() != kiln::v1::SUCCEEDED) {
+          std::cout << (live ? "\r" : "") << e.message() << (live ? "   " : "\n") << std::flush;
+        }
+        last_message = e.message();
+        return true;
+      });
+  if (live) std::cout << "\n";
+  if (!last.ok()) return FailStatus(last.status());
+  if (json) {
+    std::cout << TuneJson(*job_id, *last) << "\n";
+  } else if (last->has_tune_result()) {
+    PrintTuneSummary(last->tune_result().progress());
+  }
+  switch (last->state()) {
+    case kiln::v1::SUCCEEDED:
+      return 0;
+    case kiln::v1::CANCELLED:
+      return Fail(absl::StrCat("tune job ", *job_id, " was cancelled; the records it measured "
+                               "are kept"));
+    default:
+      return FailStatus(absl::Status(static_cast<absl::StatusCode>(last->error_code()),
+                                     absl::StrCat("tune job ", *job_id, ": ",
+                                                  last->error_message())));
+  }
+}
+
+int CancelCommand(int argc, char** argv) {
+  Args args = ParseArgs(argc, argv, 2, {"--server", "--timeout-s"});
+  if (!args.error.empty()) return Fail("cancel: " + args.error);
+  if (args.positional.size() != 1 || !args.Has("--server")) {
+    return Fail("cancel: usage: kiln cancel JOB_ID --server HOST:PORT");
+  }
+  RemoteClient client(args.Get("--server"));
+  absl::StatusOr<kiln::v1::JobState> state = client.CancelJob(args.positional[0]);
+  if (!state.ok()) return FailStatus(state.status());
+  std::cout << args.positional[0] << " " << kiln::v1::JobState_Name(*state) << "\n";
+  return 0;
+}
+
+}  // namespace kiln::client

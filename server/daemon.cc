@@ -119,6 +119,8 @@ int RunDaemon(const DaemonOptions& options) {
   tune_options.storage = storage->get();
   tune_options.targets = &targets;
   tune_options.host_cpu = host->cpu;
+  tune_options.measure_worker_wait = options.tune_measure_worker_wait;
+  tune_options.wait.worker_grace = options.tune_measure_worker_wait;
   TuneHandler tune_handler(tune_options);
   SchedulerOptions scheduler_options;
   scheduler_options.storage = storage->get();

@@ -20,6 +20,9 @@ struct DaemonOptions {
   /// of those kilnd may use. 0: none.
   int measure_workers = 0;
   int measure_cores = 1;
+  /// How long a tune job waits for a measure worker of its target (at its start, and for a
+  /// lost one to come back) before it fails.
+  absl::Duration tune_measure_worker_wait = absl::Seconds(30);
   std::string worker_binary;  // default: kiln-worker next to kilnd
   int64_t cache_max_bytes = 0;
   int64_t max_model_bytes = int64_t{1} << 30;

@@ -17,6 +17,8 @@ ABSL_FLAG(int, measure_workers, 0,
           "local measure workers to start (kiln-worker --measure cpu), for tune jobs");
 ABSL_FLAG(int, measure_cores, 1,
           "cores each local measure worker owns (pinned; worker i takes the i-th group)");
+ABSL_FLAG(absl::Duration, tune_measure_worker_wait, absl::Seconds(30),
+          "how long a tune job waits for a measure worker of its target before it fails");
 ABSL_FLAG(std::string, worker_binary, "", "kiln-worker to start (default: next to kilnd)");
 ABSL_FLAG(int64_t, cache_max_bytes, 0, "LRU limit on all blobs, in bytes (0: unlimited)");
 ABSL_FLAG(int64_t, max_model_bytes, int64_t{1} << 30, "largest model UploadModel accepts");
@@ -60,6 +62,7 @@ int main(int argc, char** argv) {
       workers >= 0 ? workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   options.measure_workers = std::max(0, absl::GetFlag(FLAGS_measure_workers));
   options.measure_cores = std::max(1, absl::GetFlag(FLAGS_measure_cores));
+  options.tune_measure_worker_wait = absl::GetFlag(FLAGS_tune_measure_worker_wait);
   options.worker_binary = absl::GetFlag(FLAGS_worker_binary);
   options.cache_max_bytes = absl::GetFlag(FLAGS_cache_max_bytes);
   options.max_model_bytes = absl::GetFlag(FLAGS_max_model_bytes);

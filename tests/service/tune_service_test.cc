@@ -1,0 +1,226 @@
+// Tune jobs through kilnd with the real binaries: a kilnd supervising a compile worker and a
+// measure worker (kilnd --measure-workers 1). A tune writes records that the next compile
+// applies (new artifact key, `kiln check` still passes); cancel keeps what was measured;
+// kill -9 of the measure worker mid-tune loses no record; compile now, tune later.
+#include <signal.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "client/remote.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kiln/v1/service.pb.h"
+#include "tests/service/process.h"
+#include "tests/service/service_fixture.h"
+
+namespace kiln::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class TuneServiceTest : public ServiceTest {
+ protected:
+  /// kilnd with one compile worker and one measure worker.
+  Kilnd& StartTuningKilnd() { return StartKilnd(/*workers=*/1, {}, /*measure_workers=*/1); }
+
+  /// Submits a tune of `model` (the client library: the test watches and cancels it itself).
+  std::string SubmitTune(const std::string& model, int64_t trials) {
+    kiln::v1::TuneRequest request;
+    request.set_target("host");
+    request.set_trials(trials);
+    request.set_seed(3);
+    absl::StatusOr<std::string> bytes = ReadFileOr(model);
+    EXPECT_TRUE(bytes.ok());
+    const kiln::v1::Digest digest = client::DigestOf(*bytes);
+    EXPECT_TRUE(kilnd_->client().EnsureModel(*bytes, digest).ok());
+    *request.mutable_model_digest() = digest;
+    kiln::v1::SubmitJobRequest submit;
+    *submit.mutable_tune() = request;
+    absl::StatusOr<kiln::v1::SubmitJobResponse> r = kilnd_->client().SubmitJob(submit);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->job_id() : "";
+  }
+
+  /// Follows the job until `until` holds for an event (or the job ends); returns that event.
+  kiln::v1::JobEvent WatchUntil(const std::string& job_id,
+                                const std::function<bool(const kiln::v1::JobEvent&)>& until) {
+    kiln::v1::JobEvent seen;
+    absl::StatusOr<kiln::v1::JobEvent> last =
+        kilnd_->client().WatchJob(job_id, [&](const kiln::v1::JobEvent& e) {
+          seen = e;
+          return !until(e);
+        });
+    EXPECT_TRUE(last.ok()) << last.status();
+    return seen;
+  }
+
+  std::vector<kiln::v1::TuningRecord> Records() {
+    auto records = kilnd_->client().ListTuningRecords("");
+    EXPECT_TRUE(records.ok()) << records.status();
+    return records.ok() ? *records : std::vector<kiln::v1::TuningRecord>{};
+  }
+
+  /// The pid of the (only) measure worker, 0 if none is registered.
+  int MeasureWorkerPid() {
+    auto workers = kilnd_->client().ListWorkers();
+    if (!workers.ok()) return 0;
+    for (const kiln::v1::Worker& w : workers->workers()) {
+      for (const kiln::v1::Capability& c : w.capabilities().capabilities()) {
+        if (c.has_measure()) return w.pid();
+      }
+    }
+    return 0;
+  }
+
+  static absl::StatusOr<std::string> ReadFileOr(const std::string& path) {
+    if (!fs::exists(path)) return absl::NotFoundError(path);
+    return ReadFile(path);
+  }
+};
+
+bool Terminal(const kiln::v1::JobEvent& e) {
+  return e.state() == kiln::v1::SUCCEEDED || e.state() == kiln::v1::FAILED ||
+         e.state() == kiln::v1::CANCELLED;
+}
+
+// `kiln tune --server` measures on the measure worker and files records; the next compile
+// applies them (another options hash and artifact, tuned kernels) and still passes check.
+TEST_F(TuneServiceTest, TuneJobWritesRecordsThatTheNextCompileApplies) {
+  if (!fs::exists(Model(kMlp))) GTEST_SKIP() << kMlp << " not found";
+  Kilnd& kilnd = StartTuningKilnd();
+  RunResult plain = CompileJson(Model(kMlp), root_ + "/plain.kiln");
+  ASSERT_EQ(plain.exit_code, 0) << Describe(plain);
+
+  RunResult tune = Kiln({"tune", Model(kMlp), "--server", kilnd.address(), "--trials", "32",
+                         "--seed", "2", "--json"});
+  ASSERT_EQ(tune.exit_code, 0) << Describe(tune);
+  EXPECT_EQ(JsonField(tune.out, "state"), "SUCCEEDED") << tune.out;
+  EXPECT_EQ(JsonField(tune.out, "trials"), "32") << tune.out;
+  const int written = std::atoi(JsonField(tune.out, "records_written").c_str());
+  EXPECT_GT(written, 0) << tune.out;
+  const std::string hardware_key = JsonField(tune.out, "hardware_key");
+  EXPECT_THAT(hardware_key, HasSubstr("|device=")) << tune.out;
+  EXPECT_THAT(hardware_key, HasSubstr("|units=1|")) << "the measure worker owns one core";
+
+  std::vector<kiln::v1::TuningRecord> records = Records();
+  EXPECT_EQ(static_cast<int>(records.size()), written);
+  for (const kiln::v1::TuningRecord& r : records) {
+    EXPECT_EQ(r.provenance(), kiln::v1::TuningRecord::MEASURED);
+    EXPECT_EQ(r.hardware_key(), hardware_key);
+    EXPECT_GT(r.median_ms(), 0);
+    EXPECT_FALSE(r.worker().empty());
+    EXPECT_NE(r.worker(), "local");
+  }
+
+  const std::string tuned_path = root_ + "/tuned.kiln";
+  RunResult tuned = CompileJson(Model(kMlp), tuned_path);
+  ASSERT_EQ(tuned.exit_code, 0) << Describe(tuned);
+  EXPECT_EQ(JsonField(tuned.out, "cache_hit"), "false");
+  EXPECT_NE(JsonField(tuned.out, "options_hash"), JsonField(plain.out, "options_hash"));
+  RunResult inspect = Kiln({"inspect", tuned_path});
+  EXPECT_THAT(inspect.out, HasSubstr(" tuned (record ")) << inspect.out;
+  RunResult check = Kiln({"check", kMlp, "--server", kilnd.address()});
+  EXPECT_EQ(check.exit_code, 0) << Describe(check);
+  EXPECT_THAT(check.out, HasSubstr("(cache hit)")) << "check compiles what compile compiled";
+
+  // The jobs list tells the tune and its steps apart.
+  RunResult jobs = Kiln({"jobs", "--server", kilnd.address()});
+  EXPECT_THAT(jobs.out, HasSubstr(" tune ")) << jobs.out;
+  EXPECT_THAT(jobs.out, HasSubstr(" measure ")) << jobs.out;
+}
+
+// Cancelling a running tune keeps every record it filed; the job ends CANCELLED.
+TEST_F(TuneServiceTest, CancelKeepsTheRecordsMeasuredSoFar) {
+  if (!fs::exists(Model(kMlp))) GTEST_SKIP() << kMlp << " not found";
+  StartTuningKilnd();
+  const std::string job = SubmitTune(Model(kMlp), 2000);
+  ASSERT_FALSE(job.empty());
+  kiln::v1::JobEvent e = WatchUntil(job, [](const kiln::v1::JobEvent& e) {
+    return Terminal(e) || (e.has_tune_progress() && e.tune_progress().records_written() > 0);
+  });
+  ASSERT_TRUE(e.has_tune_progress()) << e.DebugString();
+  const int filed = e.tune_progress().records_written();
+  absl::StatusOr<kiln::v1::JobState> state = kilnd_->client().CancelJob(job);
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(*state, kiln::v1::CANCELLED);
+  kiln::v1::JobEvent last = WatchUntil(job, Terminal);
+  EXPECT_EQ(last.state(), kiln::v1::CANCELLED);
+  EXPECT_GE(static_cast<int>(Records().size()), filed);
+  // The tune stopped: no record is filed after a moment for the round in flight.
+  std::this_thread::sleep_for(3s);
+  const size_t settled = Records().size();
+  std::this_thread::sleep_for(5s);
+  EXPECT_EQ(Records().size(), settled) << "the cancelled tune still files records";
+}
+
+// kill -9 of the measure worker in the middle of a tune: kilnd's supervisor restarts it, the
+// lost measurement is retried, the job finishes, and every record filed before is still there.
+TEST_F(TuneServiceTest, KillingTheMeasureWorkerMidTuneLosesNoRecord) {
+  if (!fs::exists(Model(kMlp))) GTEST_SKIP() << kMlp << " not found";
+  StartTuningKilnd();
+  const std::string job = SubmitTune(Model(kMlp), 40);
+  ASSERT_FALSE(job.empty());
+  kiln::v1::JobEvent e = WatchUntil(job, [](const kiln::v1::JobEvent& e) {
+    return Terminal(e) || (e.has_tune_progress() && e.tune_progress().records_written() > 0);
+  });
+  ASSERT_TRUE(e.has_tune_progress()) << e.DebugString();
+  std::set<std::string> before;
+  for (const kiln::v1::TuningRecord& r : Records()) before.insert(r.workload_key() + r.schedule());
+  const int pid = MeasureWorkerPid();
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  kiln::v1::JobEvent last = WatchUntil(job, Terminal);
+  EXPECT_EQ(last.state(), kiln::v1::SUCCEEDED) << last.DebugString();
+  ASSERT_TRUE(last.has_tune_result()) << last.DebugString();
+  EXPECT_EQ(last.tune_result().progress().trials(), 40);
+  std::set<std::string> after;
+  for (const kiln::v1::TuningRecord& r : Records()) after.insert(r.workload_key() + r.schedule());
+  for (const std::string& r : before) EXPECT_TRUE(after.count(r)) << "lost a record";
+  EXPECT_GT(after.size(), before.size());
+  EXPECT_NE(MeasureWorkerPid(), pid) << "the supervisor restarted the measure worker";
+  EXPECT_THAT(kilnd_->log(), HasSubstr("event=worker.lost"));
+}
+
+// compile --tune=background returns the default artifact at once and queues a tune; the next
+// compile after the tune succeeded returns the tuned artifact.
+TEST_F(TuneServiceTest, CompileNowTuneLater) {
+  if (!fs::exists(Model(kMlp))) GTEST_SKIP() << kMlp << " not found";
+  Kilnd& kilnd = StartTuningKilnd();
+  const std::string first_path = root_ + "/first.kiln";
+  RunResult first = CompileJson(Model(kMlp), first_path,
+                                {"--tune=background", "--trials", "32", "--seed", "4"});
+  ASSERT_EQ(first.exit_code, 0) << Describe(first);
+  const std::string job = JsonField(first.out, "tune_job_id");
+  ASSERT_FALSE(job.empty()) << first.out;
+  RunResult inspect_first = Kiln({"inspect", first_path});
+  EXPECT_THAT(inspect_first.out, ::testing::Not(HasSubstr(" tuned (record ")))
+      << inspect_first.out;
+
+  kiln::v1::JobEvent last = WatchUntil(job, Terminal);
+  ASSERT_EQ(last.state(), kiln::v1::SUCCEEDED) << last.DebugString();
+  const std::string second_path = root_ + "/second.kiln";
+  RunResult second = CompileJson(Model(kMlp), second_path);
+  ASSERT_EQ(second.exit_code, 0) << Describe(second);
+  EXPECT_NE(JsonField(second.out, "artifact_digest"), JsonField(first.out, "artifact_digest"));
+  RunResult inspect_second = Kiln({"inspect", second_path});
+  EXPECT_THAT(inspect_second.out, HasSubstr(" tuned (record ")) << inspect_second.out;
+  RunResult check = Kiln({"check", kMlp, "--server", kilnd.address()});
+  EXPECT_EQ(check.exit_code, 0) << Describe(check);
+}
+
+// A tune with no measure worker for its target fails with a clear error instead of waiting
+// forever.
+TEST_F(TuneServiceTest, NoMeasureWorkerIsAClearError) {
+  if (!fs::exists(Model(kMlp))) GTEST_SKIP() << kMlp << " not found";
+  Kilnd& kilnd = StartKilnd(/*workers=*/1, {"--tune-measure-worker-wait", "1s"});
+  RunResult tune = Kiln({"tune", Model(kMlp), "--server", kilnd.address(), "--trials", "8"});
+  EXPECT_EQ(tune.exit_code, 1) << Describe(tune);
+  EXPECT_THAT(tune.err, HasSubstr("FAILED_PRECONDITION")) << Describe(tune);
+  EXPECT_THAT(tune.err, HasSubstr("no measure worker for target cpu:")) << Describe(tune);
+  EXPECT_THAT(tune.err, HasSubstr("--measure cpu")) << Describe(tune);
+}
+
+}  // namespace
+}  // namespace kiln::testing

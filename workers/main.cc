@@ -1,5 +1,6 @@
-// kiln-worker: a compile worker process. Connects to kilnd's WorkerHub and compiles what it is
-// given until SIGTERM/SIGINT (exit 0) or until kilnd stays unreachable too long (exit 1).
+// kiln-worker: a compile worker process (or with --measure cpu, a measure worker). Connects to
+// kilnd's WorkerHub and runs what it is given until SIGTERM/SIGINT (exit 0) or until kilnd
+// stays unreachable too long (exit 1).
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -10,6 +11,9 @@
 #include <thread>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
+#include "compiler_core/codegen/llvm/codegen.h"
+#include "compiler_core/tuning/hardware.h"
 #include "workers/worker.h"
 
 namespace {
@@ -17,11 +21,17 @@ namespace {
 constexpr char kUsage[] =
     "usage: kiln-worker --connect HOST:PORT [--slots N] [--id NAME] [--give-up-after-s S]\n"
     "                   [--grace-s S]\n"
+    "       kiln-worker --connect HOST:PORT --measure cpu [--cores N] [--core-offset K] ...\n"
     "  --connect        kilnd's address (required)\n"
     "  --slots          tasks compiled at once (default 1)\n"
     "  --id             worker name sent at registration (default kiln-worker-<pid>)\n"
     "  --give-up-after-s exit 1 after this long without reaching kilnd (default 300)\n"
-    "  --grace-s        after SIGTERM, wait this long for a running compile (default 5)\n";
+    "  --grace-s        after SIGTERM, wait this long for a running compile (default 5)\n"
+    "  --measure cpu    be a measure worker for this machine's CPU: measures tune candidates,\n"
+    "                   one batch at a time, and compiles nothing\n"
+    "  --cores N        cores the measure worker owns and measures with (default 1)\n"
+    "  --core-offset K  pin to N cores starting at the K-th this process may use (default 0)\n"
+    "  --inject-fault wrong-outputs  (tests) every built candidate computes wrong outputs\n";
 
 int Usage(const std::string& error) {
   std::cerr << "kiln-worker: " << error << "\n" << kUsage;
@@ -34,6 +44,9 @@ int main(int argc, char** argv) {
   kiln::workers::WorkerOptions options;
   options.id = "kiln-worker-" + std::to_string(getpid());
   int grace_s = 5;
+  bool measure = false;
+  int cores = 1;
+  int core_offset = 0;
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i], value;
     if (flag == "-h" || flag == "--help") {
@@ -63,11 +76,43 @@ int main(int argc, char** argv) {
     } else if (flag == "--grace-s") {
       if (!absl::SimpleAtoi(value, &n) || n < 0) return Usage("--grace-s wants an integer >= 0");
       grace_s = n;
+    } else if (flag == "--measure") {
+      if (value != "cpu") {
+        return Usage("--measure cpu is the only device kind this build measures (cuda comes "
+                     "with the CUDA target), not '" + value + "'");
+      }
+      measure = true;
+    } else if (flag == "--cores") {
+      if (!absl::SimpleAtoi(value, &n) || n < 1) return Usage("--cores wants a positive integer");
+      cores = n;
+    } else if (flag == "--core-offset") {
+      if (!absl::SimpleAtoi(value, &n) || n < 0) return Usage("--core-offset wants an integer >= 0");
+      core_offset = n;
+    } else if (flag == "--inject-fault") {
+      if (value != "wrong-outputs") return Usage("--inject-fault knows only wrong-outputs");
+      options.build_faults.wrong_outputs = true;
     } else {
       return Usage("unknown flag " + flag);
     }
   }
   if (options.server.empty()) return Usage("missing --connect HOST:PORT");
+  if (!measure && (cores != 1 || core_offset != 0)) {
+    return Usage("--cores and --core-offset go with --measure cpu");
+  }
+  if (measure) {
+    // A measure worker owns its cores: pinned before any thread starts, so all inherit it.
+    absl::StatusOr<kiln::Target> host = kiln::codegen::ResolveTarget("host");
+    if (!host.ok()) return Usage(std::string(host.status().message()));
+    absl::StatusOr<std::vector<int>> pinned = kiln::tuning::PinToCores(cores, core_offset);
+    if (!pinned.ok()) return Usage(std::string(pinned.status().message()));
+    const kiln::tuning::HardwareInfo hw = kiln::tuning::DetectCpuHardware(*host, cores);
+    options.measure_hardware_key = hw.Key();
+    options.measure_device_name = hw.device;
+    options.measure_cores = cores;
+    options.slots = 1;
+    std::cerr << "kiln-worker: measure worker on cores " << absl::StrJoin(*pinned, ",")
+              << ", hardware key " << options.measure_hardware_key << "\n";
+  }
 
   // Signals go to one thread (blocked everywhere else, including gRPC's threads created later).
   sigset_t signals;

@@ -66,6 +66,21 @@ absl::Status CheckKey(const std::string& task_id, const kiln::v1::CompileTask& t
   return absl::OkStatus();
 }
 
+const char* TaskKindName(const kiln::v1::WorkerTask& task) {
+  switch (task.kind_case()) {
+    case kiln::v1::WorkerTask::kCompile:
+      return "compile";
+    case kiln::v1::WorkerTask::kWorkloads:
+      return "workloads";
+    case kiln::v1::WorkerTask::kBuild:
+      return "build";
+    case kiln::v1::WorkerTask::kMeasure:
+      return "measure";
+    default:
+      return "unknown";
+  }
+}
+
 std::string MakeScratchDir() {
   std::string pattern = (std::filesystem::temp_directory_path() / "kiln-worker-XXXXXX").string();
   if (mkdtemp(pattern.data()) == nullptr) return "/nonexistent/kiln-worker-scratch";
@@ -100,6 +115,16 @@ kiln::v1::Worker Worker::Capabilities() const {
   w.set_id(worker_id_);
   w.set_slots(options_.slots);
   w.set_pid(static_cast<int32_t>(getpid()));
+  if (measures()) {
+    kiln::v1::MeasureCapability& m =
+        *w.mutable_capabilities()->add_capabilities()->mutable_measure();
+    m.set_device_kind("cpu");
+    m.set_device_ordinal(0);
+    m.set_device_name(options_.measure_device_name);
+    m.set_hardware_key(options_.measure_hardware_key);
+    m.set_cores(options_.measure_cores);
+    return w;
+  }
   kiln::v1::CompileCapability& compile =
       *w.mutable_capabilities()->add_capabilities()->mutable_compile();
   compile.add_target_kinds("cpu");  // codegen/llvm: "host" and "cpu:<llvm cpu name>"
@@ -289,6 +314,7 @@ void Worker::RunTask(const kiln::v1::WorkerTask& task, Task& state) {
   auto start = std::chrono::steady_clock::now();
   Log("task_start",
       absl::StrCat("task=", Quote(task.task_id()), " job=", Quote(task.job_id()),
+                   " kind=", TaskKindName(task),
                    task.has_compile()
                        ? absl::StrCat(" model=", task.compile().model_digest().hash().substr(0, 16),
                                       " target=", Quote(task.compile().target()))
@@ -309,17 +335,20 @@ void Worker::RunTask(const kiln::v1::WorkerTask& task, Task& state) {
   kiln::v1::TaskResult result;
   result.set_task_id(task.task_id());
   absl::Status status;
-  switch (task.kind_case()) {
-    case kiln::v1::WorkerTask::kCompile: {
-      kiln::v1::CompileResult compiled;
-      status = RunCompile(task, deadline, check, compiled);
-      if (status.ok()) *result.mutable_compile() = std::move(compiled);
-      break;
-    }
-    default:
-      status = absl::UnimplementedError(
-          absl::StrCat("task ", task.task_id(), ": this worker runs compile tasks only"));
-      break;
+  const bool measure_task = task.kind_case() == kiln::v1::WorkerTask::kMeasure;
+  if (task.kind_case() == kiln::v1::WorkerTask::KIND_NOT_SET) {
+    status = absl::UnimplementedError(
+        absl::StrCat("task ", task.task_id(), ": a task kind this worker does not know"));
+  } else if (measures() != measure_task) {
+    status = absl::UnimplementedError(absl::StrCat(
+        "task ", task.task_id(), ": this is a ", measures() ? "measure" : "compile",
+        " worker; it does not run ", TaskKindName(task), " tasks"));
+  } else if (task.kind_case() == kiln::v1::WorkerTask::kCompile) {
+    kiln::v1::CompileResult compiled;
+    status = RunCompile(task, deadline, check, compiled);
+    if (status.ok()) *result.mutable_compile() = std::move(compiled);
+  } else {
+    status = RunTuneStep(task, deadline, check, result);
   }
   result.set_error_code(static_cast<int>(status.code()));
   result.set_error_message(std::string(status.message()));
@@ -329,9 +358,10 @@ void Worker::RunTask(const kiln::v1::WorkerTask& task, Task& state) {
       absl::StrCat(
           "task=", Quote(task.task_id()), " code=", absl::StatusCodeToString(status.code()),
           " ms=", static_cast<int64_t>(ms),
-          status.ok()
+          !status.ok() ? absl::StrCat(" error=", Quote(std::string(status.message())))
+          : result.has_compile()
               ? absl::StrCat(" artifact=", result.compile().artifact_digest().hash().substr(0, 16))
-              : absl::StrCat(" error=", Quote(std::string(status.message())))));
+              : ""));
   kiln::v1::WorkerMessage message;
   *message.mutable_result() = std::move(result);
   Send(message);
@@ -361,6 +391,37 @@ absl::Status Worker::RunCompile(const kiln::v1::WorkerTask& task, Clock::time_po
   *result.mutable_key() = compiled.key;
   result.set_compile_ms(compiled.compile_ms);
   return absl::OkStatus();
+}
+
+absl::Status Worker::RunTuneStep(const kiln::v1::WorkerTask& task, Clock::time_point deadline,
+                                 const std::function<absl::Status()>& check,
+                                 kiln::v1::TaskResult& result) {
+  KILN_RETURN_IF_ERROR(check());
+  switch (task.kind_case()) {
+    case kiln::v1::WorkerTask::kWorkloads: {
+      const auto transfer_deadline =
+          std::min(deadline, Clock::now() + std::chrono::milliseconds(options_.transfer_timeout_ms));
+      KILN_ASSIGN_OR_RETURN(std::string model,
+                            FetchModel(*hub_, task.workloads().model_digest(), transfer_deadline));
+      KILN_RETURN_IF_ERROR(check());
+      KILN_ASSIGN_OR_RETURN(*result.mutable_workloads(),
+                            ListWorkloads(model, task.workloads(), scratch_dir_));
+      return absl::OkStatus();
+    }
+    case kiln::v1::WorkerTask::kBuild: {
+      KILN_ASSIGN_OR_RETURN(*result.mutable_build(),
+                            BuildBatch(task.build(), options_.build_faults));
+      return absl::OkStatus();
+    }
+    case kiln::v1::WorkerTask::kMeasure: {
+      KILN_ASSIGN_OR_RETURN(*result.mutable_measure(),
+                            MeasureBatch(task.measure(), options_.measure_hardware_key,
+                                         options_.measure_cores));
+      return absl::OkStatus();
+    }
+    default:
+      return absl::UnimplementedError(absl::StrCat("task ", task.task_id(), ": not a tune step"));
+  }
 }
 
 }  // namespace kiln::workers

@@ -1,6 +1,8 @@
-// A compile worker's connection to kilnd: registers over WorkerHub.Connect with its typed
-// capabilities (a CompileCapability), heartbeats, runs WorkerTasks on up to `slots` threads
-// (compile: fetch model → compile → upload artifact → TaskResult; other kinds: UNIMPLEMENTED),
+// A worker's connection to kilnd: registers over WorkerHub.Connect with its typed capabilities
+// (a CompileCapability, or for a measure worker a MeasureCapability), heartbeats, runs
+// WorkerTasks on up to `slots` threads (compile: fetch model → compile → upload artifact →
+// TaskResult; a tune's workloads and build steps; on a measure worker, measure steps; a kind
+// the worker does not run: UNIMPLEMENTED),
 // honours CancelTask and deadlines between stages, and reconnects with backoff when kilnd goes
 // away. A compiler crash kills the process by design: kilnd restarts it and retries the job.
 #ifndef KILN_WORKERS_WORKER_H_
@@ -19,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "kiln/v1/service.grpc.pb.h"
+#include "workers/tune_tasks.h"
 
 namespace kiln::workers {
 
@@ -36,6 +39,14 @@ struct WorkerOptions {
   int64_t max_backoff_ms = 5'000;
   /// Upper bound for one FetchModel/UploadArtifact call when the task has no deadline.
   int64_t transfer_timeout_ms = 600'000;
+  /// A measure worker: registers only a MeasureCapability for this hardware key (the caller
+  /// detected it and pinned the process to `measure_cores` cores) and runs measure tasks, one
+  /// at a time. Empty: a compile worker (compile, workloads and build tasks).
+  std::string measure_hardware_key;
+  std::string measure_device_name;
+  int measure_cores = 1;
+  /// Faults injected into build tasks, for kilnd's tests.
+  BuildFaults build_faults;
 };
 
 class Worker {
@@ -69,6 +80,12 @@ class Worker {
                           std::chrono::system_clock::time_point deadline,
                           const std::function<absl::Status()>& check,
                           kiln::v1::CompileResult& result);
+  // Runs a task of a tune job (workloads, build, measure) into `result`.
+  absl::Status RunTuneStep(const kiln::v1::WorkerTask& task,
+                           std::chrono::system_clock::time_point deadline,
+                           const std::function<absl::Status()>& check,
+                           kiln::v1::TaskResult& result);
+  bool measures() const { return !options_.measure_hardware_key.empty(); }
   void HeartbeatLoop(int64_t interval_ms);
   bool Send(const kiln::v1::WorkerMessage& message);
   void ReapTasks(bool all);

@@ -25,6 +25,7 @@ namespace kiln::workers {
 namespace {
 
 using namespace std::chrono_literals;
+using ::testing::HasSubstr;
 
 /// A WorkerHub that hands out queued tasks and records what the worker sends.
 class FakeHub final : public kiln::v1::WorkerHub::Service {
@@ -243,6 +244,67 @@ TEST(WorkerTest, RegistersHeartbeatsCompilesAndUploads) {
   EXPECT_EQ(r.key().options_hash(), OptionsHash({}));
   EXPECT_GT(r.compile_ms(), 0);
   EXPECT_GT(hub.heartbeats_, 0);
+}
+
+// A tune's steps over the stream: a compile worker lists a model's workloads and refuses
+// measure tasks; a measure worker registers only its measure capability, refuses compile-side
+// tasks and measures nothing built for another hardware key. (One fake hub per worker.)
+TEST(WorkerTest, TuneStepsGoToTheRightKindOfWorker) {
+  if (!std::filesystem::exists(kMlp)) GTEST_SKIP() << kMlp << " not found";
+  const std::string model = ReadFile(kMlp);
+  kiln::v1::WorkerTask list;
+  list.set_task_id("list");
+  *list.mutable_workloads()->mutable_model_digest() = DigestOf(model);
+  list.mutable_workloads()->set_target("host");
+  kiln::v1::WorkerTask measure;
+  measure.set_task_id("measure");
+  measure.mutable_measure()->set_hardware_key("cpu:elsewhere|device=x|units=1|cache=1");
+
+  FakeHub compile_hub;
+  compile_hub.AddModel(model);
+  HubServer compile_server(compile_hub);
+  RunningWorker compiler(Options(compile_server.port));
+  compile_hub.Push(list);
+  compile_hub.Push(measure);
+  ASSERT_TRUE(compile_hub.WaitFor([&] { return compile_hub.results_.size() == 2; }));
+  {
+    std::lock_guard<std::mutex> lock(compile_hub.mu_);
+    const kiln::v1::TaskResult& listed = compile_hub.results_["list"];
+    ASSERT_EQ(listed.error_code(), 0) << listed.error_message();
+    ASSERT_TRUE(listed.has_workloads());
+    EXPECT_EQ(listed.workloads().workloads_size(), 4);
+    const kiln::v1::TaskResult& refused = compile_hub.results_["measure"];
+    EXPECT_EQ(refused.error_code(), static_cast<int>(absl::StatusCode::kUnimplemented));
+    EXPECT_THAT(refused.error_message(), HasSubstr("compile worker; it does not run measure"));
+  }
+
+  FakeHub measure_hub;
+  measure_hub.AddModel(model);
+  HubServer measure_server(measure_hub);
+  WorkerOptions measure_options = Options(measure_server.port);
+  measure_options.id = "test-measure-worker";
+  measure_options.measure_hardware_key = "cpu:test|device=Test CPU|units=1|cache=1,2,3";
+  measure_options.measure_device_name = "Test CPU";
+  RunningWorker measurer(measure_options);
+  measure_hub.Push(list);
+  measure_hub.Push(measure);
+  ASSERT_TRUE(measure_hub.WaitFor([&] { return measure_hub.results_.size() == 2; }));
+  std::lock_guard<std::mutex> lock(measure_hub.mu_);
+  ASSERT_EQ(measure_hub.registrations_.size(), 1u);
+  const kiln::v1::Worker& w = measure_hub.registrations_[0];
+  ASSERT_EQ(w.capabilities().capabilities_size(), 1);
+  ASSERT_TRUE(w.capabilities().capabilities(0).has_measure());
+  const kiln::v1::MeasureCapability& m = w.capabilities().capabilities(0).measure();
+  EXPECT_EQ(m.device_kind(), "cpu");
+  EXPECT_EQ(m.device_name(), "Test CPU");
+  EXPECT_EQ(m.hardware_key(), measure_options.measure_hardware_key);
+  EXPECT_EQ(m.cores(), 1);
+  const kiln::v1::TaskResult& not_listed = measure_hub.results_["list"];
+  EXPECT_EQ(not_listed.error_code(), static_cast<int>(absl::StatusCode::kUnimplemented));
+  EXPECT_THAT(not_listed.error_message(), HasSubstr("measure worker; it does not run workloads"));
+  const kiln::v1::TaskResult& other_key = measure_hub.results_["measure"];
+  EXPECT_EQ(other_key.error_code(), static_cast<int>(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(other_key.error_message(), HasSubstr("cpu:elsewhere"));
 }
 
 TEST(WorkerTest, ErrorsAreReportedAsCodesAndTheWorkerCarriesOn) {

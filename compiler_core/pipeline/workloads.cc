@@ -2,6 +2,7 @@
 // it is asked about.
 #include "compiler_core/pipeline/workloads.h"
 
+#include <functional>
 #include <map>
 
 #include "compiler_core/tuning/workload.h"
@@ -24,16 +25,15 @@ class RecordingSource final : public schedule::ScheduleSource {
   const schedule::ScheduleSource& inner_;
 };
 
-}  // namespace
-
-absl::StatusOr<std::vector<ModelWorkload>> ExtractWorkloads(const std::string& model_path,
-                                                            const CompileOptions& options,
-                                                            Target* target) {
+/// The workloads of what `plan` plans with the options it is given.
+absl::StatusOr<std::vector<ModelWorkload>> Extract(
+    const CompileOptions& options, Target* target,
+    const std::function<absl::StatusOr<PlannedGraph>(const CompileOptions&)>& plan) {
   const schedule::DefaultScheduleSource defaults;
   RecordingSource recorder(options.schedules != nullptr ? *options.schedules : defaults);
   CompileOptions recording = options;
   recording.schedules = &recorder;
-  absl::StatusOr<PlannedGraph> planned = PlanModelFile(model_path, recording);
+  absl::StatusOr<PlannedGraph> planned = plan(recording);
   if (!planned.ok()) return planned.status();
   if (target != nullptr) *target = planned->result.target;
   const kiln::v1::Manifest& m = planned->plan.manifest;
@@ -54,6 +54,23 @@ absl::StatusOr<std::vector<ModelWorkload>> ExtractWorkloads(const std::string& m
     out[it->second].symbols.push_back(m.kernels(static_cast<int>(i)).symbol());
   }
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<ModelWorkload>> ExtractWorkloads(const std::string& model_path,
+                                                            const CompileOptions& options,
+                                                            Target* target) {
+  return Extract(options, target, [&](const CompileOptions& recording) {
+    return PlanModelFile(model_path, recording);
+  });
+}
+
+absl::StatusOr<std::vector<ModelWorkload>> ExtractGraphWorkloads(
+    std::unique_ptr<graph::Graph> graph, const CompileOptions& options, Target* target) {
+  return Extract(options, target, [&](const CompileOptions& recording) {
+    return PlanGraph(std::move(graph), recording);
+  });
 }
 
 }  // namespace kiln::pipeline

@@ -48,15 +48,29 @@ absl::StatusOr<CandidateBatch> BuildFuncs(const loop::Func& reference,
 absl::StatusOr<CandidateBatch> BuildCandidates(const loop::Func& lowered,
                                                const std::vector<schedule::Schedule>& candidates,
                                                const Target& target) {
+  return BuildCandidatesWith(
+      lowered, std::vector<absl::StatusOr<schedule::Schedule>>(candidates.begin(), candidates.end()),
+      target);
+}
+
+absl::StatusOr<CandidateBatch> BuildCandidatesWith(
+    const loop::Func& lowered, const std::vector<absl::StatusOr<schedule::Schedule>>& candidates,
+    const Target& target, const std::function<void(loop::Func&)>& after_schedule) {
   loop::Func reference = lowered;
   absl::Status st = schedule::ApplySchedule(schedule::DefaultSchedule(lowered, target), reference);
   if (!st.ok()) return absl::InternalError(absl::StrCat("default schedule: ", st.message()));
   std::vector<loop::Func> built;
   std::vector<absl::Status> failed(candidates.size());
   for (size_t i = 0; i < candidates.size(); ++i) {
+    if (!candidates[i].ok()) {
+      failed[i] = candidates[i].status();
+      continue;
+    }
     loop::Func f = lowered;
-    failed[i] = schedule::ApplySchedule(candidates[i], f);
-    if (failed[i].ok()) built.push_back(std::move(f));
+    failed[i] = schedule::ApplySchedule(*candidates[i], f);
+    if (!failed[i].ok()) continue;
+    if (after_schedule) after_schedule(f);
+    built.push_back(std::move(f));
   }
   absl::StatusOr<CandidateBatch> batch = BuildFuncs(reference, built, target);
   if (!batch.ok()) return batch;

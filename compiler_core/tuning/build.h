@@ -4,6 +4,7 @@
 #ifndef KILN_COMPILER_CORE_TUNING_BUILD_H_
 #define KILN_COMPILER_CORE_TUNING_BUILD_H_
 
+#include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -21,6 +22,14 @@ namespace kiln::tuning {
 absl::StatusOr<CandidateBatch> BuildCandidates(const loop::Func& lowered,
                                                const std::vector<schedule::Schedule>& candidates,
                                                const Target& target);
+
+/// The same for candidates some of which may already have failed (e.g. a schedule text that
+/// did not parse): such a candidate keeps its error and gets no symbol. `after_schedule`
+/// (optional) rewrites each scheduled candidate before code generation (never the reference):
+/// fault injection for tests of the measure protocol.
+absl::StatusOr<CandidateBatch> BuildCandidatesWith(
+    const loop::Func& lowered, const std::vector<absl::StatusOr<schedule::Schedule>>& candidates,
+    const Target& target, const std::function<void(loop::Func&)>& after_schedule = nullptr);
 
 /// Builds already scheduled kernels: `reference` and `candidates` must have the params of one
 /// workload (same count, dtypes and shapes; workspaces may differ). For tests and for

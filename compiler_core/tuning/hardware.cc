@@ -131,22 +131,25 @@ HardwareInfo DetectCpuHardware(const Target& target, int cores) {
   return info;
 }
 
-absl::StatusOr<std::vector<int>> PinToCores(int cores) {
+absl::StatusOr<std::vector<int>> PinToCores(int cores, int offset) {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
     return absl::InternalError("sched_getaffinity failed");
   }
   const int available = CPU_COUNT(&allowed);
-  if (cores < 1 || cores > available) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot own ", cores, " cores: this process may "
-                                                   "run on ", available));
+  if (cores < 1 || offset < 0 || offset + cores > available) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot own ", cores, " cores from the ", offset,
+                     "th on: this process may run on ", available));
   }
   cpu_set_t set;
   CPU_ZERO(&set);
   std::vector<int> ids;
+  int skipped = 0;
   for (int cpu = 0; cpu < CPU_SETSIZE && static_cast<int>(ids.size()) < cores; ++cpu) {
     if (!CPU_ISSET(cpu, &allowed)) continue;
+    if (skipped++ < offset) continue;
     CPU_SET(cpu, &set);
     ids.push_back(cpu);
   }

@@ -42,11 +42,12 @@ int HardwareDistance(const HardwareInfo& a, const HardwareInfo& b);
 /// /sys/devices/system/cpu/cpu0/cache. Errors: none fatal; unknown fields stay empty.
 HardwareInfo DetectCpuHardware(const Target& target, int cores);
 
-/// Pins the calling thread (and so the threads it starts afterwards, and its children) to the
-/// first `cores` CPUs this process may run on, so that a measure worker owns its cores.
-/// Returns the CPU ids it pinned to. Errors: kInvalidArgument when `cores` < 1 or more than
-/// the process may use; kInternal when the kernel refuses the affinity.
-absl::StatusOr<std::vector<int>> PinToCores(int cores);
+/// Pins the calling thread (and so the threads it starts afterwards, and its children) to
+/// `cores` CPUs this process may run on, skipping the first `offset` of them, so that a measure
+/// worker owns its cores (worker i of N takes offset i * cores). Returns the CPU ids it pinned
+/// to. Errors: kInvalidArgument when `cores` < 1, `offset` < 0 or offset + cores exceeds the
+/// CPUs the process may use; kInternal when the kernel refuses the affinity.
+absl::StatusOr<std::vector<int>> PinToCores(int cores, int offset = 0);
 
 }  // namespace kiln::tuning
 

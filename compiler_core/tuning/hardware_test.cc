@@ -96,5 +96,30 @@ TEST(HardwareTest, PinsToTheFirstAllowedCores) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
+TEST(HardwareTest, PinsFromAnOffset) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  const int available = CPU_COUNT(&allowed);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  }
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // The last allowed CPU, by offset; an offset past the end is refused.
+    if (PinToCores(1, available).status().code() != absl::StatusCode::kInvalidArgument) _exit(1);
+    if (PinToCores(1, -1).status().code() != absl::StatusCode::kInvalidArgument) _exit(2);
+    absl::StatusOr<std::vector<int>> ids = PinToCores(1, available - 1);
+    if (!ids.ok() || ids->size() != 1 || (*ids)[0] != cpus.back()) _exit(3);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
 }  // namespace
 }  // namespace kiln::tuning

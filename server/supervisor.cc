@@ -68,24 +68,23 @@ absl::StatusOr<pid_t> Supervisor::Spawn(int slot) {
 void Supervisor::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
-    // Reap the dead.
-    for (;;) {
+    // Reap the dead: only this supervisor's children (kilnd runs one supervisor for compile
+    // workers and one for measure workers; waitpid(-1) here would reap the other's).
+    for (Slot& slot : slots_) {
+      if (slot.pid == 0) continue;
       int status = 0;
-      pid_t pid = ::waitpid(-1, &status, WNOHANG);
-      if (pid <= 0) break;
-      for (Slot& slot : slots_) {
-        if (slot.pid != pid) continue;
-        slot.pid = 0;
-        absl::Time now = absl::Now();
-        if (now - slot.started >= options_.healthy_after) slot.backoff = options_.min_backoff;
-        slot.restart_at = now + slot.backoff;
-        std::string how = WIFSIGNALED(status) ? absl::StrCat("signal ", WTERMSIG(status))
-                                              : absl::StrCat("exit ", WEXITSTATUS(status));
-        LogWarning("worker.died", {{"pid", static_cast<int>(pid)},
-                                   {"how", how},
-                                   {"restart_in_ms", absl::ToInt64Milliseconds(slot.backoff)}});
-        slot.backoff = std::min(slot.backoff * 2, options_.max_backoff);
-      }
+      const pid_t pid = ::waitpid(slot.pid, &status, WNOHANG);
+      if (pid != slot.pid) continue;
+      slot.pid = 0;
+      absl::Time now = absl::Now();
+      if (now - slot.started >= options_.healthy_after) slot.backoff = options_.min_backoff;
+      slot.restart_at = now + slot.backoff;
+      std::string how = WIFSIGNALED(status) ? absl::StrCat("signal ", WTERMSIG(status))
+                                            : absl::StrCat("exit ", WEXITSTATUS(status));
+      LogWarning("worker.died", {{"pid", static_cast<int>(pid)},
+                                 {"how", how},
+                                 {"restart_in_ms", absl::ToInt64Milliseconds(slot.backoff)}});
+      slot.backoff = std::min(slot.backoff * 2, options_.max_backoff);
     }
     // Start the missing.
     absl::Time now = absl::Now();

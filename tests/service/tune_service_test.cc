@@ -256,6 +256,32 @@ TEST_F(TuneServiceTest, WrongCandidatesAreRejectedAndNeverRecorded) {
   }
 }
 
+// SIGTERM in the middle of a tune: kilnd shuts down promptly (a tune does not hold up the
+// shutdown grace), the tune is persisted, and the restarted kilnd runs it to its end; the
+// records filed before the restart are still there.
+TEST_F(TuneServiceTest, ATuneSurvivesAKilndRestart) {
+  if (!fs::exists(Model(kMlp))) GTEST_SKIP() << kMlp << " not found";
+  Kilnd& kilnd = StartTuningKilnd();
+  const std::string job = SubmitTune(Model(kMlp), 400);
+  ASSERT_FALSE(job.empty());
+  kiln::v1::JobEvent e = WatchUntil(job, [](const kiln::v1::JobEvent& e) {
+    return Terminal(e) || (e.has_tune_progress() && e.tune_progress().records_written() > 0);
+  });
+  ASSERT_TRUE(e.has_tune_progress()) << e.DebugString();
+  const size_t filed = Records().size();
+  const auto stop_started = std::chrono::steady_clock::now();
+  ASSERT_TRUE(kilnd.Stop());
+  EXPECT_LT(std::chrono::steady_clock::now() - stop_started, 20s)
+      << "the running tune held up the shutdown";
+  ASSERT_TRUE(kilnd.Start());
+  EXPECT_GE(Records().size(), filed);
+  kiln::v1::JobEvent last = WatchUntil(job, Terminal);
+  EXPECT_EQ(last.state(), kiln::v1::SUCCEEDED) << last.DebugString();
+  EXPECT_GT(last.tune_result().progress().trials(), 0);  // early stopping may end it sooner
+  EXPECT_LE(last.tune_result().progress().trials(), 400);
+  EXPECT_THAT(kilnd.log(), HasSubstr("event=jobs.recovered requeued=1"));
+}
+
 // A tune with no measure worker for its target fails with a clear error instead of waiting
 // forever.
 TEST_F(TuneServiceTest, NoMeasureWorkerIsAClearError) {

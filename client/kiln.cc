@@ -42,6 +42,7 @@ constexpr char kUsage[] = R"(usage:
   kiln cancel JOB_ID --server HOST:PORT
   kiln status --server HOST:PORT
   kiln jobs --server HOST:PORT [--state queued|running|succeeded|failed|cancelled] [--limit N]
+            [--kind compile|tune|workloads|build|measure|all]
   kiln workers --server HOST:PORT
   kiln records list|export|import [FILE.jsonl] --server HOST:PORT [--hardware-key K]
 

@@ -251,13 +251,14 @@ absl::StatusOr<int> RemoteClient::ImportTuningRecords(
   return response.imported();
 }
 
-absl::StatusOr<kiln::v1::ListJobsResponse> RemoteClient::ListJobs(kiln::v1::JobState state,
-                                                                  int limit) {
+absl::StatusOr<kiln::v1::ListJobsResponse> RemoteClient::ListJobs(
+    kiln::v1::JobState state, int limit, const std::vector<std::string>& kinds) {
   grpc::ClientContext context;
   Prepare(context);
   kiln::v1::ListJobsRequest request;
   request.set_state(state);
   request.set_limit(limit);
+  for (const std::string& k : kinds) request.add_kinds(k);
   kiln::v1::ListJobsResponse response;
   KILN_RETURN_IF_ERROR(FromGrpc("ListJobs", stub_->ListJobs(&context, request, &response)));
   return response;

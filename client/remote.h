@@ -76,7 +76,9 @@ class RemoteClient {
   absl::StatusOr<kiln::v1::JobState> CancelJob(const std::string& job_id);
 
   absl::StatusOr<kiln::v1::GetStatsResponse> GetStats();
-  absl::StatusOr<kiln::v1::ListJobsResponse> ListJobs(kiln::v1::JobState state, int limit);
+  /// Jobs, newest first; `kinds` as ListJobsRequest.kinds (empty: compiles and tunes).
+  absl::StatusOr<kiln::v1::ListJobsResponse> ListJobs(kiln::v1::JobState state, int limit,
+                                                      const std::vector<std::string>& kinds = {});
   absl::StatusOr<kiln::v1::ListWorkersResponse> ListWorkers();
   /// The server's tuning records of `hardware_key` ("" = all).
   absl::StatusOr<std::vector<kiln::v1::TuningRecord>> ListTuningRecords(

@@ -188,7 +188,7 @@ int StatusCommand(int argc, char** argv) {
 }
 
 int JobsCommand(int argc, char** argv) {
-  Args args = ParseArgs(argc, argv, 2, {"--server", "--timeout-s", "--state", "--limit"});
+  Args args = ParseArgs(argc, argv, 2, {"--server", "--timeout-s", "--state", "--limit", "--kind"});
   std::string error;
   auto client = ServerFrom(args, error);
   if (!client) return Fail("jobs: " + error);
@@ -201,7 +201,7 @@ int JobsCommand(int argc, char** argv) {
   if (args.Has("--limit") && (!absl::SimpleAtoi(args.Get("--limit"), &limit) || limit < 0)) {
     return Fail("jobs: --limit needs an integer >= 0");
   }
-  auto jobs = client->ListJobs(state, limit);
+  auto jobs = client->ListJobs(state, limit, SplitAll(args, "--kind"));
   if (!jobs.ok()) return FailStatus(jobs.status());
   std::cout << absl::StrFormat("%-24s %-9s %-10s %-11s %-16s %-24s %3s %-20s %s\n", "ID",
                                "KIND", "STATE", "PRIORITY", "MODEL", "TARGET", "TRY",

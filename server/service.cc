@@ -246,6 +246,19 @@ grpc::ServerUnaryReactor* KilnServiceImpl::ListJobs(grpc::CallbackServerContext*
       return call->reactor();
     }
   }
+  if (request->kinds().empty()) filter.kinds = {cache::JobKind::kCompile, cache::JobKind::kTune};
+  for (const std::string& name : request->kinds()) {
+    if (name == "all") {
+      filter.kinds.clear();
+      break;
+    }
+    absl::StatusOr<cache::JobKind> kind = cache::ParseJobKind(name);
+    if (!kind.ok()) {
+      call->Reply(kind.status());
+      return call->reactor();
+    }
+    filter.kinds.push_back(*kind);
+  }
   ctx_->executor->Post([ctx = ctx_, call, filter] {
     absl::StatusOr<std::vector<cache::JobRecord>> jobs = ctx->storage->ListJobs(filter);
     if (!jobs.ok()) return (void)call->Reply(jobs.status());

@@ -63,6 +63,16 @@ std::string_view JobKindName(JobKind kind) {
   return "unknown";
 }
 
+absl::StatusOr<JobKind> ParseJobKind(std::string_view name) {
+  for (JobKind k : {JobKind::kCompile, JobKind::kTune, JobKind::kWorkloads, JobKind::kBuild,
+                    JobKind::kMeasure}) {
+    if (JobKindName(k) == name) return k;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown job kind '", std::string(name),
+                   "': expected compile, tune, workloads, build or measure"));
+}
+
 absl::StatusOr<JobState> ParseJobState(std::string_view name) {
   for (JobState s : {JobState::kQueued, JobState::kRunning, JobState::kSucceeded,
                      JobState::kFailed, JobState::kCancelled}) {

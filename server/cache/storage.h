@@ -37,6 +37,8 @@ std::string_view JobStateName(JobState state);
 std::string_view JobKindName(JobKind kind);
 /// Inverse of JobStateName; kInvalidArgument for an unknown name.
 absl::StatusOr<JobState> ParseJobState(std::string_view name);
+/// Inverse of JobKindName; kInvalidArgument for an unknown name (listing the known ones).
+absl::StatusOr<JobKind> ParseJobKind(std::string_view name);
 
 /// True if `digest` is 64 lowercase hex characters (a SHA-256 as the blob store names it).
 bool IsValidDigest(std::string_view digest);
@@ -110,6 +112,8 @@ struct JobFilter {
   std::optional<JobState> state;
   /// At most this many jobs; 0 = no limit.
   int64_t limit = 0;
+  /// Only jobs of these kinds; empty = every kind.
+  std::vector<JobKind> kinds;
 };
 
 struct StorageStats {

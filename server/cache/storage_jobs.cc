@@ -13,16 +13,6 @@ constexpr char kJobColumns[] =
     "id, kind, state, priority, model_digest, request, result, error_code, error_message, "
     "attempts, worker, created_ms, updated_ms";
 
-absl::StatusOr<JobKind> ParseJobKind(std::string_view name) {
-  for (JobKind k : {JobKind::kCompile, JobKind::kTune, JobKind::kWorkloads, JobKind::kBuild,
-                    JobKind::kMeasure}) {
-    if (JobKindName(k) == name) return k;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown job kind '", std::string(name),
-                   "': expected compile, tune, workloads, build or measure"));
-}
-
 // Reads the row `stmt` is on (selected with kJobColumns).
 absl::StatusOr<JobRecord> ReadJob(const Statement& stmt) {
   JobRecord job;
@@ -154,12 +144,19 @@ absl::StatusOr<std::vector<JobRecord>> SqliteStorage::ListJobs(const JobFilter& 
     return absl::InvalidArgumentError(
         absl::StrCat("job list limit is ", filter.limit, ", expected >= 0"));
   }
+  // The kinds as quoted literals: their names are this file's constants, never user text.
+  std::string kinds;
+  for (JobKind k : filter.kinds) {
+    kinds += absl::StrCat(kinds.empty() ? "" : ", ", "'", std::string(JobKindName(k)), "'");
+  }
   absl::MutexLock l(&mu_);
   KILN_ASSIGN_OR_RETURN(
       Statement select,
-      Statement::Prepare(db_, absl::StrCat("SELECT ", kJobColumns,
-                                           " FROM jobs WHERE (:state IS NULL OR state = :state) "
-                                           "ORDER BY created_ms DESC, id LIMIT :limit")));
+      Statement::Prepare(
+          db_, absl::StrCat("SELECT ", kJobColumns,
+                            " FROM jobs WHERE (:state IS NULL OR state = :state) ",
+                            kinds.empty() ? "" : absl::StrCat("AND kind IN (", kinds, ") "),
+                            "ORDER BY created_ms DESC, id LIMIT :limit")));
   if (filter.state.has_value()) {
     KILN_RETURN_IF_ERROR(select.BindText(":state", JobStateName(*filter.state)));
   }

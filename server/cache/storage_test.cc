@@ -413,6 +413,12 @@ TEST_F(StorageTest, ListJobsAndRecoveryOrder) {
   EXPECT_EQ(ids(*storage->ListJobs({})), (std::vector<std::string>{"e", "d", "c", "b", "a"}));
   EXPECT_EQ(ids(*storage->ListJobs({JobState::kQueued, 2})), (std::vector<std::string>{"d", "c"}));
   EXPECT_EQ(ids(*storage->ListJobs({JobState::kFailed, 0})), std::vector<std::string>{});
+  EXPECT_EQ(ids(*storage->ListJobs({std::nullopt, 0, {JobKind::kTune}})),
+            std::vector<std::string>{"a"});
+  EXPECT_EQ(ids(*storage->ListJobs({std::nullopt, 2, {JobKind::kTune, JobKind::kCompile}})),
+            (std::vector<std::string>{"e", "d"}));
+  EXPECT_EQ(ids(*storage->ListJobs({std::nullopt, 0, {JobKind::kMeasure}})),
+            std::vector<std::string>{});
   EXPECT_EQ(storage->GetJob("a")->kind, JobKind::kTune);
   EXPECT_EQ(storage->ListJobs({std::nullopt, -1}).status(),
             absl::InvalidArgumentError("job list limit is -1, expected >= 0"));

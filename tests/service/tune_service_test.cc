@@ -132,10 +132,16 @@ TEST_F(TuneServiceTest, TuneJobWritesRecordsThatTheNextCompileApplies) {
   EXPECT_EQ(check.exit_code, 0) << Describe(check);
   EXPECT_THAT(check.out, HasSubstr("(cache hit)")) << "check compiles what compile compiled";
 
-  // The jobs list tells the tune and its steps apart.
+  // The jobs list shows the tune, and its steps only when asked.
   RunResult jobs = Kiln({"jobs", "--server", kilnd.address()});
   EXPECT_THAT(jobs.out, HasSubstr(" tune ")) << jobs.out;
-  EXPECT_THAT(jobs.out, HasSubstr(" measure ")) << jobs.out;
+  EXPECT_THAT(jobs.out, ::testing::Not(HasSubstr(" measure "))) << jobs.out;
+  RunResult steps = Kiln({"jobs", "--server", kilnd.address(), "--kind", "measure"});
+  EXPECT_THAT(steps.out, HasSubstr(" measure ")) << steps.out;
+  EXPECT_THAT(steps.out, ::testing::Not(HasSubstr(" tune "))) << steps.out;
+  RunResult bad_kind = Kiln({"jobs", "--server", kilnd.address(), "--kind", "nope"});
+  EXPECT_EQ(bad_kind.exit_code, 1);
+  EXPECT_THAT(bad_kind.err, HasSubstr("unknown job kind 'nope'")) << Describe(bad_kind);
 }
 
 // Cancelling a running tune keeps every record it filed; the job ends CANCELLED.

@@ -6,7 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/artifact_key.h"
+#include "server/log.h"
 #include "server/step_handler.h"
+#include "server/tuning_records.h"
 
 namespace kiln::server {
 namespace {
@@ -71,6 +73,22 @@ std::string TargetKind(const std::string& target) {
   return target.substr(0, target.find(':'));
 }
 
+void CompileHandler::LearnWorkloads(const CompileSpec& spec, const cache::ArtifactEntry& entry,
+                                    const v1::CompileResult& compiled) {
+  const std::vector<std::string> keys(compiled.workload_keys().begin(),
+                                      compiled.workload_keys().end());
+  absl::Status put = storage_->PutModelWorkloads(spec.key.graph_hash, spec.key.target_key,
+                                                 WorkloadOptionsHash(spec.options), keys);
+  if (!put.ok()) LogWarning("compile.workloads_not_stored", {{"status", put}});
+  if (spec.workloads_known) return;
+  cache::ArtifactKey own = spec.key;
+  own.options_hash = OptionsHash(OnlyRecordsOf(spec.options, keys));
+  if (own.options_hash == spec.key.options_hash) return;
+  absl::StatusOr<cache::ArtifactEntry> linked =
+      storage_->LinkArtifact(own, entry.artifact_digest, entry.compile_ms);
+  if (!linked.ok()) LogWarning("compile.own_key_not_filed", {{"status", linked.status()}});
+}
+
 bool CompileHandler::CanRun(const JobSpec& job, const v1::WorkerCapabilities& capabilities) const {
   return CompilesFor(capabilities, CompileSpecOf(job).target, host_cpu_);
 }
@@ -109,6 +127,7 @@ absl::StatusOr<JobResult> CompileHandler::TaskSucceeded(const JobSpec& job,
         absl::StrCat("worker ", worker_id, " reported artifact ", compiled.artifact_digest().hash(),
                      " but it cannot be filed: ", entry.status().ToString()));
   }
+  if (!compiled.workload_keys().empty()) LearnWorkloads(CompileSpecOf(job), *entry, compiled);
   v1::CompileResponse response = CachedCompileResponse(key, *entry);
   response.set_compile_ms(compiled.compile_ms());
   response.set_worker(worker_id);

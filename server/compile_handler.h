@@ -27,6 +27,8 @@ struct CompileSpec {
   cache::ArtifactKey key;
   /// INTERACTIVE or BATCH (never UNSPECIFIED).
   v1::Priority priority = v1::INTERACTIVE;
+  /// Whether kilnd knew the model's workloads, so that options.records holds only theirs.
+  bool workloads_known = false;
 };
 
 /// The job of `spec`: deduplicated on the full artifact key; its persisted request is the
@@ -65,6 +67,9 @@ class CompileHandler final : public JobHandler {
   cache::JobKind kind() const override { return cache::JobKind::kCompile; }
   bool CanRun(const JobSpec& job, const v1::WorkerCapabilities& capabilities) const override;
   void BuildTask(const JobSpec& job, v1::WorkerTask& task) const override;
+  /// Also stores the model's workload keys the worker reports (Storage::PutModelWorkloads) and,
+  /// when the job's records were not yet narrowed to them, files the artifact under the key of
+  /// its own records too, where the next compile of the model looks.
   /// Errors: kInternal if the result has no compile member, names another cache key than the
   /// job's, or names an artifact that cannot be linked into the cache.
   absl::StatusOr<JobResult> TaskSucceeded(const JobSpec& job, const std::string& job_id,
@@ -73,6 +78,9 @@ class CompileHandler final : public JobHandler {
   void DescribeResult(const std::string& persisted, v1::JobEvent& event) const override;
 
  private:
+  void LearnWorkloads(const CompileSpec& spec, const cache::ArtifactEntry& entry,
+                      const v1::CompileResult& compiled);
+
   cache::Storage* storage_;
   const std::string host_cpu_;
 };

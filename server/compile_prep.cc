@@ -1,12 +1,16 @@
 // Compile request validation and cache-key computation.
 #include "server/compile_prep.h"
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "compiler_core/pipeline/compiler_version.h"
-#include "server/tuning_records.h"
 #include "compiler_core/support/sha256.h"
 #include "compiler_core/support/status_macros.h"
 #include "server/artifact_key.h"
+#include "server/tuning_records.h"
 
 namespace kiln::server {
 
@@ -28,7 +32,6 @@ absl::StatusOr<CompileSpec> CompilePreparer::Prepare(const v1::CompileRequest& r
   spec.target = request.target().empty() ? "host" : request.target();
   KILN_ASSIGN_OR_RETURN(Target target, targets_->Resolve(spec.target));
   spec.options = CanonicalOptions(request.options());
-  KILN_RETURN_IF_ERROR(FillTuningRecords(*storage_, target, spec.options));
 
   std::string graph_hash;
   switch (request.model_case()) {
@@ -69,6 +72,15 @@ absl::StatusOr<CompileSpec> CompilePreparer::Prepare(const v1::CompileRequest& r
       return absl::InvalidArgumentError(
           "the request names no model: set model_digest (after UploadModel) or inline_model");
   }
+  // The records of the model's own workloads, when an earlier compile or tune told kilnd
+  // which they are; else every best record of the hardware (CompileHandler then also files the
+  // artifact under the key of its own records).
+  KILN_ASSIGN_OR_RETURN(std::optional<std::vector<std::string>> workloads,
+                        storage_->GetModelWorkloads(graph_hash, target.Key(),
+                                                    WorkloadOptionsHash(spec.options)));
+  spec.workloads_known = workloads.has_value();
+  KILN_RETURN_IF_ERROR(FillTuningRecords(*storage_, target, spec.options,
+                                         workloads.has_value() ? &*workloads : nullptr));
   spec.key = cache::ArtifactKey{graph_hash, target.Key(), pipeline::kCompilerVersion,
                                 OptionsHash(spec.options)};
   return spec;

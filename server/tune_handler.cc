@@ -19,6 +19,7 @@
 #include "server/log.h"
 #include "server/scheduler.h"
 #include "server/step_handler.h"
+#include "server/tuning_records.h"
 
 namespace kiln::server {
 namespace {
@@ -289,6 +290,13 @@ absl::StatusOr<v1::TuneResult> TuneHandler::Tune(const std::string& job_id, cons
     tasks.push_back(std::move(t));
   }
   if (tasks.empty()) return absl::InvalidArgumentError("the model has no kernels to tune");
+  {
+    std::vector<std::string> keys;
+    for (const tuning::TuneTask& t : tasks) keys.push_back(t.workload_key);
+    absl::Status put = options_.storage->PutModelWorkloads(
+        c.key.graph_hash, c.key.target_key, WorkloadOptionsHash(c.options), keys);
+    if (!put.ok()) LogWarning("tune.workloads_not_stored", {{"job", job_id}, {"status", put}});
+  }
 
   // 2. The hardware: a measure worker of the target.
   std::string hardware_key;

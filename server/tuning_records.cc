@@ -2,14 +2,37 @@
 #include "server/tuning_records.h"
 
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/tuning/hardware.h"
+#include "server/artifact_key.h"
 
 namespace kiln::server {
 
+std::string WorkloadOptionsHash(const v1::CompileOptions& options) {
+  v1::CompileOptions shaping = options;
+  shaping.clear_records();
+  shaping.clear_hardware_key();
+  shaping.clear_untuned();
+  return OptionsHash(shaping);
+}
+
+v1::CompileOptions OnlyRecordsOf(const v1::CompileOptions& options,
+                                 const std::vector<std::string>& workload_keys) {
+  const std::set<std::string> keep(workload_keys.begin(), workload_keys.end());
+  v1::CompileOptions out = options;
+  out.clear_records();
+  for (const v1::TuningRecord& r : options.records()) {
+    if (keep.count(r.workload_key())) *out.add_records() = r;
+  }
+  if (out.records().empty()) out.clear_hardware_key();
+  return out;
+}
+
 absl::Status FillTuningRecords(cache::Storage& storage, const Target& target,
-                               v1::CompileOptions& options) {
+                               v1::CompileOptions& options,
+                               const std::vector<std::string>* workload_keys) {
   options.clear_records();
   if (options.untuned()) {
     // No records is what untuned means: the options (and so the key) of a plain compile.
@@ -46,6 +69,7 @@ absl::Status FillTuningRecords(cache::Storage& storage, const Target& target,
   absl::StatusOr<std::vector<v1::TuningRecord>> best = storage.BestTuningRecords(chosen);
   if (!best.ok()) return best.status();
   for (v1::TuningRecord& r : *best) *options.add_records() = std::move(r);
+  if (workload_keys != nullptr) options = OnlyRecordsOf(options, *workload_keys);
   return absl::OkStatus();
 }
 

@@ -2,6 +2,7 @@
 #include "workers/compile_task.h"
 
 #include <chrono>
+#include <set>
 
 #include "compiler_core/importer/onnx/importer.h"
 #include "compiler_core/pipeline/compile.h"
@@ -43,6 +44,11 @@ absl::StatusOr<CompiledArtifact> CompileModelBytes(std::string_view model_bytes,
   out.key.set_target_key(result.target.Key());
   out.key.set_compiler_version(pipeline::kCompilerVersion);
   out.key.set_options_hash(OptionsHash(options));
+  std::set<std::string> workloads;
+  for (const kiln::v1::KernelCall& k : result.artifact.manifest.kernels()) {
+    if (!k.workload_key().empty()) workloads.insert(k.workload_key());
+  }
+  out.workload_keys.assign(workloads.begin(), workloads.end());
   out.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "kiln/v1/service.pb.h"
@@ -16,6 +17,7 @@ struct CompiledArtifact {
   std::string bytes;          // runtime::SerializeArtifact output
   kiln::v1::ArtifactKey key;  // graph hash, resolved target key, compiler version, options hash
   double compile_ms = 0;      // import through artifact
+  std::vector<std::string> workload_keys;  // distinct, of the artifact's kernels
 };
 
 /// Imports the ONNX `model_bytes` and compiles them for `target` ("host" or "cpu:<name>") with

@@ -390,6 +390,7 @@ absl::Status Worker::RunCompile(const kiln::v1::WorkerTask& task, Clock::time_po
   *result.mutable_artifact_digest() = digest;
   *result.mutable_key() = compiled.key;
   result.set_compile_ms(compiled.compile_ms);
+  for (const std::string& w : compiled.workload_keys) result.add_workload_keys(w);
   return absl::OkStatus();
 }
 

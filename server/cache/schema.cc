@@ -87,6 +87,19 @@ CREATE TABLE cost_models (
   updated_ms   INTEGER NOT NULL
 );
 )sql",
+    // v3: the workloads of a model's kernels per (graph hash, target key, hash of the options
+    // that shape the kernels), learned from its compiles and tunes, so that a compile applies
+    // (and its artifact key covers) only the records of its own workloads.
+    R"sql(
+CREATE TABLE model_workloads (
+  graph_hash    TEXT NOT NULL,
+  target_key    TEXT NOT NULL,
+  options_hash  TEXT NOT NULL,
+  workload_keys TEXT NOT NULL,
+  updated_ms    INTEGER NOT NULL,
+  PRIMARY KEY (graph_hash, target_key, options_hash)
+);
+)sql",
 };
 
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);

@@ -83,6 +83,12 @@ class SqliteStorage final : public Storage {
       std::string_view hardware_key) override;
   absl::Status PutCostModel(std::string_view hardware_key, std::string_view model) override;
   absl::StatusOr<std::optional<std::string>> GetCostModel(std::string_view hardware_key) override;
+  absl::Status PutModelWorkloads(std::string_view graph_hash, std::string_view target_key,
+                                 std::string_view options_hash,
+                                 const std::vector<std::string>& workload_keys) override;
+  absl::StatusOr<std::optional<std::vector<std::string>>> GetModelWorkloads(
+      std::string_view graph_hash, std::string_view target_key,
+      std::string_view options_hash) override;
 
   absl::StatusOr<StorageStats> Stats() override;
 

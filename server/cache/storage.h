@@ -231,6 +231,17 @@ class Storage {
   virtual absl::StatusOr<std::optional<std::string>> GetCostModel(
       std::string_view hardware_key) = 0;
 
+  /// Stores (replaces) the distinct workload keys of the kernels of the model with
+  /// `graph_hash` compiled for `target_key` with options hashing to `options_hash` (options
+  /// without records: server/tuning_records.h WorkloadOptionsHash). Errors: storage's.
+  virtual absl::Status PutModelWorkloads(std::string_view graph_hash, std::string_view target_key,
+                                         std::string_view options_hash,
+                                         const std::vector<std::string>& workload_keys) = 0;
+  /// The workload keys PutModelWorkloads stored (sorted), or nullopt when none were.
+  virtual absl::StatusOr<std::optional<std::vector<std::string>>> GetModelWorkloads(
+      std::string_view graph_hash, std::string_view target_key,
+      std::string_view options_hash) = 0;
+
   // ---- Introspection --------------------------------------------------------------------------
 
   virtual absl::StatusOr<StorageStats> Stats() = 0;

@@ -491,6 +491,13 @@ TEST_F(StorageTest, TuningRecords) {
   ASSERT_TRUE(storage->PutCostModel(kZen, std::string("newer\0bytes", 11)).ok());
   EXPECT_EQ(**storage->GetCostModel(kZen), std::string("newer\0bytes", 11));
   EXPECT_EQ(*storage->GetCostModel(kH200), std::nullopt);
+  // The workloads of a model, per graph, target and kernel-shaping options; sorted, distinct.
+  EXPECT_EQ(*storage->GetModelWorkloads("g", "t", "o"), std::nullopt);
+  ASSERT_TRUE(storage->PutModelWorkloads("g", "t", "o", {"w2", "w1", "w2"}).ok());
+  EXPECT_EQ(**storage->GetModelWorkloads("g", "t", "o"), (std::vector<std::string>{"w1", "w2"}));
+  EXPECT_EQ(*storage->GetModelWorkloads("g", "t", "other"), std::nullopt);
+  ASSERT_TRUE(storage->PutModelWorkloads("g", "t", "o", {}).ok());
+  EXPECT_EQ(**storage->GetModelWorkloads("g", "t", "o"), std::vector<std::string>{});
 }
 
 TEST_F(StorageTest, SecondOpenInSameProcessIsRefusedUntilClose) {

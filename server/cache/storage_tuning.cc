@@ -1,8 +1,11 @@
-// SqliteStorage: tuning records and cost models.
+// SqliteStorage: tuning records, cost models and the workloads of models.
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "compiler_core/support/status_macros.h"
 #include "compiler_core/tuning/records.h"
 #include "server/cache/sqlite_storage.h"
@@ -133,6 +136,45 @@ absl::StatusOr<std::optional<std::string>> SqliteStorage::GetCostModel(
   KILN_ASSIGN_OR_RETURN(bool row, select.Step());
   if (!row) return std::optional<std::string>();
   return std::optional<std::string>(select.ColumnBlob(0));
+}
+
+absl::Status SqliteStorage::PutModelWorkloads(std::string_view graph_hash,
+                                               std::string_view target_key,
+                                               std::string_view options_hash,
+                                               const std::vector<std::string>& workload_keys) {
+  std::vector<std::string> keys = workload_keys;
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  absl::MutexLock l(&mu_);
+  KILN_ASSIGN_OR_RETURN(
+      Statement insert,
+      Statement::Prepare(db_,
+                         "INSERT OR REPLACE INTO model_workloads (graph_hash, target_key, "
+                         "options_hash, workload_keys, updated_ms) VALUES (?, ?, ?, ?, ?)"));
+  KILN_RETURN_IF_ERROR(insert.BindText(1, graph_hash));
+  KILN_RETURN_IF_ERROR(insert.BindText(2, target_key));
+  KILN_RETURN_IF_ERROR(insert.BindText(3, options_hash));
+  KILN_RETURN_IF_ERROR(insert.BindText(4, absl::StrJoin(keys, "\n")));
+  KILN_RETURN_IF_ERROR(insert.BindInt64(5, NowMs()));
+  return insert.Run();
+}
+
+absl::StatusOr<std::optional<std::vector<std::string>>> SqliteStorage::GetModelWorkloads(
+    std::string_view graph_hash, std::string_view target_key, std::string_view options_hash) {
+  absl::MutexLock l(&mu_);
+  KILN_ASSIGN_OR_RETURN(
+      Statement select,
+      Statement::Prepare(db_, "SELECT workload_keys FROM model_workloads WHERE graph_hash = ? "
+                              "AND target_key = ? AND options_hash = ?"));
+  KILN_RETURN_IF_ERROR(select.BindText(1, graph_hash));
+  KILN_RETURN_IF_ERROR(select.BindText(2, target_key));
+  KILN_RETURN_IF_ERROR(select.BindText(3, options_hash));
+  KILN_ASSIGN_OR_RETURN(bool row, select.Step());
+  if (!row) return std::optional<std::vector<std::string>>();
+  const std::string text = select.ColumnText(0);
+  std::vector<std::string> keys;
+  if (!text.empty()) keys = absl::StrSplit(text, '\n');
+  return std::optional<std::vector<std::string>>(std::move(keys));
 }
 
 }  // namespace kiln::cache

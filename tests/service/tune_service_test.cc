@@ -288,6 +288,45 @@ TEST_F(TuneServiceTest, ATuneSurvivesAKilndRestart) {
   EXPECT_THAT(kilnd.log(), HasSubstr("event=jobs.recovered requeued=1"));
 }
 
+// A compile applies, and its artifact key covers, only the records of the model's own
+// workloads: tuning another model leaves the tuned model's artifact a cache hit, and a model's
+// first compile (its workloads not yet known to kilnd) is filed where the next one looks.
+TEST_F(TuneServiceTest, RecordsOfAnotherModelLeaveAModelsArtifactKeyAlone) {
+  if (!fs::exists(Model(kMlp)) || !fs::exists(Model(kLenet))) GTEST_SKIP() << "models not found";
+  Kilnd& kilnd = StartTuningKilnd();
+  RunResult tune_mlp = Kiln({"tune", Model(kMlp), "--server", kilnd.address(), "--trials", "16"});
+  ASSERT_EQ(tune_mlp.exit_code, 0) << Describe(tune_mlp);
+  RunResult mlp = CompileJson(Model(kMlp), root_ + "/mlp.kiln");
+  ASSERT_EQ(mlp.exit_code, 0) << Describe(mlp);
+  RunResult inspect = Kiln({"inspect", root_ + "/mlp.kiln"});
+  EXPECT_THAT(inspect.out, HasSubstr(" tuned (record ")) << inspect.out;
+
+  // lenet's first compile: kilnd does not know its workloads yet, so it is sent every mlp
+  // record; the artifact is also filed under the key of lenet's own (no) records, which is the
+  // untuned key, so the next compile and an untuned one hit it.
+  RunResult lenet = CompileJson(Model(kLenet), root_ + "/lenet.kiln");
+  ASSERT_EQ(lenet.exit_code, 0) << Describe(lenet);
+  EXPECT_EQ(JsonField(lenet.out, "cache_hit"), "false");
+  RunResult lenet_again = CompileJson(Model(kLenet), root_ + "/lenet2.kiln");
+  EXPECT_EQ(JsonField(lenet_again.out, "cache_hit"), "true") << lenet_again.out;
+  RunResult lenet_untuned = CompileJson(Model(kLenet), root_ + "/lenet3.kiln", {"--untuned"});
+  EXPECT_EQ(JsonField(lenet_untuned.out, "cache_hit"), "true") << lenet_untuned.out;
+  EXPECT_EQ(JsonField(lenet_untuned.out, "options_hash"), JsonField(lenet_again.out, "options_hash"));
+
+  // Tuning lenet adds records of lenet's workloads only: mlp's artifact stays a hit.
+  RunResult tune_lenet =
+      Kiln({"tune", Model(kLenet), "--server", kilnd.address(), "--trials", "16"});
+  ASSERT_EQ(tune_lenet.exit_code, 0) << Describe(tune_lenet);
+  RunResult mlp_again = CompileJson(Model(kMlp), root_ + "/mlp2.kiln");
+  ASSERT_EQ(mlp_again.exit_code, 0) << Describe(mlp_again);
+  EXPECT_EQ(JsonField(mlp_again.out, "cache_hit"), "true") << mlp_again.out;
+  EXPECT_EQ(JsonField(mlp_again.out, "options_hash"), JsonField(mlp.out, "options_hash"));
+  RunResult lenet_tuned = CompileJson(Model(kLenet), root_ + "/lenet4.kiln");
+  EXPECT_EQ(JsonField(lenet_tuned.out, "cache_hit"), "false") << "lenet's own records changed";
+  RunResult check = Kiln({"check", kLenet, "--server", kilnd.address()});
+  EXPECT_EQ(check.exit_code, 0) << Describe(check);
+}
+
 // A tune with no measure worker for its target fails with a clear error instead of waiting
 // forever.
 TEST_F(TuneServiceTest, NoMeasureWorkerIsAClearError) {

@@ -327,6 +327,66 @@ TEST_F(TuneServiceTest, RecordsOfAnotherModelLeaveAModelsArtifactKeyAlone) {
   EXPECT_EQ(check.exit_code, 0) << Describe(check);
 }
 
+// Transfer across similar hardware: records of the same target measured with another core
+// count seed a tune's first round; they are measured again here and filed as TRANSFERRED,
+// naming where they came from. The cost model is kept per hardware key: the second tune on a
+// daemon starts warm.
+TEST_F(TuneServiceTest, RecordsOfSimilarHardwareSeedTheSearchAndAreMeasuredAgain) {
+  if (!fs::exists(Model(kMlp))) GTEST_SKIP() << kMlp << " not found";
+  Kilnd& first = StartTuningKilnd();
+  RunResult tune = Kiln({"tune", Model(kMlp), "--server", first.address(), "--trials", "16"});
+  ASSERT_EQ(tune.exit_code, 0) << Describe(tune);
+  RunResult exported = Kiln({"records", "export", "--server", first.address()});
+  ASSERT_EQ(exported.exit_code, 0) << Describe(exported);
+  ASSERT_TRUE(first.Stop());
+  // The same records as a 2-core worker of this CPU would have measured them.
+  std::string lines = exported.out;
+  size_t replaced = 0;
+  for (size_t at = lines.find("|units=1|"); at != std::string::npos;
+       at = lines.find("|units=1|", at)) {
+    lines.replace(at, 9, "|units=2|");
+    ++replaced;
+  }
+  ASSERT_GT(replaced, 0u) << exported.out;
+  ASSERT_TRUE(WriteFile(root_ + "/two_cores.jsonl", lines));
+
+  Kilnd second(root_ + "/second", {}, /*workers=*/1, /*measure_workers=*/1);
+  ASSERT_TRUE(second.Start());
+  RunResult imported =
+      Kiln({"records", "import", root_ + "/two_cores.jsonl", "--server", second.address()});
+  ASSERT_EQ(imported.exit_code, 0) << Describe(imported);
+  RunResult seeded = Kiln({"tune", Model(kMlp), "--server", second.address(), "--trials", "16",
+                           "--json"});
+  ASSERT_EQ(seeded.exit_code, 0) << Describe(seeded);
+  const std::string here = JsonField(seeded.out, "hardware_key");
+  ASSERT_THAT(here, HasSubstr("|units=1|"));
+  auto records = second.client().ListTuningRecords(here);
+  ASSERT_TRUE(records.ok()) << records.status();
+  int transferred = 0;
+  for (const kiln::v1::TuningRecord& r : *records) {
+    if (r.provenance() != kiln::v1::TuningRecord::TRANSFERRED) continue;
+    ++transferred;
+    EXPECT_THAT(r.source_hardware_key(), HasSubstr("|units=2|"));
+    EXPECT_EQ(r.hardware_key(), here) << "measured again here";
+  }
+  EXPECT_GT(transferred, 0) << "no seed from the 2-core records was measured";
+  // The imported records stay as they were, under their own key.
+  auto theirs = second.client().ListTuningRecords(
+      here.substr(0, here.find("|units=1|")) + "|units=2|" +
+      here.substr(here.find("|units=1|") + 9));
+  ASSERT_TRUE(theirs.ok());
+  EXPECT_EQ(theirs->size(), replaced);
+  for (const kiln::v1::TuningRecord& r : *theirs) {
+    EXPECT_EQ(r.provenance(), kiln::v1::TuningRecord::IMPORTED);
+  }
+  // The first tune trained this daemon's cost model for the hardware; the next starts warm.
+  EXPECT_THAT(second.log(), HasSubstr("warm_model=false"));
+  RunResult again = Kiln({"tune", Model(kMlp), "--server", second.address(), "--trials", "8"});
+  ASSERT_EQ(again.exit_code, 0) << Describe(again);
+  EXPECT_THAT(second.log(), HasSubstr("warm_model=true"));
+  EXPECT_TRUE(second.Stop());
+}
+
 // A tune with no measure worker for its target fails with a clear error instead of waiting
 // forever.
 TEST_F(TuneServiceTest, NoMeasureWorkerIsAClearError) {

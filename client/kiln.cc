@@ -36,7 +36,8 @@ constexpr char kUsage[] = R"(usage:
   kiln inspect OUT.kiln
   kiln tune MODEL.onnx --print-space [--target T] [--samples N] [--seed S]
   kiln tune MODEL.onnx --local --records-out FILE.jsonl [--target T] [--trials N]
-            [--time-budget-s S] [--threads N (default 1)] [--seed S] [--random] [--json]
+            [--time-budget-s S] [--threads N (default 1)] [--seed S] [--random]
+            [--no-cache-flush] [--json]
   kiln tune MODEL.onnx --server HOST:PORT [--target T] [--trials N] [--time-budget-s S]
             [--seed S] [--hardware-key K] [--random] [--json]
   kiln cancel JOB_ID --server HOST:PORT

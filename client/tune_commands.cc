@@ -170,6 +170,7 @@ int TuneLocal(const Args& args) {
   }
   tuning::MeasureOptions measure;
   measure.num_threads = threads;
+  if (!args.Has("--no-cache-flush")) measure.cache_flush_bytes = tuning::CacheFlushBytesFor(hw);
   tuning::LocalMeasurer measurer(target, hw.Key(), measure);
   const tuning::FeatureContext features = tuning::FeatureContextFor(hw, target, threads);
   const bool live = !args.Has("--json") && ::isatty(STDOUT_FILENO);
@@ -212,8 +213,8 @@ int TuneCommand(int argc, char** argv) {
                         {"--target", "--print-space", "--samples", "--seed", "--server",
                          "--trials", "--time-budget-s", "--json", "--local", "--records-out",
                          "--threads", "--random", "--hardware-key", "--disable-pass",
-                         "--timeout-s"},
-                        {"--print-space", "--json", "--local", "--random"});
+                         "--timeout-s", "--no-cache-flush"},
+                        {"--print-space", "--json", "--local", "--random", "--no-cache-flush"});
   if (!args.error.empty()) return Fail(args.error);
   if (args.positional.size() != 1) return Fail("tune: expected one MODEL.onnx");
   if (args.Has("--print-space")) return PrintSpace(args);

@@ -58,8 +58,12 @@ struct TuneHandlerOptions {
   TargetResolver* targets = nullptr;     // required
   std::string host_cpu;                  // kilnd's host CPU (step_handler.h CompilesFor)
   /// How measure workers time candidates (num_threads is the measure worker's cores: it
-  /// overrides it).
-  tuning::MeasureOptions measure;
+  /// overrides it; a negative cache_flush_bytes is CacheFlushBytesFor the hardware).
+  tuning::MeasureOptions measure = [] {
+    tuning::MeasureOptions m;
+    m.cache_flush_bytes = -1;
+    return m;
+  }();
   StepWaitOptions wait;
   /// How long a tune waits for a measure worker of its target to register.
   absl::Duration measure_worker_wait = absl::Seconds(30);

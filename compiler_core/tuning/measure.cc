@@ -139,11 +139,26 @@ void ChildMain(const loop::Func& workload, const std::string& code, const BuiltK
       out += bytes;
     }
   }
-  for (int i = 0; i < options.warmup_runs; ++i) (*fn)(&ctx, args.data());
+  // Reading a buffer of cache_flush_bytes between runs moves the kernel's data out of the
+  // private caches (untimed).
+  Aligned flush = options.cache_flush_bytes > 0 ? Allocate(options.cache_flush_bytes) : nullptr;
+  volatile uint64_t sink = 0;
+  auto evict = [&] {
+    if (!flush) return;
+    uint64_t sum = 0;
+    const uint8_t* p = flush.get();
+    for (int64_t i = 0; i < options.cache_flush_bytes; i += 64) sum += p[i];
+    sink = sink + sum;
+  };
+  for (int i = 0; i < options.warmup_runs; ++i) {
+    evict();
+    (*fn)(&ctx, args.data());
+  }
   double total = 0;
   const int max_repeats = std::min(kMaxRepeats, std::max(1, options.max_repeats));
   int n = 0;
   while (n < max_repeats && (n < options.min_repeats || total < options.min_measure_ms)) {
+    evict();
     auto start = std::chrono::steady_clock::now();
     (*fn)(&ctx, args.data());
     const double ms =
@@ -234,6 +249,13 @@ absl::StatusOr<Measurement> RunOne(const loop::Func& workload, const std::string
 }
 
 }  // namespace
+
+int64_t CacheFlushBytesFor(const HardwareInfo& hardware) {
+  const std::vector<int64_t>& c = hardware.cache_bytes;
+  if (c.empty()) return 0;
+  const int64_t private_cache = c.size() >= 2 ? c[c.size() - 2] : c.back();
+  return private_cache > 0 ? 2 * private_cache : 0;
+}
 
 absl::StatusOr<BatchMeasurement> RunCandidates(const loop::Func& lowered,
                                                const CandidateBatch& batch,

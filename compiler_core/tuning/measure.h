@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "compiler_core/ir/loop/loop_ir.h"
+#include "compiler_core/tuning/hardware.h"
 
 namespace kiln::tuning {
 
@@ -47,7 +48,17 @@ struct MeasureOptions {
   double atol = 1e-4;
   double rtol = 1e-3;
   uint64_t input_seed = 1;     // float params get uniform [-1, 1] values from it; others 0
+  /// Before every warm-up and timed run, read this many bytes of another buffer, so the
+  /// kernel's data leaves the private caches (L1, L2) for the shared one, where a model's
+  /// other kernels leave it between two calls. Timed kernels then see the cache state they see
+  /// in a model rather than their own hot data, which favours schedules that would lose in the
+  /// model (TVM's enable_cpu_cache_flush). 0: no flush. CacheFlushBytesFor picks the size.
+  int64_t cache_flush_bytes = 0;
 };
+
+/// Twice the largest cache below the last level of `hardware` (CPU: 2 x L2), or twice its only
+/// cache level; 0 when no cache size is known.
+int64_t CacheFlushBytesFor(const HardwareInfo& hardware);
 
 /// The outcome for one kernel.
 struct Measurement {

@@ -1,6 +1,8 @@
 // Measure protocol conversions.
 #include "compiler_core/tuning/measure_proto.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/loop/parser.h"
 #include "compiler_core/tuning/workload.h"
@@ -73,6 +75,7 @@ v1::MeasureOptions MeasureOptionsToProto(const MeasureOptions& o) {
   p.set_atol(o.atol);
   p.set_rtol(o.rtol);
   p.set_input_seed(o.input_seed);
+  p.set_cache_flush_bytes(o.cache_flush_bytes);
   return p;
 }
 
@@ -87,6 +90,8 @@ MeasureOptions MeasureOptionsFromProto(const v1::MeasureOptions& p) {
   o.atol = p.atol() > 0 ? p.atol() : 1e-4;
   o.rtol = p.rtol() > 0 ? p.rtol() : 1e-3;
   o.input_seed = p.input_seed();
+  // Bounded: a flush larger than 1 GiB is a mistake, not a cache.
+  o.cache_flush_bytes = std::clamp<int64_t>(p.cache_flush_bytes(), 0, int64_t{1} << 30);
   return o;
 }
 

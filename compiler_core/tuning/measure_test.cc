@@ -4,6 +4,7 @@
 #include "compiler_core/tuning/measure.h"
 
 #include "compiler_core/tuning/build.h"
+#include "compiler_core/tuning/measure_proto.h"
 
 #include "compiler_core/codegen/llvm/codegen.h"
 #include "compiler_core/lowering/lower.h"
@@ -71,6 +72,38 @@ TEST(MeasureTest, TimesCorrectCandidatesAgainstTheReference) {
   EXPECT_EQ(m->candidates[0].max_abs_error, 0);
 }
 
+TEST(MeasureTest, CacheFlushBetweenRunsKeepsResultsAndTravelsInTheProtocol) {
+  HardwareInfo zen;
+  zen.cache_bytes = {32768, 1048576, 33554432};
+  EXPECT_EQ(CacheFlushBytesFor(zen), 2 * 1048576);  // twice L2: the data ends up in L3
+  HardwareInfo one_level;
+  one_level.cache_bytes = {65536};
+  EXPECT_EQ(CacheFlushBytesFor(one_level), 131072);
+  EXPECT_EQ(CacheFlushBytesFor(HardwareInfo{}), 0);
+
+  loop::Func lowered = LoweredMatMul();
+  const Target target = Host();
+  absl::StatusOr<CandidateBatch> batch =
+      BuildCandidates(lowered, {ScheduleSpace(lowered, target).Default().schedule}, target);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  MeasureOptions flushed = Quick();
+  flushed.cache_flush_bytes = 2 << 20;
+  absl::StatusOr<BatchMeasurement> m = RunCandidates(lowered, *batch, flushed);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->reference.status.ok()) << m->reference.status;
+  ASSERT_EQ(m->candidates.size(), 1u);
+  EXPECT_TRUE(m->candidates[0].status.ok()) << m->candidates[0].status;
+  EXPECT_EQ(m->candidates[0].max_abs_error, 0);
+  EXPECT_GT(m->candidates[0].median_ms, 0);
+
+  EXPECT_EQ(MeasureOptionsFromProto(MeasureOptionsToProto(flushed)).cache_flush_bytes, 2 << 20);
+  v1::MeasureOptions huge = MeasureOptionsToProto(flushed);
+  huge.set_cache_flush_bytes(int64_t{1} << 40);
+  EXPECT_EQ(MeasureOptionsFromProto(huge).cache_flush_bytes, int64_t{1} << 30);
+  huge.set_cache_flush_bytes(-5);
+  EXPECT_EQ(MeasureOptionsFromProto(huge).cache_flush_bytes, 0);
+}
+
 TEST(MeasureTest, RejectsWrongCrashingAndHangingCandidates) {
   loop::Func lowered = LoweredMatMul();
   const Target target = Host();
@@ -131,7 +164,6 @@ TEST(MeasureTest, ScheduleThatDoesNotApplyIsNotBuilt) {
 }  // namespace
 }  // namespace kiln::tuning
 
-#include "compiler_core/tuning/measure_proto.h"
 
 namespace kiln::tuning {
 namespace {

@@ -374,7 +374,9 @@ absl::StatusOr<v1::TuneResult> TuneHandler::Tune(const std::string& job_id, cons
   mc.hardware_key = hardware_key;
   mc.measure = options_.measure;
   mc.measure.num_threads = threads;
-  if (mc.measure.cache_flush_bytes < 0) mc.measure.cache_flush_bytes = tuning::CacheFlushBytesFor(hw);
+  if (mc.measure.cache_flush_bytes < 0) {
+    mc.measure.cache_flush_bytes = tuning::CacheFlushBytesFor(hw);
+  }
   mc.wait = options_.wait;
   mc.stop = &stop;
   RemoteMeasurer measurer(mc);

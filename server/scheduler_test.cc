@@ -1,6 +1,6 @@
 // Scheduler tests with the compile handler and in-process fake workers over the real SQLite
 // storage in a temp dir: priorities, single-flight, retry-once, deadlines, cancellation, watch
-// events, persistence, capabilities.
+// events, persistence, capabilities; in-process kinds (tune) with a fake handler.
 #include "server/scheduler.h"
 
 #include <deque>
@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "compiler_core/support/sha256.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -545,6 +546,115 @@ TEST_F(SchedulerTest, RefusedTaskIsRequeuedNotFailed) {
   ASSERT_EQ(worker->tasks().size(), 2u);  // redispatched after the cooldown
   Succeed(wid, worker->tasks()[1]);
   EXPECT_TRUE(w.get().status.ok());
+}
+
+
+/// An in-process kind (as tune jobs are): records Start and Stop; the test ends the runs.
+class FakeInProcessHandler final : public JobHandler {
+ public:
+  cache::JobKind kind() const override { return cache::JobKind::kTune; }
+  bool RunsInProcess() const override { return true; }
+  void Start(const std::string& job_id, const std::string& run_id, const JobSpec&) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    starts_.push_back({job_id, run_id});
+  }
+  void Stop(const std::string& job_id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    stops_.push_back(job_id);
+  }
+  bool CanRun(const JobSpec&, const v1::WorkerCapabilities&) const override { return false; }
+  void BuildTask(const JobSpec&, v1::WorkerTask&) const override {}
+  absl::StatusOr<JobResult> TaskSucceeded(const JobSpec&, const std::string&, const std::string&,
+                                          const v1::TaskResult&) override {
+    return absl::InternalError("no tasks");
+  }
+  void DescribeResult(const std::string& persisted, v1::JobEvent& event) const override {
+    event.mutable_tune_result()->ParseFromString(persisted);
+  }
+  std::vector<std::pair<std::string, std::string>> starts() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return starts_;
+  }
+  std::vector<std::string> stops() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stops_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<std::string, std::string>> starts_;  // (job id, run id)
+  std::vector<std::string> stops_;
+};
+
+template <typename Pred>
+bool SoonTrue(Pred pred) {
+  for (int i = 0; i < 500 && !pred(); ++i) absl::SleepFor(absl::Milliseconds(10));
+  return pred();
+}
+
+JobSpec InProcessJob(const std::string& name) {
+  JobSpec job;
+  job.kind = cache::JobKind::kTune;
+  job.dedup_key = "tune|" + name;
+  job.priority = v1::BATCH;
+  job.request = name;
+  job.payload = std::make_shared<JobPayload>();
+  return job;
+}
+
+// In-process jobs start without any worker, at most max_in_process at once; a cancel stops
+// the run and its late finish is ignored; a drain does not wait for them and persists them as
+// queued.
+TEST_F(SchedulerTest, InProcessJobsRunWithoutWorkersOneAtATime) {
+  FakeInProcessHandler tune;
+  SchedulerOptions options;
+  options.storage = storage_.get();
+  options.handlers = {compile_.get(), &tune};
+  options.tick_interval = absl::Milliseconds(20);
+  options.max_in_process = 1;
+  auto scheduler = std::make_unique<Scheduler>(options);
+  Waiter wa;
+  absl::StatusOr<Ticket> a =
+      scheduler->Submit(InProcessJob("a"), absl::InfiniteFuture(), true, wa.callback());
+  absl::StatusOr<Ticket> b =
+      scheduler->Submit(InProcessJob("b"), absl::InfiniteFuture(), true, nullptr);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(SoonTrue([&] { return tune.starts().size() == 1; }));
+  EXPECT_EQ(tune.starts()[0].first, a->job_id);
+  EXPECT_EQ(storage_->GetJob(a->job_id)->state, cache::JobState::kRunning);
+  EXPECT_EQ(storage_->GetJob(b->job_id)->state, cache::JobState::kQueued) << "one at a time";
+
+  v1::TuneResult result;
+  result.set_target_key("cpu:test");
+  JobResult done;
+  *done.event.mutable_tune_result() = result;
+  done.persisted = result.SerializeAsString();
+  scheduler->FinishInProcess(a->job_id, "not-its-run", absl::OkStatus(), done);  // stale
+  EXPECT_FALSE(wa.ready());
+  scheduler->FinishInProcess(a->job_id, tune.starts()[0].second, absl::OkStatus(), done);
+  EXPECT_TRUE(wa.get().status.ok());
+  EXPECT_EQ(storage_->GetJob(a->job_id)->state, cache::JobState::kSucceeded);
+  ASSERT_TRUE(SoonTrue([&] { return tune.starts().size() == 2; }));
+  EXPECT_EQ(tune.starts()[1].first, b->job_id);
+
+  absl::StatusOr<v1::JobState> cancelled = scheduler->Cancel(b->job_id);
+  ASSERT_TRUE(cancelled.ok());
+  EXPECT_EQ(*cancelled, v1::CANCELLED);
+  EXPECT_THAT(tune.stops(), ::testing::ElementsAre(b->job_id));
+  scheduler->FinishInProcess(b->job_id, tune.starts()[1].second, absl::OkStatus(), done);
+  EXPECT_EQ(storage_->GetJob(b->job_id)->state, cache::JobState::kCancelled);
+
+  absl::StatusOr<Ticket> c =
+      scheduler->Submit(InProcessJob("c"), absl::InfiniteFuture(), true, nullptr);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(SoonTrue([&] { return tune.starts().size() == 3; }));
+  const absl::Time before = absl::Now();
+  scheduler->Drain(absl::Seconds(20));
+  EXPECT_LT(absl::Now() - before, absl::Seconds(5)) << "the drain waited for an in-process job";
+  EXPECT_THAT(tune.stops(), ::testing::ElementsAre(b->job_id, c->job_id));
+  EXPECT_EQ(storage_->GetJob(c->job_id)->state, cache::JobState::kQueued);
+  scheduler->FinishInProcess(c->job_id, tune.starts()[2].second, absl::OkStatus(), done);
+  EXPECT_EQ(storage_->GetJob(c->job_id)->state, cache::JobState::kQueued);
 }
 
 }  // namespace

@@ -130,6 +130,12 @@ int RunDaemon(const DaemonOptions& options) {
   scheduler_options.heartbeat_timeout = options.heartbeat_timeout;
   Scheduler scheduler(scheduler_options);
   tune_handler.SetScheduler(&scheduler);
+  // Tune runs call the scheduler from their own threads: on every way out of this function
+  // (an early error return included) they are stopped and joined before the scheduler goes.
+  struct StopTunes {
+    TuneHandler& handler;
+    ~StopTunes() { handler.StopAll(); }
+  } stop_tunes{tune_handler};
   absl::StatusOr<RecoveryCounts> recovered = RecoverJobs(storage->get(), &preparer, &scheduler);
   if (!recovered.ok()) return Fail("kilnd.recovery_failed", recovered.status());
 
@@ -218,7 +224,7 @@ int RunDaemon(const DaemonOptions& options) {
   ctx.draining = true;
   server->GetHealthCheckService()->SetServingStatus(false);
   scheduler.Drain(options.shutdown_grace);
-  tune_handler.StopAll();  // before the scheduler and the storage go
+  tune_handler.StopAll();  // now, not only at stop_tunes: before the workers are stopped
   if (supervisor) supervisor->Stop();  // still in local_workers: Stop keeps the object alive
   if (measure_supervisor) measure_supervisor->Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));

@@ -67,8 +67,9 @@ void PrintTuneSummary(const kiln::v1::TuneProgress& p) {
       p.records_written(), p.hardware_key());
 }
 
-/// One JSON object: the job, its state, the hardware key, trials, estimates, records filed, and
-/// per workload key, ops, weight, FLOPs, default/tuned median ms and trials.
+/// One JSON object for a finished tune: the job, its state, the hardware key, trials,
+/// estimates, records filed, and per workload key, ops, weight, FLOPs, default/tuned median ms
+/// and trials.
 std::string TuneJson(const std::string& job_id, const kiln::v1::JobEvent& last) {
   const kiln::v1::TuneProgress& p =
       last.has_tune_result() ? last.tune_result().progress() : last.tune_progress();
@@ -89,11 +90,7 @@ std::string TuneJson(const std::string& job_id, const kiln::v1::JobEvent& last) 
                                     w.best_ms()),
                     ",\"trials\":", w.trials(), "}");
   }
-  absl::StrAppend(&out, "]");
-  if (last.state() == kiln::v1::FAILED) {
-    absl::StrAppend(&out, ",\"error\":", JsonString(last.error_message()));
-  }
-  absl::StrAppend(&out, "}");
+  absl::StrAppend(&out, "]}");
   return out;
 }
 
@@ -172,7 +169,8 @@ int TuneOnServer(const Args& args) {
           if (e.tune_progress().round() % 10 == 1) {
             std::cout << ProgressLine(e.tune_progress()) << "\n" << std::flush;
           }
-        } else if (e.message() != last_message && e.state() != kiln::v1::SUCCEEDED) {
+        } else if (e.message() != last_message && e.state() != kiln::v1::SUCCEEDED &&
+                   e.state() != kiln::v1::FAILED && e.state() != kiln::v1::CANCELLED) {
           std::cout << (live ? "\r" : "") << e.message() << (live ? "   " : "\n") << std::flush;
         }
         last_message = e.message();
@@ -180,9 +178,9 @@ int TuneOnServer(const Args& args) {
       });
   if (live) std::cout << "\n";
   if (!last.ok()) return FailStatus(last.status());
-  if (json) {
-    std::cout << TuneJson(*job_id, *last) << "\n";
-  } else if (last->has_tune_result()) {
+  if (json && last->state() == kiln::v1::SUCCEEDED) {
+    std::cout << TuneJson(*job_id, *last) << "\n";  // stdout holds JSON only on success
+  } else if (!json && last->has_tune_result()) {
     PrintTuneSummary(last->tune_result().progress());
   }
   switch (last->state()) {

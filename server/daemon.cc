@@ -151,9 +151,12 @@ int RunDaemon(const DaemonOptions& options) {
   ctx.limits.heartbeat_interval = options.heartbeat_interval;
   // Set once the supervisor runs; read by worker registrations on the executor.
   std::atomic<Supervisor*> local_workers{nullptr};
-  ctx.is_local_worker = [&local_workers](int pid) {
-    Supervisor* s = local_workers.load();
-    return s != nullptr && s->IsWorker(pid);
+  std::atomic<Supervisor*> local_measure_workers{nullptr};
+  ctx.is_local_worker = [&local_workers, &local_measure_workers](int pid) {
+    for (Supervisor* s : {local_workers.load(), local_measure_workers.load()}) {
+      if (s != nullptr && s->IsWorker(pid)) return true;
+    }
+    return false;
   };
   KilnServiceImpl service(&ctx);
   WorkerHubImpl hub(&ctx);
@@ -211,7 +214,9 @@ int RunDaemon(const DaemonOptions& options) {
     sup.metrics = &hooks;
     measure_supervisor = std::make_unique<Supervisor>(sup);
     absl::Status started = measure_supervisor->Start();
-    if (!started.ok()) {
+    if (started.ok()) {
+      local_measure_workers = measure_supervisor.get();
+    } else {
       LogError("kilnd.no_measure_workers", {{"status", started}});
       measure_supervisor.reset();
     }

@@ -319,13 +319,17 @@ absl::StatusOr<v1::TuneResult> TuneHandler::Tune(const std::string& job_id, cons
     }
     if (stop) return absl::CancelledError("the tune was stopped");
     if (absl::Now() > wait_until) {
+      // "cpu:znver4" of the target key: its feature list is a thousand characters.
+      const std::string short_target =
+          c.key.target_key.substr(0, c.key.target_key.find(':', c.key.target_key.find(':') + 1));
       return absl::FailedPreconditionError(absl::StrCat(
           "no measure worker for ",
-          spec.hardware_key.empty() ? absl::StrCat("target ", c.key.target_key)
-                                    : absl::StrCat("hardware key ", spec.hardware_key),
+          spec.hardware_key.empty()
+              ? absl::StrCat("target ", short_target, " ('", c.target, "')")
+              : absl::StrCat("hardware key ", spec.hardware_key),
           " is connected (waited ", absl::FormatDuration(options_.measure_worker_wait),
-          "): start one with `kiln-worker --connect HOST:PORT --measure cpu` on that machine "
-          "or `kilnd --measure-workers N`"));
+          "): start one on that machine with `kiln-worker --connect <this kilnd> --measure cpu`, "
+          "or `kilnd --measure-workers N` here"));
     }
     if (!told) {
       scheduler.Progress(job_id, "waiting for a measure worker");

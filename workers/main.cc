@@ -131,10 +131,12 @@ int main(int argc, char** argv) {
     // A compile cannot be interrupted: give it `grace_s`, then leave (kilnd requeues the job).
     timespec timeout{grace_s, 0};
     sigtimedwait(&signals, nullptr, &timeout);
+    worker->RemoveScratchDir();
     _exit(0);
   }).detach();
 
   absl::Status status = worker->Run();
+  worker->RemoveScratchDir();
   if (!status.ok()) {
     std::cerr << "kiln-worker: " << status.message() << "\n";
     return 1;

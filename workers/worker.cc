@@ -106,6 +106,10 @@ Worker::Worker(WorkerOptions options) : options_(std::move(options)) {
 Worker::~Worker() {
   Shutdown();
   ReapTasks(/*all=*/true);
+  RemoveScratchDir();
+}
+
+void Worker::RemoveScratchDir() {
   std::error_code ec;
   std::filesystem::remove_all(scratch_dir_, ec);
 }

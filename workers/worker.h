@@ -62,6 +62,9 @@ class Worker {
   /// Stops Run from any thread: closes the stream (kilnd requeues running tasks), cancels tasks.
   /// Run returns once task threads have finished their current stage.
   void Shutdown();
+  /// Removes the worker's scratch directory (the destructor does too); for a process that
+  /// exits without destroying the worker.
+  void RemoveScratchDir();
 
  private:
   struct Task {

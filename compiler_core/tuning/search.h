@@ -68,6 +68,12 @@ struct SearchOptions {
   double eps_greedy = 0.1;         // share of each batch sampled at random
   int early_stop_trials = 48;      // a task stops after this many trials without improving
   bool use_cost_model = true;      // false: random search (for the cost model's benchmark)
+  /// After the budget, every task's candidates that beat the default (at most this many, the
+  /// fastest first) are measured again in one batch with the default, and filed with those
+  /// paired medians, replacing the first ones: the fastest of hundreds of noisy medians is
+  /// biased low, and a record must win in a fair comparison (0: no confirmation). Not counted
+  /// in `trials`.
+  int confirm_top = 8;
   uint64_t seed = 1;
   /// Initial cost model (CostModel::Serialize) to start warm; empty: untrained.
   std::string initial_model;

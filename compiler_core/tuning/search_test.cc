@@ -2,6 +2,8 @@
 // over tasks, stops early, cancels with what it has, and is reproducible from its seed.
 #include "compiler_core/tuning/search.h"
 
+#include <set>
+
 #include "compiler_core/codegen/llvm/codegen.h"
 #include "compiler_core/lowering/lower.h"
 #include "compiler_core/lowering/lowering_test_util.h"
@@ -84,6 +86,7 @@ SearchOptions Small(int64_t trials) {
   o.generations = 2;
   o.early_stop_trials = 1000;
   o.seed = 9;
+  o.confirm_top = 0;  // the tests below count measurements; ConfirmationReplacesLuckyMedians
   return o;
 }
 
@@ -133,6 +136,62 @@ TEST(SearchTest, RecordsEveryMeasurementAndNeverEndsWorseThanTheDefault) {
                    2 * r->progress.tasks[0].best_ms + r->progress.tasks[1].best_ms);
   EXPECT_DOUBLE_EQ(r->progress.default_estimated_ms, 3.0);
   EXPECT_FALSE(r->model.empty());
+}
+
+/// A device whose first measurement of every schedule is lucky (half its real time).
+class LuckyFirstMeasurer final : public Measurer {
+ public:
+  absl::StatusOr<BatchMeasurement> Measure(
+      const loop::Func& lowered, const std::vector<schedule::Schedule>& candidates) override {
+    BatchMeasurement out;
+    out.reference = Timed(1.0);
+    for (const schedule::Schedule& s : candidates) {
+      const bool first = seen_.insert(s.ToString()).second;
+      out.candidates.push_back(Timed(first ? 0.5 : 1.2));  // every candidate truly loses
+    }
+    return out;
+  }
+  std::string hardware_key() const override { return kHw; }
+  std::string worker_name() const override { return "lucky"; }
+
+ private:
+  static Measurement Timed(double ms) {
+    Measurement m;
+    m.median_ms = m.p10_ms = m.p90_ms = m.min_ms = ms;
+    m.repeats = 10;
+    return m;
+  }
+  std::set<std::string> seen_;
+};
+
+// Confirmation: the candidates that beat the default are measured again with it; the paired
+// medians are filed after the lucky ones (so they replace them in a RecordSet and in the
+// store), and the task's best falls back to the default when they do not hold.
+TEST(SearchTest, ConfirmationReplacesLuckyMedians) {
+  std::vector<TuneTask> tasks = {MatMulTask(24, 40, 64, 1)};
+  LuckyFirstMeasurer measurer;
+  SearchOptions o = Small(8);
+  o.confirm_top = 8;
+  std::vector<v1::TuningRecord> filed;
+  absl::StatusOr<SearchResult> r = TuneTasks(
+      tasks, Avx2(), measurer, FeatureContext{}, o,
+      [&](const SearchProgress& p) {
+        filed.insert(filed.end(), p.new_records.begin(), p.new_records.end());
+        return true;
+      },
+      "v");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->progress.trials, 8);
+  const TaskProgress& t = r->progress.tasks[0];
+  EXPECT_EQ(t.best_ms, 1.0) << "a lucky candidate survived confirmation";
+  EXPECT_EQ(t.best_schedule, ScheduleSpace(tasks[0].lowered, Avx2()).Default().schedule.ToString());
+  ASSERT_EQ(filed.size(), r->records.size());
+  RecordSet set;
+  for (const v1::TuningRecord& rec : filed) ASSERT_TRUE(set.Add(rec).ok());
+  const v1::TuningRecord* best = set.Best(tasks[0].workload_key, kHw);
+  ASSERT_NE(best, nullptr);
+  EXPECT_EQ(best->median_ms(), 1.0);
+  EXPECT_EQ(best->schedule(), t.best_schedule);
 }
 
 TEST(SearchTest, ReproducibleFromTheSeed) {

@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -288,6 +290,14 @@ std::string CompileResultJson(const RemoteCompileResult& r) {
                       ",\"uploaded\":", r.uploaded ? "true" : "false",
                       ",\"job_id\":", JsonString(c.job_id()),
                       ",\"worker\":", JsonString(c.worker()), "}");
+}
+
+absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return absl::NotFoundError(absl::StrCat("cannot read '", path, "'"));
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
 }
 
 absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes) {

@@ -101,6 +101,9 @@ kiln::v1::Digest DigestOf(const std::string& bytes);
 /// job_id, worker.
 std::string CompileResultJson(const RemoteCompileResult& result);
 
+/// The bytes of the file at `path`. Errors: kNotFound naming the path when it cannot be read.
+absl::StatusOr<std::string> ReadFileBytes(const std::string& path);
+
 /// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync, rename.
 absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes);
 

@@ -2,11 +2,9 @@
 #include "client/remote_commands.h"
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -48,20 +46,12 @@ Remote RemoteFrom(const Args& args) {
   return r;
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return absl::NotFoundError(absl::StrCat("cannot read '", path, "'"));
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 /// Compiles `model_path` on the server (the artifact's digest verified, not yet parsed).
 absl::StatusOr<RemoteCompileResult> CompileRemotely(const Args& args,
                                                     const std::string& model_path) {
   Remote remote = RemoteFrom(args);
   if (!remote.error.empty()) return absl::InvalidArgumentError(remote.error);
-  KILN_ASSIGN_OR_RETURN(std::string model, ReadFile(model_path));
+  KILN_ASSIGN_OR_RETURN(std::string model, ReadFileBytes(model_path));
   return remote.client->CompileModel(model, remote.options);
 }
 
@@ -124,7 +114,7 @@ int CompileOnServer(const Args& args, const std::string& out) {
   std::string tune_job;
   if (tune.has_value()) {
     Remote remote = RemoteFrom(args);
-    absl::StatusOr<std::string> model = ReadFile(args.positional[0]);
+    absl::StatusOr<std::string> model = ReadFileBytes(args.positional[0]);
     absl::StatusOr<std::string> job =
         model.ok() ? SubmitTune(*remote.client, *model, *tune) : model.status();
     if (!job.ok()) {
@@ -264,7 +254,7 @@ int RecordsCommand(int argc, char** argv) {
   if (!remote.error.empty()) return Fail("records: " + remote.error);
   if (verb == "import") {
     // Every line is checked before anything is sent: one bad line imports nothing.
-    absl::StatusOr<std::string> text = ReadFile(args.positional[1]);
+    absl::StatusOr<std::string> text = ReadFileBytes(args.positional[1]);
     if (!text.ok()) return FailStatus(text.status());
     auto records = tuning::ParseRecordLines(*text);
     if (!records.ok()) {

@@ -3,9 +3,7 @@
 
 #include <unistd.h>
 
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -13,18 +11,11 @@
 #include "client/json.h"
 #include "client/remote.h"
 #include "client/remote_commands.h"
+#include "client/tune_summary.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::client {
 namespace {
-
-absl::StatusOr<std::string> ReadModel(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return absl::NotFoundError(absl::StrCat("cannot read '", path, "'"));
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 /// One line for a terminal: trials, the workload of the round, the estimated model latency.
 std::string ProgressLine(const kiln::v1::TuneProgress& p) {
@@ -40,31 +31,16 @@ std::string ProgressLine(const kiln::v1::TuneProgress& p) {
   return line;
 }
 
-/// The summary table: per workload its kernels, default and tuned median, speedup, trials.
+/// The summary table and what was filed where.
 void PrintTuneSummary(const kiln::v1::TuneProgress& p) {
-  std::cout << absl::StrFormat("%-3s %-12s %-28s %4s %11s %11s %8s %6s\n", "#", "workload",
-                               "ops", "x", "default ms", "tuned ms", "speedup", "trials");
-  int measured = 0;
-  for (int i = 0; i < p.workloads_size(); ++i) {
-    const kiln::v1::TuneWorkload& w = p.workloads(i);
-    const std::string head =
-        absl::StrFormat("%-3d %-12s %-28s %4d ", i + 1, w.workload_key().substr(0, 12),
-                        w.fused_ops().substr(0, 28), w.weight());
-    if (w.default_ms() <= 0) {
-      std::cout << head << absl::StrFormat("%11s %11s %8s %6d\n", "-", "-", "-", w.trials());
-      continue;
-    }
-    ++measured;
-    std::cout << head
-              << absl::StrFormat("%11.4f %11.4f %7.2fx %6d\n", w.default_ms(), w.best_ms(),
-                                 w.best_ms() > 0 ? w.default_ms() / w.best_ms() : 0, w.trials());
+  std::vector<WorkloadSummary> rows;
+  for (const kiln::v1::TuneWorkload& w : p.workloads()) {
+    rows.push_back({w.workload_key(), w.fused_ops(), w.weight(), w.default_ms(), w.best_ms(),
+                    w.trials()});
   }
-  std::cout << absl::StrFormat(
-      "estimated latency of the %d measured workloads (of %d): %.4f ms default, %.4f ms tuned "
-      "(%.2fx); %d records filed on %s\n",
-      measured, p.workloads_size(), p.default_estimated_ms(), p.estimated_ms(),
-      p.estimated_ms() > 0 ? p.default_estimated_ms() / p.estimated_ms() : 0,
-      p.records_written(), p.hardware_key());
+  PrintWorkloadSummary(rows, p.default_estimated_ms(), p.estimated_ms(),
+                       absl::StrFormat("; %d records filed on %s", p.records_written(),
+                                       p.hardware_key()));
 }
 
 /// One JSON object for a finished tune: the job, its state, the hardware key, trials,
@@ -138,7 +114,7 @@ absl::StatusOr<std::string> SubmitTune(RemoteClient& client, const std::string& 
 int TuneOnServer(const Args& args) {
   absl::StatusOr<kiln::v1::TuneRequest> request = TuneRequestFrom(args);
   if (!request.ok()) return Fail(absl::StrCat("tune: ", request.status().message()));
-  absl::StatusOr<std::string> model = ReadModel(args.positional[0]);
+  absl::StatusOr<std::string> model = ReadFileBytes(args.positional[0]);
   if (!model.ok()) return FailStatus(model.status());
   int timeout_s = 600;
   if (args.Has("--timeout-s") &&

@@ -13,6 +13,7 @@
 #include "client/json.h"
 #include "client/records_file.h"
 #include "client/remote_commands.h"
+#include "client/tune_summary.h"
 #include "compiler_core/pipeline/compiler_version.h"
 #include "compiler_core/pipeline/workloads.h"
 #include "compiler_core/tuning/hardware.h"
@@ -60,30 +61,15 @@ int PrintSpace(const Args& args) {
   return 0;
 }
 
-/// The summary table: per workload its kernels, default and tuned median, speedup, trials.
+/// The summary table, and a note when some workloads were never measured.
 void PrintSummary(const std::vector<tuning::TuneTask>& tasks, const tuning::SearchProgress& p) {
-  std::cout << absl::StrFormat("%-3s %-12s %-28s %4s %11s %11s %8s %6s\n", "#", "workload",
-                               "ops", "x", "default ms", "tuned ms", "speedup", "trials");
-  int measured = 0;
+  std::vector<WorkloadSummary> rows;
   for (size_t i = 0; i < tasks.size() && i < p.tasks.size(); ++i) {
     const tuning::TaskProgress& t = p.tasks[i];
-    const std::string head = absl::StrFormat("%-3d %-12s %-28s %4d ", i + 1,
-                                             tasks[i].workload_key.substr(0, 12),
-                                             tasks[i].fused_ops.substr(0, 28), tasks[i].weight);
-    if (t.trials == 0 && t.default_ms == 0) {
-      std::cout << head << absl::StrFormat("%11s %11s %8s %6d\n", "-", "-", "-", 0);
-      continue;
-    }
-    ++measured;
-    std::cout << head
-              << absl::StrFormat("%11.4f %11.4f %7.2fx %6d\n", t.default_ms, t.best_ms,
-                                 t.best_ms > 0 ? t.default_ms / t.best_ms : 0, t.trials);
+    rows.push_back({tasks[i].workload_key, tasks[i].fused_ops, tasks[i].weight, t.default_ms,
+                    t.best_ms, t.trials});
   }
-  std::cout << absl::StrFormat(
-      "estimated latency of the %d measured workloads (of %d): %.4f ms default, %.4f ms tuned "
-      "(%.2fx)\n",
-      measured, tasks.size(), p.default_estimated_ms, p.estimated_ms,
-      p.estimated_ms > 0 ? p.default_estimated_ms / p.estimated_ms : 0);
+  const int measured = PrintWorkloadSummary(rows, p.default_estimated_ms, p.estimated_ms);
   if (measured < static_cast<int>(tasks.size())) {
     std::cout << "note: every workload gets one round (a batch of candidates) before the task "
                  "scheduler weighs them; give --trials at least "

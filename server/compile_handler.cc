@@ -7,18 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "server/artifact_key.h"
 #include "server/log.h"
-#include "server/step_handler.h"
 #include "server/tuning_records.h"
 
 namespace kiln::server {
 namespace {
-
-/// The payload of a compile job.
-class CompileJob final : public JobPayload {
- public:
-  explicit CompileJob(CompileSpec spec) : spec(std::move(spec)) {}
-  const CompileSpec spec;
-};
 
 /// The request a job record persists: enough to prepare the job again after a restart.
 std::string SerializeRequest(const CompileSpec& spec) {
@@ -42,12 +34,12 @@ JobSpec CompileJobSpec(const CompileSpec& spec) {
   job.request = SerializeRequest(spec);
   job.log_summary =
       absl::StrCat("target=", spec.target, " graph_hash=", spec.key.graph_hash.substr(0, 12));
-  job.payload = std::make_shared<CompileJob>(spec);
+  job.payload = MakePayload(spec);
   return job;
 }
 
 const CompileSpec& CompileSpecOf(const JobSpec& job) {
-  return static_cast<const CompileJob&>(*job.payload).spec;
+  return PayloadAs<CompileSpec>(job);
 }
 
 v1::CompileResponse CachedCompileResponse(const cache::ArtifactKey& key,
@@ -75,18 +67,36 @@ std::string TargetKind(const std::string& target) {
 
 void CompileHandler::LearnWorkloads(const CompileSpec& spec, const cache::ArtifactEntry& entry,
                                     const v1::CompileResult& compiled) {
+  // Known: Prepare read them from the store, and the same graph, target and options lower to
+  // the same kernels.
+  if (spec.workloads_known) return;
   const std::vector<std::string> keys(compiled.workload_keys().begin(),
                                       compiled.workload_keys().end());
   absl::Status put = storage_->PutModelWorkloads(spec.key.graph_hash, spec.key.target_key,
                                                  WorkloadOptionsHash(spec.options), keys);
   if (!put.ok()) LogWarning("compile.workloads_not_stored", {{"status", put}});
-  if (spec.workloads_known) return;
   cache::ArtifactKey own = spec.key;
   own.options_hash = OptionsHash(OnlyRecordsOf(spec.options, keys));
   if (own.options_hash == spec.key.options_hash) return;
   absl::StatusOr<cache::ArtifactEntry> linked =
       storage_->LinkArtifact(own, entry.artifact_digest, entry.compile_ms);
   if (!linked.ok()) LogWarning("compile.own_key_not_filed", {{"status", linked.status()}});
+}
+
+bool CompilesFor(const v1::WorkerCapabilities& capabilities, const std::string& target,
+                 const std::string& host_cpu) {
+  const std::string kind = TargetKind(target);
+  for (const v1::Capability& c : capabilities.capabilities()) {
+    if (!c.has_compile()) continue;
+    bool supported = false;
+    for (const std::string& k : c.compile().target_kinds()) supported = supported || k == kind;
+    if (!supported) continue;
+    if (target != "host" || host_cpu.empty() || c.compile().host_cpu().empty() ||
+        c.compile().host_cpu() == host_cpu) {
+      return true;
+    }
+  }
+  return false;
 }
 
 bool CompileHandler::CanRun(const JobSpec& job, const v1::WorkerCapabilities& capabilities) const {

@@ -55,6 +55,12 @@ inline const v1::CompileResponse& CompileResponseOf(const JobResult& result) {
 /// the part before ':' (e.g. "cuda" for "cuda:sm_90").
 std::string TargetKind(const std::string& target);
 
+/// Whether a worker with `capabilities` compiles for `target` ("host", "cpu:<name>"): a compile
+/// capability listing the target's kind, and for "host" the same host CPU as `host_cpu` (kilnd
+/// resolved "host" on its own host; empty host_cpu: no check).
+bool CompilesFor(const v1::WorkerCapabilities& capabilities, const std::string& target,
+                 const std::string& host_cpu);
+
 /// Runs compile jobs on workers whose CompileCapability lists the target's kind.
 class CompileHandler final : public JobHandler {
  public:
@@ -67,9 +73,9 @@ class CompileHandler final : public JobHandler {
   cache::JobKind kind() const override { return cache::JobKind::kCompile; }
   bool CanRun(const JobSpec& job, const v1::WorkerCapabilities& capabilities) const override;
   void BuildTask(const JobSpec& job, v1::WorkerTask& task) const override;
-  /// Also stores the model's workload keys the worker reports (Storage::PutModelWorkloads) and,
-  /// when the job's records were not yet narrowed to them, files the artifact under the key of
-  /// its own records too, where the next compile of the model looks.
+  /// When kilnd did not know the model's workloads yet, also stores the keys the worker
+  /// reports (Storage::PutModelWorkloads) and files the artifact under the key of the model's
+  /// own records too, where the next compile of the model looks.
   /// Errors: kInternal if the result has no compile member, names another cache key than the
   /// job's, or names an artifact that cannot be linked into the cache.
   absl::StatusOr<JobResult> TaskSucceeded(const JobSpec& job, const std::string& job_id,

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -184,43 +185,39 @@ int RunDaemon(const DaemonOptions& options) {
   const std::string worker_binary = options.worker_binary.empty()
                                         ? absl::StrCat(SelfDir(), "/kiln-worker")
                                         : options.worker_binary;
-  if (options.workers > 0) {
+  // Local workers of one kind (`extra` after --connect; `slot_args` per worker), supervised;
+  // null when none are asked for or they cannot start (remote workers can still join, and
+  // cache hits need no worker).
+  auto start_workers = [&](int count, std::vector<std::string> extra,
+                           std::function<std::vector<std::string>(int)> slot_args,
+                           std::atomic<Supervisor*>& published,
+                           std::string_view failure_event) -> std::unique_ptr<Supervisor> {
+    if (count <= 0) return nullptr;
     SupervisorOptions sup;
     sup.worker_binary = worker_binary;
     sup.args = {"--connect", LocalConnectAddress(options.listen, port)};
-    sup.workers = options.workers;
+    sup.args.insert(sup.args.end(), extra.begin(), extra.end());
+    sup.slot_args = std::move(slot_args);
+    sup.workers = count;
     sup.metrics = &hooks;
-    supervisor = std::make_unique<Supervisor>(sup);
-    absl::Status started = supervisor->Start();
-    if (started.ok()) {
-      local_workers = supervisor.get();
-    } else {
-      // Still useful: remote workers can join, and cache hits need no worker.
-      LogError("kilnd.no_local_workers", {{"status", started}});
-      supervisor.reset();
+    auto started = std::make_unique<Supervisor>(sup);
+    absl::Status status = started->Start();
+    if (!status.ok()) {
+      LogError(failure_event, {{"status", status}});
+      return nullptr;
     }
-  }
-  std::unique_ptr<Supervisor> measure_supervisor;
-  if (options.measure_workers > 0) {
-    SupervisorOptions sup;
-    sup.worker_binary = worker_binary;
-    const std::string cores = absl::StrCat(std::max(1, options.measure_cores));
-    sup.args = {"--connect", LocalConnectAddress(options.listen, port), "--measure", "cpu",
-                "--cores", cores};
-    sup.slot_args = [cores = std::max(1, options.measure_cores)](int slot) {
-      return std::vector<std::string>{"--core-offset", absl::StrCat(slot * cores)};
-    };
-    sup.workers = options.measure_workers;
-    sup.metrics = &hooks;
-    measure_supervisor = std::make_unique<Supervisor>(sup);
-    absl::Status started = measure_supervisor->Start();
-    if (started.ok()) {
-      local_measure_workers = measure_supervisor.get();
-    } else {
-      LogError("kilnd.no_measure_workers", {{"status", started}});
-      measure_supervisor.reset();
-    }
-  }
+    published = started.get();
+    return started;
+  };
+  supervisor =
+      start_workers(options.workers, {}, nullptr, local_workers, "kilnd.no_local_workers");
+  const int measure_cores = std::max(1, options.measure_cores);
+  std::unique_ptr<Supervisor> measure_supervisor = start_workers(
+      options.measure_workers, {"--measure", "cpu", "--cores", absl::StrCat(measure_cores)},
+      [measure_cores](int slot) {
+        return std::vector<std::string>{"--core-offset", absl::StrCat(slot * measure_cores)};
+      },
+      local_measure_workers, "kilnd.no_measure_workers");
 
   int sig = 0;
   sigwait(&signals, &sig);

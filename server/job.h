@@ -40,6 +40,25 @@ struct JobSpec {
   std::shared_ptr<const JobPayload> payload;
 };
 
+/// The payload of a kind whose typed request is a `T` (CompileSpec, TuneSpec, a step's task).
+template <typename T>
+class TypedPayload final : public JobPayload {
+ public:
+  explicit TypedPayload(T value) : value(std::move(value)) {}
+  const T value;
+};
+
+template <typename T>
+std::shared_ptr<const JobPayload> MakePayload(T value) {
+  return std::make_shared<const TypedPayload<T>>(std::move(value));
+}
+
+/// `job`'s payload as the `T` MakePayload made it from. Precondition: it was made so.
+template <typename T>
+const T& PayloadAs(const JobSpec& job) {
+  return static_cast<const TypedPayload<T>&>(*job.payload).value;
+}
+
 /// What a finished job produced, rendered by its handler; opaque to the queue.
 struct JobResult {
   /// The kind's result fields of the job's final event (a compile sets `result`); the queue sets

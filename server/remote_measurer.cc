@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "compiler_core/ir/loop/printer.h"
 #include "compiler_core/tuning/measure_proto.h"
+#include "server/compile_handler.h"
 #include "server/step_handler.h"
 
 namespace kiln::server {

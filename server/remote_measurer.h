@@ -54,7 +54,7 @@ class RemoteMeasurer final : public tuning::Measurer {
     std::string job_id;
     std::string target;       // spec, e.g. "host"
     std::string target_key;   // its resolved key
-    std::string host_cpu;     // kilnd's host CPU (step_handler.h CompilesFor)
+    std::string host_cpu;     // kilnd's host CPU (compile_handler.h CompilesFor)
     std::string hardware_key;
     tuning::MeasureOptions measure;
     StepWaitOptions wait;

@@ -9,16 +9,8 @@
 namespace kiln::server {
 namespace {
 
-/// The payload of a step job: its worker task, kind member set.
-class StepJob final : public JobPayload {
- public:
-  explicit StepJob(v1::WorkerTask task) : task(std::move(task)) {}
-  const v1::WorkerTask task;
-};
-
-const v1::WorkerTask& TaskOf(const JobSpec& job) {
-  return static_cast<const StepJob&>(*job.payload).task;
-}
+/// A step job's payload: its worker task, kind member set.
+const v1::WorkerTask& TaskOf(const JobSpec& job) { return PayloadAs<v1::WorkerTask>(job); }
 
 }  // namespace
 
@@ -31,24 +23,8 @@ JobSpec StepJobSpec(cache::JobKind kind, const v1::WorkerTask& task, std::string
   job.model_digest = std::move(model_digest);
   job.request = log_summary;
   job.log_summary = std::move(log_summary);
-  job.payload = std::make_shared<StepJob>(task);
+  job.payload = MakePayload(task);
   return job;
-}
-
-bool CompilesFor(const v1::WorkerCapabilities& capabilities, const std::string& target,
-                 const std::string& host_cpu) {
-  const std::string kind = TargetKind(target);
-  for (const v1::Capability& c : capabilities.capabilities()) {
-    if (!c.has_compile()) continue;
-    bool supported = false;
-    for (const std::string& k : c.compile().target_kinds()) supported = supported || k == kind;
-    if (!supported) continue;
-    if (target != "host" || host_cpu.empty() || c.compile().host_cpu().empty() ||
-        c.compile().host_cpu() == host_cpu) {
-      return true;
-    }
-  }
-  return false;
 }
 
 bool MeasuresOn(const v1::WorkerCapabilities& capabilities, const std::string& hardware_key) {

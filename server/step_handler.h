@@ -23,12 +23,6 @@ namespace kiln::server {
 JobSpec StepJobSpec(cache::JobKind kind, const v1::WorkerTask& task, std::string dedup_key,
                     std::string model_digest, std::string log_summary);
 
-/// Whether a worker with `capabilities` compiles for `target` ("host", "cpu:<name>"): a compile
-/// capability listing the target's kind, and for "host" the same host CPU as `host_cpu` (kilnd
-/// resolved "host" on its own host; empty host_cpu: no check).
-bool CompilesFor(const v1::WorkerCapabilities& capabilities, const std::string& target,
-                 const std::string& host_cpu);
-
 /// Whether a worker with `capabilities` measures on the hardware `hardware_key`.
 bool MeasuresOn(const v1::WorkerCapabilities& capabilities, const std::string& hardware_key);
 

@@ -26,12 +26,6 @@ namespace {
 
 constexpr int64_t kMaxTrials = 100000;
 
-class TuneJob final : public JobPayload {
- public:
-  explicit TuneJob(TuneSpec spec) : spec(std::move(spec)) {}
-  const TuneSpec spec;
-};
-
 /// The request a tune job record persists (the model by digest).
 v1::TuneRequest RequestOf(const TuneSpec& spec) {
   v1::TuneRequest r;
@@ -160,12 +154,12 @@ JobSpec TuneJobSpec(const TuneSpec& spec) {
   job.request = RequestOf(spec).SerializeAsString();
   job.log_summary = absl::StrCat("target=", spec.compile.target, " trials=", spec.trials,
                                  " graph_hash=", spec.compile.key.graph_hash.substr(0, 12));
-  job.payload = std::make_shared<TuneJob>(spec);
+  job.payload = MakePayload(spec);
   return job;
 }
 
 const TuneSpec& TuneSpecOf(const JobSpec& job) {
-  return static_cast<const TuneJob&>(*job.payload).spec;
+  return PayloadAs<TuneSpec>(job);
 }
 
 TuneHandler::~TuneHandler() { StopAll(); }
@@ -174,31 +168,19 @@ void TuneHandler::StopAll() {
   std::vector<std::unique_ptr<Run>> all;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [id, run] : runs_) {
-      run->stop = true;
-      all.push_back(std::move(run));
-    }
+    all = std::move(runs_);
     runs_.clear();
-    for (auto& run : finished_) all.push_back(std::move(run));
-    finished_.clear();
   }
   for (auto& run : all) {
-    if (run->thread.joinable()) run->thread.join();
+    run->stop = true;
+    run->thread.join();
   }
 }
 
 void TuneHandler::ReapDone() {
-  for (auto it = finished_.begin(); it != finished_.end();) {
+  for (auto it = runs_.begin(); it != runs_.end();) {
     if ((*it)->done) {
       (*it)->thread.join();
-      it = finished_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  for (auto it = runs_.begin(); it != runs_.end();) {
-    if (it->second->done) {
-      it->second->thread.join();
       it = runs_.erase(it);
     } else {
       ++it;
@@ -210,24 +192,25 @@ void TuneHandler::Start(const std::string& job_id, const std::string& run_id,
                         const JobSpec& job) {
   std::lock_guard<std::mutex> lock(mu_);
   ReapDone();
-  if (auto it = runs_.find(job_id); it != runs_.end()) {
-    it->second->stop = true;  // an older run of the same job: it ends soon
-    finished_.push_back(std::move(it->second));
-    runs_.erase(it);
+  for (auto& run : runs_) {
+    if (run->job_id == job_id) run->stop = true;  // an older run of the same job: it ends soon
   }
   auto run = std::make_unique<Run>();
   Run* r = run.get();
+  r->job_id = job_id;
   const TuneSpec spec = TuneSpecOf(job);
   r->thread = std::thread([this, job_id, run_id, spec, r] {
     RunTune(job_id, run_id, spec, r->stop);
     r->done = true;
   });
-  runs_[job_id] = std::move(run);
+  runs_.push_back(std::move(run));
 }
 
 void TuneHandler::Stop(const std::string& job_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = runs_.find(job_id); it != runs_.end()) it->second->stop = true;
+  for (auto& run : runs_) {
+    if (run->job_id == job_id) run->stop = true;
+  }
 }
 
 void TuneHandler::DescribeResult(const std::string& persisted, v1::JobEvent& event) const {

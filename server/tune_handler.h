@@ -9,11 +9,11 @@
 
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "compiler_core/tuning/measure.h"
@@ -56,7 +56,7 @@ const TuneSpec& TuneSpecOf(const JobSpec& job);
 struct TuneHandlerOptions {
   cache::Storage* storage = nullptr;     // records and cost models; required
   TargetResolver* targets = nullptr;     // required
-  std::string host_cpu;                  // kilnd's host CPU (step_handler.h CompilesFor)
+  std::string host_cpu;                  // kilnd's host CPU (compile_handler.h CompilesFor)
   /// How measure workers time candidates (num_threads is the measure worker's cores: it
   /// overrides it; a negative cache_flush_bytes is CacheFlushBytesFor the hardware).
   tuning::MeasureOptions measure = [] {
@@ -95,6 +95,7 @@ class TuneHandler final : public JobHandler {
 
  private:
   struct Run {
+    std::string job_id;
     std::atomic<bool> stop{false};
     std::atomic<bool> done{false};
     std::thread thread;
@@ -109,8 +110,7 @@ class TuneHandler final : public JobHandler {
   const TuneHandlerOptions options_;
   Scheduler* scheduler_ = nullptr;
   std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Run>> runs_;  // by job id; guarded by mu_
-  std::vector<std::unique_ptr<Run>> finished_;        // stopped runs not yet joined; mu_
+  std::vector<std::unique_ptr<Run>> runs_;  // not yet joined; guarded by mu_
 };
 
 }  // namespace kiln::server

@@ -12,10 +12,9 @@
 #include "compiler_core/codegen/llvm/codegen.h"
 #include "compiler_core/ir/loop/parser.h"
 #include "compiler_core/ir/loop/printer.h"
-#include "compiler_core/lowering/lower.h"
-#include "compiler_core/lowering/lowering_test_util.h"
 #include "compiler_core/tuning/measure_proto.h"
 #include "compiler_core/tuning/space.h"
+#include "compiler_core/tuning/tuning_test_util.h"
 #include "compiler_core/tuning/workload.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -25,22 +24,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-Target Host() {
-  absl::StatusOr<Target> t = codegen::ResolveTarget("host");
-  EXPECT_TRUE(t.ok()) << t.status();
-  return t.ok() ? *t : Target();
-}
-
-loop::Func LoweredMatMul() {
-  graph::Graph g;
-  graph::Value* a = g.AddInput("a", lowering::testing::F32({24, 64}));
-  graph::Value* b = g.AddInput("b", lowering::testing::F32({64, 40}));
-  graph::Node* mm = g.AddNode(graph::OpKind::kMatMul, "mm", {a, b},
-                              {lowering::testing::F32({24, 40})});
-  auto k = lowering::LowerGroup({mm}, "k");
-  EXPECT_TRUE(k.ok()) << k.status();
-  return k->func;
-}
+using tuning::testing::Host;
+using tuning::testing::LoweredMatMul;
 
 /// A build task of two schedules of the space, one that does not apply and one that does not
 /// parse.

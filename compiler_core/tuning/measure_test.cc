@@ -5,11 +5,8 @@
 
 #include "compiler_core/tuning/build.h"
 #include "compiler_core/tuning/measure_proto.h"
-
-#include "compiler_core/codegen/llvm/codegen.h"
-#include "compiler_core/lowering/lower.h"
-#include "compiler_core/lowering/lowering_test_util.h"
 #include "compiler_core/tuning/space.h"
+#include "compiler_core/tuning/tuning_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -19,22 +16,8 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-Target Host() {
-  absl::StatusOr<Target> t = codegen::ResolveTarget("host");
-  EXPECT_TRUE(t.ok()) << t.status();
-  return t.ok() ? *t : Target();
-}
-
-loop::Func LoweredMatMul() {
-  graph::Graph g;
-  graph::Value* a = g.AddInput("a", lowering::testing::F32({24, 64}));
-  graph::Value* b = g.AddInput("b", lowering::testing::F32({64, 40}));
-  graph::Node* mm = g.AddNode(graph::OpKind::kMatMul, "mm", {a, b},
-                              {lowering::testing::F32({24, 40})});
-  auto k = lowering::LowerGroup({mm}, "k");
-  EXPECT_TRUE(k.ok()) << k.status();
-  return k->func;
-}
+using testing::Host;
+using testing::LoweredMatMul;
 
 MeasureOptions Quick() {
   MeasureOptions o;

@@ -5,32 +5,23 @@
 #include <set>
 
 #include "compiler_core/codegen/llvm/codegen.h"
-#include "compiler_core/lowering/lower.h"
-#include "compiler_core/lowering/lowering_test_util.h"
 #include "compiler_core/support/sha256.h"
 #include "compiler_core/tuning/local_measurer.h"
 #include "compiler_core/tuning/records.h"
+#include "compiler_core/tuning/tuning_test_util.h"
 #include "compiler_core/tuning/workload.h"
 #include "gtest/gtest.h"
 
 namespace kiln::tuning {
 namespace {
 
-using lowering::testing::F32;
-
 TuneTask MatMulTask(int64_t m, int64_t n, int64_t k, int weight) {
-  graph::Graph g;
-  graph::Value* a = g.AddInput("a", F32({m, k}));
-  graph::Value* b = g.AddInput("b", F32({k, n}));
-  graph::Node* mm = g.AddNode(graph::OpKind::kMatMul, "mm", {a, b}, {F32({m, n})});
-  auto lowered = lowering::LowerGroup({mm}, "k");
-  EXPECT_TRUE(lowered.ok()) << lowered.status();
   TuneTask t;
-  t.workload_key = WorkloadKey(lowered->func);
-  t.lowered = lowered->func;
+  t.lowered = testing::LoweredMatMul(m, n, k);
+  t.workload_key = WorkloadKey(t.lowered);
   t.fused_ops = "MatMul";
   t.weight = weight;
-  t.flops = CountFlops(lowered->func);
+  t.flops = CountFlops(t.lowered);
   return t;
 }
 
@@ -184,7 +175,8 @@ TEST(SearchTest, ConfirmationReplacesLuckyMedians) {
   EXPECT_EQ(r->progress.trials, 8);
   const TaskProgress& t = r->progress.tasks[0];
   EXPECT_EQ(t.best_ms, 1.0) << "a lucky candidate survived confirmation";
-  EXPECT_EQ(t.best_schedule, ScheduleSpace(tasks[0].lowered, Avx2()).Default().schedule.ToString());
+  EXPECT_EQ(t.best_schedule,
+            ScheduleSpace(tasks[0].lowered, Avx2()).Default().schedule.ToString());
   ASSERT_EQ(filed.size(), r->records.size());
   RecordSet set;
   for (const v1::TuningRecord& rec : filed) ASSERT_TRUE(set.Add(rec).ok());

@@ -1,11 +1,16 @@
-// Loop-IR kernels shared by the tuning tests.
+// Kernels and targets shared by the tuning tests (and the worker's tune-step tests).
 #ifndef KILN_COMPILER_CORE_TUNING_TUNING_TEST_UTIL_H_
 #define KILN_COMPILER_CORE_TUNING_TUNING_TEST_UTIL_H_
 
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "compiler_core/codegen/llvm/codegen.h"
 #include "compiler_core/ir/loop/loop_ir.h"
+#include "compiler_core/lowering/lower.h"
+#include "compiler_core/lowering/lowering_test_util.h"
+#include "gtest/gtest.h"
 
 namespace kiln::tuning::testing {
 
@@ -29,6 +34,26 @@ inline loop::Func MatMulFunc(int64_t m, int64_t n, int64_t k_extent) {
                                loop::For(k, k_extent, loop::Store(out, o, update),
                                          loop::ForKind::kSerial, /*is_reduction=*/true)));
   return f;
+}
+
+/// The host target (codegen::ResolveTarget("host")); a failure fails the test.
+inline Target Host() {
+  absl::StatusOr<Target> t = codegen::ResolveTarget("host");
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? *t : Target();
+}
+
+/// A graph MatMul [m, k] x [k, n] -> [m, n] (f32) as the lowering makes it: unscheduled, kernel
+/// name "k". Link kiln_lowering to use it.
+inline loop::Func LoweredMatMul(int64_t m = 24, int64_t n = 40, int64_t k = 64) {
+  using lowering::testing::F32;
+  graph::Graph g;
+  graph::Value* a = g.AddInput("a", F32({m, k}));
+  graph::Value* b = g.AddInput("b", F32({k, n}));
+  graph::Node* mm = g.AddNode(graph::OpKind::kMatMul, "mm", {a, b}, {F32({m, n})});
+  auto lowered = lowering::LowerGroup({mm}, "k");
+  EXPECT_TRUE(lowered.ok()) << lowered.status();
+  return lowered.ok() ? lowered->func : loop::Func();
 }
 
 }  // namespace kiln::tuning::testing

@@ -21,6 +21,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
+bool Terminal(const kiln::v1::JobEvent& e) {
+  return e.state() == kiln::v1::SUCCEEDED || e.state() == kiln::v1::FAILED ||
+         e.state() == kiln::v1::CANCELLED;
+}
+
 class TuneServiceTest : public ServiceTest {
  protected:
   /// kilnd with one compile worker and one measure worker.
@@ -57,6 +62,13 @@ class TuneServiceTest : public ServiceTest {
     return seen;
   }
 
+  /// Follows the job until its first records are filed (or it ends); returns that event.
+  kiln::v1::JobEvent WatchUntilRecordsFiled(const std::string& job_id) {
+    return WatchUntil(job_id, [](const kiln::v1::JobEvent& e) {
+      return Terminal(e) || (e.has_tune_progress() && e.tune_progress().records_written() > 0);
+    });
+  }
+
   std::vector<kiln::v1::TuningRecord> Records() {
     auto records = kilnd_->client().ListTuningRecords("");
     EXPECT_TRUE(records.ok()) << records.status();
@@ -83,11 +95,6 @@ class TuneServiceTest : public ServiceTest {
     return ReadFile(path);
   }
 };
-
-bool Terminal(const kiln::v1::JobEvent& e) {
-  return e.state() == kiln::v1::SUCCEEDED || e.state() == kiln::v1::FAILED ||
-         e.state() == kiln::v1::CANCELLED;
-}
 
 // `kiln tune --server` measures on the measure worker and files records; the next compile
 // applies them (another options hash and artifact, tuned kernels) and still passes check.
@@ -150,9 +157,7 @@ TEST_F(TuneServiceTest, CancelKeepsTheRecordsMeasuredSoFar) {
   StartTuningKilnd();
   const std::string job = SubmitTune(Model(kMlp), 2000);
   ASSERT_FALSE(job.empty());
-  kiln::v1::JobEvent e = WatchUntil(job, [](const kiln::v1::JobEvent& e) {
-    return Terminal(e) || (e.has_tune_progress() && e.tune_progress().records_written() > 0);
-  });
+  kiln::v1::JobEvent e = WatchUntilRecordsFiled(job);
   ASSERT_TRUE(e.has_tune_progress()) << e.DebugString();
   const int filed = e.tune_progress().records_written();
   absl::StatusOr<kiln::v1::JobState> state = kilnd_->client().CancelJob(job);
@@ -175,9 +180,7 @@ TEST_F(TuneServiceTest, KillingTheMeasureWorkerMidTuneLosesNoRecord) {
   StartTuningKilnd();
   const std::string job = SubmitTune(Model(kLenet), 40);
   ASSERT_FALSE(job.empty());
-  kiln::v1::JobEvent e = WatchUntil(job, [](const kiln::v1::JobEvent& e) {
-    return Terminal(e) || (e.has_tune_progress() && e.tune_progress().records_written() > 0);
-  });
+  kiln::v1::JobEvent e = WatchUntilRecordsFiled(job);
   ASSERT_TRUE(e.has_tune_progress()) << e.DebugString();
   std::set<std::string> before;
   for (const kiln::v1::TuningRecord& r : Records()) before.insert(r.workload_key() + r.schedule());
@@ -270,9 +273,7 @@ TEST_F(TuneServiceTest, ATuneSurvivesAKilndRestart) {
   Kilnd& kilnd = StartTuningKilnd();
   const std::string job = SubmitTune(Model(kMlp), 400);
   ASSERT_FALSE(job.empty());
-  kiln::v1::JobEvent e = WatchUntil(job, [](const kiln::v1::JobEvent& e) {
-    return Terminal(e) || (e.has_tune_progress() && e.tune_progress().records_written() > 0);
-  });
+  kiln::v1::JobEvent e = WatchUntilRecordsFiled(job);
   ASSERT_TRUE(e.has_tune_progress()) << e.DebugString();
   const size_t filed = Records().size();
   const auto stop_started = std::chrono::steady_clock::now();

@@ -44,6 +44,8 @@ struct TaskState {
   double best_before_last_round = 0;
   int trials_in_last_round = 0;
   std::map<std::string, std::vector<float>> feature_cache;
+  /// Candidate key → the hardware key of the record that seeded it (TuneTask::seeds).
+  std::map<std::string, std::string> transferred_from;
 };
 
 class Search {
@@ -299,6 +301,17 @@ class Search {
     AddSample(s, c, ms);
   }
 
+  /// MakeRecord for a measured candidate: TRANSFERRED, naming the source hardware, when a
+  /// record of other hardware seeded it.
+  v1::TuningRecord CandidateRecord(const TaskState& s, const Candidate& c, const Measurement& m) {
+    v1::TuningRecord r = MakeRecord(s, c, m);
+    if (auto it = s.transferred_from.find(c.Key()); it != s.transferred_from.end()) {
+      r.set_provenance(v1::TuningRecord::TRANSFERRED);
+      r.set_source_hardware_key(it->second);
+    }
+    return r;
+  }
+
   /// Measures the task's candidates that beat its default once more, with the default in the
   /// same batch, and files them (and the default) with these paired medians; the task's best
   /// becomes the fastest of them, the default included. Returns whether it measured.
@@ -323,7 +336,7 @@ class Search {
     for (size_t i = 0; i < top.size() && i < m->candidates.size(); ++i) {
       const Measurement& cm = m->candidates[i];
       if (!cm.status.ok()) continue;
-      result.records.push_back(MakeRecord(s, top[i], cm));
+      result.records.push_back(CandidateRecord(s, top[i], cm));
       if (cm.median_ms < s.progress.best_ms) {
         s.progress.best_ms = cm.median_ms;
         s.progress.best_schedule = top[i].schedule.ToString();
@@ -337,7 +350,7 @@ class Search {
     s.best_before_last_round = s.progress.best_ms;
     const int before = s.progress.trials;
     std::vector<Candidate> batch;
-    std::map<std::string, std::string> transferred;  // candidate key → source hardware key
+    std::map<std::string, std::string>& transferred = s.transferred_from;
     if (s.rounds == 0) {
       for (const TuneTask::Seed& seed : s.task->seeds) {
         absl::StatusOr<schedule::Schedule> parsed = schedule::ParseSchedule(seed.schedule);
@@ -382,12 +395,7 @@ class Search {
       const Measurement& cm = m->candidates[i];
       Observe(s, batch[i], cm.status.ok() ? cm.median_ms : kFailed);
       if (cm.status.ok() && !batch[i].schedule.steps.empty()) {
-        v1::TuningRecord r = MakeRecord(s, batch[i], cm);
-        if (auto it = transferred.find(batch[i].Key()); it != transferred.end()) {
-          r.set_provenance(v1::TuningRecord::TRANSFERRED);
-          r.set_source_hardware_key(it->second);
-        }
-        result.records.push_back(std::move(r));
+        result.records.push_back(CandidateRecord(s, batch[i], cm));
       }
     }
     ++s.rounds;

@@ -99,6 +99,33 @@ inline absl::StatusOr<TensorPtr> RunKernel(const LoweredKernel& kernel, const Va
   return RunFunc(kernel, kernel.func, inputs);
 }
 
+/// A blocked conv as layout-nchwc leaves it (layout "NCHW8c", blocked input, group 1, bias)
+/// with a fused Relu: x [n, 2, hw, hw, 8], w [3, 2, 3, 3, 8, 8], out [n, 3, o, o, 8] with
+/// o = (hw + 2 pad - 3) / stride + 1. `nodes` is the fusion group to lower.
+struct BlockedConvGraph {
+  graph::Graph g;
+  graph::Value* x = nullptr;
+  std::vector<const graph::Node*> nodes;
+  BlockedConvGraph(int64_t n, int64_t hw, int64_t pad, int64_t stride) {
+    const int64_t o = (hw + 2 * pad - 3) / stride + 1;
+    x = g.AddInput("x", F32({n, 2, hw, hw, 8}));
+    graph::Value* w = g.AddConstant("w", Random(F32({3, 2, 3, 3, 8, 8}), 1));
+    graph::Value* b = g.AddConstant("b", Random(F32({24}), 2));
+    graph::AttrMap a;
+    a.Set("kernel_shape", std::vector<int64_t>{3, 3});
+    a.Set("strides", std::vector<int64_t>{stride, stride});
+    a.Set("pads", std::vector<int64_t>{pad, pad, pad, pad});
+    a.Set("dilations", std::vector<int64_t>{1, 1});
+    a.Set("group", int64_t{1});
+    a.Set("layout", std::string("NCHW8c"));
+    graph::Node* conv =
+        g.AddNode(graph::OpKind::kConv, "conv", {x, w, b}, {F32({n, 3, o, o, 8})}, a);
+    graph::Node* relu =
+        g.AddNode(graph::OpKind::kRelu, "relu", {conv->output(0)}, {F32({n, 3, o, o, 8})});
+    nodes = {conv, relu};
+  }
+};
+
 }  // namespace kiln::lowering::testing
 
 #endif  // KILN_COMPILER_CORE_LOWERING_LOWERING_TEST_UTIL_H_

@@ -7,7 +7,8 @@
 // (NCHW<x>c) convs get a register block of output columns times output-channel vectors held
 // across all reductions (knobs "conv.cols", "conv.vecs", "conv.rows", "conv.tail",
 // "conv.red_order", "conv.unroll_red") and run
-// the fused n×ocb×oh loop in parallel. Knob names carry the nest's index ("n2.conv.cols").
+// the fused n×ocb×oh loop in parallel. 3×3 stride-1 blocked convs may first become Winograd
+// nests (knob "conv.winograd": 0, 2 or 4). Knob names carry the nest's index ("n2.conv.cols").
 // Every step is tried on a copy and dropped if illegal.
 #include <algorithm>
 
@@ -16,6 +17,7 @@
 #include "compiler_core/schedule/loop_utils.h"
 #include "compiler_core/schedule/matmul_schedule.h"
 #include "compiler_core/schedule/schedule.h"
+#include "compiler_core/schedule/winograd.h"
 
 namespace kiln::schedule {
 namespace {
@@ -47,6 +49,13 @@ class Planner {
         cores_(kMinParallelChunks) {}
 
   Schedule Run() {
+    // Knob: the conv algorithm. 0 is the direct conv; 2 or 4 rewrites a 3x3 stride-1 blocked
+    // conv into Winograd F(m x m, 3 x 3) nests (winograd.h) before the nests are planned, the
+    // batched GEMM among them planned as a blocked 1x1 conv.
+    if (work_.anchor == OpKind::kConv && CanApplyWinograd(work_)) {
+      const int64_t m = knobs_.Choose("conv.winograd", {0, 2, 4}, 0);
+      if (m != 0) Try(Kind::kWinograd, {}, m);
+    }
     std::vector<Stmt> nests;
     Stmt body = Unwrap(work_.body);
     if (!body) return schedule_;

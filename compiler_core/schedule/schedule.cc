@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler_core/schedule/primitives.h"
+#include "compiler_core/schedule/winograd.h"
 
 namespace kiln::schedule {
 namespace {
@@ -12,6 +13,7 @@ namespace {
 std::string StepString(const Primitive& p) {
   std::string args = absl::StrJoin(p.loops, ", ");
   if (p.kind == Primitive::Kind::kSplit) absl::StrAppend(&args, ", ", p.factor);
+  if (p.kind == Primitive::Kind::kWinograd) args = absl::StrCat(p.factor);
   return absl::StrCat(PrimitiveKindName(p.kind), "(", args, ")");
 }
 
@@ -41,6 +43,8 @@ absl::StatusOr<loop::Stmt> ApplyStep(const Primitive& p, const loop::Stmt& body)
     case Primitive::Kind::kParallel:
       if (auto s = need(1); !s.ok()) return s;
       return AnnotateLoop(body, p.loops[0], loop::ForKind::kParallel);
+    case Primitive::Kind::kWinograd:
+      break;  // a Func rewrite: ApplySchedule
   }
   return absl::FailedPreconditionError("unknown primitive");
 }
@@ -55,6 +59,7 @@ const char* PrimitiveKindName(Primitive::Kind kind) {
     case Primitive::Kind::kVectorize: return "vectorize";
     case Primitive::Kind::kUnroll: return "unroll";
     case Primitive::Kind::kParallel: return "parallel";
+    case Primitive::Kind::kWinograd: return "winograd";
   }
   return "?";
 }
@@ -66,20 +71,26 @@ std::string Schedule::ToString() const {
 }
 
 absl::Status ApplySchedule(const Schedule& schedule, loop::Func& func) {
-  loop::Stmt body = func.body;
+  loop::Func work = func;
   for (size_t i = 0; i < schedule.steps.size(); ++i) {
     const Primitive& p = schedule.steps[i];
-    absl::StatusOr<loop::Stmt> next =
-        body ? ApplyStep(p, body)
-             : absl::FailedPreconditionError("the function has no body");
-    if (!next.ok()) {
-      return absl::FailedPreconditionError(absl::StrCat("func '", func.name, "' step ", i, " ",
-                                                        StepString(p), ": ",
-                                                        next.status().message()));
+    absl::Status st = absl::OkStatus();
+    if (!work.body) {
+      st = absl::FailedPreconditionError("the function has no body");
+    } else if (p.kind == Primitive::Kind::kWinograd) {
+      st = p.loops.empty() ? ApplyWinograd(work, p.factor)
+                           : absl::FailedPreconditionError("expected no loop names");
+    } else {
+      absl::StatusOr<loop::Stmt> next = ApplyStep(p, work.body);
+      if (next.ok()) work.body = *next;
+      st = next.status();
     }
-    body = *next;
+    if (!st.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat("func '", func.name, "' step ", i, " ",
+                                                        StepString(p), ": ", st.message()));
+    }
   }
-  func.body = body;
+  func = std::move(work);
   return absl::OkStatus();
 }
 

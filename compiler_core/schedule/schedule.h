@@ -16,16 +16,19 @@ namespace kiln::schedule {
 
 /// One schedule step.
 struct Primitive {
-  enum class Kind : uint8_t { kSplit, kReorder, kFuse, kVectorize, kUnroll, kParallel };
+  enum class Kind : uint8_t {
+    kSplit, kReorder, kFuse, kVectorize, kUnroll, kParallel,
+    kWinograd,  // rewrites a conv update nest (winograd.h); names no loop
+  };
   Kind kind;
   /// kSplit/kVectorize/kUnroll/kParallel: one loop; kReorder: the new order, outermost first;
-  /// kFuse: two directly nested loops, outer first.
+  /// kFuse: two directly nested loops, outer first; kWinograd: none.
   std::vector<std::string> loops;
-  int64_t factor = 0;  // kSplit: inner extent
+  int64_t factor = 0;  // kSplit: inner extent; kWinograd: the output tile m
 };
 
 /// The primitive's name as printed: "split", "reorder", "fuse", "vectorize", "unroll",
-/// "parallel".
+/// "parallel", "winograd".
 const char* PrimitiveKindName(Primitive::Kind kind);
 
 /// An ordered list of primitives. Printed one per line, e.g. "split(ow, 16)".
@@ -42,7 +45,9 @@ struct Schedule {
 /// the given relative order; at least one chain must hold all of them (a split tail's copy
 /// holds only some);
 /// fuse(a, b): b must be the only statement of a, giving "a.b"; vectorize(x): innermost,
-/// non-reduction; parallel(x): non-reduction, no parallel loop around or inside it. Errors: kFailedPrecondition naming the step and why
+/// non-reduction; parallel(x): non-reduction, no parallel loop around or inside it;
+/// winograd(m): the conv update nest becomes Winograd F(m×m, 3×3) nests (winograd.h), adding
+/// workspaces. Errors: kFailedPrecondition naming the step and why
 /// it is illegal (unknown loop, vectorizing a reduction or non-innermost loop, reordering loops
 /// that are not one perfect nest, ...); `func` is unchanged on error.
 absl::Status ApplySchedule(const Schedule& schedule, loop::Func& func);

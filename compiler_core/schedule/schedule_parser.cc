@@ -21,7 +21,8 @@ using loop::TokenKind;
 
 constexpr Primitive::Kind kKinds[] = {Primitive::Kind::kSplit,     Primitive::Kind::kReorder,
                                       Primitive::Kind::kFuse,      Primitive::Kind::kVectorize,
-                                      Primitive::Kind::kUnroll,    Primitive::Kind::kParallel};
+                                      Primitive::Kind::kUnroll,    Primitive::Kind::kParallel,
+                                      Primitive::Kind::kWinograd};
 
 std::optional<Primitive::Kind> KindFromName(std::string_view name) {
   for (Primitive::Kind kind : kKinds) {
@@ -44,12 +45,25 @@ absl::StatusOr<Primitive> ParseStep(const std::vector<Token>& tokens, size_t* po
   std::optional<Primitive::Kind> kind =
       name.kind == TokenKind::kIdent ? KindFromName(name.text) : std::nullopt;
   if (!kind) {
-    return expected("a schedule primitive (split, reorder, fuse, vectorize, unroll or parallel)");
+    return expected(
+        "a schedule primitive (split, reorder, fuse, vectorize, unroll, parallel or winograd)");
   }
   Primitive p{*kind, {}, 0};
   ++*pos;
   if (!tokens[*pos].Is("(")) return expected("'('");
   ++*pos;
+  if (p.kind == Primitive::Kind::kWinograd) {
+    const Token& arg = tokens[*pos];
+    auto res = std::from_chars(arg.text.data(), arg.text.data() + arg.text.size(), p.factor);
+    if (arg.kind != TokenKind::kNumber || res.ec != std::errc() ||
+        res.ptr != arg.text.data() + arg.text.size()) {
+      return expected("the output tile size (an integer)");
+    }
+    ++*pos;
+    if (!tokens[*pos].Is(")")) return expected("')' after the tile size");
+    ++*pos;
+    return p;
+  }
   while (true) {
     const Token& arg = tokens[*pos];
     if (p.kind == Primitive::Kind::kSplit && !p.loops.empty() && arg.kind == TokenKind::kNumber) {

@@ -114,12 +114,17 @@ void ChildMain(const loop::Func& workload, const std::string& code, const BuiltK
     const uint8_t* want = reference + offset;
     offset += bytes;
     if (b.dtype == DType::kFloat32 || b.dtype == DType::kFloat64) {
+      double scale = 1;
+      for (int64_t i = 0; i < b.NumElements(); ++i) {
+        const double w = std::fabs(ElementAsDouble(b, want, i));
+        if (std::isfinite(w)) scale = std::max(scale, w);
+      }
       for (int64_t i = 0; i < b.NumElements(); ++i) {
         const double g = ElementAsDouble(b, got, i), w = ElementAsDouble(b, want, i);
         if (!std::isnan(g) && !std::isnan(w)) {
           report->max_abs_error = std::max(report->max_abs_error, std::fabs(g - w));
         }
-        if (!Matches(g, w, options.atol, options.rtol)) {
+        if (!Matches(g, w, options.atol * scale, options.rtol)) {
           return fail(absl::StrFormat(
               "wrong output: param %d (%%%s) element %d is %g, the reference has %g", p, b.name,
               i, g, w));

@@ -43,8 +43,11 @@ struct MeasureOptions {
   int max_repeats = 200;
   double min_measure_ms = 50;  // repeat until the timed runs add up to at least this
   double timeout_s = 10;       // per kernel, including the comparison and warm-up
-  /// Outputs match when |got - want| <= atol + rtol * |want| (NaN matches NaN); integers and
-  /// bools exactly.
+  /// Outputs match when |got - want| <= atol * S + rtol * |want| (NaN matches NaN), S the
+  /// largest |want| of that output (at least 1): a sum computed in another order (Winograd's
+  /// transforms, a split reduction) is off by a rounding error that scales with its terms, not
+  /// its result, so outputs near zero need the output's scale. A wrong candidate is off by
+  /// about S. Integers and bools match exactly.
   double atol = 1e-4;
   double rtol = 1e-3;
   uint64_t input_seed = 1;     // float params get uniform [-1, 1] values from it; others 0

@@ -144,6 +144,39 @@ TEST(MeasureTest, ScheduleThatDoesNotApplyIsNotBuilt) {
   EXPECT_EQ(m->candidates[0].status.code(), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST(MeasureTest, WinogradCandidatesMatchTheDirectConv) {
+  // Through LLVM: the Winograd nests (local tiles, guarded edge tiles, the GEMM planned as a
+  // blocked 1x1 conv) compute the direct conv's outputs within the measurer's tolerance, for a
+  // ragged output (11 = 2*5 + 1 = 4*2 + 3) and random template samples around them.
+  lowering::testing::BlockedConvGraph conv(1, 11, 1, 1);
+  auto kernel = lowering::LowerGroup(conv.nodes, "k");
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  const Target target = Host();
+  ScheduleSpace space(kernel->func, target);
+  std::vector<schedule::Schedule> candidates;
+  for (int64_t m : {2, 4}) {
+    Candidate c = space.Instantiate({{"conv.winograd", m}});
+    ASSERT_EQ(c.config.at("conv.winograd"), m);
+    candidates.push_back(c.schedule);
+  }
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 6; ++i) candidates.push_back(space.Sample(rng).schedule);
+  absl::StatusOr<CandidateBatch> batch = BuildCandidates(kernel->func, candidates, target);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  absl::StatusOr<BatchMeasurement> m = RunCandidates(kernel->func, *batch, Quick());
+  ASSERT_TRUE(m.ok()) << m.status();
+  int winograd = 0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const std::string text = candidates[i].ToString();
+    const bool is_winograd = text.rfind("winograd(", 0) == 0;
+    winograd += is_winograd;
+    EXPECT_TRUE(m->candidates[i].status.ok()) << m->candidates[i].status << "\n" << text;
+    // A different rounding: the Winograd nests ran, not a copy of the direct conv.
+    if (is_winograd) EXPECT_GT(m->candidates[i].max_abs_error, 0) << text;
+  }
+  EXPECT_GE(winograd, 2);
+}
+
 }  // namespace
 }  // namespace kiln::tuning
 

@@ -28,7 +28,9 @@ std::optional<int64_t> FlatCoefficient(const loop::Buffer& buffer,
 /// True if the body of `vectorized for var in 0..extent` can run as SIMD code: it holds only
 /// Blocks, Stores and Ifs whose conditions do not depend on var, and every buffer it writes is
 /// touched lane-privately (all its accesses use the same indices, affine in var with a nonzero
-/// coefficient), or written at one uniform location and never read in the body.
+/// coefficient; or one dimension indexed by the same such expression in every access and no
+/// other dimension depending on var), or written at one uniform location and never read in the
+/// body.
 bool CanVectorizeBody(const loop::Stmt& body, const loop::VarNode* var);
 
 /// True if the integer expression is provably >= 0: built from loop variables, non-negative

@@ -1,0 +1,208 @@
+// Benchmark (not a test): what Winograd is worth per workload. For every distinct 3x3 stride-1
+// blocked conv workload of the models, measures in one batch on this machine (child process,
+// cache flush, outputs checked against the default) the direct conv's default schedule and the
+// template's Winograd F(2x2,3x3) and F(4x4,3x3) candidates (knob conv.winograd = 2, 4, every
+// other knob at its default), plus --samples random template samples of each algorithm, and
+// prints the medians and their ratios to the default.
+//   kiln-bench-winograd [--models DIR] [--model-names resnet18,squeezenet1_1,...]
+//                       [--threads 1] [--min-ms 50] [--samples 0] [--seed 1]
+//                       [--records-out FILE.jsonl [--records-algorithm best|direct|f2|f4]]
+// The last line sums each algorithm's best over the workloads, weighted by calls per inference.
+// --records-out appends, per workload, the measured tuning record of the fastest candidate (of
+// the given algorithm), for `kiln check --records` and kiln-bench-model --records.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "compiler_core/pipeline/compiler_version.h"
+#include "compiler_core/pipeline/workloads.h"
+#include "compiler_core/schedule/winograd.h"
+#include "compiler_core/tuning/hardware.h"
+#include "compiler_core/tuning/local_measurer.h"
+#include "compiler_core/tuning/records.h"
+#include "compiler_core/tuning/space.h"
+
+namespace {
+
+struct Options {
+  std::string models_dir = "../shared/models";
+  std::vector<std::string> model_names = {"resnet18", "squeezenet1_1"};
+  int threads = 1;
+  double min_ms = 50;
+  int samples = 0;
+  uint64_t seed = 1;
+  std::string records_out;
+  int records_algorithm = -1;  // -1 best, 0 direct, 1 F2, 2 F4
+};
+
+int Fail(const std::string& msg) {
+  std::fprintf(stderr, "kiln-bench-winograd: %s\n", msg.c_str());
+  return 1;
+}
+
+bool ParseArgs(int argc, char** argv, Options& o, std::string& error) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) {
+      error = "flag " + flag + " needs a value";
+      return false;
+    }
+    const std::string v = argv[++i];
+    int64_t n = 0;
+    const bool num = absl::SimpleAtoi(v, &n);
+    if (flag == "--models") {
+      o.models_dir = v;
+    } else if (flag == "--model-names") {
+      o.model_names = absl::StrSplit(v, ',', absl::SkipEmpty());
+    } else if (flag == "--threads" && num && n >= 1) {
+      o.threads = static_cast<int>(n);
+    } else if (flag == "--min-ms" && absl::SimpleAtod(v, &o.min_ms) && o.min_ms > 0) {
+    } else if (flag == "--samples" && num && n >= 0) {
+      o.samples = static_cast<int>(n);
+    } else if (flag == "--seed" && num) {
+      o.seed = static_cast<uint64_t>(n);
+    } else if (flag == "--records-out") {
+      o.records_out = v;
+    } else if (flag == "--records-algorithm" &&
+               (v == "best" || v == "direct" || v == "f2" || v == "f4")) {
+      o.records_algorithm = v == "best" ? -1 : v == "direct" ? 0 : v == "f2" ? 1 : 2;
+    } else {
+      error = "bad flag or value: " + flag + " " + v;
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  std::string error;
+  if (!ParseArgs(argc, argv, o, error)) return Fail(error);
+  kiln::Target target;
+  struct Entry {
+    kiln::pipeline::ModelWorkload w;
+    int calls = 0;
+    std::string model;
+  };
+  std::map<std::string, Entry> by_key;
+  std::vector<std::string> order;
+  for (const std::string& name : o.model_names) {
+    auto found = kiln::pipeline::ExtractWorkloads(
+        absl::StrCat(o.models_dir, "/", name, "/model.onnx"), {}, &target);
+    if (!found.ok()) return Fail(absl::StrCat(name, ": ", found.status().message()));
+    for (kiln::pipeline::ModelWorkload& w : *found) {
+      if (!kiln::schedule::CanApplyWinograd(w.lowered)) continue;
+      Entry& e = by_key[w.workload_key];
+      e.calls += static_cast<int>(w.symbols.size());
+      if (e.model.empty()) {
+        e.model = name;
+        e.w = std::move(w);
+        order.push_back(e.w.workload_key);
+      }
+    }
+  }
+  const kiln::tuning::HardwareInfo hw = kiln::tuning::DetectCpuHardware(target, o.threads);
+  kiln::tuning::MeasureOptions measure;
+  measure.num_threads = o.threads;
+  measure.min_measure_ms = o.min_ms;
+  kiln::tuning::LocalMeasurer measurer(target, hw.Key(), measure);
+  std::printf("Winograd vs direct conv: %zu workloads of %s, %d thread(s), %s\n", order.size(),
+              absl::StrJoin(o.model_names, ", ").c_str(), o.threads, hw.device.c_str());
+  std::printf("%-14s %-24s %5s %10s %10s %10s %7s %7s\n", "model", "shape (out)", "calls",
+              "direct ms", "F2 ms", "F4 ms", "F2/dir", "F4/dir");
+  double total[3] = {0, 0, 0}, best_total = 0;
+  std::mt19937_64 rng(o.seed);
+  std::ofstream records;
+  if (!o.records_out.empty()) {
+    records.open(o.records_out, std::ios::app);
+    if (!records) return Fail("cannot open " + o.records_out);
+  }
+  for (const std::string& key : order) {
+    const Entry& e = by_key[key];
+    kiln::tuning::ScheduleSpace space(e.w.lowered, target);
+    std::vector<kiln::schedule::Schedule> candidates;
+    std::vector<int> algo;  // 0 direct, 1 F2, 2 F4
+    std::vector<kiln::schedule::KnobConfig> configs;
+    for (int a = 0; a < 3; ++a) {
+      const int64_t m = a == 0 ? 0 : 2 * a;
+      kiln::tuning::Candidate first = space.Instantiate({{"conv.winograd", m}});
+      candidates.push_back(first.schedule);
+      configs.push_back(first.config);
+      algo.push_back(a);
+      for (int s = 0; s < o.samples; ++s) {
+        kiln::tuning::Candidate c = space.Sample(rng);
+        c = space.Instantiate([&] {
+          kiln::schedule::KnobConfig k = c.config;
+          k["conv.winograd"] = m;
+          return k;
+        }());
+        candidates.push_back(c.schedule);
+        configs.push_back(c.config);
+        algo.push_back(a);
+      }
+    }
+    auto m = measurer.Measure(e.w.lowered, candidates);
+    if (!m.ok()) return Fail(std::string(m.status().message()));
+    double best[3] = {1e30, 1e30, 1e30};
+    int chosen = -1;  // the candidate whose record --records-out writes
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const auto& c = m->candidates[i];
+      if (!c.status.ok()) {
+        std::fprintf(stderr, "%s candidate %zu: %s\n", key.substr(0, 12).c_str(), i,
+                     std::string(c.status.message()).c_str());
+        continue;
+      }
+      best[algo[i]] = std::min(best[algo[i]], c.median_ms);
+      if ((o.records_algorithm < 0 || o.records_algorithm == algo[i]) &&
+          (chosen < 0 || c.median_ms < m->candidates[chosen].median_ms)) {
+        chosen = static_cast<int>(i);
+      }
+    }
+    if (records.is_open() && chosen >= 0) {
+      const auto& c = m->candidates[chosen];
+      kiln::v1::TuningRecord r;
+      r.set_format_version(kiln::tuning::kRecordFormatVersion);
+      r.set_workload_key(key);
+      r.set_hardware_key(measurer.hardware_key());
+      r.set_schedule(candidates[chosen].ToString());
+      r.set_median_ms(c.median_ms);
+      r.set_p10_ms(c.p10_ms);
+      r.set_p90_ms(c.p90_ms);
+      r.set_repeats(c.repeats);
+      r.set_compiler_version(kiln::pipeline::kCompilerVersion);
+      r.set_worker(measurer.worker_name());
+      r.set_measured_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count());
+      r.set_provenance(kiln::v1::TuningRecord::MEASURED);
+      r.set_config(kiln::schedule::KnobConfigToString(configs[chosen]));
+      r.set_default_median_ms(m->reference.median_ms);
+      records << kiln::tuning::RecordToJsonLine(r) << "\n";
+    }
+    const auto& out = e.w.lowered.params.back()->shape;
+    std::string shape = absl::StrCat(out.size() > 3 ? out[1] * out.back() : 0, "x",
+                                     out.size() > 3 ? out[2] : 0, "x",
+                                     out.size() > 3 ? out[3] : 0);
+    std::printf("%-14s %-24s %5d %10.4f %10.4f %10.4f %7.2f %7.2f\n", e.model.c_str(),
+                shape.c_str(), e.calls, best[0], best[1], best[2], best[1] / best[0],
+                best[2] / best[0]);
+    std::fflush(stdout);
+    for (int a = 0; a < 3; ++a) total[a] += e.calls * best[a];
+    best_total += e.calls * std::min({best[0], best[1], best[2]});
+  }
+  std::printf("total (ms per inference, weighted by calls): direct %.3f, F2 %.3f, F4 %.3f, "
+              "best of each %.3f (%.2fx direct)\n",
+              total[0], total[1], total[2], best_total, best_total / total[0]);
+  return 0;
+}

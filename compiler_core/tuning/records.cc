@@ -24,6 +24,7 @@ bool IsHex64(const std::string& s) {
 }
 
 bool Better(const v1::TuningRecord& a, const v1::TuningRecord& b) {
+  if (a.confirmed() != b.confirmed()) return a.confirmed();
   if (a.median_ms() != b.median_ms()) return a.median_ms() < b.median_ms();
   return a.schedule() < b.schedule();
 }

@@ -47,8 +47,9 @@ class RecordSet {
   /// workload key, hardware key and schedule replaces the older one.
   absl::Status Add(v1::TuningRecord record);
 
-  /// The fastest record (lowest median; ties: the smaller schedule text) of `workload_key` on
-  /// exactly `hardware_key`, or null.
+  /// The best record of `workload_key` on exactly `hardware_key`, or null: the fastest
+  /// confirmed one if any (a paired re-measurement beats a lucky first median), else the
+  /// fastest (lowest median; ties: the smaller schedule text).
   const v1::TuningRecord* Best(const std::string& workload_key,
                                const std::string& hardware_key) const;
   /// For transfer: the best records of `workload_key` on other hardware with the same target

@@ -332,11 +332,15 @@ class Search {
     s.progress.best_ms = m->reference.median_ms;
     s.progress.best_schedule = d.schedule.ToString();
     s.progress.best_config = schedule::KnobConfigToString(d.config);
-    if (!d.schedule.steps.empty()) result.records.push_back(MakeRecord(s, d, m->reference));
+    if (!d.schedule.steps.empty()) {
+      result.records.push_back(MakeRecord(s, d, m->reference));
+      result.records.back().set_confirmed(true);
+    }
     for (size_t i = 0; i < top.size() && i < m->candidates.size(); ++i) {
       const Measurement& cm = m->candidates[i];
       if (!cm.status.ok()) continue;
       result.records.push_back(CandidateRecord(s, top[i], cm));
+      result.records.back().set_confirmed(true);
       if (cm.median_ms < s.progress.best_ms) {
         s.progress.best_ms = cm.median_ms;
         s.progress.best_schedule = top[i].schedule.ToString();

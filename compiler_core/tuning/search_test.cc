@@ -184,6 +184,36 @@ TEST(SearchTest, ConfirmationReplacesLuckyMedians) {
   ASSERT_NE(best, nullptr);
   EXPECT_EQ(best->median_ms(), 1.0);
   EXPECT_EQ(best->schedule(), t.best_schedule);
+  EXPECT_TRUE(best->confirmed());
+}
+
+// With fewer confirmations than lucky winners, the unconfirmed lucky medians stay in the store
+// (0.5 ms, never re-measured), but selection takes the confirmed records first: the default.
+TEST(SearchTest, SelectionPrefersConfirmedRecords) {
+  std::vector<TuneTask> tasks = {MatMulTask(24, 40, 64, 1)};
+  LuckyFirstMeasurer measurer;
+  SearchOptions o = Small(8);
+  o.confirm_top = 2;
+  absl::StatusOr<SearchResult> r =
+      TuneTasks(tasks, Avx2(), measurer, FeatureContext{}, o, nullptr, "v");
+  ASSERT_TRUE(r.ok()) << r.status();
+  RecordSet set;
+  int lucky = 0, confirmed = 0;
+  for (const v1::TuningRecord& rec : r->records) {
+    ASSERT_TRUE(set.Add(rec).ok());
+  }
+  for (const v1::TuningRecord* rec : set.All()) {
+    lucky += !rec->confirmed() && rec->median_ms() == 0.5;
+    confirmed += rec->confirmed();
+  }
+  EXPECT_GT(lucky, 0);
+  EXPECT_EQ(confirmed, 3);  // the default and the two re-measured winners
+  const v1::TuningRecord* best = set.Best(tasks[0].workload_key, kHw);
+  ASSERT_NE(best, nullptr);
+  EXPECT_TRUE(best->confirmed());
+  EXPECT_EQ(best->median_ms(), 1.0);
+  EXPECT_EQ(best->schedule(),
+            ScheduleSpace(tasks[0].lowered, Avx2()).Default().schedule.ToString());
 }
 
 TEST(SearchTest, ReproducibleFromTheSeed) {

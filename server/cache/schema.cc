@@ -100,6 +100,14 @@ CREATE TABLE model_workloads (
   PRIMARY KEY (graph_hash, target_key, options_hash)
 );
 )sql",
+    // v4: whether a record was confirmed (re-measured with the default after the search);
+    // selection orders confirmed records first. Older rows were not confirmed.
+    R"sql(
+ALTER TABLE tuning_records ADD COLUMN confirmed INTEGER NOT NULL DEFAULT 0;
+DROP INDEX tuning_by_cost;
+CREATE INDEX tuning_by_cost ON tuning_records
+  (workload_key, hardware_key, confirmed DESC, median_ms, schedule);
+)sql",
 };
 
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);

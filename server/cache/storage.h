@@ -212,7 +212,8 @@ class Storage {
   /// tuning::ValidateRecord (kInvalidArgument "record I: ..." and nothing stored). A record with
   /// the workload key, hardware key and schedule of a stored one replaces it.
   virtual absl::Status PutTuningRecords(const std::vector<v1::TuningRecord>& records) = 0;
-  /// The fastest record for the pair (lowest median; ties: schedule ascending), or nullopt.
+  /// The best record for the pair, or nullopt: the fastest confirmed one (proto field
+  /// `confirmed`) if any, else the fastest (lowest median; ties: schedule ascending).
   virtual absl::StatusOr<std::optional<v1::TuningRecord>> BestTuningRecord(
       std::string_view workload_key, std::string_view hardware_key) = 0;
   /// Every record of `hardware_key` (every record when empty), ordered by workload key,

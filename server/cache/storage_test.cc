@@ -479,6 +479,15 @@ TEST_F(StorageTest, TuningRecords) {
   std::vector<v1::TuningRecord> best_zen = *storage->BestTuningRecords(kZen);
   ASSERT_EQ(best_zen.size(), 1u);
   EXPECT_EQ(best_zen[0].schedule(), "vectorize(j)");
+  // A confirmed record (re-measured with the default) wins over a faster unconfirmed one.
+  v1::TuningRecord confirmed = Record('a', kZen, "unroll(i)", 1.5);
+  confirmed.set_confirmed(true);
+  ASSERT_TRUE(storage->PutTuningRecords({confirmed}).ok());
+  EXPECT_EQ((*storage->BestTuningRecord(std::string(64, 'a'), kZen))->schedule(), "unroll(i)");
+  best_zen = *storage->BestTuningRecords(kZen);
+  ASSERT_EQ(best_zen.size(), 1u);
+  EXPECT_EQ(best_zen[0].schedule(), "unroll(i)");
+  EXPECT_TRUE(best_zen[0].confirmed());
   // A batch with one bad record stores nothing.
   v1::TuningRecord bad = Record('b', kZen, "unroll(i)", 1);
   bad.set_repeats(0);

@@ -41,8 +41,8 @@ absl::Status SqliteStorage::PutTuningRecords(const std::vector<v1::TuningRecord>
         Statement stmt,
         Statement::Prepare(db_,
                            "INSERT OR REPLACE INTO tuning_records (workload_key, hardware_key, "
-                           "schedule, median_ms, measured_unix_ms, provenance, record) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?)"));
+                           "schedule, median_ms, measured_unix_ms, provenance, record, "
+                           "confirmed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
     KILN_RETURN_IF_ERROR(stmt.BindText(1, r.workload_key()));
     KILN_RETURN_IF_ERROR(stmt.BindText(2, r.hardware_key()));
     KILN_RETURN_IF_ERROR(stmt.BindText(3, r.schedule()));
@@ -50,6 +50,7 @@ absl::Status SqliteStorage::PutTuningRecords(const std::vector<v1::TuningRecord>
     KILN_RETURN_IF_ERROR(stmt.BindInt64(5, r.measured_unix_ms()));
     KILN_RETURN_IF_ERROR(stmt.BindText(6, v1::TuningRecord::Provenance_Name(r.provenance())));
     KILN_RETURN_IF_ERROR(stmt.BindBlob(7, r.SerializeAsString()));
+    KILN_RETURN_IF_ERROR(stmt.BindInt64(8, r.confirmed() ? 1 : 0));
     KILN_RETURN_IF_ERROR(stmt.Run());
   }
   return tx.Commit();
@@ -62,7 +63,7 @@ absl::StatusOr<std::optional<v1::TuningRecord>> SqliteStorage::BestTuningRecord(
       Statement select,
       Statement::Prepare(db_,
                          "SELECT record FROM tuning_records WHERE workload_key = ? AND "
-                         "hardware_key = ? ORDER BY median_ms, schedule LIMIT 1"));
+                         "hardware_key = ? ORDER BY confirmed DESC, median_ms, schedule LIMIT 1"));
   KILN_RETURN_IF_ERROR(select.BindText(1, workload_key));
   KILN_RETURN_IF_ERROR(select.BindText(2, hardware_key));
   KILN_ASSIGN_OR_RETURN(std::vector<v1::TuningRecord> rows, ReadRecords(select));
@@ -101,12 +102,13 @@ absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> SqliteStorage::Tuni
 absl::StatusOr<std::vector<v1::TuningRecord>> SqliteStorage::BestTuningRecords(
     std::string_view hardware_key) {
   absl::MutexLock l(&mu_);
-  // The first row of each workload in BestTuningRecord's order (median, then schedule).
+  // The first row of each workload in BestTuningRecord's order (confirmed first, then median,
+  // then schedule).
   KILN_ASSIGN_OR_RETURN(
       Statement select,
       Statement::Prepare(db_,
                          "SELECT record FROM (SELECT record, workload_key, ROW_NUMBER() OVER "
-                         "(PARTITION BY workload_key ORDER BY median_ms, schedule) AS rank "
+                         "(PARTITION BY workload_key ORDER BY confirmed DESC, median_ms, schedule) AS rank "
                          "FROM tuning_records WHERE hardware_key = ?) WHERE rank = 1 "
                          "ORDER BY workload_key"));
   KILN_RETURN_IF_ERROR(select.BindText(1, hardware_key));

@@ -23,10 +23,16 @@ bool IsHex64(const std::string& s) {
   return true;
 }
 
-bool Better(const v1::TuningRecord& a, const v1::TuningRecord& b) {
-  if (a.confirmed() != b.confirmed()) return a.confirmed();
+/// Lower median first; ties: the smaller schedule text.
+bool Faster(const v1::TuningRecord& a, const v1::TuningRecord& b) {
   if (a.median_ms() != b.median_ms()) return a.median_ms() < b.median_ms();
   return a.schedule() < b.schedule();
+}
+
+/// What a compile applies: confirmed records first, then Faster.
+bool Better(const v1::TuningRecord& a, const v1::TuningRecord& b) {
+  if (a.confirmed() != b.confirmed()) return a.confirmed();
+  return Faster(a, b);
 }
 
 }  // namespace
@@ -141,7 +147,9 @@ std::vector<const v1::TuningRecord*> RecordSet::Nearest(const std::string& workl
     const v1::TuningRecord& r = it->second;
     if (r.hardware_key() == hardware.Key()) continue;
     auto [slot, inserted] = best_per_hw.try_emplace(r.hardware_key(), &r);
-    if (!inserted && Better(r, *slot->second)) slot->second = &r;
+    // Seeds are measured again before anything applies them: the fastest is the best bet,
+    // confirmed or not (a confirmed default would seed nothing new).
+    if (!inserted && Faster(r, *slot->second)) slot->second = &r;
   }
   std::vector<std::pair<int, const v1::TuningRecord*>> ranked;
   for (const auto& [hw_key, r] : best_per_hw) {

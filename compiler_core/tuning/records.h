@@ -52,8 +52,9 @@ class RecordSet {
   /// fastest (lowest median; ties: the smaller schedule text).
   const v1::TuningRecord* Best(const std::string& workload_key,
                                const std::string& hardware_key) const;
-  /// For transfer: the best records of `workload_key` on other hardware with the same target
-  /// key, nearest first (HardwareDistance), at most `max` of them.
+  /// For transfer: the fastest record (lowest median, confirmed or not: seeds are measured
+  /// again) of `workload_key` on each other hardware with the same target key, nearest first
+  /// (HardwareDistance), at most `max` of them.
   std::vector<const v1::TuningRecord*> Nearest(const std::string& workload_key,
                                                const HardwareInfo& hardware, size_t max) const;
   /// Every record, ordered by (workload key, hardware key, schedule).

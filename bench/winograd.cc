@@ -11,7 +11,6 @@
 // --records-out appends, per workload, the measured tuning record of the fastest candidate (of
 // the given algorithm), for `kiln check --records` and kiln-bench-model --records.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -29,6 +28,7 @@
 #include "compiler_core/tuning/hardware.h"
 #include "compiler_core/tuning/local_measurer.h"
 #include "compiler_core/tuning/records.h"
+#include "compiler_core/tuning/search.h"
 #include "compiler_core/tuning/space.h"
 
 namespace {
@@ -131,28 +131,22 @@ int main(int argc, char** argv) {
   for (const std::string& key : order) {
     const Entry& e = by_key[key];
     kiln::tuning::ScheduleSpace space(e.w.lowered, target);
-    std::vector<kiln::schedule::Schedule> candidates;
+    std::vector<kiln::tuning::Candidate> candidates;
     std::vector<int> algo;  // 0 direct, 1 F2, 2 F4
-    std::vector<kiln::schedule::KnobConfig> configs;
     for (int a = 0; a < 3; ++a) {
       const int64_t m = a == 0 ? 0 : 2 * a;
-      kiln::tuning::Candidate first = space.Instantiate({{"conv.winograd", m}});
-      candidates.push_back(first.schedule);
-      configs.push_back(first.config);
+      candidates.push_back(space.Instantiate({{"conv.winograd", m}}));
       algo.push_back(a);
       for (int s = 0; s < o.samples; ++s) {
-        kiln::tuning::Candidate c = space.Sample(rng);
-        c = space.Instantiate([&] {
-          kiln::schedule::KnobConfig k = c.config;
-          k["conv.winograd"] = m;
-          return k;
-        }());
-        candidates.push_back(c.schedule);
-        configs.push_back(c.config);
+        kiln::schedule::KnobConfig k = space.Sample(rng).config;
+        k["conv.winograd"] = m;
+        candidates.push_back(space.Instantiate(k));
         algo.push_back(a);
       }
     }
-    auto m = measurer.Measure(e.w.lowered, candidates);
+    std::vector<kiln::schedule::Schedule> schedules;
+    for (const kiln::tuning::Candidate& c : candidates) schedules.push_back(c.schedule);
+    auto m = measurer.Measure(e.w.lowered, schedules);
     if (!m.ok()) return Fail(std::string(m.status().message()));
     double best[3] = {1e30, 1e30, 1e30};
     int chosen = -1;  // the candidate whose record --records-out writes
@@ -170,25 +164,10 @@ int main(int argc, char** argv) {
       }
     }
     if (records.is_open() && chosen >= 0) {
-      const auto& c = m->candidates[chosen];
-      kiln::v1::TuningRecord r;
-      r.set_format_version(kiln::tuning::kRecordFormatVersion);
-      r.set_workload_key(key);
-      r.set_hardware_key(measurer.hardware_key());
-      r.set_schedule(candidates[chosen].ToString());
-      r.set_median_ms(c.median_ms);
-      r.set_p10_ms(c.p10_ms);
-      r.set_p90_ms(c.p90_ms);
-      r.set_repeats(c.repeats);
-      r.set_compiler_version(kiln::pipeline::kCompilerVersion);
-      r.set_worker(measurer.worker_name());
-      r.set_measured_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 std::chrono::system_clock::now().time_since_epoch())
-                                 .count());
-      r.set_provenance(kiln::v1::TuningRecord::MEASURED);
-      r.set_config(kiln::schedule::KnobConfigToString(configs[chosen]));
-      r.set_default_median_ms(m->reference.median_ms);
-      records << kiln::tuning::RecordToJsonLine(r) << "\n";
+      records << kiln::tuning::RecordToJsonLine(kiln::tuning::MeasuredRecord(
+                     key, candidates[chosen], m->candidates[chosen], m->reference.median_ms,
+                     measurer, kiln::pipeline::kCompilerVersion))
+              << "\n";
     }
     const auto& out = e.w.lowered.params.back()->shape;
     std::string shape = absl::StrCat(out.size() > 3 ? out[1] * out.back() : 0, "x",

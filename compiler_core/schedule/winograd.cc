@@ -39,7 +39,7 @@ constexpr double kAT4[4][6] = {
     {1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
 
 struct Matrices {
-  int64_t m, alpha;
+  int64_t m;
   double bt(int64_t r, int64_t c) const { return m == 2 ? kBT2[r][c] : kBT4[r][c]; }
   double g(int64_t r, int64_t c) const { return m == 2 ? kG2[r][c] : kG4[r][c]; }
   double at(int64_t r, int64_t c) const { return m == 2 ? kAT2[r][c] : kAT4[r][c]; }
@@ -243,38 +243,27 @@ Stmt NestOf(const std::vector<std::pair<Var, int64_t>>& loops, Stmt body,
 class Rewriter {
  public:
   Rewriter(const loop::Func& func, const ConvNest& c, int64_t m)
-      : func_(func), c_(c), mx_{m, m + 2}, a_(m + 2), th_((c.oh + m - 1) / m),
+      : func_(func), c_(c), mx_{m}, a_(m + 2), th_((c.oh + m - 1) / m),
         tw_((c.ow + m - 1) / m) {}
 
   absl::Status Run(loop::Func& out) {
     std::vector<Stmt> nests = TopLevel(func_.body);
-    std::set<std::string> taken;
     for (const Stmt& s : nests) {
-      if (s != nests[c_.index]) CollectLoopNames(s, taken);
+      if (s != nests[c_.index]) CollectLoopNames(s, loop_names_);
     }
-    std::set<std::string> buffers;
-    for (const BufferRef& b : func_.params) buffers.insert(b->name);
-    for (const BufferRef& b : func_.workspaces) buffers.insert(b->name);
-    auto buffer = [&](const std::string& name, std::vector<int64_t> shape,
-                      loop::Buffer::Scope scope = loop::Buffer::Scope::kGlobal) {
-      if (!buffers.insert(name).second) clash_ = name;
-      return loop::MakeBuffer(name, DType::kFloat32, std::move(shape), scope);
-    };
-    var_ = [&](const std::string& name) {
-      if (!taken.insert(name).second) clash_ = name;
-      return loop::MakeVar(name);
-    };
-    u_ = buffer("wino.u", {a_ * a_, c_.ocb, c_.icb, c_.l, c_.x});
-    v_ = buffer("wino.v", {a_ * a_, c_.icb, c_.n * th_, tw_, c_.l});
-    m_ = buffer("wino.m", {a_ * a_, c_.ocb, c_.n * th_, tw_, c_.x});
-    wt_tile_ = buffer("wino.wt", {a_, 3, c_.x}, loop::Buffer::Scope::kLocal);
-    it_tile_ = buffer("wino.it", {a_, a_, c_.l}, loop::Buffer::Scope::kLocal);
-    ot_tile_ = buffer("wino.ot", {mx_.m, a_, c_.x}, loop::Buffer::Scope::kLocal);
+    for (const BufferRef& b : func_.params) buffer_names_.insert(b->name);
+    for (const BufferRef& b : func_.workspaces) buffer_names_.insert(b->name);
+    u_ = NewBuffer("wino.u", {a_ * a_, c_.ocb, c_.icb, c_.l, c_.x});
+    v_ = NewBuffer("wino.v", {a_ * a_, c_.icb, c_.n * th_, tw_, c_.l});
+    m_ = NewBuffer("wino.m", {a_ * a_, c_.ocb, c_.n * th_, tw_, c_.x});
+    wt_tile_ = NewBuffer("wino.wt", {a_, 3, c_.x}, loop::Buffer::Scope::kLocal);
+    it_tile_ = NewBuffer("wino.it", {a_, a_, c_.l}, loop::Buffer::Scope::kLocal);
+    ot_tile_ = NewBuffer("wino.ot", {mx_.m, a_, c_.x}, loop::Buffer::Scope::kLocal);
     std::vector<Stmt> added;
     src_ = c_.src;
     std::vector<BufferRef> workspaces = func_.workspaces;
     if (c_.ph < th_ * mx_.m + 2 || c_.pw < tw_ * mx_.m + 2) {
-      src_ = buffer("wino.xpad", {c_.n, c_.icb, th_ * mx_.m + 2, tw_ * mx_.m + 2, c_.l});
+      src_ = NewBuffer("wino.xpad", {c_.n, c_.icb, th_ * mx_.m + 2, tw_ * mx_.m + 2, c_.l});
       added.push_back(ExtendSource());
       workspaces.push_back(src_);
     }
@@ -297,9 +286,21 @@ class Rewriter {
   }
 
  private:
+  /// A loop variable / f32 buffer named `name`; a name already in the Func is recorded as the
+  /// clash Run reports.
+  Var NewVar(const std::string& name) {
+    if (!loop_names_.insert(name).second) clash_ = name;
+    return loop::MakeVar(name);
+  }
+  BufferRef NewBuffer(const std::string& name, std::vector<int64_t> shape,
+                      loop::Buffer::Scope scope = loop::Buffer::Scope::kGlobal) {
+    if (!buffer_names_.insert(name).second) clash_ = name;
+    return loop::MakeBuffer(name, DType::kFloat32, std::move(shape), scope);
+  }
+
   // xp[n, c, h, w, l] = h < PH && w < PW ? src[n, c, h, w, l] : 0 (indices clamped).
   Stmt ExtendSource() {
-    Var n = var_("wx.n"), cb = var_("wx.c"), h = var_("wx.h"), w = var_("wx.w"), l = var_("wx.l");
+    Var n = NewVar("wx.n"), cb = NewVar("wx.c"), h = NewVar("wx.h"), w = NewVar("wx.w"), l = NewVar("wx.l");
     Expr cond = loop::Binary(BinaryOp::kAnd, loop::Binary(BinaryOp::kLt, R(h), I(c_.ph)),
                              loop::Binary(BinaryOp::kLt, R(w), I(c_.pw)));
     Expr value = loop::Select(
@@ -314,7 +315,7 @@ class Rewriter {
 
   // U[ξα+ν, ocb, icb, ic, oc] = Σ_kw (Σ_kh G[ξ,kh] w[ocb, icb, kh, kw, ic, oc]) G[ν,kw].
   Stmt WeightTransform() {
-    Var ocb = var_("wt.ocb"), icb = var_("wt.icb"), ic = var_("wt.ic"), oc = var_("wt.oc");
+    Var ocb = NewVar("wt.ocb"), icb = NewVar("wt.icb"), ic = NewVar("wt.ic"), oc = NewVar("wt.oc");
     std::vector<Stmt> body;
     for (int64_t xi = 0; xi < a_; ++xi) {
       for (int64_t kw = 0; kw < 3; ++kw) {
@@ -343,8 +344,8 @@ class Rewriter {
   // V[ξα+ν, icb, n·TH+th, tw, c] = Σ_j (Σ_i Bᵀ[ξ,i] d[i, j]) Bᵀ[ν,j],
   // d[i, j] = src[n, icb, th·m+i, tw·m+j, c].
   Stmt InputTransform() {
-    Var n = var_("it.n"), icb = var_("it.icb"), th = var_("it.th"), tw = var_("it.tw"),
-        c = var_("it.c");
+    Var n = NewVar("it.n"), icb = NewVar("it.icb"), th = NewVar("it.th"), tw = NewVar("it.tw"),
+        c = NewVar("it.c");
     std::vector<Stmt> body;
     for (int64_t xi = 0; xi < a_; ++xi) {
       for (int64_t j = 0; j < a_; ++j) {
@@ -373,8 +374,8 @@ class Rewriter {
   }
 
   Stmt GemmInit() {
-    Var p = var_("mi.p"), ocb = var_("mi.ocb"), th = var_("mi.th"), tw = var_("mi.tw"),
-        oc = var_("mi.oc");
+    Var p = NewVar("mi.p"), ocb = NewVar("mi.ocb"), th = NewVar("mi.th"), tw = NewVar("mi.tw"),
+        oc = NewVar("mi.oc");
     const std::vector<int64_t>& s = m_->shape;
     return NestOf({{p, s[0]}, {ocb, s[1]}, {th, s[2]}, {tw, s[3]}, {oc, s[4]}},
                   loop::Store(m_, {R(p), R(ocb), R(th), R(tw), R(oc)}, loop::FloatImm(0)));
@@ -383,8 +384,8 @@ class Rewriter {
   // M[p, ocb, th, tw, oc] += V[p, icb, th, tw, ic] * U[p, ocb, icb, ic, oc]: a blocked 1×1
   // conv with the tile position p as its batch.
   Stmt Gemm() {
-    Var p = var_("p"), ocb = var_("ocb"), th = var_("th"), tw = var_("tw"), oc = var_("oc"),
-        icb = var_("icb"), ic = var_("ic");
+    Var p = NewVar("p"), ocb = NewVar("ocb"), th = NewVar("th"), tw = NewVar("tw"), oc = NewVar("oc"),
+        icb = NewVar("icb"), ic = NewVar("ic");
     std::vector<Expr> mi = {R(p), R(ocb), R(th), R(tw), R(oc)};
     Expr value = loop::Load(m_, mi) + loop::Load(v_, {R(p), R(icb), R(th), R(tw), R(ic)}) *
                                           loop::Load(u_, {R(p), R(ocb), R(icb), R(ic), R(oc)});
@@ -397,8 +398,8 @@ class Rewriter {
   // out[n, ocb, th·m+i, tw·m+j, oc] += Σ_ν (Σ_ξ Aᵀ[i,ξ] M[ξα+ν, ...]) Aᵀ[j,ν], for the
   // positions inside the output.
   Stmt OutputTransform() {
-    Var n = var_("ot.n"), ocb = var_("ot.ocb"), th = var_("ot.th"), tw = var_("ot.tw"),
-        oc = var_("ot.oc");
+    Var n = NewVar("ot.n"), ocb = NewVar("ot.ocb"), th = NewVar("ot.th"), tw = NewVar("ot.tw"),
+        oc = NewVar("ot.oc");
     std::vector<Stmt> body;
     Expr row = Add(Mul(R(n), th_), R(th));
     for (int64_t i = 0; i < mx_.m; ++i) {
@@ -438,7 +439,7 @@ class Rewriter {
   const ConvNest& c_;
   Matrices mx_;
   int64_t a_, th_, tw_;
-  std::function<Var(const std::string&)> var_;
+  std::set<std::string> loop_names_, buffer_names_;  // taken in the Func
   std::string clash_;
   BufferRef src_, u_, v_, m_, wt_tile_, it_tile_, ot_tile_;
 };

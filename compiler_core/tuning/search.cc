@@ -1,6 +1,7 @@
 // Evolutionary schedule search with a learned cost model, and the task scheduler over
 // workloads.
 #include "compiler_core/tuning/search.h"
+#include "compiler_core/tuning/records.h"
 
 #include <algorithm>
 #include <chrono>
@@ -251,22 +252,8 @@ class Search {
   }
 
   v1::TuningRecord MakeRecord(const TaskState& s, const Candidate& c, const Measurement& m) {
-    v1::TuningRecord r;
-    r.set_format_version(1);
-    r.set_workload_key(s.task->workload_key);
-    r.set_hardware_key(measurer_.hardware_key());
-    r.set_schedule(c.schedule.ToString());
-    r.set_median_ms(m.median_ms);
-    r.set_p10_ms(m.p10_ms);
-    r.set_p90_ms(m.p90_ms);
-    r.set_repeats(m.repeats);
-    r.set_compiler_version(compiler_version_);
-    r.set_worker(measurer_.worker_name());
-    r.set_measured_unix_ms(NowUnixMs());
-    r.set_provenance(v1::TuningRecord::MEASURED);
-    r.set_config(schedule::KnobConfigToString(c.config));
-    r.set_default_median_ms(s.progress.default_ms);
-    return r;
+    return MeasuredRecord(s.task->workload_key, c, m, s.progress.default_ms, measurer_,
+                          compiler_version_);
   }
 
   void AddSample(TaskState& s, const Candidate& c, double ms) {
@@ -456,6 +443,27 @@ absl::StatusOr<SearchResult> TuneTasks(const std::vector<TuneTask>& tasks, const
         "generations >= 0, eps_greedy in [0, 1]");
   }
   return Search(tasks, target, measurer, features, options, progress, compiler_version).Run();
+}
+
+v1::TuningRecord MeasuredRecord(const std::string& workload_key, const Candidate& candidate,
+                                const Measurement& m, double default_ms,
+                                const Measurer& measurer, const std::string& compiler_version) {
+  v1::TuningRecord r;
+  r.set_format_version(kRecordFormatVersion);
+  r.set_workload_key(workload_key);
+  r.set_hardware_key(measurer.hardware_key());
+  r.set_schedule(candidate.schedule.ToString());
+  r.set_median_ms(m.median_ms);
+  r.set_p10_ms(m.p10_ms);
+  r.set_p90_ms(m.p90_ms);
+  r.set_repeats(m.repeats);
+  r.set_compiler_version(compiler_version);
+  r.set_worker(measurer.worker_name());
+  r.set_measured_unix_ms(NowUnixMs());
+  r.set_provenance(v1::TuningRecord::MEASURED);
+  r.set_config(schedule::KnobConfigToString(candidate.config));
+  r.set_default_median_ms(default_ms);
+  return r;
 }
 
 }  // namespace kiln::tuning

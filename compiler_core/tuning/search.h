@@ -126,6 +126,13 @@ absl::StatusOr<SearchResult> TuneTasks(const std::vector<TuneTask>& tasks, const
                                        const std::function<bool(const SearchProgress&)>& progress,
                                        const std::string& compiler_version);
 
+/// The MEASURED tuning record of `candidate`, a candidate of workload `workload_key` measured
+/// by `measurer` as `m` (ms), in a batch whose default schedule took `default_ms`; measured now,
+/// by `compiler_version`'s code.
+v1::TuningRecord MeasuredRecord(const std::string& workload_key, const Candidate& candidate,
+                                const Measurement& m, double default_ms,
+                                const Measurer& measurer, const std::string& compiler_version);
+
 }  // namespace kiln::tuning
 
 #endif  // KILN_COMPILER_CORE_TUNING_SEARCH_H_

@@ -69,7 +69,26 @@ bool SameIndices(const std::vector<Expr>& a, const std::vector<Expr>& b) {
 // index expression (affine in var, nonzero coefficient) in every access, and no other dimension
 // depends on var. Lanes then touch disjoint elements, and each lane reads only elements that the
 // same lane writes (e.g. a local tile[i, j, lane] written and read at many constant i, j).
-bool LanePrivateByDimension(const std::vector<Access>& list, const loop::VarNode* var);
+bool LanePrivateByDimension(const std::vector<Access>& list, const loop::VarNode* var) {
+  const std::vector<Expr>& first = *list[0].indices;
+  size_t lane_dim = first.size();
+  for (size_t d = 0; d < first.size(); ++d) {
+    if (!DependsOn(first[d], var)) continue;
+    if (lane_dim != first.size()) return false;  // two dimensions depend on the lane
+    lane_dim = d;
+  }
+  if (lane_dim == first.size()) return false;
+  std::optional<int64_t> c = LinearCoefficient(first[lane_dim], var);
+  if (!c || *c == 0) return false;
+  for (const Access& a : list) {
+    const std::vector<Expr>& idx = *a.indices;
+    if (idx.size() != first.size() || !SameExpr(idx[lane_dim], first[lane_dim])) return false;
+    for (size_t d = 0; d < idx.size(); ++d) {
+      if (d != lane_dim && DependsOn(idx[d], var)) return false;
+    }
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -164,31 +183,6 @@ bool CanVectorizeBody(const Stmt& body, const loop::VarNode* var) {
   }
   return true;
 }
-
-namespace {
-
-bool LanePrivateByDimension(const std::vector<Access>& list, const loop::VarNode* var) {
-  const std::vector<Expr>& first = *list[0].indices;
-  size_t lane_dim = first.size();
-  for (size_t d = 0; d < first.size(); ++d) {
-    if (!DependsOn(first[d], var)) continue;
-    if (lane_dim != first.size()) return false;  // two dimensions depend on the lane
-    lane_dim = d;
-  }
-  if (lane_dim == first.size()) return false;
-  std::optional<int64_t> c = LinearCoefficient(first[lane_dim], var);
-  if (!c || *c == 0) return false;
-  for (const Access& a : list) {
-    const std::vector<Expr>& idx = *a.indices;
-    if (idx.size() != first.size() || !SameExpr(idx[lane_dim], first[lane_dim])) return false;
-    for (size_t d = 0; d < idx.size(); ++d) {
-      if (d != lane_dim && DependsOn(idx[d], var)) return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
 
 bool IsNonNegative(const Expr& expr) {
   switch (expr->kind) {

@@ -196,6 +196,7 @@ std::string BindingText(const kiln::v1::Binding& b) {
     case kiln::v1::Binding::INPUT: return absl::StrCat("input", b.index());
     case kiln::v1::Binding::OUTPUT: return absl::StrCat("output", b.index());
     case kiln::v1::Binding::WEIGHT: return absl::StrCat("weights+", b.offset());
+    case kiln::v1::Binding::PERSISTENT: return absl::StrCat("persistent+", b.offset());
     default: return absl::StrCat("arena+", b.offset());
   }
 }
@@ -223,7 +224,9 @@ int Inspect(int argc, char** argv) {
             << "code:             " << artifact->code.size() << " bytes (ELF shared object)\n"
             << "weights:          " << m.weights_bytes() << " bytes\n"
             << "arena:            " << m.arena_bytes() << " bytes (" << m.arena_bytes_no_reuse()
-            << " without buffer reuse)\n";
+            << " without buffer reuse)\n"
+            << "persistent:       " << m.persistent_bytes()
+            << " bytes (computed from the weights at load)\n";
   for (const auto& in : m.inputs()) std::cout << "input:  " << SpecText(in) << "\n";
   for (const auto& out : m.outputs()) std::cout << "output: " << SpecText(out) << "\n";
   std::cout << "kernels (" << m.kernels_size() << "):\n";
@@ -237,6 +240,7 @@ int Inspect(int argc, char** argv) {
                                               k.record_digest().substr(0, 12), k.tuned_median_ms())
                             : std::string("default schedule"))
               << "\n";
+    if (!k.init_symbol().empty()) std::cout << "      init at load: " << k.init_symbol() << "\n";
     for (absl::string_view line : absl::StrSplit(k.schedule(), '\n', absl::SkipEmpty())) {
       std::cout << "      " << line << "\n";
     }

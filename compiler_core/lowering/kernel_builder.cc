@@ -12,12 +12,27 @@ using loop::Expr;
 using loop::Stmt;
 using loop::Var;
 
+namespace {
+
+// True if `v` is a constant, or an unfused view (Reshape, Flatten, ...) of one: the kernel plan
+// binds such a value to the weights.
+bool IsConstantData(const graph::Value* v) {
+  while (v->producer() != nullptr && graph::IsViewOp(v->producer()->op()) &&
+         v->producer()->fusion_group() < 0 && v->producer()->input(0) != nullptr) {
+    v = v->producer()->input(0);
+  }
+  return v->is_constant();
+}
+
+}  // namespace
+
 loop::BufferRef KernelBuilder::Input(const graph::Value* v) {
   auto it = inputs_.find(v);
   if (it != inputs_.end()) return it->second;
   std::string name = absl::StrCat("in", inputs_.size());
   buffer_names_.insert(name);
-  loop::BufferRef b = loop::MakeBuffer(name, v->type().dtype, v->type().shape);
+  loop::BufferRef b = loop::MakeBuffer(name, v->type().dtype, v->type().shape,
+                                       loop::Buffer::Scope::kGlobal, IsConstantData(v));
   inputs_[v] = b;
   params_.push_back(b);
   param_values_.push_back(v);

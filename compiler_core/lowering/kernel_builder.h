@@ -21,7 +21,7 @@ class KernelBuilder {
       : name_(std::move(kernel_name)), anchor_(anchor) {}
 
   /// The param buffer for external value `v`, created on first use ("in0", "in1", ...), so
-  /// params follow first-use order.
+  /// params follow first-use order. It is const when `v` is a constant (or a view of one).
   loop::BufferRef Input(const graph::Value* v);
   /// The result buffer "out" of `v`'s type; always the last param.
   loop::BufferRef Output(const graph::Value* v);

@@ -27,7 +27,7 @@ TEST(LoweringGoldenTest, PaddedConvWithBias) {
   graph::Node* conv = g.AddNode(OpKind::kConv, "conv", {x, w, b}, {F32({1, 2, 2, 2})}, a);
   auto k = LowerGroup({conv}, "conv_k");
   ASSERT_TRUE(k.ok()) << k.status();
-  EXPECT_EQ(loop::PrintFunc(k->func), R"(func @conv_k(%in0: f32[1,1,4,4], %in1: f32[2,1,3,3], %in2: f32[2], %out: f32[1,2,2,2]) workspace(%xpad: f32[1,1,6,6]) anchor=Conv {
+  EXPECT_EQ(loop::PrintFunc(k->func), R"(func @conv_k(%in0: f32[1,1,4,4], %in1: f32[2,1,3,3] const, %in2: f32[2] const, %out: f32[1,2,2,2]) workspace(%xpad: f32[1,1,6,6]) anchor=Conv {
   for pad.n in 0..1 {
     for pad.c in 0..1 {
       for pad.h in 0..6 {
@@ -78,7 +78,7 @@ TEST(LoweringGoldenTest, GemmTransB) {
   graph::Node* gemm = g.AddNode(OpKind::kGemm, "fc", {a, b, c}, {F32({2, 4})}, attrs);
   auto k = LowerGroup({gemm}, "fc_k");
   ASSERT_TRUE(k.ok()) << k.status();
-  EXPECT_EQ(loop::PrintFunc(k->func), R"(func @fc_k(%in0: f32[2,3], %in1: f32[4,3], %in2: f32[1,4], %out: f32[2,4]) anchor=Gemm {
+  EXPECT_EQ(loop::PrintFunc(k->func), R"(func @fc_k(%in0: f32[2,3], %in1: f32[4,3] const, %in2: f32[1,4] const, %out: f32[2,4]) anchor=Gemm {
   for init.i in 0..2 {
     for init.j in 0..4 {
       %out[init.i, init.j] = (0.5 * %in2[0, init.j])

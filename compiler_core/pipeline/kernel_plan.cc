@@ -191,9 +191,17 @@ class Planner {
       requests.push_back(req);
       request_values.push_back(value_of_id[id]);
     }
-    // Workspaces live during their kernel only.
+    // Workspaces live during their kernel only; persistent ones (computed by the kernel's init
+    // at load) get their own space for the executable's lifetime, 64-byte aligned, no reuse.
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      for (const loop::BufferRef& ws : loop::PersistentWorkspaces(kernels_[k].lowered.func)) {
+        persistent_offset_[{k, ws->name}] = persistent_bytes_;
+        persistent_bytes_ = AlignUp(persistent_bytes_ + ws->NumBytes());
+      }
+    }
     for (size_t k = 0; k < kernels_.size(); ++k) {
       for (const loop::BufferRef& ws : kernels_[k].lowered.func.workspaces) {
+        if (persistent_offset_.count({k, ws->name})) continue;
         requests.push_back({absl::StrCat(kernels_[k].lowered.func.name, ".", ws->name),
                             ws->NumBytes(), static_cast<int>(k), static_cast<int>(k)});
         request_values.push_back(nullptr);
@@ -259,15 +267,24 @@ class Planner {
       }
       for (const loop::BufferRef& ws : kernel.lowered.func.workspaces) {
         kiln::v1::Binding* b = call->add_args();
+        b->set_size_bytes(ws->NumBytes());
+        if (auto it = persistent_offset_.find({k, ws->name}); it != persistent_offset_.end()) {
+          b->set_kind(kiln::v1::Binding::PERSISTENT);
+          b->set_offset(it->second);
+          continue;
+        }
         b->set_kind(kiln::v1::Binding::ARENA);
         b->set_offset(plan_.offsets[workspace_request_.at({k, ws->name})]);
-        b->set_size_bytes(ws->NumBytes());
+      }
+      if (kernel.lowered.func.init) {
+        call->set_init_symbol(loop::InitSymbol(kernel.lowered.func.name));
       }
       plan.funcs.push_back(std::move(kernel.lowered.func));
     }
     if (!applied_records.empty()) m.set_tuning_digest(Sha256Hex(applied_records));
     m.set_arena_bytes(plan_.arena_bytes);
     m.set_arena_bytes_no_reuse(plan_.arena_bytes_no_reuse);
+    m.set_persistent_bytes(persistent_bytes_);
     for (size_t i = 0; i < requests_.size(); ++i) {
       kiln::v1::PlannedBuffer* pb = m.add_buffers();
       pb->set_name(requests_[i].name);
@@ -305,6 +322,8 @@ class Planner {
   std::unordered_map<const Value*, int64_t> weight_offset_;
   std::unordered_map<const Value*, int64_t> arena_offset_;
   std::map<std::pair<size_t, std::string>, size_t> workspace_request_;
+  std::map<std::pair<size_t, std::string>, int64_t> persistent_offset_;  // into persistent_bytes_
+  int64_t persistent_bytes_ = 0;
   std::vector<BufferRequest> requests_;
   MemoryPlan plan_;
   std::string weights_;

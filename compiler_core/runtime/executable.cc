@@ -59,6 +59,10 @@ absl::Status ValidateManifest(const kiln::v1::Manifest& m, int64_t weights_size)
   if (m.arena_bytes() < 0) {
     return absl::InvalidArgumentError(absl::StrCat("arena_bytes is negative: ", m.arena_bytes()));
   }
+  if (m.persistent_bytes() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("persistent_bytes is negative: ", m.persistent_bytes()));
+  }
   auto check_specs = [](const auto& specs, const char* what) -> absl::Status {
     for (int i = 0; i < specs.size(); ++i) {
       const kiln::v1::TensorSpec& spec = specs[i];
@@ -114,6 +118,14 @@ absl::Status ValidateManifest(const kiln::v1::Manifest& m, int64_t weights_size)
                                                            m.arena_bytes(), "-byte arena"));
           }
           break;
+        case kiln::v1::Binding::PERSISTENT:
+          if (b.offset() < 0 || b.size_bytes() < 0 || b.offset() > m.persistent_bytes() ||
+              b.size_bytes() > m.persistent_bytes() - b.offset()) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                where, " binds persistent [", b.offset(), ", +", b.size_bytes(), ") outside the ",
+                m.persistent_bytes(), "-byte persistent buffer"));
+          }
+          break;
         default:
           return absl::InvalidArgumentError(
               absl::StrCat(where, " has unknown binding kind ", static_cast<int>(b.kind())));
@@ -134,6 +146,7 @@ struct Executable::Impl {
   std::vector<std::vector<void*>> args;  // per kernel call, refilled by Run
   AlignedBuffer weights;
   AlignedBuffer arena;
+  AlignedBuffer persistent;  // filled once by the init kernels at load
   std::unique_ptr<ThreadPool> pool;
   kiln_context context{};
 };
@@ -169,6 +182,7 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Load(Artifact artifact, 
   }
   impl.kernels.reserve(m.kernels_size());
   impl.args.reserve(m.kernels_size());
+  std::vector<kiln_kernel_fn> inits(m.kernels_size(), nullptr);
   for (int k = 0; k < m.kernels_size(); ++k) {
     const kiln::v1::KernelCall& call = m.kernels(k);
     absl::StatusOr<kiln_kernel_fn> fn = impl.code->Kernel(call.symbol());
@@ -177,14 +191,23 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Load(Artifact artifact, 
     }
     impl.kernels.push_back(*fn);
     impl.args.emplace_back(call.args_size(), nullptr);
+    if (!call.init_symbol().empty()) {
+      absl::StatusOr<kiln_kernel_fn> init = impl.code->Kernel(call.init_symbol());
+      if (!init.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("kernel ", k, " init: ", init.status().message()));
+      }
+      inits[k] = *init;
+    }
   }
 
   impl.weights = AllocateAligned(artifact.weights.size());
   impl.arena = AllocateAligned(static_cast<size_t>(m.arena_bytes()));
-  if (impl.weights == nullptr || impl.arena == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", artifact.weights.size(),
-                                                     " bytes of weights and ", m.arena_bytes(),
-                                                     " bytes of arena"));
+  impl.persistent = AllocateAligned(static_cast<size_t>(m.persistent_bytes()));
+  if (impl.weights == nullptr || impl.arena == nullptr || impl.persistent == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot allocate ", artifact.weights.size(), " bytes of weights, ", m.arena_bytes(),
+        " bytes of arena and ", m.persistent_bytes(), " bytes of persistent buffer"));
   }
   if (!artifact.weights.empty()) {
     std::memcpy(impl.weights.get(), artifact.weights.data(), artifact.weights.size());
@@ -195,6 +218,21 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Load(Artifact artifact, 
   impl.pool = std::make_unique<ThreadPool>(num_threads);
   impl.context.parallel_for = &ThreadPool::ParallelForTrampoline;
   impl.context.pool = impl.pool.get();
+
+  // Init kernels compute the persistent workspaces from the weights, once; they read no input
+  // or output, which are not there yet (null).
+  for (int k = 0; k < m.kernels_size(); ++k) {
+    if (inits[k] == nullptr) continue;
+    const kiln::v1::KernelCall& call = m.kernels(k);
+    std::vector<void*> args(call.args_size(), nullptr);
+    for (int a = 0; a < call.args_size(); ++a) {
+      const kiln::v1::Binding& b = call.args(a);
+      if (b.kind() == kiln::v1::Binding::WEIGHT) args[a] = impl.weights.get() + b.offset();
+      if (b.kind() == kiln::v1::Binding::ARENA) args[a] = impl.arena.get() + b.offset();
+      if (b.kind() == kiln::v1::Binding::PERSISTENT) args[a] = impl.persistent.get() + b.offset();
+    }
+    inits[k](&impl.context, args.data());
+  }
 
   // The code and weights now live in the loaded object and the aligned buffer.
   artifact.code.clear();
@@ -272,6 +310,9 @@ absl::StatusOr<std::vector<Tensor>> Executable::RunImpl(const std::vector<const 
           break;
         case kiln::v1::Binding::ARENA:
           args[a] = impl.arena.get() + b.offset();
+          break;
+        case kiln::v1::Binding::PERSISTENT:
+          args[a] = impl.persistent.get() + b.offset();
           break;
         default:
           args[a] = nullptr;  // rejected by ValidateManifest

@@ -15,7 +15,9 @@ namespace kiln::runtime {
 /// A loaded artifact, ready to run. Run is not reentrant; use one Executable per thread.
 class Executable {
  public:
-  /// Loads `artifact`'s shared object (from memory, via memfd) and resolves every kernel symbol.
+  /// Loads `artifact`'s shared object (from memory, via memfd), resolves every kernel symbol
+  /// and runs the kernels' init entry points (KernelCall.init_symbol) once, which fill the
+  /// persistent buffer from the weights.
   /// `num_threads` <= 0 means the number of online cores. Errors: kInvalidArgument if the ABI
   /// version differs or a symbol is missing; kInternal if the loader fails.
   static absl::StatusOr<std::unique_ptr<Executable>> Load(Artifact artifact, int num_threads = 0);

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler_core/schedule/hoist.h"
 #include "compiler_core/schedule/primitives.h"
 #include "compiler_core/schedule/winograd.h"
 
@@ -90,6 +91,7 @@ absl::Status ApplySchedule(const Schedule& schedule, loop::Func& func) {
                                                         StepString(p), ": ", st.message()));
     }
   }
+  HoistConstantNests(work);
   func = std::move(work);
   return absl::OkStatus();
 }

@@ -49,7 +49,9 @@ struct Schedule {
 /// winograd(m): the conv update nest becomes Winograd F(m×m, 3×3) nests (winograd.h), adding
 /// workspaces. Errors: kFailedPrecondition naming the step and why
 /// it is illegal (unknown loop, vectorizing a reduction or non-innermost loop, reordering loops
-/// that are not one perfect nest, ...); `func` is unchanged on error.
+/// that are not one perfect nest, ...); `func` is unchanged on error. After the last step,
+/// nests that depend only on const params move to func.init (HoistConstantNests, hoist.h), so
+/// e.g. winograd's weight transform runs once at load time, not every call.
 absl::Status ApplySchedule(const Schedule& schedule, loop::Func& func);
 
 /// The default schedule for a lowered kernel on `target`: tiles and vectorizes the innermost

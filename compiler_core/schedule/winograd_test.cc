@@ -85,6 +85,15 @@ TEST_P(WinogradTest, MatchesTheDirectConv) {
     loop::Func scheduled = kernel->func;
     ASSERT_TRUE(ApplySchedule(*parsed, scheduled).ok()) << s.ToString();
     EXPECT_THAT(loop::PrintFunc(scheduled), HasSubstr("vectorized"));
+    // The weights are constants, so the weight transform runs at load (Func::init) and U is
+    // the one persistent workspace; the body no longer reads the weights.
+    ASSERT_TRUE(scheduled.init) << loop::PrintFunc(scheduled);
+    std::vector<loop::BufferRef> persistent = loop::PersistentWorkspaces(scheduled);
+    ASSERT_EQ(persistent.size(), 1u);
+    EXPECT_EQ(persistent[0]->name, "wino.u");
+    EXPECT_THAT(loop::PrintStmt(scheduled.init), HasSubstr("%wino.u["));
+    EXPECT_THAT(loop::PrintStmt(scheduled.body), ::testing::Not(HasSubstr("%in1[")));
+    EXPECT_TRUE(loop::VerifyFunc(scheduled).ok()) << loop::VerifyFunc(scheduled);
     auto sched_got = lowering::testing::RunFunc(*kernel, scheduled, in);
     ASSERT_TRUE(sched_got.ok()) << sched_got.status();
     EXPECT_EQ(Floats(**sched_got), Floats(**got)) << s.ToString();

@@ -10,6 +10,7 @@ namespace {
 BuiltKernel Built(const loop::Func& f) {
   BuiltKernel k;
   k.symbol = f.name;
+  if (f.init) k.init_symbol = loop::InitSymbol(f.name);
   for (const loop::BufferRef& w : f.workspaces) k.workspace_bytes.push_back(w->NumBytes());
   return k;
 }

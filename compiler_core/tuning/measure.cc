@@ -100,6 +100,12 @@ void ChildMain(const loop::Func& workload, const std::string& code, const BuiltK
   }
   runtime::ThreadPool pool(options.num_threads);
   kiln_context ctx{&runtime::ThreadPool::ParallelForTrampoline, &pool};
+  if (!kernel.init_symbol.empty()) {
+    // Load-time work (e.g. a weight transform) runs once, as at artifact load: never timed.
+    absl::StatusOr<kiln_kernel_fn> init = (*module)->Kernel(kernel.init_symbol);
+    if (!init.ok()) return fail(std::string(init.status().message()));
+    (*init)(&ctx, args.data());
+  }
   (*fn)(&ctx, args.data());
   // Compare (or publish, for the reference) every param: inputs stay as they were, results
   // must match.

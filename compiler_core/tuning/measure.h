@@ -26,6 +26,9 @@ namespace kiln::tuning {
 struct BuiltKernel {
   absl::Status status;          // why it was not built (then symbol is "")
   std::string symbol;           // exported by the batch's code
+  /// Run once (untimed) before the first call, with the same arguments: the kernel's
+  /// load-time init (loop::Func::init); "" when it has none.
+  std::string init_symbol;
   std::vector<int64_t> workspace_bytes;  // its workspaces, passed after the params
 };
 

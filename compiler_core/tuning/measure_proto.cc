@@ -13,6 +13,7 @@ namespace {
 v1::BuiltKernel KernelToProto(const BuiltKernel& k) {
   v1::BuiltKernel p;
   p.set_symbol(k.symbol);
+  p.set_init_symbol(k.init_symbol);
   for (int64_t b : k.workspace_bytes) p.add_workspace_bytes(b);
   p.set_error_code(static_cast<int32_t>(k.status.code()));
   p.set_error_message(std::string(k.status.message()));
@@ -22,6 +23,7 @@ v1::BuiltKernel KernelToProto(const BuiltKernel& k) {
 BuiltKernel KernelFromProto(const v1::BuiltKernel& p) {
   BuiltKernel k;
   k.symbol = p.symbol();
+  k.init_symbol = p.init_symbol();
   k.workspace_bytes.assign(p.workspace_bytes().begin(), p.workspace_bytes().end());
   k.status = absl::Status(static_cast<absl::StatusCode>(p.error_code()), p.error_message());
   return k;

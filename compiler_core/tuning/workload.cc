@@ -27,7 +27,8 @@ class Renamer final : public loop::StmtMutator {
     auto it = renamed_.find(b.get());
     if (it != renamed_.end()) return it->second;
     int& n = counts_[prefix];
-    BufferRef copy = loop::MakeBuffer(absl::StrCat(prefix, n++), b->dtype, b->shape, b->scope);
+    BufferRef copy =
+        loop::MakeBuffer(absl::StrCat(prefix, n++), b->dtype, b->shape, b->scope, b->constant);
     renamed_[b.get()] = copy;
     return copy;
   }
@@ -102,6 +103,7 @@ loop::Func CanonicalizeWorkload(const loop::Func& lowered) {
   out.anchor = lowered.anchor;
   for (const BufferRef& p : lowered.params) out.params.push_back(r.Rename(p, "p"));
   for (const BufferRef& w : lowered.workspaces) out.workspaces.push_back(r.Rename(w, "w"));
+  if (lowered.init) out.init = r.MutateStmt(lowered.init);
   out.body = r.MutateStmt(lowered.body);
   return out;
 }

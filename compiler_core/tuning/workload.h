@@ -4,7 +4,8 @@
 // replaced by positional names. Loop variable names are kept: the lowering derives them from
 // the op's axes (n, oc, oh, ...), never from the model. The workload key is the SHA-256 of the
 // canonical text, so the same conv in two models has one key, and any change of shape, dtype,
-// layout, fused epilogue, stride or anchor op gives another.
+// layout, fused epilogue, stride, anchor op or of which params are constants (weights, printed
+// "const": a schedule may precompute from them at load time) gives another.
 #ifndef KILN_COMPILER_CORE_TUNING_WORKLOAD_H_
 #define KILN_COMPILER_CORE_TUNING_WORKLOAD_H_
 

@@ -2,6 +2,8 @@
 // dtype, stride, layout and fused epilogue.
 #include "compiler_core/tuning/workload.h"
 
+#include "absl/strings/str_replace.h"
+#include "compiler_core/ir/loop/parser.h"
 #include "compiler_core/ir/loop/printer.h"
 #include "compiler_core/lowering/lower.h"
 #include "compiler_core/lowering/lowering_test_util.h"
@@ -55,7 +57,7 @@ TEST(WorkloadTest, KeyIsSha256OfTheCanonicalText) {
   std::string text;
   const std::string key = ConvKey({}, &text);
   EXPECT_EQ(key.size(), 64u);
-  EXPECT_EQ(text.rfind("func @workload(%p0: f32[1,8,8,8], %p1: f32[4,8,3,3], %p2: f32[4], "
+  EXPECT_EQ(text.rfind("func @workload(%p0: f32[1,8,8,8], %p1: f32[4,8,3,3] const, %p2: f32[4] const, "
                        "%p3: f32[1,4,8,8]) workspace(%w0: f32[1,8,10,10]) anchor=Conv {",
                        0),
             0u)
@@ -95,6 +97,21 @@ TEST(WorkloadTest, DtypeChangesTheKey) {
   auto k64 = lowering::LowerGroup({r64}, "k0");
   ASSERT_TRUE(k32.ok() && k64.ok());
   EXPECT_NE(WorkloadKey(k32->func), WorkloadKey(k64->func));
+}
+
+TEST(WorkloadTest, ConstantWeightsChangeTheKey) {
+  // Weights bound to constants are "const" params (a schedule may precompute from them at
+  // load); the same conv reading its weights at run time is another workload.
+  std::string text;
+  const std::string key = ConvKey({}, &text);
+  absl::StatusOr<loop::Func> parsed = loop::ParseFunc(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(WorkloadKey(*parsed), key);
+  std::string runtime_weights = absl::StrReplaceAll(text, {{" const", ""}});
+  ASSERT_NE(runtime_weights, text);
+  absl::StatusOr<loop::Func> runtime = loop::ParseFunc(runtime_weights);
+  ASSERT_TRUE(runtime.ok()) << runtime.status();
+  EXPECT_NE(WorkloadKey(*runtime), key);
 }
 
 TEST(WorkloadTest, CountsFlopsOfAConv) {

@@ -50,6 +50,15 @@ absl::StatusOr<ModuleBundle> BuildOptimizedModule(const std::vector<loop::Func>&
     }
     KernelEmitter emitter(*bundle.module, target, func);
     KILN_RETURN_IF_ERROR(emitter.Emit());
+    if (func.init) {
+      // The load-time entry point: the same arguments, the init statements as its body.
+      loop::Func init = func;
+      init.name = loop::InitSymbol(func.name);
+      init.body = func.init;
+      init.init = nullptr;
+      KernelEmitter init_emitter(*bundle.module, target, init);
+      KILN_RETURN_IF_ERROR(init_emitter.Emit());
+    }
   }
   std::string problems;
   llvm::raw_string_ostream os(problems);

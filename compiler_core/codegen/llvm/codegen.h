@@ -19,7 +19,8 @@ namespace kiln::codegen {
 absl::StatusOr<Target> ResolveTarget(std::string_view spec);
 
 /// Emits one LLVM module holding every func as an exported C-ABI kernel (runtime/abi.h) and
-/// returns its textual LLVM IR after optimization (O3 for the target).
+/// returns its textual LLVM IR after optimization (O3 for the target). A func with an init
+/// also exports loop::InitSymbol(name), with the same arguments, running the init statements.
 absl::StatusOr<std::string> EmitLlvmIr(const std::vector<loop::Func>& funcs, const Target& target);
 
 /// Compiles `funcs` for `target` and links them into an ELF shared object with lld; returns the

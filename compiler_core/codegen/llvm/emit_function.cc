@@ -66,8 +66,10 @@ llvm::Function* KernelEmitter::CreateBodyFunction(const std::string& name,
     fn->addParamAttr(arg, llvm::Attribute::NoCapture);
     fn->addParamAttr(arg, llvm::Attribute::getWithAlignment(
                               ctx_, llvm::Align(DTypeSize(buffers[i]->dtype))));
+    // A buffer the body never touches may be passed as null (an init entry point gets null
+    // for the inputs and outputs it does not read), so only used ones are dereferenceable.
     int64_t bytes = buffers[i]->NumBytes();
-    if (bytes > 0) {
+    if (bytes > 0 && used_buffers_.count(buffers[i])) {
       fn->addParamAttr(arg, llvm::Attribute::getWithDereferenceableBytes(ctx_, bytes));
     }
     fn->getArg(arg)->setName(buffers[i]->name);
@@ -77,6 +79,9 @@ llvm::Function* KernelEmitter::CreateBodyFunction(const std::string& name,
 }
 
 absl::Status KernelEmitter::Emit() {
+  UseCollector uses;
+  uses.Visit(func_.body);
+  used_buffers_ = std::move(uses.buffers);
   std::vector<const loop::Buffer*> globals;
   for (const auto& b : func_.params) globals.push_back(b.get());
   for (const auto& b : func_.workspaces) globals.push_back(b.get());

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <initializer_list>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -120,6 +121,7 @@ class KernelEmitter {
   llvm::IRBuilder<> b_;
   const Target& target_;
   const loop::Func& func_;
+  std::set<const loop::Buffer*> used_buffers_;  // buffers func_.body loads or stores
   FunctionState fs_;
   VectorState vs_;
   bool index_mode_ = false;  // emitting index arithmetic: integer ops get nsw

@@ -122,7 +122,8 @@ class Interpreter {
     size_t k = 0;
     for (const BufferRef& b : func.params) Bind(b, static_cast<uint8_t*>(args[k++]));
     for (const BufferRef& b : func.workspaces) Bind(b, static_cast<uint8_t*>(args[k++]));
-    if (func.body) Exec(func.body);
+    if (func.init) Exec(func.init);
+    if (func.body && status_.ok()) Exec(func.body);
     return status_;
   }
 

@@ -2,6 +2,7 @@
 #include "compiler_core/ir/loop/loop_ir.h"
 
 #include <cassert>
+#include <set>
 
 namespace kiln::loop {
 
@@ -14,14 +15,39 @@ int64_t Buffer::NumElements() const {
 int64_t Buffer::NumBytes() const { return NumElements() * static_cast<int64_t>(DTypeSize(dtype)); }
 
 BufferRef MakeBuffer(std::string name, DType dtype, std::vector<int64_t> shape,
-                     Buffer::Scope scope) {
+                     Buffer::Scope scope, bool constant) {
   auto b = std::make_shared<Buffer>();
   b->name = std::move(name);
   b->dtype = dtype;
   b->shape = std::move(shape);
   b->scope = scope;
+  b->constant = constant;
   return b;
 }
+
+namespace {
+void CollectStores(const Stmt& s, std::set<const Buffer*>& out) {
+  if (!s) return;
+  if (s->kind == StmtKind::kStore) out.insert(s->buffer.get());
+  CollectStores(s->body, out);
+  CollectStores(s->then_body, out);
+  CollectStores(s->else_body, out);
+  for (const Stmt& c : s->stmts) CollectStores(c, out);
+}
+}  // namespace
+
+std::vector<BufferRef> PersistentWorkspaces(const Func& func) {
+  if (!func.init) return {};
+  std::set<const Buffer*> stored;
+  CollectStores(func.init, stored);
+  std::vector<BufferRef> out;
+  for (const BufferRef& w : func.workspaces) {
+    if (stored.count(w.get())) out.push_back(w);
+  }
+  return out;
+}
+
+std::string InitSymbol(const std::string& func_name) { return func_name + ".init"; }
 
 Var MakeVar(std::string name) {
   auto v = std::make_shared<VarNode>();

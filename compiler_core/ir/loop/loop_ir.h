@@ -24,13 +24,17 @@ struct Buffer {
   DType dtype = DType::kFloat32;
   std::vector<int64_t> shape;    // static; rank 0 is one element
   Scope scope = Scope::kGlobal;
+  /// A param whose contents are fixed when the kernel is compiled (a weight): printed
+  /// "const"; part of the workload key; a nest that reads only such params and workspaces it
+  /// computes from them can run once at load time instead of every call (Func::init).
+  bool constant = false;
 
   int64_t NumElements() const;
   int64_t NumBytes() const;
 };
 using BufferRef = std::shared_ptr<const Buffer>;
 BufferRef MakeBuffer(std::string name, DType dtype, std::vector<int64_t> shape,
-                     Buffer::Scope scope = Buffer::Scope::kGlobal);
+                     Buffer::Scope scope = Buffer::Scope::kGlobal, bool constant = false);
 
 /// A loop variable (always i64). Identity is the object; `name` is unique within a Func and is
 /// how schedule primitives refer to the loop that binds it.
@@ -142,14 +146,29 @@ Stmt Allocate(BufferRef buffer, Stmt body);
 
 /// One kernel: a function over buffers. The runtime calls it with one pointer per entry of
 /// `params` followed by one per entry of `workspaces` (see runtime/abi.h).
+///
+/// `init` (may be null) runs once, before the first call of `body`, with the same arguments:
+/// at artifact load, and once per measurement. It reads only constant params and the
+/// workspaces it writes itself, and writes only workspaces; those are the kernel's
+/// *persistent* workspaces (PersistentWorkspaces): they keep their contents from `init` for
+/// every later call, and `body` only reads them (e.g. Winograd's transformed weights; the
+/// weight prepacking ONNX Runtime does at session creation). Other workspaces are scratch:
+/// their contents on entry to `body` are unspecified.
 struct Func {
   std::string name;                  // exported symbol name; a C identifier
   std::vector<BufferRef> params;     // bound to graph values (inputs, weights, results)
-  std::vector<BufferRef> workspaces; // kernel-private scratch the runtime allocates
+  std::vector<BufferRef> workspaces; // kernel-private buffers the runtime allocates
+  Stmt init;
   Stmt body;
   /// The op the kernel was lowered from (its fusion group's anchor); guides default schedules.
   graph::OpKind anchor = graph::OpKind::kIdentity;
 };
+
+/// The workspaces `func.init` stores to, in `func.workspaces` order (empty without init).
+std::vector<BufferRef> PersistentWorkspaces(const Func& func);
+
+/// The symbol of `func`'s init entry point: "<name>.init".
+std::string InitSymbol(const std::string& func_name);
 
 }  // namespace kiln::loop
 

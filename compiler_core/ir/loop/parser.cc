@@ -55,10 +55,10 @@ class Parser {
     KILN_RETURN_IF_ERROR(Expect("func"));
     KILN_ASSIGN_OR_RETURN(Token name, ExpectKind(TokenKind::kGlobal, "a function name '@name'"));
     func.name = std::string(name.text);
-    KILN_RETURN_IF_ERROR(ParseBufferList(func.params));
+    KILN_RETURN_IF_ERROR(ParseBufferList(func.params, /*allow_const=*/true));
     if (Peek().Is("workspace")) {
       Next();
-      KILN_RETURN_IF_ERROR(ParseBufferList(func.workspaces));
+      KILN_RETURN_IF_ERROR(ParseBufferList(func.workspaces, /*allow_const=*/false));
     }
     KILN_RETURN_IF_ERROR(Expect("anchor"));
     KILN_RETURN_IF_ERROR(Expect("="));
@@ -66,7 +66,7 @@ class Parser {
     std::optional<graph::OpKind> op = graph::OpKindFromName(anchor.text);
     if (!op) return ErrorAt(anchor, absl::StrCat("unknown anchor op ", DescribeToken(anchor)));
     func.anchor = *op;
-    KILN_ASSIGN_OR_RETURN(func.body, ParseBody());
+    KILN_ASSIGN_OR_RETURN(func.body, ParseBody(&func.init));
     if (Peek().kind != TokenKind::kEof) {
       return ErrorAt(Peek(), absl::StrCat("expected end of input after the func, got ",
                                           DescribeToken(Peek())));
@@ -121,8 +121,9 @@ class Parser {
 
   // ---- Buffers and scopes ----
 
-  /// "%name: dtype[d0,d1,...]", declared in the current scope.
-  absl::StatusOr<BufferRef> ParseBufferDecl(Buffer::Scope scope) {
+  /// "%name: dtype[d0,d1,...]", declared in the current scope; a param may be followed by
+  /// "const" (`allow_const`).
+  absl::StatusOr<BufferRef> ParseBufferDecl(Buffer::Scope scope, bool allow_const = false) {
     KILN_ASSIGN_OR_RETURN(Token name, ExpectKind(TokenKind::kBuffer, "a buffer '%name'"));
     if (FindBuffer(name.text)) {
       return ErrorAt(name, absl::StrCat("buffer ", DescribeToken(name), " is already defined"));
@@ -137,16 +138,25 @@ class Parser {
       shape.push_back(dim);
     }
     Next();
-    BufferRef buffer = MakeBuffer(std::string(name.text), dtype, std::move(shape), scope);
+    bool constant = false;
+    if (Peek().Is("const")) {
+      if (!allow_const) {
+        return ErrorAt(Peek(), absl::StrCat("only a param can be const, not %", std::string(name.text)));
+      }
+      Next();
+      constant = true;
+    }
+    BufferRef buffer =
+        MakeBuffer(std::string(name.text), dtype, std::move(shape), scope, constant);
     buffers_.push_back(buffer);
     return buffer;
   }
   /// "(decl, decl, ...)" of global buffers.
-  absl::Status ParseBufferList(std::vector<BufferRef>& out) {
+  absl::Status ParseBufferList(std::vector<BufferRef>& out, bool allow_const) {
     KILN_RETURN_IF_ERROR(Expect("("));
     while (!Peek().Is(")")) {
       if (!out.empty()) KILN_RETURN_IF_ERROR(Expect(","));
-      KILN_ASSIGN_OR_RETURN(BufferRef b, ParseBufferDecl(Buffer::Scope::kGlobal));
+      KILN_ASSIGN_OR_RETURN(BufferRef b, ParseBufferDecl(Buffer::Scope::kGlobal, allow_const));
       out.push_back(std::move(b));
     }
     Next();
@@ -167,9 +177,14 @@ class Parser {
 
   // ---- Statements ----
 
-  /// "{ stmt* }": one statement is itself, otherwise a Block.
-  absl::StatusOr<Stmt> ParseBody() {
+  /// "{ stmt* }": one statement is itself, otherwise a Block. The func's body (`init` not
+  /// null) may start with "init { stmt* }", parsed into *init.
+  absl::StatusOr<Stmt> ParseBody(Stmt* init = nullptr) {
     KILN_RETURN_IF_ERROR(Expect("{"));
+    if (init != nullptr && Peek().Is("init") && Peek(1).Is("{")) {
+      Next();
+      KILN_ASSIGN_OR_RETURN(*init, ParseBody());
+    }
     std::vector<Stmt> stmts;
     while (!Peek().Is("}")) {
       if (Peek().kind == TokenKind::kEof) return ErrorAt(Peek(), "expected '}', got end of input");

@@ -74,7 +74,7 @@ namespace {
 
 std::string BufferDecl(const BufferRef& b) {
   return absl::StrCat("%", b->name, ": ", DTypeName(b->dtype), "[", absl::StrJoin(b->shape, ","),
-                      "]");
+                      "]", b->constant ? " const" : "");
 }
 
 std::string Indices(const std::vector<Expr>& indices) {
@@ -156,8 +156,9 @@ std::string PrintFunc(const Func& func) {
   for (const BufferRef& b : func.workspaces) workspaces.push_back(BufferDecl(b));
   std::string out = absl::StrCat("func @", func.name, "(", absl::StrJoin(params, ", "), ")");
   if (!workspaces.empty()) absl::StrAppend(&out, " workspace(", absl::StrJoin(workspaces, ", "), ")");
-  absl::StrAppend(&out, " anchor=", graph::OpName(func.anchor), " {\n",
-                  func.body ? PrintStmt(func.body, 2) : "", "}\n");
+  absl::StrAppend(&out, " anchor=", graph::OpName(func.anchor), " {\n");
+  if (func.init) absl::StrAppend(&out, "  init {\n", PrintStmt(func.init, 4), "  }\n");
+  absl::StrAppend(&out, func.body ? PrintStmt(func.body, 2) : "", "}\n");
   return out;
 }
 

@@ -40,6 +40,19 @@ class Verifier final : public Visitor {
         buffers_.push_back(b.get());
       }
     }
+    for (const BufferRef& w : func_.workspaces) {
+      if (w->constant) {
+        Fail(nullptr, absl::StrCat("workspace %", w->name, " is const (only params can be)"));
+        return status_;
+      }
+    }
+    for (const BufferRef& w : PersistentWorkspaces(func_)) persistent_.insert(w.get());
+    for (const BufferRef& p : func_.params) params_.insert(p.get());
+    if (func_.init) {
+      in_init_ = true;
+      VisitStmt(func_.init);
+      in_init_ = false;
+    }
     if (func_.body) VisitStmt(func_.body);
     return status_;
   }
@@ -55,6 +68,14 @@ class Verifier final : public Visitor {
             s->value->dtype != s->buffer->dtype) {
           Fail(s, absl::StrCat("stored value has dtype ", DTypeName(s->value->dtype),
                                          ", expected ", DTypeName(s->buffer->dtype)));
+        } else if (in_init_ && params_.count(s->buffer.get())) {
+          Fail(s, absl::StrCat("init stores to param %", s->buffer->name,
+                               " (init writes only workspaces)"));
+        } else if (!in_init_ && persistent_.count(s->buffer.get())) {
+          Fail(s, absl::StrCat("the body stores to %", s->buffer->name,
+                               ", a persistent workspace that init computes"));
+        } else if (s->buffer->constant) {
+          Fail(s, absl::StrCat("stores to const param %", s->buffer->name));
         }
         break;
       case StmtKind::kIf:
@@ -79,7 +100,12 @@ class Verifier final : public Visitor {
         }
         break;
       case ExprKind::kLoad:
-        CheckAccess(e->buffer, e->operands);
+        if (CheckAccess(e->buffer, e->operands) && in_init_ &&
+            e->buffer->scope == Buffer::Scope::kGlobal && !e->buffer->constant &&
+            !persistent_.count(e->buffer.get())) {
+          FailExpr(e, absl::StrCat("init reads %", e->buffer->name,
+                                   ", which is neither a const param nor computed by init"));
+        }
         break;
       case ExprKind::kBinary:
         if (e->operands[0]->dtype != e->operands[1]->dtype) {
@@ -208,6 +234,9 @@ class Verifier final : public Visitor {
   std::set<const VarNode*> bound_;           // variables of the enclosing loops
   std::set<const VarNode*> ever_bound_;      // variables bound by any loop so far
   int parallel_depth_ = 0;
+  bool in_init_ = false;                     // visiting func.init
+  std::set<const Buffer*> persistent_;       // workspaces init stores to
+  std::set<const Buffer*> params_;
   Stmt context_;                             // the store or if whose expressions are visited
 };
 

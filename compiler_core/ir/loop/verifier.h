@@ -20,7 +20,11 @@ namespace kiln::loop {
 ///   its values agree, an if's condition is bool;
 /// - no loop extent is negative (zero is legal: empty tensors lower to loops that run no
 ///   iteration); a vectorized loop is innermost and not a reduction; a
-///   parallel loop is not a reduction and has no parallel loop around it.
+///   parallel loop is not a reduction and has no parallel loop around it;
+/// - no store writes a const param and no workspace is const; `init` (checked first, by the
+///   same rules) stores only to workspaces and loads only const params, the workspaces it
+///   stores to (the persistent ones) and its own locals; the body never stores to a
+///   persistent workspace.
 /// Errors: kInvalidArgument "func 'NAME': in 'STMT': WHY", STMT being the first line of the
 /// offending statement as PrintStmt prints it (the first violation found, in program order).
 absl::Status VerifyFunc(const Func& func);

@@ -148,6 +148,27 @@ struct Executable::Impl {
   AlignedBuffer arena;
   AlignedBuffer persistent;  // filled once by the init kernels at load
   std::unique_ptr<ThreadPool> pool;
+
+  /// The pointer `b` binds: into the weights, the arena or the persistent buffer, or the
+  /// run's input or output tensor (null while there is none: at load).
+  void* Resolve(const kiln::v1::Binding& b, const std::vector<const Tensor*>* inputs,
+                std::vector<Tensor>* outputs) const {
+    switch (b.kind()) {
+      case kiln::v1::Binding::INPUT:
+        // Kernels never write their inputs; the ABI has no const pointers.
+        return inputs ? const_cast<uint8_t*>((*inputs)[b.index()]->bytes.data()) : nullptr;
+      case kiln::v1::Binding::OUTPUT:
+        return outputs ? (*outputs)[b.index()].bytes.data() : nullptr;
+      case kiln::v1::Binding::WEIGHT:
+        return weights.get() + b.offset();
+      case kiln::v1::Binding::ARENA:
+        return arena.get() + b.offset();
+      case kiln::v1::Binding::PERSISTENT:
+        return persistent.get() + b.offset();
+      default:
+        return nullptr;  // rejected by ValidateManifest
+    }
+  }
   kiln_context context{};
 };
 
@@ -226,10 +247,7 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Load(Artifact artifact, 
     const kiln::v1::KernelCall& call = m.kernels(k);
     std::vector<void*> args(call.args_size(), nullptr);
     for (int a = 0; a < call.args_size(); ++a) {
-      const kiln::v1::Binding& b = call.args(a);
-      if (b.kind() == kiln::v1::Binding::WEIGHT) args[a] = impl.weights.get() + b.offset();
-      if (b.kind() == kiln::v1::Binding::ARENA) args[a] = impl.arena.get() + b.offset();
-      if (b.kind() == kiln::v1::Binding::PERSISTENT) args[a] = impl.persistent.get() + b.offset();
+      args[a] = impl.Resolve(call.args(a), nullptr, nullptr);
     }
     inits[k](&impl.context, args.data());
   }
@@ -296,28 +314,7 @@ absl::StatusOr<std::vector<Tensor>> Executable::RunImpl(const std::vector<const 
     const kiln::v1::KernelCall& call = m.kernels(k);
     std::vector<void*>& args = impl.args[k];
     for (int a = 0; a < call.args_size(); ++a) {
-      const kiln::v1::Binding& b = call.args(a);
-      switch (b.kind()) {
-        case kiln::v1::Binding::INPUT:
-          // Kernels never write their inputs; the ABI has no const pointers.
-          args[a] = const_cast<uint8_t*>(inputs[b.index()]->bytes.data());
-          break;
-        case kiln::v1::Binding::OUTPUT:
-          args[a] = outputs[b.index()].bytes.data();
-          break;
-        case kiln::v1::Binding::WEIGHT:
-          args[a] = impl.weights.get() + b.offset();
-          break;
-        case kiln::v1::Binding::ARENA:
-          args[a] = impl.arena.get() + b.offset();
-          break;
-        case kiln::v1::Binding::PERSISTENT:
-          args[a] = impl.persistent.get() + b.offset();
-          break;
-        default:
-          args[a] = nullptr;  // rejected by ValidateManifest
-          break;
-      }
+      args[a] = impl.Resolve(call.args(a), &inputs, &outputs);
     }
     if (kernel_ms == nullptr) {
       impl.kernels[k](&impl.context, args.data());

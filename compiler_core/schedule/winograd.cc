@@ -300,7 +300,8 @@ class Rewriter {
 
   // xp[n, c, h, w, l] = h < PH && w < PW ? src[n, c, h, w, l] : 0 (indices clamped).
   Stmt ExtendSource() {
-    Var n = NewVar("wx.n"), cb = NewVar("wx.c"), h = NewVar("wx.h"), w = NewVar("wx.w"), l = NewVar("wx.l");
+    Var n = NewVar("wx.n"), cb = NewVar("wx.c"), h = NewVar("wx.h"), w = NewVar("wx.w"),
+        l = NewVar("wx.l");
     Expr cond = loop::Binary(BinaryOp::kAnd, loop::Binary(BinaryOp::kLt, R(h), I(c_.ph)),
                              loop::Binary(BinaryOp::kLt, R(w), I(c_.pw)));
     Expr value = loop::Select(
@@ -384,8 +385,8 @@ class Rewriter {
   // M[p, ocb, th, tw, oc] += V[p, icb, th, tw, ic] * U[p, ocb, icb, ic, oc]: a blocked 1×1
   // conv with the tile position p as its batch.
   Stmt Gemm() {
-    Var p = NewVar("p"), ocb = NewVar("ocb"), th = NewVar("th"), tw = NewVar("tw"), oc = NewVar("oc"),
-        icb = NewVar("icb"), ic = NewVar("ic");
+    Var p = NewVar("p"), ocb = NewVar("ocb"), th = NewVar("th"), tw = NewVar("tw"),
+        oc = NewVar("oc"), icb = NewVar("icb"), ic = NewVar("ic");
     std::vector<Expr> mi = {R(p), R(ocb), R(th), R(tw), R(oc)};
     Expr value = loop::Load(m_, mi) + loop::Load(v_, {R(p), R(icb), R(th), R(tw), R(ic)}) *
                                           loop::Load(u_, {R(p), R(ocb), R(icb), R(ic), R(oc)});

@@ -1,7 +1,6 @@
 // Evolutionary schedule search with a learned cost model, and the task scheduler over
 // workloads.
 #include "compiler_core/tuning/search.h"
-#include "compiler_core/tuning/records.h"
 
 #include <algorithm>
 #include <chrono>
@@ -15,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler_core/schedule/schedule_parser.h"
 #include "compiler_core/tuning/cost_model.h"
+#include "compiler_core/tuning/records.h"
 
 namespace kiln::tuning {
 namespace {

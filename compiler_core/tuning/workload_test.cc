@@ -57,8 +57,9 @@ TEST(WorkloadTest, KeyIsSha256OfTheCanonicalText) {
   std::string text;
   const std::string key = ConvKey({}, &text);
   EXPECT_EQ(key.size(), 64u);
-  EXPECT_EQ(text.rfind("func @workload(%p0: f32[1,8,8,8], %p1: f32[4,8,3,3] const, %p2: f32[4] const, "
-                       "%p3: f32[1,4,8,8]) workspace(%w0: f32[1,8,10,10]) anchor=Conv {",
+  EXPECT_EQ(text.rfind("func @workload(%p0: f32[1,8,8,8], %p1: f32[4,8,3,3] const, "
+                       "%p2: f32[4] const, %p3: f32[1,4,8,8]) workspace(%w0: f32[1,8,10,10]) "
+                       "anchor=Conv {",
                        0),
             0u)
       << text;

@@ -4,6 +4,8 @@
 #include <cassert>
 #include <set>
 
+#include "compiler_core/ir/loop/visitor.h"
+
 namespace kiln::loop {
 
 int64_t Buffer::NumElements() const {
@@ -25,21 +27,12 @@ BufferRef MakeBuffer(std::string name, DType dtype, std::vector<int64_t> shape,
   return b;
 }
 
-namespace {
-void CollectStores(const Stmt& s, std::set<const Buffer*>& out) {
-  if (!s) return;
-  if (s->kind == StmtKind::kStore) out.insert(s->buffer.get());
-  CollectStores(s->body, out);
-  CollectStores(s->then_body, out);
-  CollectStores(s->else_body, out);
-  for (const Stmt& c : s->stmts) CollectStores(c, out);
-}
-}  // namespace
-
 std::vector<BufferRef> PersistentWorkspaces(const Func& func) {
   if (!func.init) return {};
   std::set<const Buffer*> stored;
-  CollectStores(func.init, stored);
+  VisitStmts(func.init, [&](const Stmt& s) {
+    if (s->kind == StmtKind::kStore) stored.insert(s->buffer.get());
+  });
   std::vector<BufferRef> out;
   for (const BufferRef& w : func.workspaces) {
     if (stored.count(w.get())) out.push_back(w);

@@ -141,7 +141,8 @@ class Parser {
     bool constant = false;
     if (Peek().Is("const")) {
       if (!allow_const) {
-        return ErrorAt(Peek(), absl::StrCat("only a param can be const, not %", std::string(name.text)));
+        return ErrorAt(Peek(),
+                       absl::StrCat("only a param can be const, not %", std::string(name.text)));
       }
       Next();
       constant = true;

@@ -13,17 +13,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
-#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "bench/model_workloads.h"
 #include "compiler_core/pipeline/compiler_version.h"
-#include "compiler_core/pipeline/workloads.h"
 #include "compiler_core/schedule/winograd.h"
 #include "compiler_core/tuning/hardware.h"
 #include "compiler_core/tuning/local_measurer.h"
@@ -34,12 +32,8 @@
 namespace {
 
 struct Options {
-  std::string models_dir = "../shared/models";
-  std::vector<std::string> model_names = {"resnet18", "squeezenet1_1"};
-  int threads = 1;
-  double min_ms = 50;
-  int samples = 0;
-  uint64_t seed = 1;
+  kiln::bench::WorkloadBenchFlags common{
+      "../shared/models", {"resnet18", "squeezenet1_1"}, 1, 50};
   std::string records_out;
   int records_algorithm = -1;  // -1 best, 0 direct, 1 F2, 2 F4
 };
@@ -57,20 +51,8 @@ bool ParseArgs(int argc, char** argv, Options& o, std::string& error) {
       return false;
     }
     const std::string v = argv[++i];
-    int64_t n = 0;
-    const bool num = absl::SimpleAtoi(v, &n);
-    if (flag == "--models") {
-      o.models_dir = v;
-    } else if (flag == "--model-names") {
-      o.model_names = absl::StrSplit(v, ',', absl::SkipEmpty());
-    } else if (flag == "--threads" && num && n >= 1) {
-      o.threads = static_cast<int>(n);
-    } else if (flag == "--min-ms" && absl::SimpleAtod(v, &o.min_ms) && o.min_ms > 0) {
-    } else if (flag == "--samples" && num && n >= 0) {
-      o.samples = static_cast<int>(n);
-    } else if (flag == "--seed" && num) {
-      o.seed = static_cast<uint64_t>(n);
-    } else if (flag == "--records-out") {
+    if (o.common.Parse(flag, v)) continue;
+    if (flag == "--records-out") {
       o.records_out = v;
     } else if (flag == "--records-algorithm" &&
                (v == "best" || v == "direct" || v == "f2" || v == "f4")) {
@@ -90,46 +72,31 @@ int main(int argc, char** argv) {
   std::string error;
   if (!ParseArgs(argc, argv, o, error)) return Fail(error);
   kiln::Target target;
-  struct Entry {
-    kiln::pipeline::ModelWorkload w;
-    int calls = 0;
-    std::string model;
-  };
-  std::map<std::string, Entry> by_key;
-  std::vector<std::string> order;
-  for (const std::string& name : o.model_names) {
-    auto found = kiln::pipeline::ExtractWorkloads(
-        absl::StrCat(o.models_dir, "/", name, "/model.onnx"), {}, &target);
-    if (!found.ok()) return Fail(absl::StrCat(name, ": ", found.status().message()));
-    for (kiln::pipeline::ModelWorkload& w : *found) {
-      if (!kiln::schedule::CanApplyWinograd(w.lowered)) continue;
-      Entry& e = by_key[w.workload_key];
-      e.calls += static_cast<int>(w.symbols.size());
-      if (e.model.empty()) {
-        e.model = name;
-        e.w = std::move(w);
-        order.push_back(e.w.workload_key);
-      }
-    }
-  }
-  const kiln::tuning::HardwareInfo hw = kiln::tuning::DetectCpuHardware(target, o.threads);
+  auto workloads = kiln::bench::CollectWorkloads(
+      o.common.models_dir, o.common.model_names,
+      [](const kiln::pipeline::ModelWorkload& w) {
+        return kiln::schedule::CanApplyWinograd(w.lowered);
+      },
+      &target);
+  if (!workloads.ok()) return Fail(std::string(workloads.status().message()));
+  const kiln::tuning::HardwareInfo hw = kiln::tuning::DetectCpuHardware(target, o.common.threads);
   kiln::tuning::MeasureOptions measure;
-  measure.num_threads = o.threads;
-  measure.min_measure_ms = o.min_ms;
+  measure.num_threads = o.common.threads;
+  measure.min_measure_ms = o.common.min_ms;
   kiln::tuning::LocalMeasurer measurer(target, hw.Key(), measure);
-  std::printf("Winograd vs direct conv: %zu workloads of %s, %d thread(s), %s\n", order.size(),
-              absl::StrJoin(o.model_names, ", ").c_str(), o.threads, hw.device.c_str());
+  std::printf("Winograd vs direct conv: %zu workloads of %s, %d thread(s), %s\n", workloads->size(),
+              absl::StrJoin(o.common.model_names, ", ").c_str(), o.common.threads, hw.device.c_str());
   std::printf("%-14s %-24s %5s %10s %10s %10s %7s %7s\n", "model", "shape (out)", "calls",
               "direct ms", "F2 ms", "F4 ms", "F2/dir", "F4/dir");
   double total[3] = {0, 0, 0}, best_total = 0;
-  std::mt19937_64 rng(o.seed);
+  std::mt19937_64 rng(o.common.seed);
   std::ofstream records;
   if (!o.records_out.empty()) {
     records.open(o.records_out, std::ios::app);
     if (!records) return Fail("cannot open " + o.records_out);
   }
-  for (const std::string& key : order) {
-    const Entry& e = by_key[key];
+  for (const kiln::bench::BenchWorkload& e : *workloads) {
+    const std::string& key = e.w.workload_key;
     kiln::tuning::ScheduleSpace space(e.w.lowered, target);
     std::vector<kiln::tuning::Candidate> candidates;
     std::vector<int> algo;  // 0 direct, 1 F2, 2 F4
@@ -137,7 +104,7 @@ int main(int argc, char** argv) {
       const int64_t m = a == 0 ? 0 : 2 * a;
       candidates.push_back(space.Instantiate({{"conv.winograd", m}}));
       algo.push_back(a);
-      for (int s = 0; s < o.samples; ++s) {
+      for (int s = 0; s < o.common.samples; ++s) {
         kiln::schedule::KnobConfig k = space.Sample(rng).config;
         k["conv.winograd"] = m;
         candidates.push_back(space.Instantiate(k));

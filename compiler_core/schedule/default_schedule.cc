@@ -6,9 +6,10 @@
 // next one when it is short) in parallel (knobs "parallel", "parallel.fuse"). Blocked
 // (NCHW<x>c) convs get a register block of output columns times output-channel vectors held
 // across all reductions (knobs "conv.cols", "conv.vecs", "conv.rows", "conv.tail",
-// "conv.red_order", "conv.unroll_red") and run
-// the fused n×ocb×oh loop in parallel. 3×3 stride-1 blocked convs may first become Winograd
-// nests (knob "conv.winograd": 0, 2 or 4). Knob names carry the nest's index ("n2.conv.cols").
+// "conv.red_order", "conv.unroll_red", "conv.oh_outer") and run the fused n×ocb×oh loop in
+// parallel. 3×3 stride-1 blocked convs may first become Winograd nests (knob "conv.winograd":
+// 0, 2 or 4). Register-block budgets and the Winograd default depend on the target's vector
+// registers (16 with AVX2, 32 with AVX-512). Knob names carry the nest's index ("n2.conv.cols").
 // Every step is tried on a copy and dropped if illegal.
 #include <algorithm>
 
@@ -52,8 +53,17 @@ class Planner {
     // Knob: the conv algorithm. 0 is the direct conv; 2 or 4 rewrites a 3x3 stride-1 blocked
     // conv into Winograd F(m x m, 3 x 3) nests (winograd.h) before the nests are planned, the
     // batched GEMM among them planned as a blocked 1x1 conv.
+    // With 16 vector registers (AVX2) the default is by output width: F(4x4) from 24 columns,
+    // F(2x2) from 12, else direct (Zen 3, one thread: F4 0.23-0.50x the direct conv at widths
+    // 27-56, F2 0.49-0.67x at 13-14, both 1.4-1.6x slower at 7; bench/README.md, "Register
+    // blocks for 16 registers"). Direct with AVX-512, where it is not measured with the weight
+    // transform at load time.
     if (work_.anchor == OpKind::kConv && CanApplyWinograd(work_)) {
-      const int64_t m = knobs_.Choose("conv.winograd", {0, 2, 4}, 0);
+      const std::vector<int64_t>& out = work_.params.back()->shape;
+      const int64_t ow = out.size() == 5 ? out[3] : 0;
+      const int64_t rule =
+          target_.vector_registers() != 16 ? 0 : ow >= 24 ? 4 : ow >= 12 ? 2 : 0;
+      const int64_t m = knobs_.Choose("conv.winograd", {0, 2, 4}, rule);
       if (m != 0) Try(Kind::kWinograd, {}, m);
     }
     std::vector<Stmt> nests;
@@ -228,7 +238,10 @@ class Planner {
   std::vector<std::string> PlanBlockedConv(const std::vector<LoopInfo>& spatial,
                                            std::vector<LoopInfo> reds) {
     const int64_t ocb = spatial[1].extent, ow = spatial[3].extent;
+    // The accumulator budget of the default rules (16 with AVX-512, 8 below it) and of the
+    // space: every vector register but one broadcast and one weight vector.
     const int64_t max_acc = lanes_ >= 16 ? 16 : 8;
+    const int64_t acc_limit = target_.vector_registers() - 2;
     // Knob: the order of the reductions (the lowering's icb, kh, kw, ic): 0 as lowered, 1 the
     // last outermost, 2 the first moved just above the last (kh, kw, icb, ic).
     if (reds.size() >= 3) {
@@ -246,16 +259,32 @@ class Planner {
       // tail copy (ow % C columns) hold its own register block.
       tailed = cols < max_acc / 2 - 1;
     }
+    // With 16 vector registers (AVX2), one vector of output channels over a row of 7 to 14
+    // columns (all of a row up to 14, else its largest divisor from 7 up: 9 of 27, 11 of 55),
+    // which measured 1.3-2x faster on Zen 3 than a tailed block of 4; longer rows that 4
+    // divides (28, 56, 112) keep 4 columns (x 2 vectors when ocb is even), which measured
+    // 1.3-2x faster there than 14 x 1 (bench/README.md, "Register blocks for 16 registers").
+    if (target_.vector_registers() == 16 && (ow <= acc_limit || ow % (max_acc / 2) != 0)) {
+      for (int64_t c = std::min(ow, acc_limit); c >= 7; --c) {
+        if (ow % c != 0) continue;
+        cols = c;
+        tailed = false;
+        break;
+      }
+    }
     if (ow > max_acc / 2 && ow % (max_acc / 2) != 0 && KnobBool("conv.tail", tailed)) {
-      const int64_t tail_cols = Knob("conv.tail_cols", {max_acc / 2, max_acc / 2 + 2, max_acc - 2},
-                                     max_acc / 2);
+      std::vector<int64_t> tail_choices;
+      for (int64_t c : {max_acc / 2, max_acc / 2 + 2, max_acc - 2, acc_limit - 2, acc_limit}) {
+        if (c < ow) tail_choices.push_back(c);
+      }
+      const int64_t tail_cols = Knob("conv.tail_cols", tail_choices, max_acc / 2);
       std::vector<std::string> outer = PlanTailedConv(spatial, reds, tail_cols);
       if (!outer.empty()) return outer;
     }
     // Register block columns: the divisors of ow up to the accumulator budget (ow itself when
     // it fits in one block).
     std::vector<int64_t> col_choices;
-    for (int64_t c = 1; c <= std::min(ow, max_acc); ++c) {
+    for (int64_t c = 1; c <= std::min(ow, acc_limit); ++c) {
       if (ow % c == 0) col_choices.push_back(c);
     }
     if (ow <= 16) col_choices.push_back(ow);
@@ -265,7 +294,7 @@ class Planner {
     const bool two = ocb % 2 == 0 && 2 * cols <= max_acc && (cols == ow || 2 * cols == max_acc);
     std::vector<int64_t> vec_choices = {1};
     for (int64_t v : {2, 4}) {
-      if (ocb % v == 0 && v * cols <= max_acc) vec_choices.push_back(v);
+      if (ocb % v == 0 && v * cols <= acc_limit) vec_choices.push_back(v);
     }
     const int64_t vecs = Knob("conv.vecs", vec_choices, two ? 2 : 1);
     std::string oc_outer = spatial[1].name, oc_inner;
@@ -277,7 +306,7 @@ class Planner {
     const int64_t oh = spatial[2].extent;
     std::vector<int64_t> row_choices = {1};
     for (int64_t r : {2, 4}) {
-      if (oh % r == 0 && oh > r && r * cols * vecs <= max_acc) row_choices.push_back(r);
+      if (oh % r == 0 && oh > r && r * cols * vecs <= acc_limit) row_choices.push_back(r);
     }
     const int64_t rows = Knob("conv.rows", row_choices, 1);
     std::string oh_outer = spatial[2].name, oh_inner;
@@ -285,7 +314,11 @@ class Planner {
       oh_inner = oh_outer + ".i";
       oh_outer += ".o";
     }
+    // Knob: output rows outside the channel blocks (n, oh, ocb, ...), so that an input row
+    // stays in cache across the output-channel blocks instead of the input streaming once per
+    // block. Off by default: on mobilenet_v2's convs it measured within noise on Zen 3.
     std::vector<std::string> outer = {spatial[0].name, oc_outer, oh_outer};
+    if (KnobBool("conv.oh_outer", false)) std::swap(outer[1], outer[2]);
     std::string inner = spatial[3].name;
     if (cols < ow && Try(Kind::kSplit, {inner}, cols)) {
       outer.push_back(inner + ".o");

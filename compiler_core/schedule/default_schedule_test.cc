@@ -89,6 +89,51 @@ TEST(DefaultScheduleTest, StridedConvWithTail) {
                                       "vectorize(ow.i)\nvectorize(ow.t)"));
 }
 
+// NCHW8c convs with 16 vector registers (AVX2): a register block of one output-channel vector
+// over a row of 7 to 14 columns (the whole 13-wide row; 9 of 27), 4 columns for longer rows that
+// 4 divides. Stride 2, so that the direct conv is the default.
+TEST(DefaultScheduleTest, BlockedConvRegisterBlockWithSixteenRegisters) {
+  {
+    lowering::testing::BlockedConvGraph conv(1, 25, 1, 2);  // 13 x 13 out
+    Schedule s = CheckDefault(conv.nodes, {{conv.x, Random(conv.x->type(), 3)}});
+    EXPECT_THAT(s.ToString(), HasSubstr("reorder(n, ocb, oh, icb, kh, kw, ic, ow, oc)\n"
+                                        "unroll(ow)\nvectorize(oc)\n"));
+  }
+  {
+    lowering::testing::BlockedConvGraph conv(1, 53, 1, 2);  // 27 x 27 out
+    Schedule s = CheckDefault(conv.nodes, {{conv.x, Random(conv.x->type(), 4)}});
+    EXPECT_THAT(s.ToString(), HasSubstr("split(ow, 9)\n"
+                                        "reorder(n, ocb, oh, ow.o, icb, kh, kw, ic, ow.i, oc)\n"
+                                        "unroll(ow.i)\nvectorize(oc)\n"));
+  }
+  {
+    lowering::testing::BlockedConvGraph conv(1, 55, 1, 2);  // 28 x 28 out
+    Schedule s = CheckDefault(conv.nodes, {{conv.x, Random(conv.x->type(), 5)}});
+    EXPECT_THAT(s.ToString(), HasSubstr("split(ow, 4)\n"
+                                        "reorder(n, ocb, oh, ow.o, icb, kh, kw, ic, ow.i, oc)\n"));
+  }
+}
+
+// With 16 vector registers a 3x3 stride-1 NCHW8c conv defaults to Winograd by output width:
+// F(4x4) from 24 columns, F(2x2) from 12, the direct conv below; with 32 (AVX-512), direct.
+TEST(DefaultScheduleTest, WinogradDefaultByOutputWidth) {
+  for (const auto& [hw, want] :
+       std::vector<std::pair<int64_t, std::string>>{{7, ""}, {13, "winograd(2)\n"},
+                                                    {27, "winograd(4)\n"}}) {
+    SCOPED_TRACE(hw);
+    lowering::testing::BlockedConvGraph conv(1, hw, 1, 1);
+    auto kernel = lowering::LowerGroup(conv.nodes, "k");
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    const std::string avx2 = DefaultSchedule(kernel->func, Avx2()).ToString();
+    EXPECT_EQ(avx2.substr(0, want.size()), want) << avx2;
+    if (want.empty()) EXPECT_EQ(avx2.find("winograd"), std::string::npos) << avx2;
+    Target avx512 = Avx2();
+    avx512.vector_bits = 512;
+    EXPECT_EQ(DefaultSchedule(kernel->func, avx512).ToString().find("winograd"),
+              std::string::npos);
+  }
+}
+
 TEST(DefaultScheduleTest, Gemm) {
   Graph g;
   Value* a = g.AddInput("a", F32({8, 20}));

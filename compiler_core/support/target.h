@@ -19,6 +19,9 @@ struct Target {
 
   /// f32 lanes in one vector register (vector_bits / 32).
   int f32_lanes() const { return vector_bits / 32; }
+  /// Architectural vector registers a kernel's register block can use: 32 with AVX-512
+  /// (zmm0-31), else 16 (x86-64's ymm/xmm0-15).
+  int vector_registers() const { return vector_bits >= 512 ? 32 : 16; }
   /// Canonical string form, part of artifact cache keys: "cpu:<cpu>:<triple>:v<bits>:<features>".
   /// Excludes num_cores (the artifact runs with any thread count).
   std::string Key() const;

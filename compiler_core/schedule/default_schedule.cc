@@ -238,9 +238,9 @@ class Planner {
   std::vector<std::string> PlanBlockedConv(const std::vector<LoopInfo>& spatial,
                                            std::vector<LoopInfo> reds) {
     const int64_t ocb = spatial[1].extent, ow = spatial[3].extent;
-    // The accumulator budget of the default rules (16 with AVX-512, 8 below it) and of the
-    // space: every vector register but one broadcast and one weight vector.
-    const int64_t max_acc = lanes_ >= 16 ? 16 : 8;
+    // The accumulator budget of the default rules (half the vector registers: 16 with
+    // AVX-512, 8 below it) and of the space (all of them but one broadcast and one weight).
+    const int64_t max_acc = target_.vector_registers() / 2;
     const int64_t acc_limit = target_.vector_registers() - 2;
     // Knob: the order of the reductions (the lowering's icb, kh, kw, ic): 0 as lowered, 1 the
     // last outermost, 2 the first moved just above the last (kh, kw, icb, ic).

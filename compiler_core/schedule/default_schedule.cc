@@ -8,12 +8,16 @@
 // across all reductions (knobs "conv.cols", "conv.vecs", "conv.rows", "conv.tail",
 // "conv.red_order", "conv.unroll_red", "conv.oh_outer") and run the fused n×ocb×oh loop in
 // parallel. 3×3 stride-1 blocked convs may first become Winograd nests (knob "conv.winograd":
-// 0, 2 or 4). Register-block budgets and the Winograd default depend on the target's vector
+// 0, 2 or 4). A blocked conv's bias init and fused epilogue run inside its register block
+// (compute_at at the outermost reduction; knob "conv.compute_at"). Register-block budgets and the Winograd default depend on the target's vector
 // registers (16 with AVX2, 32 with AVX-512). Knob names carry the nest's index ("n2.conv.cols").
 // Every step is tried on a copy and dropped if illegal.
 #include <algorithm>
+#include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/loop/visitor.h"
 #include "compiler_core/schedule/knobs.h"
 #include "compiler_core/schedule/loop_utils.h"
 #include "compiler_core/schedule/matmul_schedule.h"
@@ -74,7 +78,52 @@ class Planner {
     } else {
       nests = {body};
     }
+    // A blocked conv's bias init and fused epilogue (the pointwise nests over its output just
+    // before and after its update nest) wait for the update nest: planned with its register
+    // block, they are computed there (compute_at) instead of streaming the output through
+    // memory twice more; planned on their own only if that is illegal or the knob says no.
+    int update = -1;
+    for (size_t i = 0; i < nests.size() && update < 0; ++i) {
+      if (IsBlockedConvUpdate(nests[i])) update = static_cast<int>(i);
+    }
+    std::vector<size_t> deferred;
+    if (update >= 0) {
+      const loop::BufferRef out = InnermostStore(nests[update]);
+      for (int i : {update - 1, update + 1}) {
+        if (i < 0 || i >= static_cast<int>(nests.size())) continue;
+        if (out && InnermostStore(nests[i]) == out) {
+          deferred.push_back(static_cast<size_t>(i));
+          pending_.push_back(nests[i]->loop_var->name);
+        }
+      }
+      // A depthwise conv's (two reductions: kh, kw) padded input: computed per output row
+      // into a local buffer of the rows it reads instead of a padded copy of the whole input.
+      std::vector<LoopInfo> spatial, reds;
+      bool reductions_last = true;
+      SplitChain(nests[update], spatial, reds, reductions_last);
+      std::set<const loop::Buffer*> update_loads;
+      loop::VisitExprs(nests[update], [&](const loop::Expr& e) {
+        if (e->kind == loop::ExprKind::kLoad) update_loads.insert(e->buffer.get());
+      });
+      for (int i = 0; i < update && reds.size() == 2; ++i) {
+        const loop::BufferRef ws = InnermostStore(nests[i]);
+        if (ws && update_loads.count(ws.get()) != 0 &&
+            std::find(work_.workspaces.begin(), work_.workspaces.end(), ws) !=
+                work_.workspaces.end()) {
+          deferred.push_back(static_cast<size_t>(i));
+          producer_ = nests[i]->loop_var->name;
+          const std::vector<Stmt> chain = PerfectChain(nests[i]);
+          producer_inner_ = {chain.back()->loop_var->name, chain.back()->extent, false};
+        }
+      }
+    }
     for (size_t i = 0; i < nests.size(); ++i) {
+      if (std::find(deferred.begin(), deferred.end(), i) != deferred.end()) continue;
+      prefix_ = absl::StrCat("n", i, ".");
+      PlanNest(nests[i]);
+    }
+    for (size_t i : deferred) {
+      if (placed_.count(nests[i]->loop_var->name) != 0) continue;
       prefix_ = absl::StrCat("n", i, ".");
       PlanNest(nests[i]);
     }
@@ -119,6 +168,59 @@ class Planner {
     return "";
   }
 
+  /// The buffer stored by the innermost statement of `nest`'s perfect chain, or null.
+  static loop::BufferRef InnermostStore(const Stmt& nest) {
+    std::vector<Stmt> chain = PerfectChain(nest);
+    if (chain.empty()) return nullptr;
+    Stmt store = Unwrap(chain.back()->body);
+    return store && store->kind == loop::StmtKind::kStore ? store->buffer : nullptr;
+  }
+
+  /// Splits `nest`'s perfect chain into spatial and reduction loops; `reductions_last` says
+  /// whether every reduction comes after every spatial loop.
+  static void SplitChain(const Stmt& nest, std::vector<LoopInfo>& spatial,
+                         std::vector<LoopInfo>& reds, bool& reductions_last) {
+    reductions_last = true;
+    for (const Stmt& s : PerfectChain(nest)) {
+      LoopInfo l{s->loop_var->name, s->extent, s->is_reduction};
+      if (l.reduction) {
+        reds.push_back(l);
+      } else {
+        if (!reds.empty()) reductions_last = false;
+        spatial.push_back(l);
+      }
+    }
+  }
+
+  /// The deepest loop of the blocked conv's outer chain named `rows` or fused with it last
+  /// ("n.ocb.o.oh"), or "" if none.
+  std::string RowLoop(const std::string& rows) const {
+    const Stmt top = Unwrap(work_.body);
+    if (!top) return "";
+    std::vector<Stmt> nests = top->kind == loop::StmtKind::kBlock ? top->stmts
+                                                                   : std::vector<Stmt>{top};
+    std::string found;
+    for (const Stmt& nest : nests) {
+      std::set<std::string> names;
+      CollectLoopNames(nest, names);
+      if (names.count(reduction_root_) == 0) continue;
+      for (const Stmt& l : PerfectChain(nest)) {
+        const std::string& n = l->loop_var->name;
+        if (n == rows || absl::EndsWith(n, "." + rows)) found = n;
+      }
+    }
+    return found;
+  }
+
+  /// The update nest of a blocked (NCHW<x>c) conv: n, ocb, oh, ow, oc, then reductions.
+  bool IsBlockedConvUpdate(const Stmt& nest) const {
+    if (work_.anchor != OpKind::kConv) return false;
+    std::vector<LoopInfo> spatial, reds;
+    bool reductions_last = true;
+    SplitChain(nest, spatial, reds, reductions_last);
+    return spatial.size() == 5 && spatial[1].name == "ocb" && !reds.empty() && reductions_last;
+  }
+
   void PlanNest(const Stmt& nest) {
     std::vector<LoopInfo> chain;
     for (const Stmt& s : PerfectChain(nest)) {
@@ -130,19 +232,42 @@ class Planner {
     if (TryAll(MatMulUpdateSchedule(nest, work_.anchor, target_, knobs_, prefix_))) return;
     std::vector<LoopInfo> spatial, reds;
     bool reductions_last = true;
-    for (const LoopInfo& l : chain) {
-      if (l.reduction) {
-        reds.push_back(l);
-      } else {
-        if (!reds.empty()) reductions_last = false;
-        spatial.push_back(l);
-      }
-    }
-    if (work_.anchor == OpKind::kConv && spatial.size() == 5 && spatial[1].name == "ocb" &&
-        !reds.empty() && reductions_last) {
+    SplitChain(nest, spatial, reds, reductions_last);
+    if (IsBlockedConvUpdate(nest)) {
       std::vector<std::string> outer = PlanBlockedConv(spatial, reds);
+      // Knob: compute the bias init and the epilogue in the register block (compute_at at the
+      // outermost reduction), so the output is stored once, from registers.
+      if (!outer.empty() && !pending_.empty() && KnobBool("conv.compute_at", true)) {
+        for (const std::string& name : pending_) {
+          if (Try(Kind::kComputeAt, {name, reduction_root_})) placed_.insert(name);
+        }
+      }
+      // Knob: compute the padded input per band of output rows (knob conv.pad_rows: the band's
+      // rows, by default the largest divisor of the output height up to 8, so that a stride-1
+      // 3x3 conv pads at most (8 + 2) / 8 of its input rows) into a local buffer of the input
+      // rows the band reads, instead of a padded copy of the whole input through memory.
+      const bool pad_at = !outer.empty() && !producer_.empty() && KnobBool("conv.pad_at", true);
+      if (pad_at && outer[2] == spatial[2].name) {
+        const int64_t oh = spatial[2].extent;
+        std::vector<int64_t> bands;
+        int64_t band = 1;
+        for (int64_t r = 1; r <= std::min<int64_t>(oh, 16); ++r) {
+          if (oh % r != 0) continue;
+          bands.push_back(r);
+          if (r <= 8) band = r;
+        }
+        band = Knob("conv.pad_rows", bands, band);
+        if (band < oh && Try(Kind::kSplit, {outer[2]}, band)) outer[2] += ".o";
+      }
       if (!outer.empty() && KnobBool("parallel", work >= kParallelThreshold)) {
         ParallelizeFused(outer);
+      }
+      if (pad_at) {
+        const std::string at = RowLoop(outer[2]);
+        if (!at.empty() && Try(Kind::kComputeAt, {producer_, at})) {
+          placed_.insert(producer_);
+          Vectorize(producer_inner_.name, producer_inner_.extent);
+        }
       }
       return;
     }
@@ -251,6 +376,7 @@ class Planner {
     } else if (reds.size() == 2 && KnobBool("conv.red_order", false)) {
       std::swap(reds[0], reds[1]);
     }
+    reduction_root_ = reds[0].name;
     int64_t cols = ow;
     bool tailed = false;
     if (ow > max_acc) {
@@ -437,6 +563,11 @@ class Planner {
   int lanes_;
   int64_t cores_;
   Schedule schedule_;
+  std::vector<std::string> pending_;  // outermost loops of nests waiting for compute_at
+  std::set<std::string> placed_;      // those computed at a register block
+  std::string reduction_root_;        // the blocked conv's outermost reduction after reordering
+  std::string producer_;              // outermost loop of a depthwise conv's pad nest, waiting
+  LoopInfo producer_inner_;           // its innermost loop
 };
 
 }  // namespace

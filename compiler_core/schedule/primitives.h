@@ -33,6 +33,26 @@ absl::StatusOr<loop::Stmt> FuseLoops(const loop::Stmt& body, const std::string& 
 absl::StatusOr<loop::Stmt> AnnotateLoop(const loop::Stmt& body, const std::string& name,
                                         loop::ForKind kind);
 
+/// compute_at(nest, at): the top-level pointwise nest whose outermost loop is `nest` (serial
+/// loops over exactly the shape of the buffer B it stores, storing B at its loop variables and
+/// reading B only there) is computed inside the nest that holds loop `at`. Two cases:
+/// - That nest stores B (a contraction; `nest` is its bias init or fused epilogue): every loop
+///   named `at` must be a reduction with only spatial loops around it, over a perfect chain of
+///   reductions, then spatial loops, then one store to B not indexed by the reductions. Each
+///   becomes {copy; at} when the pointwise nest came first, else {at; copy}, the copy
+///   iterating fresh copies of the block's spatial loops (same names, extents and kinds) with
+///   B's indices taken from the contraction's store. The blocks must cover all of B.
+/// - That nest reads B, a workspace computed before it (a zero-padded input): inside every
+///   loop named `at`, a local buffer "<B>_at" holds the region of B one iteration reads
+///   (per dimension: when every load's index is the same expression of the enclosing loops
+///   plus an affine, non-negative combination of the loops inside, the range of that
+///   combination; else the whole dimension), computed first by the producer over that region;
+///   the loads read it instead, and B leaves func.workspaces. The region must be smaller than
+///   B and at most 1 MiB; B may be read only under `at` and used by no other nest.
+/// No nest in between may use B or write what the pointwise nest reads. On error
+/// (kFailedPrecondition, saying why) `func` is unchanged.
+absl::Status ComputeAt(loop::Func& func, const std::string& nest, const std::string& at);
+
 }  // namespace kiln::schedule
 
 #endif  // KILN_COMPILER_CORE_SCHEDULE_PRIMITIVES_H_

@@ -45,7 +45,8 @@ absl::StatusOr<loop::Stmt> ApplyStep(const Primitive& p, const loop::Stmt& body)
       if (auto s = need(1); !s.ok()) return s;
       return AnnotateLoop(body, p.loops[0], loop::ForKind::kParallel);
     case Primitive::Kind::kWinograd:
-      break;  // a Func rewrite: ApplySchedule
+    case Primitive::Kind::kComputeAt:
+      break;  // Func rewrites: ApplySchedule
   }
   return absl::FailedPreconditionError("unknown primitive");
 }
@@ -61,6 +62,7 @@ const char* PrimitiveKindName(Primitive::Kind kind) {
     case Primitive::Kind::kUnroll: return "unroll";
     case Primitive::Kind::kParallel: return "parallel";
     case Primitive::Kind::kWinograd: return "winograd";
+    case Primitive::Kind::kComputeAt: return "compute_at";
   }
   return "?";
 }
@@ -81,6 +83,9 @@ absl::Status ApplySchedule(const Schedule& schedule, loop::Func& func) {
     } else if (p.kind == Primitive::Kind::kWinograd) {
       st = p.loops.empty() ? ApplyWinograd(work, p.factor)
                            : absl::FailedPreconditionError("expected no loop names");
+    } else if (p.kind == Primitive::Kind::kComputeAt) {
+      st = p.loops.size() == 2 ? ComputeAt(work, p.loops[0], p.loops[1])
+                               : absl::FailedPreconditionError("expected 2 loop name(s)");
     } else {
       absl::StatusOr<loop::Stmt> next = ApplyStep(p, work.body);
       if (next.ok()) work.body = *next;

@@ -19,10 +19,12 @@ struct Primitive {
   enum class Kind : uint8_t {
     kSplit, kReorder, kFuse, kVectorize, kUnroll, kParallel,
     kWinograd,  // rewrites a conv update nest (winograd.h); names no loop
+    kComputeAt,  // moves a pointwise nest into a contraction's register block (primitives.h)
   };
   Kind kind;
   /// kSplit/kVectorize/kUnroll/kParallel: one loop; kReorder: the new order, outermost first;
-  /// kFuse: two directly nested loops, outer first; kWinograd: none.
+  /// kFuse: two directly nested loops, outer first; kWinograd: none; kComputeAt: the pointwise
+  /// nest's outermost loop, then the reduction loop it moves to.
   std::vector<std::string> loops;
   int64_t factor = 0;  // kSplit: inner extent; kWinograd: the output tile m
 };
@@ -47,7 +49,10 @@ struct Schedule {
 /// fuse(a, b): b must be the only statement of a, giving "a.b"; vectorize(x): innermost,
 /// non-reduction; parallel(x): non-reduction, no parallel loop around or inside it;
 /// winograd(m): the conv update nest becomes Winograd F(m×m, 3×3) nests (winograd.h), adding
-/// workspaces. Errors: kFailedPrecondition naming the step and why
+/// workspaces; compute_at(nest, r): the pointwise nest starting with loop `nest` runs inside
+/// the nest holding loop `r`: a bias init or epilogue in the contraction's block at every
+/// reduction root `r`, or a workspace's producer (a padded input) per iteration of `r` into a
+/// local buffer of the region it reads (ComputeAt, primitives.h). Errors: kFailedPrecondition naming the step and why
 /// it is illegal (unknown loop, vectorizing a reduction or non-innermost loop, reordering loops
 /// that are not one perfect nest, ...); `func` is unchanged on error. After the last step,
 /// nests that depend only on const params move to func.init (HoistConstantNests, hoist.h), so

@@ -22,7 +22,7 @@ using loop::TokenKind;
 constexpr Primitive::Kind kKinds[] = {Primitive::Kind::kSplit,     Primitive::Kind::kReorder,
                                       Primitive::Kind::kFuse,      Primitive::Kind::kVectorize,
                                       Primitive::Kind::kUnroll,    Primitive::Kind::kParallel,
-                                      Primitive::Kind::kWinograd};
+                                      Primitive::Kind::kWinograd,  Primitive::Kind::kComputeAt};
 
 std::optional<Primitive::Kind> KindFromName(std::string_view name) {
   for (Primitive::Kind kind : kKinds) {

@@ -420,7 +420,10 @@ class Planner {
     const bool two = ocb % 2 == 0 && 2 * cols <= max_acc && (cols == ow || 2 * cols == max_acc);
     std::vector<int64_t> vec_choices = {1};
     for (int64_t v : {2, 4}) {
-      if (ocb % v == 0 && v * cols <= acc_limit) vec_choices.push_back(v);
+      // The accumulators, v weight vectors and one broadcast must fit the register file
+      // (7 columns x 2 vectors, 17 registers with AVX2, spilled and measured 1.6-4.5x slower
+      // than 7 x 1 on Zen 1: bench/README.md, "compute_at ... Zen 1").
+      if (ocb % v == 0 && v * cols + v + 1 <= target_.vector_registers()) vec_choices.push_back(v);
     }
     const int64_t vecs = Knob("conv.vecs", vec_choices, two ? 2 : 1);
     std::string oc_outer = spatial[1].name, oc_inner;
@@ -432,7 +435,9 @@ class Planner {
     const int64_t oh = spatial[2].extent;
     std::vector<int64_t> row_choices = {1};
     for (int64_t r : {2, 4}) {
-      if (oh % r == 0 && oh > r && r * cols * vecs <= acc_limit) row_choices.push_back(r);
+      if (oh % r == 0 && oh > r && r * cols * vecs + vecs + 1 <= target_.vector_registers()) {
+        row_choices.push_back(r);
+      }
     }
     const int64_t rows = Knob("conv.rows", row_choices, 1);
     std::string oh_outer = spatial[2].name, oh_inner;

@@ -84,7 +84,9 @@ class Planner {
     // memory twice more; planned on their own only if that is illegal or the knob says no.
     int update = -1;
     for (size_t i = 0; i < nests.size() && update < 0; ++i) {
-      if (IsBlockedConvUpdate(nests[i])) update = static_cast<int>(i);
+      if (IsBlockedConvUpdate(nests[i]) || IsMatMulUpdate(nests[i])) {
+        update = static_cast<int>(i);
+      }
     }
     std::vector<size_t> deferred;
     if (update >= 0) {
@@ -105,7 +107,7 @@ class Planner {
       loop::VisitExprs(nests[update], [&](const loop::Expr& e) {
         if (e->kind == loop::ExprKind::kLoad) update_loads.insert(e->buffer.get());
       });
-      for (int i = 0; i < update && reds.size() == 2; ++i) {
+      for (int i = 0; i < update && work_.anchor == OpKind::kConv && reds.size() == 2; ++i) {
         const loop::BufferRef ws = InnermostStore(nests[i]);
         if (ws && update_loads.count(ws.get()) != 0 &&
             std::find(work_.workspaces.begin(), work_.workspaces.end(), ws) !=
@@ -212,6 +214,36 @@ class Planner {
     return found;
   }
 
+  /// The update nest of a matmul or gemm: spatial loops, then reductions.
+  bool IsMatMulUpdate(const Stmt& nest) const {
+    if (work_.anchor != OpKind::kMatMul && work_.anchor != OpKind::kGemm) return false;
+    std::vector<LoopInfo> spatial, reds;
+    bool reductions_last = true;
+    SplitChain(nest, spatial, reds, reductions_last);
+    return !spatial.empty() && !reds.empty() && reductions_last;
+  }
+
+  /// The first reduction loop (pre-order) of the top-level nest that stores `out` under a
+  /// reduction, or "" if none.
+  std::string ReductionRoot(const loop::BufferRef& out) const {
+    const Stmt top = Unwrap(work_.body);
+    if (!top || !out) return "";
+    std::vector<Stmt> nests = top->kind == loop::StmtKind::kBlock ? top->stmts
+                                                                   : std::vector<Stmt>{top};
+    for (const Stmt& nest : nests) {
+      std::string root;
+      bool stores = false;
+      loop::VisitStmts(nest, [&](const Stmt& s) {
+        if (s->kind == loop::StmtKind::kFor && s->is_reduction && root.empty()) {
+          root = s->loop_var->name;
+        }
+        if (s->kind == loop::StmtKind::kStore && s->buffer == out) stores = true;
+      });
+      if (stores && !root.empty()) return root;
+    }
+    return "";
+  }
+
   /// The update nest of a blocked (NCHW<x>c) conv: n, ocb, oh, ow, oc, then reductions.
   bool IsBlockedConvUpdate(const Stmt& nest) const {
     if (work_.anchor != OpKind::kConv) return false;
@@ -229,7 +261,17 @@ class Planner {
     const int64_t work = Work(nest);
     if (chain.empty()) return;
     // Matmul update nests: the register-blocked micro-kernel (matmul_schedule.h), all or none.
-    if (TryAll(MatMulUpdateSchedule(nest, work_.anchor, target_, knobs_, prefix_))) return;
+    if (TryAll(MatMulUpdateSchedule(nest, work_.anchor, target_, knobs_, prefix_))) {
+      // Knob: the zero init and the epilogue (bias, activation) inside the micro-kernel's
+      // block, at its outermost reduction.
+      if (!pending_.empty() && KnobBool("compute_at", true)) {
+        const std::string root = ReductionRoot(InnermostStore(nest));
+        for (const std::string& name : pending_) {
+          if (!root.empty() && Try(Kind::kComputeAt, {name, root})) placed_.insert(name);
+        }
+      }
+      return;
+    }
     std::vector<LoopInfo> spatial, reds;
     bool reductions_last = true;
     SplitChain(nest, spatial, reds, reductions_last);

@@ -140,7 +140,39 @@ TEST(DefaultScheduleTest, Gemm) {
   Value* bm = g.AddConstant("b", Random(F32({20, 24}), 6));
   Value* c = g.AddConstant("c", Random(F32({24}), 7));
   Node* gemm = g.AddNode(OpKind::kGemm, "gemm", {a, bm, c}, {F32({8, 24})});
-  CheckDefault({gemm}, {{a, Random(a->type(), 8)}});
+  Schedule s = CheckDefault({gemm}, {{a, Random(a->type(), 8)}});
+  // The bias init runs in the micro-kernel's block, before its reduction.
+  EXPECT_THAT(s.ToString(), HasSubstr("compute_at(init."));
+}
+
+// A blocked depthwise conv (NCHW8c, 3x3, pad 1) with a fused ReLU: its bias init and ReLU run
+// in the register block (compute_at at kh), its padded input per band of output rows into a
+// local buffer (compute_at at the row loop), and the result equals the unscheduled kernel's
+// bit for bit, for stride 1 and 2.
+TEST(DefaultScheduleTest, DepthwiseConvComputesInitEpilogueAndPadAtItsBlocks) {
+  for (int64_t stride : {1, 2}) {
+    SCOPED_TRACE(stride);
+    const int64_t o = (28 + 2 - 3) / stride + 1;
+    Graph g;
+    Value* x = g.AddInput("x", F32({1, 4, 28, 28, 8}));
+    Value* w = g.AddConstant("w", Random(F32({4, 1, 3, 3, 1, 8}), 1));
+    Value* b = g.AddConstant("b", Random(F32({32}), 2));
+    AttrMap attrs = ConvAttrs(stride, 1, 32);
+    attrs.Set("layout", std::string("NCHW8c"));
+    Node* conv = g.AddNode(OpKind::kConv, "conv", {x, w, b}, {F32({1, 4, o, o, 8})}, attrs);
+    Node* relu = g.AddNode(OpKind::kRelu, "relu", {conv->output(0)}, {F32({1, 4, o, o, 8})});
+    Schedule s = CheckDefault({conv, relu}, {{x, Random(x->type(), 3)}});
+    const std::string text = s.ToString();
+    EXPECT_THAT(text, HasSubstr("compute_at(init.n, kh)\ncompute_at(epi.d0, kh)\n"));
+    EXPECT_THAT(text, HasSubstr("split(oh, 7)\n"));  // 28 and 14 rows: bands of 7
+    EXPECT_THAT(text, ::testing::ContainsRegex(
+                          "compute_at\\(pad\\.n, n\\.ocb(\\.o)?\\.oh\\.o\\)\nvectorize\\(pad\\.cv\\)"));
+    auto kernel = lowering::LowerGroup({conv, relu}, "k");
+    ASSERT_TRUE(kernel.ok());
+    loop::Func scheduled = kernel->func;
+    ASSERT_TRUE(ApplySchedule(s, scheduled).ok());
+    EXPECT_TRUE(scheduled.workspaces.empty()) << loop::PrintFunc(scheduled);
+  }
 }
 
 TEST(DefaultScheduleTest, ElementwiseLargeAndSmall) {

@@ -13,6 +13,11 @@
 // without a records file there is measured default vs ORT only.
 // --list-models: prints the model names in the order they are benchmarked, one a line, and exits
 // (bench/tune.sh tunes in this order).
+// --ort-profile DIR: ORT's own per-node profile of one model (enableProfiling) at the first
+// --threads value: after --warmup runs, --runs profiled runs; prints every node in execution
+// order with its median kernel time (ms) and share, to set beside
+// `kiln-bench-model DIR --profile` (profiling slows ORT: compare node by node, not the sum with
+// compare.sh's latency).
 //
 // Each runtime runs in its own child process speaking one line protocol (ready JSON, then "N" →
 // {"ms":[...]}): Kiln in `kiln-bench-model DIR --serve` (compiles, warms up, runs batches), ONNX
@@ -46,6 +51,7 @@ const opts = {
   recordsDir: null,
   geomeanModels: ['squeezenet1_1', 'mobilenet_v2', 'resnet18', 'transformer_encoder'],
   listModels: false,
+  ortProfile: null,
 };
 {
   const argv = process.argv.slice(2);
@@ -66,6 +72,7 @@ const opts = {
     else if (a === '--records-dir') opts.recordsDir = v();
     else if (a === '--geomean-models') opts.geomeanModels = v().split(',');
     else if (a === '--list-models') opts.listModels = true;
+    else if (a === '--ort-profile') opts.ortProfile = v();
     else if (a === '--serve-ort') opts.serveOrt = [v(), Number(v()), Number(v())];
     else {
       console.error(`ort_bench.mjs: unknown argument ${a}`);
@@ -279,6 +286,53 @@ async function serveOrt(dir, threads, warmup) {
   if (session.release) await session.release();
 }
 
+/** Loads DIR's test_data_set_0 inputs as ORT feeds for `session`. */
+function loadFeeds(dir, session) {
+  const inputFiles = fs
+    .readdirSync(path.join(dir, 'test_data_set_0'))
+    .filter((f) => /^input_\d+\.pb$/.test(f))
+    .sort((a, b) => Number(a.match(/\d+/)[0]) - Number(b.match(/\d+/)[0]));
+  const inputs = inputFiles.map((f) => readTensorProto(path.join(dir, 'test_data_set_0', f)));
+  const feeds = {};
+  session.inputNames.forEach((name, i) => {
+    const t = inputs[i];
+    feeds[name] = new ort.Tensor(t.type, t.data, t.dims);
+  });
+  return feeds;
+}
+
+async function profileOrt(dir, threads, warmup, runs) {
+  const prefix = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ort-profile-')), 'profile');
+  const session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'), {
+    executionProviders: ['cpu'],
+    intraOpNumThreads: threads,
+    interOpNumThreads: 1,
+    graphOptimizationLevel: 'all',
+    executionMode: 'sequential',
+    enableProfiling: true,
+    profileFilePrefix: prefix,
+  });
+  const feeds = loadFeeds(dir, session);
+  for (let i = 0; i < warmup + runs; i++) await session.run(feeds);
+  session.endProfiling();
+  const file = fs.readdirSync(path.dirname(prefix)).find((f) => f.endsWith('.json'));
+  const events = JSON.parse(fs.readFileSync(path.join(path.dirname(prefix), file), 'utf8'));
+  const nodes = new Map();  // name -> {op, us: []}, in first execution order
+  for (const e of events) {
+    if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time')) continue;
+    const name = e.name.slice(0, -'_kernel_time'.length);
+    if (!nodes.has(name)) nodes.set(name, { op: e.args?.op_name ?? '?', us: [] });
+    nodes.get(name).us.push(e.dur);
+  }
+  const rows = [...nodes].map(([name, n]) => ({ name, op: n.op, us: percentile(n.us.slice(warmup), 50) }));
+  const total = rows.reduce((a, r) => a + r.us, 0);
+  console.log(`ORT ${ort.env.versions?.common ?? ''} per-node profile: ${path.basename(dir)}, ${threads} thread(s), median of ${runs} runs after ${warmup}; sum ${(total / 1000).toFixed(3)} ms`);
+  rows.forEach((r, i) => {
+    console.log(`${String(i).padStart(4)} ${r.op.padEnd(20)} ${(r.us / 1000).toFixed(3).padStart(8)} ms ${((100 * r.us) / total).toFixed(1).padStart(5)}%  ${short(r.name, 80)}`);
+  });
+  if (session.release) await session.release();
+}
+
 // ---- statistics and formatting --------------------------------------------------------------
 function percentile(values, p) {
   const v = [...values].sort((a, b) => a - b);
@@ -481,7 +535,12 @@ async function main() {
   console.log(`\nload average at end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
 }
 
-(opts.serveOrt ? serveOrt(...opts.serveOrt) : main()).catch((e) => {
+(opts.serveOrt
+  ? serveOrt(...opts.serveOrt)
+  : opts.ortProfile
+    ? profileOrt(opts.ortProfile, opts.threads[0] ?? 1, opts.warmup, Math.min(opts.runs, 50))
+    : main()
+).catch((e) => {
   console.error(e);
   process.exit(1);
 });

@@ -81,7 +81,6 @@ class Placer {
     return s;
   }
 
-  int sites() const { return sites_; }
   /// Output elements the rewritten sites cover, counting each spatial iteration once.
   int64_t covered() const { return covered_; }
 
@@ -104,12 +103,10 @@ class Placer {
     if (!store || store->kind != StmtKind::kStore || store->buffer != pw_.store->buffer) {
       return false;
     }
-    std::vector<std::pair<std::string, int64_t>> loops;
     for (const Stmt& l : chain) {
       if (l->is_reduction) return false;
-      loops.emplace_back(l->loop_var->name, l->extent);
     }
-    return loops == BlockLoops(root);
+    return BlockLoops(c) == BlockLoops(root);
   }
 
   absl::StatusOr<Stmt> Place(const Stmt& root, const std::vector<Stmt>& enclosing) {
@@ -167,7 +164,6 @@ class Placer {
     for (size_t k = spatial.size(); k-- > 0;) {
       body = loop::For(fresh[k], spatial[k]->extent, body, spatial[k]->for_kind, false);
     }
-    ++sites_;
     covered_ += count;
     return before_ ? loop::Block({body, root}) : loop::Block({root, body});
   }
@@ -175,7 +171,6 @@ class Placer {
   const Pointwise& pw_;
   const std::string& at_;
   bool before_;
-  int sites_ = 0;
   int64_t covered_ = 0;
 };
 

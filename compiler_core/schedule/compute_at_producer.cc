@@ -33,10 +33,10 @@ struct Affine {
   std::vector<Expr> outer;
   /// (variable, coefficient) in order of first appearance, so the rewritten index (and the
   /// generated code) does not depend on where the variables were allocated.
-  std::vector<std::pair<const loop::VarNode*, int64_t>> coef;
+  std::vector<std::pair<loop::Var, int64_t>> coef;
   int64_t constant = 0;
 
-  void AddTerm(const loop::VarNode* var, int64_t c) {
+  void AddTerm(const loop::Var& var, int64_t c) {
     for (auto& [v, k] : coef) {
       if (v == var) {
         k += c;
@@ -63,7 +63,7 @@ class Linearizer {
     }
     if (e->kind == ExprKind::kVar) {
       if (scale < 0) return false;
-      out.AddTerm(e->var.get(), scale);
+      out.AddTerm(e->var, scale);
       return true;
     }
     if (e->kind != ExprKind::kBinary) return false;
@@ -83,7 +83,7 @@ class Linearizer {
   /// The largest value of the affine part's variable terms.
   int64_t MaxVariable(const Affine& a) const {
     int64_t m = 0;
-    for (const auto& [var, c] : a.coef) m += c * (inner_.at(var) - 1);
+    for (const auto& [var, c] : a.coef) m += c * (inner_.at(var.get()) - 1);
     return m;
   }
 
@@ -245,27 +245,20 @@ class ProducerPlacer {
         std::vector<Expr> terms;
         for (const auto& [var, c] : a.coef) {
           if (c == 0) continue;
-          const Expr v = loop::VarRef(VarOf(var));
+          const Expr v = loop::VarRef(var);
           terms.push_back(c == 1 ? v : loop::Binary(BinaryOp::kMul, v, loop::IntImm(c)));
         }
         out[d] = Sum(terms, a.constant - lo[d]);
       }
       return out;
     });
-    vars_.clear();
-    loop::VisitStmts(at_loop->body, [&](const Stmt& s) {
-      if (s->kind == StmtKind::kFor) vars_[s->loop_var.get()] = s->loop_var;
-    });
     Stmt reads = rewriter.MutateStmt(at_loop->body);
     ++sites_;
     return WithBody(at_loop, loop::Allocate(local, loop::Block({body, reads})));
   }
 
-  loop::Var VarOf(const loop::VarNode* node) const { return vars_.at(node); }
-
   const Pointwise& pw_;
   const std::string& at_;
-  std::map<const loop::VarNode*, loop::Var> vars_;
   int sites_ = 0;
 };
 

@@ -9,9 +9,11 @@
 // "conv.red_order", "conv.unroll_red", "conv.oh_outer") and run the fused n×ocb×oh loop in
 // parallel. 3×3 stride-1 blocked convs may first become Winograd nests (knob "conv.winograd":
 // 0, 2 or 4). A blocked conv's bias init and fused epilogue run inside its register block
-// (compute_at at the outermost reduction; knob "conv.compute_at"). Register-block budgets and the Winograd default depend on the target's vector
-// registers (16 with AVX2, 32 with AVX-512). Knob names carry the nest's index ("n2.conv.cols").
-// Every step is tried on a copy and dropped if illegal.
+// (compute_at at the outermost reduction; knob "conv.compute_at"), as do a matmul's (knob
+// "compute_at"); a depthwise conv's padded input is computed per band of output rows (knobs
+// "conv.pad_at", "conv.pad_rows"). Register-block budgets and the Winograd default depend on
+// the target's vector registers (16 with AVX2, 32 with AVX-512). Knob names carry the nest's
+// index ("n2.conv.cols"). Every step is tried on a copy and dropped if illegal.
 #include <algorithm>
 #include <set>
 
@@ -70,14 +72,8 @@ class Planner {
       const int64_t m = knobs_.Choose("conv.winograd", {0, 2, 4}, rule);
       if (m != 0) Try(Kind::kWinograd, {}, m);
     }
-    std::vector<Stmt> nests;
-    Stmt body = Unwrap(work_.body);
-    if (!body) return schedule_;
-    if (body->kind == loop::StmtKind::kBlock) {
-      nests = body->stmts;
-    } else {
-      nests = {body};
-    }
+    const std::vector<Stmt> nests = TopLevelNests();
+    if (nests.empty()) return schedule_;
     // A blocked conv's bias init and fused epilogue (the pointwise nests over its output just
     // before and after its update nest) wait for the update nest: planned with its register
     // block, they are computed there (compute_at) instead of streaming the output through
@@ -170,6 +166,13 @@ class Planner {
     return "";
   }
 
+  /// The top-level statements of the current body (one nest each), or {} without a body.
+  std::vector<Stmt> TopLevelNests() const {
+    const Stmt top = Unwrap(work_.body);
+    if (!top) return {};
+    return top->kind == loop::StmtKind::kBlock ? top->stmts : std::vector<Stmt>{top};
+  }
+
   /// The buffer stored by the innermost statement of `nest`'s perfect chain, or null.
   static loop::BufferRef InnermostStore(const Stmt& nest) {
     std::vector<Stmt> chain = PerfectChain(nest);
@@ -197,12 +200,8 @@ class Planner {
   /// The deepest loop of the blocked conv's outer chain named `rows` or fused with it last
   /// ("n.ocb.o.oh"), or "" if none.
   std::string RowLoop(const std::string& rows) const {
-    const Stmt top = Unwrap(work_.body);
-    if (!top) return "";
-    std::vector<Stmt> nests = top->kind == loop::StmtKind::kBlock ? top->stmts
-                                                                   : std::vector<Stmt>{top};
     std::string found;
-    for (const Stmt& nest : nests) {
+    for (const Stmt& nest : TopLevelNests()) {
       std::set<std::string> names;
       CollectLoopNames(nest, names);
       if (names.count(reduction_root_) == 0) continue;
@@ -226,11 +225,8 @@ class Planner {
   /// The first reduction loop (pre-order) of the top-level nest that stores `out` under a
   /// reduction, or "" if none.
   std::string ReductionRoot(const loop::BufferRef& out) const {
-    const Stmt top = Unwrap(work_.body);
-    if (!top || !out) return "";
-    std::vector<Stmt> nests = top->kind == loop::StmtKind::kBlock ? top->stmts
-                                                                   : std::vector<Stmt>{top};
-    for (const Stmt& nest : nests) {
+    if (!out) return "";
+    for (const Stmt& nest : TopLevelNests()) {
       std::string root;
       bool stores = false;
       loop::VisitStmts(nest, [&](const Stmt& s) {
@@ -246,11 +242,15 @@ class Planner {
 
   /// The update nest of a blocked (NCHW<x>c) conv: n, ocb, oh, ow, oc, then reductions.
   bool IsBlockedConvUpdate(const Stmt& nest) const {
-    if (work_.anchor != OpKind::kConv) return false;
     std::vector<LoopInfo> spatial, reds;
     bool reductions_last = true;
     SplitChain(nest, spatial, reds, reductions_last);
-    return spatial.size() == 5 && spatial[1].name == "ocb" && !reds.empty() && reductions_last;
+    return IsBlockedConvUpdate(spatial, reds, reductions_last);
+  }
+  bool IsBlockedConvUpdate(const std::vector<LoopInfo>& spatial,
+                           const std::vector<LoopInfo>& reds, bool reductions_last) const {
+    return work_.anchor == OpKind::kConv && spatial.size() == 5 && spatial[1].name == "ocb" &&
+           !reds.empty() && reductions_last;
   }
 
   void PlanNest(const Stmt& nest) {
@@ -275,7 +275,7 @@ class Planner {
     std::vector<LoopInfo> spatial, reds;
     bool reductions_last = true;
     SplitChain(nest, spatial, reds, reductions_last);
-    if (IsBlockedConvUpdate(nest)) {
+    if (IsBlockedConvUpdate(spatial, reds, reductions_last)) {
       std::vector<std::string> outer = PlanBlockedConv(spatial, reds);
       // Knob: compute the bias init and the epilogue in the register block (compute_at at the
       // outermost reduction), so the output is stored once, from registers.

@@ -1,5 +1,5 @@
 // Benchmark (not a test): compiles a model directory's model.onnx with Kiln, then times
-// inference on its test_data_set_0 inputs. Prints cold compile time and latency statistics.
+// inference on its test_data_set_0 inputs (a model with symbolic input dims at their shapes). Prints cold compile time and latency statistics.
 //   kiln-bench-model DIR [--threads N] [--warmup W] [--runs R] [--target T] [--json]
 //                        [--records FILE.jsonl] [--profile [TOP]] [--serve]
 // --records: compiles with FILE's best records for this machine's hardware key at --threads
@@ -164,6 +164,12 @@ int main(int argc, char** argv) {
     records = std::move(*loaded);
     options.schedules = records->source.get();
   }
+  // A model with symbolic input dims runs at the shapes of its test_data_set_0 inputs.
+  auto signatures = kiln::importer::ReadInputSignaturesFile(dir + "/model.onnx");
+  if (!signatures.ok()) return Fail(std::string(signatures.status().message()));
+  auto shapes = kiln::importer::DataSetInputShapes(*signatures, dir + "/test_data_set_0");
+  if (!shapes.ok()) return Fail(std::string(shapes.status().message()));
+  options.input_shapes = *shapes;
   auto compiled = kiln::pipeline::CompileModelFile(dir + "/model.onnx", options);
   if (!compiled.ok()) return Fail(std::string(compiled.status().message()));
   double compile_ms = compiled->timings.total_ms;

@@ -60,4 +60,13 @@ std::vector<std::string> SplitAll(const Args& args, const std::string& flag) {
   return out;
 }
 
+absl::StatusOr<importer::InputShapes> InputShapesFrom(const Args& args) {
+  importer::InputShapes shapes;
+  for (const std::string& spec : args.GetAll("--input-shape")) {
+    absl::Status parsed = importer::ParseInputShape(spec, shapes);
+    if (!parsed.ok()) return parsed;
+  }
+  return shapes;
+}
+
 }  // namespace kiln::client

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "compiler_core/importer/onnx/input_shapes.h"
 
 namespace kiln::client {
 
@@ -41,6 +43,9 @@ Args ParseArgs(int argc, char** argv, int first, const std::vector<std::string>&
 
 /// Every value of a repeatable flag, each also split at commas.
 std::vector<std::string> SplitAll(const Args& args, const std::string& flag);
+
+/// Every `--input-shape NAME=D0,D1,...` of the command line (importer::ParseInputShape).
+absl::StatusOr<importer::InputShapes> InputShapesFrom(const Args& args);
 
 }  // namespace kiln::client
 

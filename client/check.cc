@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "compiler_core/importer/onnx/input_shapes.h"
 #include "compiler_core/importer/onnx/tensor_file.h"
 #include "compiler_core/runtime/executable.h"
 #include "compiler_core/support/status_macros.h"
@@ -100,13 +103,12 @@ std::vector<fs::path> DataSets(const fs::path& root) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<OutputComparison>> CheckArtifact(const std::string& dir,
+namespace {
+
+// Runs `data_sets` through `artifact` and compares every output with its reference.
+absl::StatusOr<std::vector<OutputComparison>> CheckDataSets(const std::vector<fs::path>& data_sets,
                                                             const runtime::Artifact& artifact,
                                                             const Tolerance& tolerance) {
-  std::vector<fs::path> data_sets = DataSets(dir);
-  if (data_sets.empty()) {
-    return absl::NotFoundError(absl::StrCat("no test_data_set_* directory in '", dir, "'"));
-  }
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> exe,
                         runtime::Executable::Load(artifact));
   const kiln::v1::Manifest& m = exe->manifest();
@@ -144,6 +146,34 @@ absl::StatusOr<std::vector<OutputComparison>> CheckArtifact(const std::string& d
   return comparisons;
 }
 
+}  // namespace
+
+absl::StatusOr<std::vector<OutputComparison>> CheckArtifact(const std::string& dir,
+                                                            const runtime::Artifact& artifact,
+                                                            const Tolerance& tolerance) {
+  std::vector<fs::path> data_sets = DataSets(dir);
+  if (data_sets.empty()) {
+    return absl::NotFoundError(absl::StrCat("no test_data_set_* directory in '", dir, "'"));
+  }
+  return CheckDataSets(data_sets, artifact, tolerance);
+}
+
+namespace {
+
+// The data sets grouped by the shapes of the model's symbolic inputs in them.
+absl::StatusOr<std::map<importer::InputShapes, std::vector<fs::path>>> DataSetsByShapes(
+    const std::vector<fs::path>& data_sets, const std::vector<importer::InputSignature>& inputs) {
+  std::map<importer::InputShapes, std::vector<fs::path>> groups;
+  for (const fs::path& ds : data_sets) {
+    KILN_ASSIGN_OR_RETURN(importer::InputShapes shapes,
+                          importer::DataSetInputShapes(inputs, ds.string()));
+    groups[shapes].push_back(ds);
+  }
+  return groups;
+}
+
+}  // namespace
+
 absl::StatusOr<CheckReport> CheckModelDir(const std::string& dir,
                                           const pipeline::CompileOptions& options,
                                           const Tolerance& tolerance) {
@@ -156,8 +186,64 @@ absl::StatusOr<CheckReport> CheckModelDir(const std::string& dir,
     return absl::NotFoundError(absl::StrCat("no test_data_set_* directory in '", dir, "'"));
   }
   CheckReport report;
-  KILN_ASSIGN_OR_RETURN(report.compile, pipeline::CompileModelFile(model.string(), options));
-  KILN_ASSIGN_OR_RETURN(report.outputs, CheckArtifact(dir, report.compile.artifact, tolerance));
+  std::vector<fs::path> data_sets = DataSets(dir);
+  // A model with symbolic input dims and no --input-shape: one compile per distinct set of
+  // input shapes among the data sets.
+  std::map<importer::InputShapes, std::vector<fs::path>> groups;
+  if (options.input_shapes.empty()) {
+    KILN_ASSIGN_OR_RETURN(std::vector<importer::InputSignature> inputs,
+                          importer::ReadInputSignaturesFile(model.string()));
+    bool symbolic = false;
+    for (const importer::InputSignature& in : inputs) symbolic = symbolic || in.symbolic();
+    if (symbolic) {
+      KILN_ASSIGN_OR_RETURN(groups, DataSetsByShapes(data_sets, inputs));
+    }
+  }
+  if (groups.empty()) groups[options.input_shapes] = data_sets;
+  for (const auto& [shapes, group] : groups) {
+    pipeline::CompileOptions group_options = options;
+    group_options.input_shapes = shapes;
+    KILN_ASSIGN_OR_RETURN(pipeline::CompileResult compiled,
+                          pipeline::CompileModelFile(model.string(), group_options));
+    // Given shapes: the data sets of other shapes are skipped (and said so), not failed.
+    std::vector<fs::path> matching;
+    if (!options.input_shapes.empty()) {
+      const kiln::v1::Manifest& m = compiled.artifact.manifest;
+      std::vector<std::string> compiled_shapes;
+      for (const auto& in : m.inputs()) {
+        compiled_shapes.push_back(absl::StrCat(in.name(), "=", absl::StrJoin(in.shape(), ",")));
+      }
+      for (const fs::path& ds : group) {
+        std::vector<std::string> shapes;
+        std::vector<fs::path> files = NumberedFiles(ds, "input_");
+        for (size_t i = 0; i < files.size() && i < static_cast<size_t>(m.inputs_size()); ++i) {
+          KILN_ASSIGN_OR_RETURN(importer::NamedTensor t, importer::ReadTensorFile(files[i].string()));
+          shapes.push_back(absl::StrCat(m.inputs(static_cast<int>(i)).name(), "=",
+                                        absl::StrJoin(t.tensor.type.shape, ",")));
+        }
+        if (shapes == compiled_shapes) {
+          matching.push_back(ds);
+        } else {
+          report.skipped.push_back(absl::StrCat(ds.filename().string(), ": input shapes ",
+                                                absl::StrJoin(shapes, " "),
+                                                " differ from the compiled ",
+                                                absl::StrJoin(compiled_shapes, " ")));
+        }
+      }
+      if (matching.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "no test data set of '", dir, "' has the input shapes compiled (",
+            absl::StrJoin(compiled_shapes, " "), "); ", absl::StrJoin(report.skipped, "; ")));
+      }
+    } else {
+      matching = group;
+    }
+    KILN_ASSIGN_OR_RETURN(std::vector<OutputComparison> outputs,
+                          CheckDataSets(matching, compiled.artifact, tolerance));
+    report.outputs.insert(report.outputs.end(), outputs.begin(), outputs.end());
+    if (!shapes.empty()) report.input_shapes.push_back(importer::FormatInputShapes(shapes));
+    if (report.input_shapes.size() <= 1) report.compile = std::move(compiled);
+  }
   report.all_pass = true;
   for (const OutputComparison& c : report.outputs) report.all_pass = report.all_pass && c.pass;
   return report;

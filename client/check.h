@@ -38,7 +38,14 @@ OutputComparison CompareTensors(const Tensor& got, const Tensor& expected,
                                 const Tolerance& tolerance);
 
 struct CheckReport {
-  pipeline::CompileResult compile;  // graph hash, target, timings (artifact included)
+  pipeline::CompileResult compile;  // graph hash, target, timings (artifact included); the
+                                    // first compile when there are several
+  /// The input shapes of each compile, when they were given or taken from the data sets
+  /// (FormatInputShapes); several when the data sets of a symbolic model differ in shape.
+  std::vector<std::string> input_shapes;
+  /// Data sets not run because their input shapes differ from the given --input-shape, each
+  /// "test_data_set_N: input shapes ... differ from the compiled ...".
+  std::vector<std::string> skipped;
   std::vector<OutputComparison> outputs;
   bool all_pass = false;
 };
@@ -51,7 +58,11 @@ absl::StatusOr<std::vector<OutputComparison>> CheckArtifact(const std::string& d
                                                             const Tolerance& tolerance = {});
 
 /// Compiles `dir`/model.onnx with `options` and checks every `dir`/test_data_set_*/ (inputs
-/// input_N.pb in graph input order, references output_N.pb in graph output order).
+/// input_N.pb in graph input order, references output_N.pb in graph output order). A model
+/// with symbolic input dims and no `options.input_shapes` is compiled once per distinct set of
+/// input shapes among the data sets, each data set checked by its own compile. With
+/// `options.input_shapes` the data sets of other shapes are skipped (CheckReport::skipped);
+/// kInvalidArgument when none has the compiled shapes.
 /// Errors: compile errors; kNotFound if there is no model.onnx or no data set; kInvalidArgument
 /// if a data set's inputs do not match the model.
 absl::StatusOr<CheckReport> CheckModelDir(const std::string& dir,

@@ -28,13 +28,15 @@ namespace {
 constexpr char kUsage[] = R"(usage:
   kiln compile MODEL.onnx -o OUT.kiln [--target host|cpu:<llvm cpu name>] [--print-ir-after=PASS]
                [--disable-pass=PASS] [--records FILE.jsonl [--hardware-key K]]
+               [--input-shape NAME=D0,D1,... ...]
                [--server HOST:PORT [--json] [--timeout-s S] [--hardware-key K] [--untuned]
                 [--tune=background [--trials N] [--time-budget-s S]]]
   kiln run OUT.kiln --input NAME=FILE.pb ... --output-dir DIR [--threads N]
   kiln check DIR [--target T] [--print-ir-after=PASS] [--disable-pass=PASS] [--server HOST:PORT]
-             [--records FILE.jsonl [--hardware-key K]]
+             [--records FILE.jsonl [--hardware-key K]] [--input-shape NAME=D0,D1,... ...]
   kiln inspect OUT.kiln
   kiln tune MODEL.onnx --print-space [--target T] [--samples N] [--seed S]
+            [--input-shape NAME=D0,D1,... ...] (also with --local)
   kiln tune MODEL.onnx --local --records-out FILE.jsonl [--target T] [--trials N]
             [--time-budget-s S] [--threads N (default 1)] [--seed S] [--random]
             [--no-cache-flush] [--json]
@@ -50,15 +52,24 @@ constexpr char kUsage[] = R"(usage:
 PASS is a graph pass (constant-folding, simplify, fold-batchnorm, matmul-layout, matmul-pack,
 cse, dce, layout-nchwc, fusion), "import", "lower"
 (loop IR before scheduling), "schedule" (loop IR after scheduling) or "all"; repeatable.
+--input-shape gives a graph input with symbolic dims (dim_param) a concrete shape; a dim_param
+shared by several inputs takes one value, so naming one input may fix the others. kiln check DIR
+of such a model takes the shapes from DIR/test_data_set_*/ when none is given (one compile per
+distinct set of input shapes).
 With --server, compile and check upload the model to kilnd (only if it lacks it), compile there
 and download the artifact; --json prints the result as one JSON object.
 )";
 
-pipeline::CompileOptions OptionsFrom(const Args& args) {
+constexpr char kInputShapeRemote[] =
+    "--input-shape with --server is not supported yet (kilnd imports the model without it); "
+    "compile, check or tune locally";
+
+absl::StatusOr<pipeline::CompileOptions> OptionsFrom(const Args& args) {
   pipeline::CompileOptions options;
   options.target = args.Get("--target", "host");
   options.print_ir_after = SplitAll(args, "--print-ir-after");
   options.disabled_passes = SplitAll(args, "--disable-pass");
+  KILN_ASSIGN_OR_RETURN(options.input_shapes, InputShapesFrom(args));
   return options;
 }
 
@@ -84,16 +95,20 @@ int Compile(int argc, char** argv) {
   Args args = ParseArgs(argc, argv, 2,
                         {"-o", "--output", "--target", "--print-ir-after", "--disable-pass",
                          "--server", "--json", "--timeout-s", "--records", "--hardware-key",
-                         "--untuned", "--tune", "--trials", "--time-budget-s", "--seed"},
+                         "--untuned", "--tune", "--trials", "--time-budget-s", "--seed",
+                         "--input-shape"},
                         /*bool_flags=*/{"--json", "--untuned"});
   if (!args.error.empty()) return Fail(args.error);
   if (args.positional.size() != 1) return Fail("compile: expected one MODEL.onnx\n" + std::string(kUsage));
   std::string out = args.Get("-o", args.Get("--output"));
   if (out.empty()) return Fail("compile: missing -o OUT.kiln");
+  if (args.Has("--server") && args.Has("--input-shape")) return Fail(kInputShapeRemote);
   if (args.Has("--server")) return CompileOnServer(args, out);
   if (args.Has("--tune")) return Fail("compile: --tune=background needs --server");
   if (args.Has("--json")) return Fail("compile: --json needs --server");
-  pipeline::CompileOptions options = OptionsFrom(args);
+  absl::StatusOr<pipeline::CompileOptions> parsed = OptionsFrom(args);
+  if (!parsed.ok()) return FailStatus(parsed.status());
+  pipeline::CompileOptions& options = *parsed;
   std::unique_ptr<FileRecords> records;
   absl::Status loaded = WithRecords(args, options, records);
   if (!loaded.ok()) return FailStatus(loaded);
@@ -173,11 +188,14 @@ int Run(int argc, char** argv) {
 int Check(int argc, char** argv) {
   Args args = ParseArgs(argc, argv, 2,
                         {"--target", "--print-ir-after", "--disable-pass", "--server",
-                         "--timeout-s", "--records", "--hardware-key"});
+                         "--timeout-s", "--records", "--hardware-key", "--input-shape"});
   if (!args.error.empty()) return Fail(args.error);
   if (args.positional.size() != 1) return Fail("check: expected one model DIR\n" + std::string(kUsage));
+  if (args.Has("--server") && args.Has("--input-shape")) return Fail(kInputShapeRemote);
   if (args.Has("--server")) return CheckOnServer(args);
-  pipeline::CompileOptions options = OptionsFrom(args);
+  absl::StatusOr<pipeline::CompileOptions> parsed = OptionsFrom(args);
+  if (!parsed.ok()) return FailStatus(parsed.status());
+  pipeline::CompileOptions& options = *parsed;
   std::unique_ptr<FileRecords> records;
   absl::Status loaded = WithRecords(args, options, records);
   if (!loaded.ok()) return FailStatus(loaded);
@@ -186,7 +204,11 @@ int Check(int argc, char** argv) {
   PrintTimings(report->compile);
   std::cout << "graph " << report->compile.graph_hash.substr(0, 16) << ", target "
             << report->compile.target.cpu << "\n";
+  for (const std::string& shapes : report->input_shapes) {
+    std::cout << "input shapes: " << shapes << "\n";
+  }
   for (const OutputComparison& c : report->outputs) std::cout << FormatComparison(c) << "\n";
+  for (const std::string& skipped : report->skipped) std::cout << "SKIP " << skipped << "\n";
   std::cout << (report->all_pass ? "PASS" : "FAIL") << " " << args.positional[0] << "\n";
   return report->all_pass ? 0 : 1;
 }

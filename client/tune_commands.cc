@@ -27,6 +27,9 @@ namespace {
 int PrintSpace(const Args& args) {
   pipeline::CompileOptions options;
   options.target = args.Get("--target", "host");
+  absl::StatusOr<importer::InputShapes> shapes = InputShapesFrom(args);
+  if (!shapes.ok()) return FailStatus(shapes.status());
+  options.input_shapes = *shapes;
   int64_t samples = 0;
   uint64_t seed = 0;
   if (!absl::SimpleAtoi(args.Get("--samples", "0"), &samples) || samples < 0) {
@@ -108,6 +111,9 @@ void PrintJson(const std::vector<tuning::TuneTask>& tasks, const tuning::SearchR
 int TuneLocal(const Args& args) {
   pipeline::CompileOptions options;
   options.target = args.Get("--target", "host");
+  absl::StatusOr<importer::InputShapes> shapes = InputShapesFrom(args);
+  if (!shapes.ok()) return FailStatus(shapes.status());
+  options.input_shapes = *shapes;
   tuning::SearchOptions search;
   int threads = 1;
   if (!absl::SimpleAtoi(args.Get("--trials", "64"), &search.trials) || search.trials < 1) {
@@ -199,12 +205,16 @@ int TuneCommand(int argc, char** argv) {
                         {"--target", "--print-space", "--samples", "--seed", "--server",
                          "--trials", "--time-budget-s", "--json", "--local", "--records-out",
                          "--threads", "--random", "--hardware-key", "--disable-pass",
-                         "--timeout-s", "--no-cache-flush"},
+                         "--timeout-s", "--no-cache-flush", "--input-shape"},
                         {"--print-space", "--json", "--local", "--random", "--no-cache-flush"});
   if (!args.error.empty()) return Fail(args.error);
   if (args.positional.size() != 1) return Fail("tune: expected one MODEL.onnx");
   if (args.Has("--print-space")) return PrintSpace(args);
   if (args.Has("--local")) return TuneLocal(args);
+  if (args.Has("--server") && args.Has("--input-shape")) {
+    return Fail("tune: --input-shape with --server is not supported yet (kilnd imports the model "
+                "without it); use --local");
+  }
   if (args.Has("--server")) return TuneOnServer(args);
   return Fail("tune: measuring needs --server HOST:PORT (a kilnd with measure workers) or "
               "--local (this machine); --print-space only prints the space");

@@ -148,7 +148,7 @@ absl::StatusOr<CompileResult> CompileGraph(std::unique_ptr<graph::Graph> graph,
 absl::StatusOr<PlannedGraph> PlanModelFile(const std::string& model_path,
                                            const CompileOptions& options) {
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<graph::Graph> graph,
-                        importer::ImportOnnxFile(model_path));
+                        importer::ImportOnnxFile(model_path, {options.input_shapes}));
   return PlanGraph(std::move(graph), options);
 }
 
@@ -156,7 +156,7 @@ absl::StatusOr<CompileResult> CompileModelFile(const std::string& model_path,
                                                const CompileOptions& options) {
   auto start = std::chrono::steady_clock::now();
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<graph::Graph> graph,
-                        importer::ImportOnnxFile(model_path));
+                        importer::ImportOnnxFile(model_path, {options.input_shapes}));
   double import_ms = MsSince(start);
   KILN_ASSIGN_OR_RETURN(CompileResult result, CompileGraph(std::move(graph), options));
   result.timings.import_ms = import_ms;

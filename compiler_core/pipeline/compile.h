@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "compiler_core/importer/onnx/input_shapes.h"
 #include "compiler_core/ir/graph/graph.h"
 #include "compiler_core/pipeline/compiler_version.h"
 #include "compiler_core/pipeline/kernel_plan.h"
@@ -23,6 +24,10 @@ namespace kiln::pipeline {
 struct CompileOptions {
   /// Target spec: "host" or "cpu:<llvm cpu name>" (see codegen::ResolveTarget).
   std::string target = "host";
+  /// Shapes of graph inputs with symbolic dims (`--input-shape`), used by the import of
+  /// CompileModelFile / PlanModelFile. They become the graph's static input shapes, so they
+  /// are part of the graph hash: two shapes are two artifacts.
+  importer::InputShapes input_shapes;
   /// Graph pass names after which to print the graph IR ("all" for every pass), plus the
   /// pseudo-stages "import" (graph IR as imported), "lower" (loop IR before scheduling),
   /// "schedule" (loop IR after scheduling) and "llvm" (each kernel's optimized LLVM IR, one

@@ -81,3 +81,55 @@ TEST(CliTest, UsageErrors) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+using ::kiln::testing::Kiln;
+
+// transformer_encoder_dyn: input [batch,seq,256], three data sets at (1,64), (2,16), (3,40).
+TEST(CliTest, SymbolicInputShapes) {
+  const std::string dir = "../shared/models/transformer_encoder_dyn";
+  KILN_REQUIRE_PATH_OR_SKIP(dir);
+  // Without --input-shape: check takes each data set's shapes (three compiles), compile says
+  // which input needs the flag.
+  auto [check_rc, check_out] = Kiln("check " + dir);
+  ASSERT_EQ(check_rc, 0) << check_out;
+  for (const char* line : {"input shapes: input=1,64,256", "input shapes: input=2,16,256",
+                           "input shapes: input=3,40,256", "PASS test_data_set_0/output",
+                           "PASS test_data_set_1/output", "PASS test_data_set_2/output"}) {
+    EXPECT_NE(check_out.find(line), std::string::npos) << line << "\n" << check_out;
+  }
+  fs::path tmp = fs::temp_directory_path() / ("kiln_cli_shapes_" + std::to_string(getpid()));
+  fs::create_directories(tmp);
+  const std::string artifact = (tmp / "t.kiln").string();
+  auto [plain_rc, plain_out] = Kiln("compile " + dir + "/model.onnx -o " + artifact);
+  EXPECT_EQ(plain_rc, 1);
+  EXPECT_EQ(plain_out,
+            "kiln: INVALID_ARGUMENT: graph input 'input' has symbolic dims [batch,seq,256]: give "
+            "its shape with --input-shape input=D0,D1,256\n");
+  // With it: the artifact has that static shape; check runs only the matching data set.
+  auto [rc, out] = Kiln("compile " + dir + "/model.onnx -o " + artifact +
+                        " --input-shape input=2,16,256");
+  ASSERT_EQ(rc, 0) << out;
+  auto [inspect_rc, inspect_out] = Kiln("inspect " + artifact);
+  EXPECT_NE(inspect_out.find("input:  input: f32[2,16,256]"), std::string::npos) << inspect_out;
+  EXPECT_NE(inspect_out.find("output: output: f32[2,16,256]"), std::string::npos) << inspect_out;
+  auto [one_rc, one_out] = Kiln("check " + dir + " --input-shape input=2,16,256");
+  ASSERT_EQ(one_rc, 0) << one_out;
+  EXPECT_NE(one_out.find("PASS test_data_set_1/output"), std::string::npos) << one_out;
+  EXPECT_NE(one_out.find("SKIP test_data_set_0: input shapes input=1,64,256 differ from the "
+                         "compiled input=2,16,256"),
+            std::string::npos)
+      << one_out;
+  auto [bad_rc, bad_out] = Kiln("compile " + dir + "/model.onnx -o " + artifact +
+                                " --input-shape input=2,16,128");
+  EXPECT_EQ(bad_rc, 1);
+  EXPECT_EQ(bad_out,
+            "kiln: INVALID_ARGUMENT: --input-shape input=2,16,128: dim 2 of graph input 'input' "
+            "[batch,seq,256] is fixed at 256\n");
+  fs::remove_all(tmp);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -34,7 +34,16 @@ struct ModelKernels {
 };
 
 absl::StatusOr<ModelKernels> CompileKernels(const std::string& model, const Target& target) {
-  absl::StatusOr<std::unique_ptr<graph::Graph>> graph = importer::ImportOnnxFile(model);
+  // A model with symbolic input dims at the shapes of its first test data set.
+  absl::StatusOr<std::vector<importer::InputSignature>> inputs =
+      importer::ReadInputSignaturesFile(model);
+  if (!inputs.ok()) return inputs.status();
+  const std::string dir = std::filesystem::path(model).parent_path().string();
+  absl::StatusOr<importer::InputShapes> shapes =
+      importer::DataSetInputShapes(*inputs, dir + "/test_data_set_0");
+  if (!shapes.ok()) return shapes.status();
+  absl::StatusOr<std::unique_ptr<graph::Graph>> graph =
+      importer::ImportOnnxFile(model, {*shapes});
   if (!graph.ok()) return graph.status();
   passes::PipelineOptions options;
   options.f32_lanes = target.f32_lanes();

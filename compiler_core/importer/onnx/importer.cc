@@ -180,7 +180,8 @@ absl::Status BuildNodes(const onnx::GraphProto& g, ImportContext& ctx, const Typ
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxBytes(std::string_view bytes,
-                                                       const std::string& base_dir) {
+                                                       const std::string& base_dir,
+                                                       const ImportOptions& options) {
   onnx::ModelProto model;
   if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
       !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
@@ -196,7 +197,8 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxBytes(std::string_view bytes,
   onnx::GraphProto& g = *model.mutable_graph();
   KILN_RETURN_IF_ERROR(SortNodes(g));
   KILN_RETURN_IF_ERROR(InlineExternalData(g, base_dir));
-  // Input types first: a non-static input is kUnimplemented, whatever the checker thinks.
+  // Input types first: symbolic dims take the given shapes (or the error naming the flag).
+  KILN_RETURN_IF_ERROR(BindInputShapes(options.input_shapes, g));
   std::set<std::string> initializers;
   for (const auto& init : g.initializer()) initializers.insert(init.name());
   std::map<std::string, TensorType> input_types;
@@ -245,7 +247,8 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxBytes(std::string_view bytes,
   return graph;
 }
 
-absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxFile(const std::string& path) {
+absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxFile(const std::string& path,
+                                                      const ImportOptions& options) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     return absl::InvalidArgumentError(
@@ -257,7 +260,7 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxFile(const std::string& path) {
   buffer << in.rdbuf();
   size_t slash = path.find_last_of('/');
   std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  return ImportOnnxBytes(buffer.str(), dir);
+  return ImportOnnxBytes(buffer.str(), dir, options);
 }
 
 }  // namespace kiln::importer

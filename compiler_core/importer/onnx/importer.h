@@ -7,9 +7,17 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "compiler_core/importer/onnx/input_shapes.h"
 #include "compiler_core/ir/graph/graph.h"
 
 namespace kiln::importer {
+
+/// What an import needs beyond the model.
+struct ImportOptions {
+  /// Shapes for graph inputs with symbolic dims (BindInputShapes in model_checks.h); a model
+  /// with a symbolic input dim that these leave unbound is kInvalidArgument naming the flag.
+  InputShapes input_shapes;
+};
 
 /// Imports the model at `path`. External-data tensors are read relative to the model's
 /// directory. Accepts default-domain opsets 7..17 and canonicalizes every op to Kiln's form
@@ -17,12 +25,15 @@ namespace kiln::importer {
 /// Softmax axis semantics made explicit). Constant nodes become constants.
 /// Errors: kNotFound (unreadable file); kInvalidArgument for a malformed model (bad protobuf,
 /// checker failure, a cycle, an undefined input, inconsistent shapes), naming the node;
-/// kUnimplemented for an unsupported op or opset, naming the node and op.
-absl::StatusOr<std::unique_ptr<graph::Graph>> ImportOnnxFile(const std::string& path);
+/// kUnimplemented for an unsupported op or opset, naming the node and op; kInvalidArgument for
+/// input shapes that do not fit the model or leave a symbolic dim unbound.
+absl::StatusOr<std::unique_ptr<graph::Graph>> ImportOnnxFile(const std::string& path,
+                                                             const ImportOptions& options = {});
 
 /// Same, from serialized ModelProto bytes; external data is resolved against `base_dir`.
 absl::StatusOr<std::unique_ptr<graph::Graph>> ImportOnnxBytes(std::string_view bytes,
-                                                              const std::string& base_dir);
+                                                              const std::string& base_dir,
+                                                              const ImportOptions& options = {});
 
 }  // namespace kiln::importer
 

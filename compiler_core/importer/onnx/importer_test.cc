@@ -382,9 +382,10 @@ TEST(ImporterTest, Errors) {
     b.Node("Relu", {"x"}, {"y"}, "r");
     b.Output("y", {3});
     auto r = Import(b);
-    EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
-    EXPECT_THAT(r.status().message(), HasSubstr("'x'"));
-    EXPECT_THAT(r.status().message(), HasSubstr("batch"));
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.status().message(),
+              "graph input 'x' has symbolic dims [3,batch]: give its shape with --input-shape "
+              "x=3,D1");
   }
   {
     ModelBuilder b(/*opset=*/18);
@@ -485,6 +486,120 @@ TEST(ImporterTest, RealModels) {
     EXPECT_NE(Only(**g, OpKind::kLayerNormalization), nullptr);
     EXPECT_EQ((*g)->outputs()[0]->type(), (TensorType{DType::kFloat32, {1, 64, 256}}));
   }
+}
+
+}  // namespace
+}  // namespace kiln::importer
+
+namespace kiln::importer {
+namespace {
+
+// x[batch,4] + y[batch,4] -> z, Relu -> r: two inputs sharing one dim_param.
+std::string SharedBatchModel(const std::string& y_first_dim = "batch") {
+  ModelBuilder b;
+  b.Input("x", {});
+  b.Input("y", {});
+  for (int i = 0; i < 2; ++i) {
+    auto* shape = b.g()->mutable_input(i)->mutable_type()->mutable_tensor_type()->mutable_shape();
+    const std::string first = i == 0 ? "batch" : y_first_dim;
+    if (first.empty()) {
+      shape->add_dim();  // unknown: neither value nor dim_param
+    } else {
+      shape->add_dim()->set_dim_param(first);
+    }
+    shape->add_dim()->set_dim_value(4);
+  }
+  b.Node("Add", {"x", "y"}, {"z"});
+  b.Node("Relu", {"z"}, {"r"});
+  b.Output("r", {});
+  auto* out_shape = b.g()->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  out_shape->add_dim()->set_dim_param("batch");
+  out_shape->add_dim()->set_dim_value(4);
+  return b.Bytes();
+}
+
+absl::StatusOr<std::unique_ptr<Graph>> ImportWith(const std::string& bytes,
+                                                  const std::vector<std::string>& specs) {
+  ImportOptions options;
+  for (const std::string& spec : specs) {
+    absl::Status parsed = ParseInputShape(spec, options.input_shapes);
+    if (!parsed.ok()) return parsed;
+  }
+  return ImportOnnxBytes(bytes, "", options);
+}
+
+TEST(InputShapesTest, SymbolicInputWithoutShapeNamesEachInputAndTheFlag) {
+  auto r = ImportWith(SharedBatchModel(), {});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(),
+            "graph input 'x' has symbolic dims [batch,4]: give its shape with --input-shape "
+            "x=D0,4; graph input 'y' has symbolic dims [batch,4]: give its shape with "
+            "--input-shape y=D0,4");
+}
+
+TEST(InputShapesTest, OneInputBindsTheDimParamItShares) {
+  auto r = ImportWith(SharedBatchModel(), {"x=3,4"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const Graph& g = **r;
+  ASSERT_EQ(g.inputs().size(), 2u);
+  EXPECT_EQ(g.inputs()[0]->type().shape, (Ints{3, 4}));
+  EXPECT_EQ(g.inputs()[1]->type().shape, (Ints{3, 4}));
+  EXPECT_EQ(g.outputs()[0]->type().shape, (Ints{3, 4}));
+  // Another batch is another graph (and so another artifact key).
+  auto other = ImportWith(SharedBatchModel(), {"y=5,4"});
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ((*other)->inputs()[0]->type().shape, (Ints{5, 4}));
+}
+
+TEST(InputShapesTest, BadShapesAreClearErrors) {
+  const std::string model = SharedBatchModel();
+  auto two_values = ImportWith(model, {"x=3,4", "y=2,4"});
+  EXPECT_EQ(two_values.status().message(),
+            "--input-shape: dim 'batch' is 3 in input 'x' (dim 0) but 2 in input 'y' (dim 0); "
+            "one dim_param takes one value");
+  auto fixed = ImportWith(model, {"x=3,5"});
+  EXPECT_EQ(fixed.status().message(),
+            "--input-shape x=3,5: dim 1 of graph input 'x' [batch,4] is fixed at 4");
+  auto rank = ImportWith(model, {"x=3"});
+  EXPECT_EQ(rank.status().message(),
+            "--input-shape x=3: graph input 'x' has rank 2 [batch,4], the shape gives 1 dims");
+  auto unknown = ImportWith(model, {"r=3,4"});
+  EXPECT_EQ(unknown.status().message(),
+            "--input-shape: 'r' is not a graph input (inputs: x, y)");
+  for (const auto* r : {&two_values, &fixed, &rank, &unknown}) {
+    EXPECT_EQ(r->status().code(), absl::StatusCode::kInvalidArgument);
+  }
+  // An unknown dim (no dim_param) is bound by nothing but its own input's shape.
+  auto anonymous = ImportWith(SharedBatchModel(""), {"x=3,4"});
+  EXPECT_EQ(anonymous.status().message(),
+            "graph input 'y' has symbolic dims [?,4]: give its shape with --input-shape y=D0,4");
+  EXPECT_TRUE(ImportWith(SharedBatchModel(""), {"x=3,4", "y=3,4"}).ok());
+}
+
+TEST(InputShapesTest, ParseAndFormat) {
+  InputShapes shapes;
+  EXPECT_TRUE(ParseInputShape("x=1,3,224,224", shapes).ok());
+  EXPECT_TRUE(ParseInputShape("scalar=", shapes).ok());
+  EXPECT_TRUE(ParseInputShape("x=1,3,224,224", shapes).ok());  // the same shape again
+  EXPECT_EQ(FormatInputShapes(shapes), "scalar= x=1,3,224,224");
+  EXPECT_EQ(ParseInputShape("x=8,3,224,224", shapes).code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(ParseInputShape("x", shapes).message(),
+            "--input-shape 'x': no '=' (expected NAME=D0,D1,...)");
+  EXPECT_EQ(ParseInputShape("=1,2", shapes).message(),
+            "--input-shape '=1,2': empty input name (expected NAME=D0,D1,...)");
+  EXPECT_EQ(ParseInputShape("y=1,0", shapes).message(),
+            "--input-shape 'y=1,0': dim '0' is not an integer >= 1 (expected NAME=D0,D1,...)");
+  EXPECT_EQ(ParseInputShape("y=1,b", shapes).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(InputShapesTest, ReadInputSignatures) {
+  auto sigs = ReadInputSignatures(SharedBatchModel());
+  ASSERT_TRUE(sigs.ok()) << sigs.status();
+  ASSERT_EQ(sigs->size(), 2u);
+  EXPECT_EQ((*sigs)[0].name, "x");
+  EXPECT_TRUE((*sigs)[0].symbolic());
+  EXPECT_EQ((*sigs)[0].DimsText(), "[batch,4]");
+  EXPECT_EQ(ReadInputSignatures("garbage").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

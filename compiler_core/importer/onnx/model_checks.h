@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "compiler_core/importer/onnx/input_shapes.h"
 #include "onnx/onnx_pb.h"
 
 namespace kiln::importer {
@@ -29,6 +30,14 @@ absl::Status SortNodes(onnx::GraphProto& graph);
 
 /// Reads every external-data tensor (initializers and Constant attributes) into raw_data.
 absl::Status InlineExternalData(onnx::GraphProto& graph, const std::string& base_dir);
+
+/// Binds the symbolic dims of `graph`'s inputs (initializers excluded) in place: an input named
+/// in `shapes` takes that shape, every other symbolic dim the value its `dim_param` got from a
+/// named input; graph outputs and value_info with a bound dim_param get its value too.
+/// Errors (kInvalidArgument): a name that is not a graph input, a rank that differs, a shape
+/// that contradicts a fixed dim, a dim_param given two values, and any symbolic dim left
+/// unbound (naming each such input, its dims and the --input-shape flag).
+absl::Status BindInputShapes(const InputShapes& shapes, onnx::GraphProto& graph);
 
 /// Runs onnx::checker and onnx::shape_inference; returns the inferred type of every value
 /// name ONNX could type (value_info and graph outputs). kInvalidArgument on checker failure.

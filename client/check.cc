@@ -158,91 +158,97 @@ absl::StatusOr<std::vector<OutputComparison>> CheckArtifact(const std::string& d
   return CheckDataSets(data_sets, artifact, tolerance);
 }
 
-namespace {
-
-// The data sets grouped by the shapes of the model's symbolic inputs in them.
-absl::StatusOr<std::map<importer::InputShapes, std::vector<fs::path>>> DataSetsByShapes(
-    const std::vector<fs::path>& data_sets, const std::vector<importer::InputSignature>& inputs) {
-  std::map<importer::InputShapes, std::vector<fs::path>> groups;
-  for (const fs::path& ds : data_sets) {
-    KILN_ASSIGN_OR_RETURN(importer::InputShapes shapes,
-                          importer::DataSetInputShapes(inputs, ds.string()));
-    groups[shapes].push_back(ds);
-  }
-  return groups;
-}
-
-}  // namespace
-
-absl::StatusOr<CheckReport> CheckModelDir(const std::string& dir,
-                                          const pipeline::CompileOptions& options,
-                                          const Tolerance& tolerance) {
-  fs::path model = fs::path(dir) / "model.onnx";
+absl::StatusOr<std::vector<CheckCompile>> PlanCheckCompiles(const std::string& dir,
+                                                            const importer::InputShapes& given) {
+  const fs::path model = fs::path(dir) / "model.onnx";
   std::error_code ec;
   if (!fs::exists(model, ec)) {
     return absl::NotFoundError(absl::StrCat("no model.onnx in '", dir, "'"));
   }
-  if (DataSets(dir).empty()) {
+  std::vector<fs::path> data_sets = DataSets(dir);
+  if (data_sets.empty()) {
     return absl::NotFoundError(absl::StrCat("no test_data_set_* directory in '", dir, "'"));
   }
-  CheckReport report;
-  std::vector<fs::path> data_sets = DataSets(dir);
-  // A model with symbolic input dims and no --input-shape: one compile per distinct set of
-  // input shapes among the data sets.
-  std::map<importer::InputShapes, std::vector<fs::path>> groups;
-  if (options.input_shapes.empty()) {
+  std::map<importer::InputShapes, std::vector<std::string>> groups;
+  if (given.empty()) {
     KILN_ASSIGN_OR_RETURN(std::vector<importer::InputSignature> inputs,
                           importer::ReadInputSignaturesFile(model.string()));
-    bool symbolic = false;
-    for (const importer::InputSignature& in : inputs) symbolic = symbolic || in.symbolic();
-    if (symbolic) {
-      KILN_ASSIGN_OR_RETURN(groups, DataSetsByShapes(data_sets, inputs));
+    // Empty shapes for a static model: one group.
+    for (const fs::path& ds : data_sets) {
+      KILN_ASSIGN_OR_RETURN(importer::InputShapes shapes,
+                            importer::DataSetInputShapes(inputs, ds.string()));
+      groups[shapes].push_back(ds.string());
+    }
+  } else {
+    for (const fs::path& ds : data_sets) groups[given].push_back(ds.string());
+  }
+  std::vector<CheckCompile> compiles;
+  for (auto& [shapes, group] : groups) {
+    compiles.push_back({shapes, std::move(group), /*skip_other_shapes=*/!given.empty()});
+  }
+  return compiles;
+}
+
+absl::StatusOr<std::vector<OutputComparison>> CheckCompiled(const CheckCompile& compile,
+                                                            const runtime::Artifact& artifact,
+                                                            std::vector<std::string>* skipped,
+                                                            const Tolerance& tolerance) {
+  std::vector<fs::path> matching;
+  if (!compile.skip_other_shapes) {
+    matching.assign(compile.data_sets.begin(), compile.data_sets.end());
+    return CheckDataSets(matching, artifact, tolerance);
+  }
+  const kiln::v1::Manifest& m = artifact.manifest;
+  std::vector<std::string> compiled_shapes;
+  for (const auto& in : m.inputs()) {
+    compiled_shapes.push_back(absl::StrCat(in.name(), "=", absl::StrJoin(in.shape(), ",")));
+  }
+  std::vector<std::string> others;
+  for (const std::string& dir : compile.data_sets) {
+    const fs::path ds(dir);
+    std::vector<std::string> shapes;
+    std::vector<fs::path> files = NumberedFiles(ds, "input_");
+    for (size_t i = 0; i < files.size() && i < static_cast<size_t>(m.inputs_size()); ++i) {
+      KILN_ASSIGN_OR_RETURN(importer::NamedTensor t, importer::ReadTensorFile(files[i].string()));
+      shapes.push_back(absl::StrCat(m.inputs(static_cast<int>(i)).name(), "=",
+                                    absl::StrJoin(t.tensor.type.shape, ",")));
+    }
+    if (shapes == compiled_shapes) {
+      matching.push_back(ds);
+    } else {
+      others.push_back(absl::StrCat(ds.filename().string(), ": input shapes ",
+                                    absl::StrJoin(shapes, " "), " differ from the compiled ",
+                                    absl::StrJoin(compiled_shapes, " ")));
     }
   }
-  if (groups.empty()) groups[options.input_shapes] = data_sets;
-  for (const auto& [shapes, group] : groups) {
-    pipeline::CompileOptions group_options = options;
-    group_options.input_shapes = shapes;
+  if (matching.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no test data set has the input shapes compiled (",
+                     absl::StrJoin(compiled_shapes, " "), "); ", absl::StrJoin(others, "; ")));
+  }
+  if (skipped != nullptr) skipped->insert(skipped->end(), others.begin(), others.end());
+  return CheckDataSets(matching, artifact, tolerance);
+}
+
+absl::StatusOr<CheckReport> CheckModelDir(const std::string& dir,
+                                          const pipeline::CompileOptions& options,
+                                          const Tolerance& tolerance) {
+  KILN_ASSIGN_OR_RETURN(std::vector<CheckCompile> compiles,
+                        PlanCheckCompiles(dir, options.input_shapes));
+  const std::string model = (fs::path(dir) / "model.onnx").string();
+  CheckReport report;
+  for (const CheckCompile& compile : compiles) {
+    pipeline::CompileOptions compile_options = options;
+    compile_options.input_shapes = compile.input_shapes;
     KILN_ASSIGN_OR_RETURN(pipeline::CompileResult compiled,
-                          pipeline::CompileModelFile(model.string(), group_options));
-    // Given shapes: the data sets of other shapes are skipped (and said so), not failed.
-    std::vector<fs::path> matching;
-    if (!options.input_shapes.empty()) {
-      const kiln::v1::Manifest& m = compiled.artifact.manifest;
-      std::vector<std::string> compiled_shapes;
-      for (const auto& in : m.inputs()) {
-        compiled_shapes.push_back(absl::StrCat(in.name(), "=", absl::StrJoin(in.shape(), ",")));
-      }
-      for (const fs::path& ds : group) {
-        std::vector<std::string> shapes;
-        std::vector<fs::path> files = NumberedFiles(ds, "input_");
-        for (size_t i = 0; i < files.size() && i < static_cast<size_t>(m.inputs_size()); ++i) {
-          KILN_ASSIGN_OR_RETURN(importer::NamedTensor t, importer::ReadTensorFile(files[i].string()));
-          shapes.push_back(absl::StrCat(m.inputs(static_cast<int>(i)).name(), "=",
-                                        absl::StrJoin(t.tensor.type.shape, ",")));
-        }
-        if (shapes == compiled_shapes) {
-          matching.push_back(ds);
-        } else {
-          report.skipped.push_back(absl::StrCat(ds.filename().string(), ": input shapes ",
-                                                absl::StrJoin(shapes, " "),
-                                                " differ from the compiled ",
-                                                absl::StrJoin(compiled_shapes, " ")));
-        }
-      }
-      if (matching.empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "no test data set of '", dir, "' has the input shapes compiled (",
-            absl::StrJoin(compiled_shapes, " "), "); ", absl::StrJoin(report.skipped, "; ")));
-      }
-    } else {
-      matching = group;
-    }
+                          pipeline::CompileModelFile(model, compile_options));
     KILN_ASSIGN_OR_RETURN(std::vector<OutputComparison> outputs,
-                          CheckDataSets(matching, compiled.artifact, tolerance));
+                          CheckCompiled(compile, compiled.artifact, &report.skipped, tolerance));
     report.outputs.insert(report.outputs.end(), outputs.begin(), outputs.end());
-    if (!shapes.empty()) report.input_shapes.push_back(importer::FormatInputShapes(shapes));
-    if (report.input_shapes.size() <= 1) report.compile = std::move(compiled);
+    if (!compile.input_shapes.empty()) {
+      report.input_shapes.push_back(importer::FormatInputShapes(compile.input_shapes));
+    }
+    if (&compile == &compiles.front()) report.compile = std::move(compiled);
   }
   report.all_pass = true;
   for (const OutputComparison& c : report.outputs) report.all_pass = report.all_pass && c.pass;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "compiler_core/importer/onnx/input_shapes.h"
 #include "compiler_core/ir/graph/tensor.h"
 #include "compiler_core/pipeline/compile.h"
 #include "compiler_core/runtime/artifact.h"
@@ -55,6 +56,30 @@ struct CheckReport {
 /// kInvalidArgument if a data set's inputs do not match the artifact; load/run errors.
 absl::StatusOr<std::vector<OutputComparison>> CheckArtifact(const std::string& dir,
                                                             const runtime::Artifact& artifact,
+                                                            const Tolerance& tolerance = {});
+
+/// One compile of a check and the data sets (directories) it checks.
+struct CheckCompile {
+  importer::InputShapes input_shapes;  // empty: the model's own (static) shapes
+  std::vector<std::string> data_sets;
+  /// Shapes were given (--input-shape): data sets of other shapes are skipped, not failed.
+  bool skip_other_shapes = false;
+};
+
+/// The compiles a check of `dir` needs: with `given` shapes one, for all data sets; else one
+/// per distinct set of input shapes among the data sets for a model with symbolic input dims
+/// (importer::DataSetInputShapes), or one for a static model. Errors: kNotFound (no
+/// model.onnx, no data set), those of reading the model and the data sets' inputs.
+absl::StatusOr<std::vector<CheckCompile>> PlanCheckCompiles(const std::string& dir,
+                                                            const importer::InputShapes& given);
+
+/// Checks `compile`'s data sets against `artifact` (compiled for it). With skip_other_shapes, a
+/// data set whose input shapes differ from the artifact's is appended to `skipped` ("<data
+/// set>: input shapes ... differ from the compiled ...") instead of run; kInvalidArgument when
+/// every one differs.
+absl::StatusOr<std::vector<OutputComparison>> CheckCompiled(const CheckCompile& compile,
+                                                            const runtime::Artifact& artifact,
+                                                            std::vector<std::string>* skipped,
                                                             const Tolerance& tolerance = {});
 
 /// Compiles `dir`/model.onnx with `options` and checks every `dir`/test_data_set_*/ (inputs

@@ -36,7 +36,7 @@ constexpr char kUsage[] = R"(usage:
              [--records FILE.jsonl [--hardware-key K]] [--input-shape NAME=D0,D1,... ...]
   kiln inspect OUT.kiln
   kiln tune MODEL.onnx --print-space [--target T] [--samples N] [--seed S]
-            [--input-shape NAME=D0,D1,... ...] (also with --local)
+            [--input-shape NAME=D0,D1,... ...] (also with --local and --server)
   kiln tune MODEL.onnx --local --records-out FILE.jsonl [--target T] [--trials N]
             [--time-budget-s S] [--threads N (default 1)] [--seed S] [--random]
             [--no-cache-flush] [--json]
@@ -59,10 +59,6 @@ distinct set of input shapes).
 With --server, compile and check upload the model to kilnd (only if it lacks it), compile there
 and download the artifact; --json prints the result as one JSON object.
 )";
-
-constexpr char kInputShapeRemote[] =
-    "--input-shape with --server is not supported yet (kilnd imports the model without it); "
-    "compile, check or tune locally";
 
 absl::StatusOr<pipeline::CompileOptions> OptionsFrom(const Args& args) {
   pipeline::CompileOptions options;
@@ -102,7 +98,6 @@ int Compile(int argc, char** argv) {
   if (args.positional.size() != 1) return Fail("compile: expected one MODEL.onnx\n" + std::string(kUsage));
   std::string out = args.Get("-o", args.Get("--output"));
   if (out.empty()) return Fail("compile: missing -o OUT.kiln");
-  if (args.Has("--server") && args.Has("--input-shape")) return Fail(kInputShapeRemote);
   if (args.Has("--server")) return CompileOnServer(args, out);
   if (args.Has("--tune")) return Fail("compile: --tune=background needs --server");
   if (args.Has("--json")) return Fail("compile: --json needs --server");
@@ -191,7 +186,6 @@ int Check(int argc, char** argv) {
                          "--timeout-s", "--records", "--hardware-key", "--input-shape"});
   if (!args.error.empty()) return Fail(args.error);
   if (args.positional.size() != 1) return Fail("check: expected one model DIR\n" + std::string(kUsage));
-  if (args.Has("--server") && args.Has("--input-shape")) return Fail(kInputShapeRemote);
   if (args.Has("--server")) return CheckOnServer(args);
   absl::StatusOr<pipeline::CompileOptions> parsed = OptionsFrom(args);
   if (!parsed.ok()) return FailStatus(parsed.status());

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,10 +24,16 @@ struct RemoteCompileOptions {
   /// Whose tuning records kilnd applies ("" = its choice) or none at all (untuned).
   std::string hardware_key;
   bool untuned = false;
+  /// Shapes of graph inputs with symbolic dims, by name (--input-shape).
+  std::map<std::string, std::vector<int64_t>> input_shapes;
   kiln::v1::Priority priority = kiln::v1::INTERACTIVE;
   /// Deadline of each RPC, in ms.
   int64_t timeout_ms = 600'000;
 };
+
+/// Writes `shapes` into `options.input_shapes` (in name order).
+void SetInputShapes(const std::map<std::string, std::vector<int64_t>>& shapes,
+                    kiln::v1::CompileOptions& options);
 
 /// The outcome of RemoteClient::CompileModel.
 struct RemoteCompileResult {

@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "client/check.h"
@@ -41,6 +42,12 @@ Remote RemoteFrom(const Args& args) {
   r.options.disabled_passes = SplitAll(args, "--disable-pass");
   r.options.hardware_key = args.Get("--hardware-key");
   r.options.untuned = args.Has("--untuned");
+  absl::StatusOr<importer::InputShapes> shapes = InputShapesFrom(args);
+  if (!shapes.ok()) {
+    r.error = std::string(shapes.status().message());
+    return r;
+  }
+  r.options.input_shapes = *shapes;
   r.options.timeout_ms = int64_t{timeout_s} * 1000;
   r.client = std::make_unique<RemoteClient>(args.Get("--server"), r.options.timeout_ms);
   return r;
@@ -145,18 +152,38 @@ int CompileOnServer(const Args& args, const std::string& out) {
 
 int CheckOnServer(const Args& args) {
   const std::string& dir = args.positional[0];
-  auto result = CompileRemotely(args, (std::filesystem::path(dir) / "model.onnx").string());
-  if (!result.ok()) return FailStatus(result.status());
-  PrintRemoteSummary(*result);
-  auto artifact = runtime::ParseArtifact(result->artifact);
-  if (!artifact.ok()) return FailStatus(artifact.status());
-  auto outputs = CheckArtifact(dir, *artifact);
-  if (!outputs.ok()) return FailStatus(outputs.status());
-  for (const OutputComparison& c : *outputs) std::cout << FormatComparison(c) << "\n";
-  bool all_pass = !outputs->empty();
-  for (const OutputComparison& c : *outputs) all_pass = all_pass && c.pass;
+  Remote remote = RemoteFrom(args);
+  if (!remote.error.empty()) return Fail(remote.error);
+  // As a local check: one compile per distinct input shapes of a symbolic model's data sets.
+  auto compiles = PlanCheckCompiles(dir, remote.options.input_shapes);
+  if (!compiles.ok()) return FailStatus(compiles.status());
+  auto model = ReadFileBytes((std::filesystem::path(dir) / "model.onnx").string());
+  if (!model.ok()) return FailStatus(model.status());
+  std::vector<OutputComparison> outputs;
+  std::vector<std::string> skipped;
+  std::vector<std::string> cache;
+  for (const CheckCompile& compile : *compiles) {
+    RemoteCompileOptions options = remote.options;
+    options.input_shapes = compile.input_shapes;
+    auto result = remote.client->CompileModel(*model, options);
+    if (!result.ok()) return FailStatus(result.status());
+    PrintRemoteSummary(*result);
+    if (!compile.input_shapes.empty()) {
+      std::cout << "input shapes: " << importer::FormatInputShapes(compile.input_shapes) << "\n";
+    }
+    cache.push_back(result->response.cache_hit() ? "hit" : "miss");
+    auto artifact = runtime::ParseArtifact(result->artifact);
+    if (!artifact.ok()) return FailStatus(artifact.status());
+    auto checked = CheckCompiled(compile, *artifact, &skipped);
+    if (!checked.ok()) return FailStatus(checked.status());
+    outputs.insert(outputs.end(), checked->begin(), checked->end());
+  }
+  for (const OutputComparison& c : outputs) std::cout << FormatComparison(c) << "\n";
+  for (const std::string& s : skipped) std::cout << "SKIP " << s << "\n";
+  bool all_pass = !outputs.empty();
+  for (const OutputComparison& c : outputs) all_pass = all_pass && c.pass;
   std::cout << (all_pass ? "PASS" : "FAIL") << " " << dir << " (cache "
-            << (result->response.cache_hit() ? "hit" : "miss") << ")\n";
+            << absl::StrJoin(cache, ", ") << ")\n";
   return all_pass ? 0 : 1;
 }
 

@@ -13,6 +13,7 @@
 #include "client/remote_commands.h"
 #include "client/tune_summary.h"
 #include "compiler_core/support/status_macros.h"
+#include "compiler_core/support/status_macros.h"
 
 namespace kiln::client {
 namespace {
@@ -78,6 +79,8 @@ absl::StatusOr<kiln::v1::TuneRequest> TuneRequestFrom(const Args& args) {
   for (const std::string& p : SplitAll(args, "--disable-pass")) {
     request.mutable_options()->add_disabled_passes(p);
   }
+  KILN_ASSIGN_OR_RETURN(importer::InputShapes shapes, InputShapesFrom(args));
+  SetInputShapes(shapes, *request.mutable_options());
   int64_t trials = 64;
   if (args.Has("--trials") && (!absl::SimpleAtoi(args.Get("--trials"), &trials) || trials < 1)) {
     return absl::InvalidArgumentError("--trials must be a positive integer");

@@ -211,10 +211,6 @@ int TuneCommand(int argc, char** argv) {
   if (args.positional.size() != 1) return Fail("tune: expected one MODEL.onnx");
   if (args.Has("--print-space")) return PrintSpace(args);
   if (args.Has("--local")) return TuneLocal(args);
-  if (args.Has("--server") && args.Has("--input-shape")) {
-    return Fail("tune: --input-shape with --server is not supported yet (kilnd imports the model "
-                "without it); use --local");
-  }
   if (args.Has("--server")) return TuneOnServer(args);
   return Fail("tune: measuring needs --server HOST:PORT (a kilnd with measure workers) or "
               "--local (this machine); --print-space only prints the space");

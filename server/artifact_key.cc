@@ -13,6 +13,8 @@ v1::CompileOptions CanonicalOptions(const v1::CompileOptions& options) {
   auto* passes = canonical.mutable_disabled_passes();
   std::sort(passes->begin(), passes->end());
   passes->erase(std::unique(passes->begin(), passes->end()), passes->end());
+  std::sort(canonical.mutable_input_shapes()->begin(), canonical.mutable_input_shapes()->end(),
+            [](const v1::InputShape& a, const v1::InputShape& b) { return a.name() < b.name(); });
   return canonical;
 }
 

@@ -11,7 +11,7 @@
 namespace kiln::server {
 
 /// `options` in canonical form: disabled_passes sorted and deduplicated (their order does not
-/// change the generated code).
+/// change the generated code), input_shapes sorted by name.
 v1::CompileOptions CanonicalOptions(const v1::CompileOptions& options);
 
 /// SHA-256 hex of the deterministic serialization of CanonicalOptions(options); the same

@@ -11,6 +11,7 @@
 #include "compiler_core/support/status_macros.h"
 #include "server/artifact_key.h"
 #include "server/tuning_records.h"
+#include "workers/protocol.h"
 
 namespace kiln::server {
 
@@ -32,6 +33,7 @@ absl::StatusOr<CompileSpec> CompilePreparer::Prepare(const v1::CompileRequest& r
   spec.target = request.target().empty() ? "host" : request.target();
   KILN_ASSIGN_OR_RETURN(Target target, targets_->Resolve(spec.target));
   spec.options = CanonicalOptions(request.options());
+  KILN_ASSIGN_OR_RETURN(importer::InputShapes shapes, workers::InputShapesOf(spec.options));
 
   std::string graph_hash;
   switch (request.model_case()) {
@@ -49,7 +51,7 @@ absl::StatusOr<CompileSpec> CompilePreparer::Prepare(const v1::CompileRequest& r
       KILN_ASSIGN_OR_RETURN(int64_t size, storage_->GetBlobSize(digest.hash()));
       spec.model_digest = digest.hash();
       spec.model_size_bytes = size;
-      KILN_ASSIGN_OR_RETURN(graph_hash, models_->GraphHash(spec.model_digest));
+      KILN_ASSIGN_OR_RETURN(graph_hash, models_->GraphHash(spec.model_digest, shapes));
       break;
     }
     case v1::CompileRequest::kInlineModel: {
@@ -63,7 +65,7 @@ absl::StatusOr<CompileSpec> CompilePreparer::Prepare(const v1::CompileRequest& r
       spec.model_digest = Sha256Hex(bytes);
       spec.model_size_bytes = static_cast<int64_t>(bytes.size());
       // Import first: a malformed model is refused before it takes space in the store.
-      KILN_ASSIGN_OR_RETURN(graph_hash, models_->GraphHashOfBytes(spec.model_digest, bytes));
+      KILN_ASSIGN_OR_RETURN(graph_hash, models_->GraphHashOfBytes(spec.model_digest, bytes, shapes));
       KILN_ASSIGN_OR_RETURN(std::string stored, storage_->PutBlob(cache::BlobKind::kModel, bytes));
       (void)stored;
       break;

@@ -10,12 +10,13 @@
 namespace kiln::server {
 namespace {
 
-absl::StatusOr<std::string> ImportAndHash(const std::string& digest, std::string_view bytes) {
+absl::StatusOr<std::string> ImportAndHash(const std::string& digest, std::string_view bytes,
+                                          const importer::InputShapes& shapes) {
   auto start = absl::Now();
   // Uploaded models are one blob: external data has no directory to come from. An empty base
   // dir makes such a model fail to import; report that as a bad model, not as kNotFound (which
   // means "never uploaded" to clients).
-  absl::StatusOr<std::unique_ptr<graph::Graph>> graph = importer::ImportOnnxBytes(bytes, "");
+  absl::StatusOr<std::unique_ptr<graph::Graph>> graph = importer::ImportOnnxBytes(bytes, "", {shapes});
   if (!graph.ok()) {
     absl::Status s = graph.status();
     LogInfo("model.import_failed", {{"model", digest.substr(0, 12)}, {"status", s}});
@@ -39,28 +40,34 @@ bool Memoizable(const absl::StatusOr<std::string>& r) {
 
 }  // namespace
 
-absl::StatusOr<std::string> ModelIndex::GraphHash(const std::string& digest) {
-  return Compute(digest, nullptr);
+absl::StatusOr<std::string> ModelIndex::GraphHash(const std::string& digest,
+                                                  const importer::InputShapes& shapes) {
+  return Compute(digest, nullptr, shapes);
 }
 
 absl::StatusOr<std::string> ModelIndex::GraphHashOfBytes(const std::string& digest,
-                                                         std::string_view bytes) {
+                                                         std::string_view bytes,
+                                                         const importer::InputShapes& shapes) {
   std::string copy(bytes);
-  return Compute(digest, &copy);
+  return Compute(digest, &copy, shapes);
 }
 
-ModelIndex::Result ModelIndex::Compute(const std::string& digest, const std::string* bytes) {
+ModelIndex::Result ModelIndex::Compute(const std::string& digest, const std::string* bytes,
+                                       const importer::InputShapes& shapes) {
+  // One import per model and input shapes.
+  const std::string memo_key =
+      shapes.empty() ? digest : absl::StrCat(digest, " ", importer::FormatInputShapes(shapes));
   std::promise<Result> promise;
   std::shared_future<Result> future;
   bool owner = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = hashes_.find(digest);
+    auto it = hashes_.find(memo_key);
     if (it != hashes_.end()) {
       future = it->second;
     } else {
       future = promise.get_future().share();
-      hashes_[digest] = future;
+      hashes_[memo_key] = future;
       owner = true;
     }
   }
@@ -68,15 +75,15 @@ ModelIndex::Result ModelIndex::Compute(const std::string& digest, const std::str
 
   Result result;
   if (bytes != nullptr) {
-    result = ImportAndHash(digest, *bytes);
+    result = ImportAndHash(digest, *bytes, shapes);
   } else {
     absl::StatusOr<std::string> blob = storage_->GetBlob(digest);
-    result = blob.ok() ? ImportAndHash(digest, *blob) : Result(blob.status());
+    result = blob.ok() ? ImportAndHash(digest, *blob, shapes) : Result(blob.status());
   }
   promise.set_value(result);
   if (!Memoizable(result)) {
     std::lock_guard<std::mutex> lock(mu_);
-    hashes_.erase(digest);
+    hashes_.erase(memo_key);
   }
   return result;
 }

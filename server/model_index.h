@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "compiler_core/importer/onnx/input_shapes.h"
 #include "compiler_core/support/target.h"
 #include "server/cache/storage.h"
 
@@ -22,17 +23,22 @@ class ModelIndex {
  public:
   explicit ModelIndex(cache::Storage* storage) : storage_(storage) {}
 
-  /// The graph hash of the stored model blob `digest`. Errors: those of GetBlob (kNotFound,
+  /// The graph hash of the stored model blob `digest` imported with `shapes` for its symbolic
+  /// input dims (memoized per digest and shapes). Errors: those of GetBlob (kNotFound,
   /// kDataLoss), kInvalidArgument for a malformed model (also for one with external data, which
-  /// kilnd cannot read), kUnimplemented for an unsupported op or opset.
-  absl::StatusOr<std::string> GraphHash(const std::string& digest);
+  /// kilnd cannot read) or shapes that do not fit it, kUnimplemented for an unsupported op or
+  /// opset.
+  absl::StatusOr<std::string> GraphHash(const std::string& digest,
+                                        const importer::InputShapes& shapes = {});
 
   /// The same for model bytes in hand (an inline model whose SHA-256 is `digest`).
-  absl::StatusOr<std::string> GraphHashOfBytes(const std::string& digest, std::string_view bytes);
+  absl::StatusOr<std::string> GraphHashOfBytes(const std::string& digest, std::string_view bytes,
+                                               const importer::InputShapes& shapes = {});
 
  private:
   using Result = absl::StatusOr<std::string>;
-  Result Compute(const std::string& digest, const std::string* bytes);
+  Result Compute(const std::string& digest, const std::string* bytes,
+                 const importer::InputShapes& shapes);
 
   cache::Storage* storage_;
   std::mutex mu_;

@@ -30,6 +30,10 @@ std::string OptionsHash(const kiln::v1::CompileOptions& options) {
             [](const kiln::v1::TuningRecord& a, const kiln::v1::TuningRecord& b) {
               return a.workload_key() < b.workload_key();
             });
+  std::sort(canonical.mutable_input_shapes()->begin(), canonical.mutable_input_shapes()->end(),
+            [](const kiln::v1::InputShape& a, const kiln::v1::InputShape& b) {
+              return a.name() < b.name();
+            });
   std::string bytes;
   {
     google::protobuf::io::StringOutputStream stream(&bytes);
@@ -38,6 +42,28 @@ std::string OptionsHash(const kiln::v1::CompileOptions& options) {
     canonical.SerializeToCodedStream(&coded);
   }
   return Sha256Hex(bytes);
+}
+
+absl::StatusOr<std::map<std::string, std::vector<int64_t>>> InputShapesOf(
+    const kiln::v1::CompileOptions& options) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const kiln::v1::InputShape& shape : options.input_shapes()) {
+    if (shape.name().empty()) {
+      return absl::InvalidArgumentError("input_shapes: an entry has no input name");
+    }
+    std::vector<int64_t> dims(shape.dims().begin(), shape.dims().end());
+    for (int64_t d : dims) {
+      if (d < 1) {
+        return absl::InvalidArgumentError(absl::StrCat("input_shapes: input '", shape.name(),
+                                                       "' has dim ", d, " (dims must be >= 1)"));
+      }
+    }
+    if (!shapes.emplace(shape.name(), std::move(dims)).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input_shapes: input '", shape.name(), "' is given twice"));
+    }
+  }
+  return shapes;
 }
 
 kiln::v1::Digest DigestOf(const std::string& bytes) {

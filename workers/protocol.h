@@ -6,9 +6,13 @@
 #define KILN_WORKERS_PROTOCOL_H_
 
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "kiln/v1/service.pb.h"
 
 namespace kiln::workers {
@@ -17,9 +21,14 @@ namespace kiln::workers {
 inline constexpr size_t kMaxChunkBytes = size_t{1} << 20;
 
 /// SHA-256 (lowercase hex) of the deterministic serialization of `options` in canonical form
-/// (disabled_passes sorted and deduplicated). The same definition as kilnd's
+/// (disabled_passes sorted and deduplicated, input_shapes sorted by name). The same definition as kilnd's
 /// server::OptionsHash: equal for options that compile alike.
 std::string OptionsHash(const kiln::v1::CompileOptions& options);
+
+/// `options.input_shapes` by input name (the importer's InputShapes). Errors
+/// (kInvalidArgument): an empty name, a name given twice, a dim < 1.
+absl::StatusOr<std::map<std::string, std::vector<int64_t>>> InputShapesOf(
+    const kiln::v1::CompileOptions& options);
 
 /// The Digest message of `bytes` (SHA-256 hex and size).
 kiln::v1::Digest DigestOf(const std::string& bytes);

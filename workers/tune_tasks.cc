@@ -15,6 +15,7 @@
 #include "compiler_core/support/status_macros.h"
 #include "compiler_core/tuning/build.h"
 #include "compiler_core/tuning/measure_proto.h"
+#include "workers/protocol.h"
 
 namespace kiln::workers {
 namespace {
@@ -57,8 +58,9 @@ absl::StatusOr<kiln::v1::WorkloadsResult> ListWorkloads(std::string_view model_b
   options.target = task.target().empty() ? "host" : task.target();
   options.disabled_passes.assign(task.options().disabled_passes().begin(),
                                  task.options().disabled_passes().end());
+  KILN_ASSIGN_OR_RETURN(importer::InputShapes shapes, InputShapesOf(task.options()));
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<graph::Graph> graph,
-                        importer::ImportOnnxBytes(model_bytes, scratch_dir));
+                        importer::ImportOnnxBytes(model_bytes, scratch_dir, {shapes}));
   Target target;
   KILN_ASSIGN_OR_RETURN(std::vector<pipeline::ModelWorkload> workloads,
                         pipeline::ExtractGraphWorkloads(std::move(graph), options, &target));

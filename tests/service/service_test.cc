@@ -248,6 +248,56 @@ TEST_F(ServiceTest, BadInputGetsTheRightCodeAndKilndStaysUp) {
   EXPECT_EQ(fine.exit_code, 0) << Describe(fine);
 }
 
+// A model with symbolic input dims through kilnd: --input-shape travels in CompileOptions, so
+// two shapes are two artifacts (different graph and options hashes); no shape is a clear
+// INVALID_ARGUMENT naming the flag; `kiln check --server` compiles once per data set shape.
+TEST_F(ServiceTest, SymbolicInputShapesThroughKilnd) {
+  const std::string dyn = "../shared/models/transformer_encoder_dyn";
+  if (!fs::exists(Model(dyn))) GTEST_SKIP() << dyn << " not found";
+  Kilnd& kilnd = StartKilnd(/*workers=*/1);
+  RunResult none = CompileJson(Model(dyn), root_ + "/none.kiln");
+  EXPECT_EQ(none.exit_code, 1) << Describe(none);
+  EXPECT_THAT(none.err, HasSubstr("INVALID_ARGUMENT"));
+  EXPECT_THAT(none.err, HasSubstr("graph input 'input' has symbolic dims [batch,seq,256]: give "
+                                  "its shape with --input-shape input=D0,D1,256"));
+  RunResult a = CompileJson(Model(dyn), root_ + "/a.kiln", {"--input-shape", "input=2,16,256"});
+  ASSERT_EQ(a.exit_code, 0) << Describe(a);
+  RunResult b = CompileJson(Model(dyn), root_ + "/b.kiln", {"--input-shape", "input=1,16,256"});
+  ASSERT_EQ(b.exit_code, 0) << Describe(b);
+  EXPECT_NE(JsonField(a.out, "graph_hash"), JsonField(b.out, "graph_hash"));
+  EXPECT_NE(JsonField(a.out, "options_hash"), JsonField(b.out, "options_hash"));
+  RunResult again = CompileJson(Model(dyn), root_ + "/a2.kiln", {"--input-shape", "input=2,16,256"});
+  ASSERT_EQ(again.exit_code, 0) << Describe(again);
+  EXPECT_EQ(JsonField(again.out, "cache_hit"), "true") << again.out;
+  EXPECT_EQ(JsonField(again.out, "artifact_digest"), JsonField(a.out, "artifact_digest"));
+  RunResult fixed = CompileJson(Model(dyn), root_ + "/f.kiln", {"--input-shape", "input=2,16,8"});
+  EXPECT_EQ(fixed.exit_code, 1) << Describe(fixed);
+  EXPECT_THAT(fixed.err, HasSubstr("dim 2 of graph input 'input' [batch,seq,256] is fixed at 256"));
+
+  // A request the CLI cannot send: one input given twice.
+  client::RemoteClient& client = kilnd.client();
+  auto uploaded = client.UploadModel(ReadFile(Model(dyn)), client::DigestOf(ReadFile(Model(dyn))));
+  ASSERT_TRUE(uploaded.ok()) << uploaded.status();
+  kiln::v1::CompileRequest twice;
+  *twice.mutable_model_digest() = client::DigestOf(ReadFile(Model(dyn)));
+  for (int batch : {1, 2}) {
+    kiln::v1::InputShape* shape = twice.mutable_options()->add_input_shapes();
+    shape->set_name("input");
+    for (int64_t d : {int64_t{batch}, int64_t{16}, int64_t{256}}) shape->add_dims(d);
+  }
+  auto refused = client.Compile(twice);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("'input' is given twice"));
+
+  RunResult check = Kiln({"check", dyn, "--server", kilnd.address()});
+  ASSERT_EQ(check.exit_code, 0) << Describe(check);
+  for (const char* line : {"input shapes: input=1,64,256", "input shapes: input=3,40,256",
+                           "PASS test_data_set_2/output", "(cache miss, hit, miss)"}) {
+    EXPECT_THAT(check.out, HasSubstr(line));
+  }
+  ASSERT_TRUE(kilnd.process().running());
+}
+
 std::string HttpGet(int port, const std::string& path) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};

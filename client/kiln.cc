@@ -47,7 +47,8 @@ constexpr char kUsage[] = R"(usage:
   kiln jobs --server HOST:PORT [--state queued|running|succeeded|failed|cancelled] [--limit N]
             [--kind compile|tune|workloads|build|measure|all]
   kiln workers --server HOST:PORT
-  kiln records list|export|import [FILE.jsonl] --server HOST:PORT [--hardware-key K]
+  kiln records list|export --server HOST:PORT [--hardware-key K]
+  kiln records import FILE.jsonl --server HOST:PORT
 
 PASS is a graph pass (constant-folding, simplify, fold-batchnorm, matmul-layout, matmul-pack,
 cse, dce, layout-nchwc, fusion), "import", "lower"
@@ -254,7 +255,11 @@ int Inspect(int argc, char** argv) {
     std::cout << "      workload " << k.workload_key() << "  "
               << (k.tuned() ? absl::StrFormat("tuned (record %s, %.4f ms)",
                                               k.record_digest().substr(0, 12), k.tuned_median_ms())
-                            : std::string("default schedule"))
+                  : k.record_digest().empty()
+                      ? std::string("default schedule")
+                      : absl::StrFormat("default schedule (record %s: the default measured "
+                                        "fastest, %.4f ms)",
+                                        k.record_digest().substr(0, 12), k.tuned_median_ms()))
               << "\n";
     if (!k.init_symbol().empty()) std::cout << "      init at load: " << k.init_symbol() << "\n";
     for (absl::string_view line : absl::StrSplit(k.schedule(), '\n', absl::SkipEmpty())) {

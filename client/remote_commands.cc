@@ -273,8 +273,8 @@ int RecordsCommand(int argc, char** argv) {
   if (args.positional.empty()) return Fail("records: expected list, export or import");
   const std::string verb = args.positional[0];
   if ((verb == "import") != (args.positional.size() == 2) || args.positional.size() > 2) {
-    return Fail("records: usage: kiln records list|export|import [FILE.jsonl] --server HOST:PORT "
-                "[--hardware-key K]");
+    return Fail("records: usage: kiln records list|export --server HOST:PORT [--hardware-key K] "
+                "| kiln records import FILE.jsonl --server HOST:PORT");
   }
   if (!args.Has("--server")) return Fail("records: missing --server HOST:PORT");
   Remote remote = RemoteFrom(args);
@@ -293,21 +293,34 @@ int RecordsCommand(int argc, char** argv) {
     std::cout << "imported " << *imported << " records\n";
     return 0;
   }
-  auto records = remote.client->ListTuningRecords(args.Get("--hardware-key"));
+  const std::string hardware_key = args.Get("--hardware-key");
+  auto records = remote.client->ListTuningRecords(hardware_key);
   if (!records.ok()) return FailStatus(records.status());
+  if (records->empty() && !hardware_key.empty()) {
+    // The short form `list` prints ("cpu:znver4|device=...") names the same hardware.
+    records = remote.client->ListTuningRecords("");
+    if (!records.ok()) return FailStatus(records.status());
+    std::vector<kiln::v1::TuningRecord> matching;
+    for (kiln::v1::TuningRecord& r : *records) {
+      if (HardwareTail(r.hardware_key()) == hardware_key) matching.push_back(std::move(r));
+    }
+    *records = std::move(matching);
+  }
   if (verb == "export") {
     for (const kiln::v1::TuningRecord& r : *records) std::cout << tuning::RecordToJsonLine(r) << "\n";
     return 0;
   }
   if (verb != "list") return Fail("records: unknown verb '" + verb + "' (list, export, import)");
-  std::cout << absl::StrFormat("%-12s %-11s %-10s %10s %10s %7s  %s\n", "WORKLOAD", "PROVENANCE",
-                               "WORKER", "MEDIAN MS", "DEFAULT", "REPEATS", "HARDWARE");
+  std::cout << absl::StrFormat("%-12s %-11s %-10s %10s %10s %7s %9s  %s\n", "WORKLOAD",
+                               "PROVENANCE", "WORKER", "MEDIAN MS", "DEFAULT", "REPEATS",
+                               "CONFIRMED", "HARDWARE");
   for (const kiln::v1::TuningRecord& r : *records) {
-    std::cout << absl::StrFormat("%-12s %-11s %-10s %10.4f %10.4f %7d  %s\n",
+    std::cout << absl::StrFormat("%-12s %-11s %-10s %10.4f %10.4f %7d %9s  %s\n",
                                  r.workload_key().substr(0, 12),
                                  kiln::v1::TuningRecord::Provenance_Name(r.provenance()),
                                  r.worker().substr(0, 10), r.median_ms(), r.default_median_ms(),
-                                 r.repeats(), HardwareTail(r.hardware_key()));
+                                 r.repeats(), r.confirmed() ? "yes" : "no",
+                                 HardwareTail(r.hardware_key()));
   }
   std::cout << records->size() << " records\n";
   return 0;

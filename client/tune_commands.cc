@@ -16,6 +16,7 @@
 #include "client/tune_summary.h"
 #include "compiler_core/pipeline/compiler_version.h"
 #include "compiler_core/pipeline/workloads.h"
+#include "compiler_core/schedule/schedule.h"
 #include "compiler_core/tuning/hardware.h"
 #include "compiler_core/tuning/local_measurer.h"
 #include "compiler_core/tuning/search.h"
@@ -56,9 +57,15 @@ int PrintSpace(const Args& args) {
       std::cout << "  " << k.name << ": {" << absl::StrJoin(k.choices, ", ") << "} default "
                 << k.default_value << "\n";
     }
-    std::cout << "default candidate:\n" << space.Default().ToString();
+    // Each candidate's text ends its own line.
+    auto print_candidate = [](const std::string& text) {
+      std::cout << text << (!text.empty() && text.back() == '\n' ? "" : "\n");
+    };
+    std::cout << "default candidate:\n";
+    print_candidate(space.Default().ToString());
     for (int64_t s = 0; s < samples; ++s) {
-      std::cout << "sample " << s << ":\n" << space.Sample(rng).ToString();
+      std::cout << "sample " << s << ":\n";
+      print_candidate(space.Sample(rng).ToString());
     }
   }
   return 0;
@@ -150,7 +157,8 @@ int TuneLocal(const Args& args) {
     t.weight = static_cast<int>(w.symbols.size());
     t.flops = w.flops;
     if (known.Best(w.workload_key, hw.Key()) == nullptr) {
-      for (const v1::TuningRecord* r : known.Nearest(w.workload_key, hw, 2)) {
+      const std::string default_schedule = schedule::DefaultSchedule(w.lowered, target).ToString();
+      for (const v1::TuningRecord* r : known.Nearest(w.workload_key, hw, 2, default_schedule)) {
         t.seeds.push_back({r->schedule(), r->hardware_key()});
       }
     }

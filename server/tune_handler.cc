@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "compiler_core/ir/loop/parser.h"
 #include "compiler_core/pipeline/compiler_version.h"
+#include "compiler_core/schedule/schedule.h"
 #include "compiler_core/support/status_macros.h"
 #include "compiler_core/tuning/hardware.h"
 #include "compiler_core/tuning/records.h"
@@ -330,7 +331,8 @@ absl::StatusOr<v1::TuneResult> TuneHandler::Tune(const std::string& job_id, cons
   for (v1::TuningRecord& r : stored) known.Add(std::move(r)).IgnoreError();
   for (tuning::TuneTask& t : tasks) {
     if (known.Best(t.workload_key, hardware_key) != nullptr) continue;
-    for (const v1::TuningRecord* r : known.Nearest(t.workload_key, hw, 2)) {
+    const std::string default_schedule = schedule::DefaultSchedule(t.lowered, target).ToString();
+    for (const v1::TuningRecord* r : known.Nearest(t.workload_key, hw, 2, default_schedule)) {
       t.seeds.push_back({r->schedule(), r->hardware_key()});
     }
   }

@@ -103,9 +103,12 @@ class Planner {
       loop::Func tuned = lowered.func;
       st = schedule::ApplySchedule(choice.schedule, tuned);
       if (st.ok()) lowered.func = std::move(tuned);
+      if (!st.ok()) choice = schedule::ScheduleChoice{};  // the record does not apply: no record
     }
-    if (!choice.tuned || !st.ok()) {
-      choice = schedule::ScheduleChoice{schedule::DefaultSchedule(lowered.func, target_)};
+    if (!choice.tuned) {
+      // The default schedule, still naming a record that chose it (the default measured
+      // fastest), if any.
+      choice.schedule = schedule::DefaultSchedule(lowered.func, target_);
       st = schedule::ApplySchedule(choice.schedule, lowered.func);
       if (!st.ok()) {
         return absl::InternalError(absl::StrCat("default schedule of ", lowered.func.name, " (",
@@ -248,8 +251,8 @@ class Planner {
       call->set_fused_ops(kernel.fused_ops);
       call->set_schedule(kernel.schedule);
       call->set_workload_key(kernel.workload_key);
-      if (kernel.tuned) {
-        call->set_tuned(true);
+      if (!kernel.record_digest.empty()) {
+        call->set_tuned(kernel.tuned);
         call->set_tuned_median_ms(kernel.tuned_median_ms);
         call->set_record_digest(kernel.record_digest);
         absl::StrAppend(&applied_records, kernel.workload_key, " ", kernel.record_digest, "\n");

@@ -14,9 +14,11 @@ namespace kiln::schedule {
 /// The schedule chosen for one kernel and where it came from.
 struct ScheduleChoice {
   Schedule schedule;
-  bool tuned = false;           // from a tuning record; false: the default schedule
-  double tuned_median_ms = 0;   // the record's measured median, ms (tuned only)
-  std::string record_digest;    // identifies the applied record (tuned only)
+  bool tuned = false;           // a tuning record's schedule other than the default
+  double tuned_median_ms = 0;   // the record's measured median, ms (with a record)
+  /// Identifies the record the choice follows; also set, with tuned false, when the record is
+  /// the default schedule's own (the default measured fastest). Empty: no record.
+  std::string record_digest;
 };
 
 /// Chooses kernel schedules. Implementations must be deterministic: the same inputs give the

@@ -29,6 +29,13 @@ bool Faster(const v1::TuningRecord& a, const v1::TuningRecord& b) {
   return a.schedule() < b.schedule();
 }
 
+/// Whether a compile may apply `r`: it won a fair comparison with the default schedule, i.e. it
+/// was confirmed (a paired re-measurement), or it beat the default measured in its own batch,
+/// or it does not say what the default measured (default_median_ms 0).
+bool Eligible(const v1::TuningRecord& r) {
+  return r.confirmed() || r.default_median_ms() <= 0 || r.median_ms() < r.default_median_ms();
+}
+
 /// What a compile applies: confirmed records first, then Faster.
 bool Better(const v1::TuningRecord& a, const v1::TuningRecord& b) {
   if (a.confirmed() != b.confirmed()) return a.confirmed();
@@ -133,19 +140,28 @@ const v1::TuningRecord* RecordSet::Best(const std::string& workload_key,
        it != records_.end() && std::get<0>(it->first) == workload_key &&
        std::get<1>(it->first) == hardware_key;
        ++it) {
+    if (!Eligible(it->second)) continue;
     if (best == nullptr || Better(it->second, *best)) best = &it->second;
   }
   return best;
 }
 
+const v1::TuningRecord* RecordSet::Find(const std::string& workload_key,
+                                        const std::string& hardware_key,
+                                        const std::string& schedule) const {
+  auto it = records_.find({workload_key, hardware_key, schedule});
+  return it == records_.end() ? nullptr : &it->second;
+}
+
 std::vector<const v1::TuningRecord*> RecordSet::Nearest(const std::string& workload_key,
-                                                        const HardwareInfo& hardware,
-                                                        size_t max) const {
+                                                        const HardwareInfo& hardware, size_t max,
+                                                        const std::string& exclude_schedule) const {
   std::map<std::string, const v1::TuningRecord*> best_per_hw;
   for (auto it = records_.lower_bound({workload_key, "", ""});
        it != records_.end() && std::get<0>(it->first) == workload_key; ++it) {
     const v1::TuningRecord& r = it->second;
     if (r.hardware_key() == hardware.Key()) continue;
+    if (!exclude_schedule.empty() && r.schedule() == exclude_schedule) continue;
     auto [slot, inserted] = best_per_hw.try_emplace(r.hardware_key(), &r);
     // Seeds are measured again before anything applies them: the fastest is the best bet,
     // confirmed or not (a confirmed default would seed nothing new).
@@ -189,14 +205,20 @@ std::vector<std::string> RecordSet::HardwareKeysFor(const std::string& target_ke
 schedule::ScheduleChoice RecordScheduleSource::Choose(const loop::Func& lowered,
                                                       const std::string& workload_key,
                                                       const Target& target) const {
+  schedule::Schedule default_schedule = schedule::DefaultSchedule(lowered, target);
   const v1::TuningRecord* best = records_.Best(workload_key, hardware_key_);
-  if (best != nullptr) {
-    absl::StatusOr<schedule::Schedule> s = schedule::ParseSchedule(best->schedule());
-    if (s.ok()) {
-      return schedule::ScheduleChoice{*s, true, best->median_ms(), RecordDigest(*best)};
-    }
+  // No record beat the default: the default's own measurement, if there is one.
+  if (best == nullptr) best = records_.Find(workload_key, hardware_key_, default_schedule.ToString());
+  if (best == nullptr) return schedule::ScheduleChoice{std::move(default_schedule), false, 0, ""};
+  // A record whose schedule is the default's (the default measured fastest) keeps the default
+  // schedule, untuned, but still names the record it follows.
+  if (best->schedule() == default_schedule.ToString()) {
+    return schedule::ScheduleChoice{std::move(default_schedule), false, best->median_ms(),
+                                    RecordDigest(*best)};
   }
-  return schedule::ScheduleChoice{schedule::DefaultSchedule(lowered, target), false, 0, ""};
+  absl::StatusOr<schedule::Schedule> s = schedule::ParseSchedule(best->schedule());
+  if (!s.ok()) return schedule::ScheduleChoice{std::move(default_schedule), false, 0, ""};
+  return schedule::ScheduleChoice{*s, true, best->median_ms(), RecordDigest(*best)};
 }
 
 }  // namespace kiln::tuning

@@ -47,16 +47,23 @@ class RecordSet {
   /// workload key, hardware key and schedule replaces the older one.
   absl::Status Add(v1::TuningRecord record);
 
-  /// The best record of `workload_key` on exactly `hardware_key`, or null: the fastest
-  /// confirmed one if any (a paired re-measurement beats a lucky first median), else the
-  /// fastest (lowest median; ties: the smaller schedule text).
+  /// The best record of `workload_key` on exactly `hardware_key`, or null, among the records
+  /// that won a fair comparison with the default schedule (confirmed by a paired
+  /// re-measurement, or faster than the default measured in the same batch, or with no default
+  /// measurement to compare): the fastest confirmed one if any (a paired re-measurement beats a
+  /// lucky first median), else the fastest (lowest median; ties: the smaller schedule text).
   const v1::TuningRecord* Best(const std::string& workload_key,
                                const std::string& hardware_key) const;
+  /// The record of exactly this workload, hardware and schedule text, or null.
+  const v1::TuningRecord* Find(const std::string& workload_key, const std::string& hardware_key,
+                               const std::string& schedule) const;
   /// For transfer: the fastest record (lowest median, confirmed or not: seeds are measured
   /// again) of `workload_key` on each other hardware with the same target key, nearest first
-  /// (HardwareDistance), at most `max` of them.
+  /// (HardwareDistance), at most `max` of them; records whose schedule is `exclude_schedule`
+  /// (the default schedule, measured in every round anyway) are skipped.
   std::vector<const v1::TuningRecord*> Nearest(const std::string& workload_key,
-                                               const HardwareInfo& hardware, size_t max) const;
+                                               const HardwareInfo& hardware, size_t max,
+                                               const std::string& exclude_schedule = "") const;
   /// Every record, ordered by (workload key, hardware key, schedule).
   std::vector<const v1::TuningRecord*> All() const;
   /// The distinct hardware keys of the records whose target key is `target_key`.
@@ -69,7 +76,10 @@ class RecordSet {
 
 /// Applies the best record of each workload on `hardware_key` (never a record of other
 /// hardware: transferred records are measured again before they count); the default schedule
-/// where there is none or its schedule does not parse. `records` must outlive the source.
+/// where there is none or its schedule does not parse. When the best record is the default
+/// schedule's own, or no record beat the default and the default has one, the kernel keeps the
+/// default, untuned, with that record's median and digest. `records` must outlive the
+/// source.
 class RecordScheduleSource final : public schedule::ScheduleSource {
  public:
   RecordScheduleSource(const RecordSet& records, std::string hardware_key)

@@ -136,6 +136,8 @@ TEST(RecordsTest, BestNearestAndHardwareKeys) {
   std::vector<const v1::TuningRecord*> near = set.Nearest(Key('a'), *hw, 4);
   ASSERT_EQ(near.size(), 1u);  // other ISA never transfers
   EXPECT_EQ(near[0]->hardware_key(), kHw8);
+  // The default schedule is measured anyway: a seed of it is skipped.
+  EXPECT_TRUE(set.Nearest(Key('a'), *hw, 4, "vectorize(j)").empty());
   EXPECT_EQ(set.HardwareKeysFor(hw->target_key).size(), 2u);
 }
 
@@ -150,19 +152,74 @@ TEST(RecordsTest, SourceAppliesTheBestRecordOfItsHardwareOnly) {
                                                           loop::Load(x, {loop::VarRef(i),
                                                                          loop::VarRef(j)}))));
   RecordSet set;
-  ASSERT_TRUE(set.Add(Record(Key('a'), kHw, 0.75, "split(j, 8)\nvectorize(j.i)")).ok());
+  ASSERT_TRUE(set.Add(Record(Key('a'), kHw, 0.75, "split(j, 4)\nvectorize(j.i)")).ok());
   Target t;
   t.vector_bits = 256;
   RecordScheduleSource source(set, kHw);
   schedule::ScheduleChoice tuned = source.Choose(f, Key('a'), t);
   EXPECT_TRUE(tuned.tuned);
-  EXPECT_EQ(tuned.schedule.ToString(), "split(j, 8)\nvectorize(j.i)");
+  EXPECT_EQ(tuned.schedule.ToString(), "split(j, 4)\nvectorize(j.i)");
   EXPECT_EQ(tuned.tuned_median_ms, 0.75);
   EXPECT_EQ(tuned.record_digest, RecordDigest(*set.Best(Key('a'), kHw)));
   schedule::ScheduleChoice other_hw = RecordScheduleSource(set, kHw8).Choose(f, Key('a'), t);
   EXPECT_FALSE(other_hw.tuned);
   EXPECT_EQ(other_hw.schedule.ToString(), schedule::DefaultSchedule(f, t).ToString());
   EXPECT_FALSE(source.Choose(f, Key('b'), t).tuned);
+
+  // The default's own record (it measured fastest) leaves the kernel untuned.
+  RecordSet defaults;
+  v1::TuningRecord d = Record(Key('a'), kHw, 0.5, schedule::DefaultSchedule(f, t).ToString());
+  d.set_confirmed(true);
+  ASSERT_TRUE(defaults.Add(d).ok());
+  schedule::ScheduleChoice kept = RecordScheduleSource(defaults, kHw).Choose(f, Key('a'), t);
+  EXPECT_FALSE(kept.tuned);
+  EXPECT_EQ(kept.schedule.ToString(), schedule::DefaultSchedule(f, t).ToString());
+  EXPECT_EQ(kept.record_digest, RecordDigest(d));
+  EXPECT_EQ(kept.tuned_median_ms, 0.5);
+  // A candidate that lost to the default in its batch never applies; the default's own
+  // (unconfirmed) record is what the kernel follows.
+  RecordSet lost;
+  v1::TuningRecord candidate = Record(Key('a'), kHw, 0.4, "split(j, 4)\nvectorize(j.i)");
+  candidate.set_default_median_ms(0.3);
+  v1::TuningRecord own = Record(Key('a'), kHw, 0.45, schedule::DefaultSchedule(f, t).ToString());
+  own.set_default_median_ms(0.3);
+  ASSERT_TRUE(lost.Add(candidate).ok());
+  ASSERT_TRUE(lost.Add(own).ok());
+  schedule::ScheduleChoice fallback = RecordScheduleSource(lost, kHw).Choose(f, Key('a'), t);
+  EXPECT_FALSE(fallback.tuned);
+  EXPECT_EQ(fallback.schedule.ToString(), schedule::DefaultSchedule(f, t).ToString());
+  EXPECT_EQ(fallback.record_digest, RecordDigest(own));
+}
+
+// A record is applied only if it did not lose to the default: confirmed, or no slower than the
+// default measured in its own batch (or with no default measurement to compare).
+TEST(RecordsTest, BestSkipsRecordsThatLostToTheDefaultInTheirBatch) {
+  RecordSet set;
+  v1::TuningRecord lost = Record(Key('a'), kHw, 0.000191, "unroll(j)");
+  lost.set_default_median_ms(0.00019);
+  ASSERT_TRUE(set.Add(lost).ok());
+  EXPECT_EQ(set.Best(Key('a'), kHw), nullptr);
+  // The default measured as a candidate, slower than its batch's reference: it did not win
+  // either (RecordScheduleSource falls back to it by schedule, with Find).
+  v1::TuningRecord def = Record(Key('a'), kHw, 0.000201, "vectorize(j)");
+  def.set_default_median_ms(0.00019);
+  ASSERT_TRUE(set.Add(def).ok());
+  EXPECT_EQ(set.Best(Key('a'), kHw), nullptr);
+  ASSERT_NE(set.Find(Key('a'), kHw, "vectorize(j)"), nullptr);
+  EXPECT_EQ(set.Find(Key('a'), kHw, "vectorize(j)")->median_ms(), 0.000201);
+  v1::TuningRecord won = Record(Key('a'), kHw, 0.00018, "split(j, 8)");
+  won.set_default_median_ms(0.00019);
+  ASSERT_TRUE(set.Add(won).ok());
+  ASSERT_NE(set.Best(Key('a'), kHw), nullptr);
+  EXPECT_EQ(set.Best(Key('a'), kHw)->schedule(), "split(j, 8)");
+  // Confirmed records come first, even slower ones; a record without a default median counts.
+  v1::TuningRecord confirmed = Record(Key('a'), kHw, 0.000185, "split(j, 4)");
+  confirmed.set_default_median_ms(0.0002);
+  confirmed.set_confirmed(true);
+  ASSERT_TRUE(set.Add(confirmed).ok());
+  EXPECT_EQ(set.Best(Key('a'), kHw)->schedule(), "split(j, 4)");
+  ASSERT_TRUE(set.Add(Record(Key('b'), kHw, 1.0)).ok());
+  EXPECT_NE(set.Best(Key('b'), kHw), nullptr);
 }
 
 }  // namespace

@@ -389,7 +389,7 @@ TEST_F(ServiceTest, ImportedRecordsAreAppliedAndMoveBetweenDaemons) {
   EXPECT_NE(JsonField(tuned.out, "options_hash"), JsonField(plain.out, "options_hash"));
   EXPECT_NE(JsonField(tuned.out, "artifact_digest"), JsonField(plain.out, "artifact_digest"));
   RunResult inspect = Kiln({"inspect", tuned_path});
-  EXPECT_THAT(inspect.out, HasSubstr(" tuned (record ")) << inspect.out;
+  EXPECT_THAT(inspect.out, HasSubstr(" (record ")) << inspect.out;
   EXPECT_THAT(inspect.out, HasSubstr("tuning:           records ")) << inspect.out;
   RunResult untuned = CompileJson(Model(kLenet), root_ + "/untuned.kiln", {"--untuned"});
   ASSERT_EQ(untuned.exit_code, 0) << Describe(untuned);

@@ -1,14 +1,18 @@
 // End-to-end: compile each real model with Kiln's CPU backend, run it, and compare every output
 // with the reference stored beside it (|got - expected| <= 1e-4 + 1e-3 |expected|).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "compiler_core/importer/onnx/tensor_file.h"
+#include "onnx/onnx_pb.h"
 
 #include "client/check.h"
 #include "tests/e2e/shared_data.h"
@@ -69,6 +73,92 @@ INSTANTIATE_TEST_SUITE_P(Shared, ManifestModelsTest, ::testing::ValuesIn(Manifes
                              if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
                            }
                            return name;
+                         });
+
+// The CNNs of ../shared/models and the mlp with the batch dim of their input and outputs made
+// symbolic (dim_param "N", as exporters mark it): kiln check compiles one variant per data set
+// shape and passes at batch 1 (test_data_set_0 as stored) and at batch 4 (x, 0.5 x, -x and x
+// flipped along its last axis; references from ONNX Runtime 1.30 in
+// tests/data/symbolic_batch/, made by scripts/make-symbolic-batch-refs). mobilenet_v2's logits
+// hardly depend on the input (rows differ by 4e-8), so for it this checks shapes more than
+// batch indexing; the others' rows differ by 0.01-4.
+class SymbolicBatchTest : public ::testing::TestWithParam<std::string> {};
+
+// A batch of 4 from the batch-1 tensor x: [x, 0.5 x, -x, x flipped along its last axis].
+Tensor Batch4(const Tensor& x) {
+  TensorType type = x.type;
+  type.shape[0] = 4;
+  Tensor out = *Tensor::Zeros(type);
+  const int64_t n = x.type.NumElements();
+  const int64_t row = x.type.shape.back();
+  const float* in = x.data<float>();
+  float* o = out.mutable_data<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    o[i] = in[i];
+    o[n + i] = 0.5f * in[i];
+    o[2 * n + i] = -in[i];
+    o[3 * n + i] = in[(i / row) * row + (row - 1 - i % row)];
+  }
+  return out;
+}
+
+TEST_P(SymbolicBatchTest, PassesAtBatch1And4) {
+  const std::string name = GetParam();
+  const std::filesystem::path src = "../shared/models/" + name;
+  KILN_REQUIRE_PATH_OR_SKIP(src.string());
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("kiln_symbolic_" + name + "_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir / "test_data_set_0");
+  std::filesystem::create_directories(dir / "test_data_set_1");
+  onnx::ModelProto model;
+  {
+    std::ifstream in(src / "model.onnx", std::ios::binary);
+    ASSERT_TRUE(model.ParseFromIstream(&in));
+  }
+  std::set<std::string> initializers;
+  for (const auto& t : model.graph().initializer()) initializers.insert(t.name());
+  auto make_symbolic = [](onnx::ValueInfoProto& vi) {
+    auto* dim = vi.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0);
+    dim->Clear();
+    dim->set_dim_param("N");
+  };
+  for (auto& in : *model.mutable_graph()->mutable_input()) {
+    if (!initializers.count(in.name())) make_symbolic(in);
+  }
+  for (auto& out : *model.mutable_graph()->mutable_output()) make_symbolic(out);
+  model.mutable_graph()->clear_value_info();
+  {
+    std::ofstream out(dir / "model.onnx", std::ios::binary);
+    ASSERT_TRUE(model.SerializeToOstream(&out));
+  }
+  for (const char* file : {"input_0.pb", "output_0.pb"}) {
+    std::filesystem::copy_file(src / "test_data_set_0" / file, dir / "test_data_set_0" / file);
+  }
+  absl::StatusOr<importer::NamedTensor> x =
+      importer::ReadTensorFile((src / "test_data_set_0" / "input_0.pb").string());
+  ASSERT_TRUE(x.ok()) << x.status();
+  ASSERT_TRUE(importer::WriteTensorFile((dir / "test_data_set_1" / "input_0.pb").string(), x->name,
+                                        Batch4(x->tensor))
+                  .ok());
+  std::filesystem::copy_file("tests/data/symbolic_batch/" + name + ".b4.output_0.pb",
+                             dir / "test_data_set_1" / "output_0.pb");
+
+  auto report = client::CheckModelDir(dir.string(), pipeline::CompileOptions{});
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->input_shapes.size(), 2u) << "one compile per batch size";
+  ASSERT_EQ(report->outputs.size(), 2u);
+  for (const client::OutputComparison& c : report->outputs) {
+    EXPECT_TRUE(c.pass) << name << " " << c.data_set << "/" << c.name << ": " << c.error;
+    std::cout << name << " " << c.data_set << " " << c.name << ": max_abs_err=" << c.max_abs_error
+              << "\n";
+  }
+  std::filesystem::remove_all(dir);
+}
+INSTANTIATE_TEST_SUITE_P(Shared, SymbolicBatchTest,
+                         ::testing::Values("mlp", "lenet", "squeezenet1_1", "resnet18",
+                                           "mobilenet_v2"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
                          });
 
 // The full-size classic CNNs of the ONNX "light" suite (weights made by ConstantOfShape).

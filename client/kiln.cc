@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -28,7 +30,7 @@ namespace {
 constexpr char kUsage[] = R"(usage:
   kiln compile MODEL.onnx -o OUT.kiln [--target host|cpu:<llvm cpu name>] [--print-ir-after=PASS]
                [--disable-pass=PASS] [--records FILE.jsonl [--hardware-key K]]
-               [--input-shape NAME=D0,D1,... ...]
+               [--input-shape NAME=D0,D1,... ...] [--time-passes]
                [--server HOST:PORT [--json] [--timeout-s S] [--hardware-key K] [--untuned]
                 [--tune=background [--trials N] [--time-budget-s S]]]
   kiln run OUT.kiln --input NAME=FILE.pb ... --output-dir DIR [--threads N]
@@ -88,19 +90,63 @@ void PrintTimings(const pipeline::CompileResult& r) {
       r.timings.codegen_ms);
 }
 
+/// The compile's stage times (--time-passes), as LLVM's -time-passes: per category (each graph
+/// pass on its own; all kernels' lowering, scheduling and LLVM IR emission summed), then the
+/// slowest single stages, with their share of the compile's wall time.
+class TimePasses {
+ public:
+  void Add(const std::string& stage, double ms) { stages_.push_back({stage, ms}); }
+
+  void Print(double total_ms) const {
+    std::map<std::string, std::pair<double, int>> by_category;
+    std::vector<std::string> order;
+    for (const auto& [stage, ms] : stages_) {
+      std::string category = stage;
+      for (const char* prefix : {"lower: ", "schedule: ", "codegen: emit ", "verify: graph after "}) {
+        if (absl::StartsWith(stage, prefix)) {
+          category = std::string(absl::StripSuffix(absl::StripSuffix(prefix, " "), ":"));
+        }
+      }
+      if (!by_category.count(category)) order.push_back(category);
+      by_category[category].first += ms;
+      by_category[category].second += 1;
+    }
+    std::cout << absl::StrFormat("time report (--time-passes): total %.1f ms\n", total_ms)
+              << absl::StrFormat("  %10s %6s %6s  %s\n", "ms", "%", "count", "stage");
+    for (const std::string& c : order) {
+      const auto& [ms, count] = by_category.at(c);
+      std::cout << absl::StrFormat("  %10.1f %5.1f%% %6d  %s\n", ms, 100 * ms / total_ms, count, c);
+    }
+    std::vector<std::pair<std::string, double>> sorted = stages_;
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::cout << "  slowest single stages:\n";
+    for (size_t i = 0; i < sorted.size() && i < 10; ++i) {
+      std::cout << absl::StrFormat("  %10.1f %5.1f%%         %s\n", sorted[i].second,
+                                   100 * sorted[i].second / total_ms, sorted[i].first);
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, double>> stages_;
+};
+
 int Compile(int argc, char** argv) {
   Args args = ParseArgs(argc, argv, 2,
                         {"-o", "--output", "--target", "--print-ir-after", "--disable-pass",
                          "--server", "--json", "--timeout-s", "--records", "--hardware-key",
                          "--untuned", "--tune", "--trials", "--time-budget-s", "--seed",
-                         "--input-shape"},
-                        /*bool_flags=*/{"--json", "--untuned"});
+                         "--input-shape", "--time-passes"},
+                        /*bool_flags=*/{"--json", "--untuned", "--time-passes"});
   if (!args.error.empty()) return Fail(args.error);
   if (args.positional.size() != 1) return Fail("compile: expected one MODEL.onnx\n" + std::string(kUsage));
   std::string out = args.Get("-o", args.Get("--output"));
   if (out.empty()) return Fail("compile: missing -o OUT.kiln");
   if (args.Has("--server")) return CompileOnServer(args, out);
   if (args.Has("--tune")) return Fail("compile: --tune=background needs --server");
+  if (args.Has("--time-passes") && args.Has("--server")) {
+    return Fail("compile: --time-passes times a local compile (drop --server)");
+  }
   if (args.Has("--json")) return Fail("compile: --json needs --server");
   absl::StatusOr<pipeline::CompileOptions> parsed = OptionsFrom(args);
   if (!parsed.ok()) return FailStatus(parsed.status());
@@ -108,11 +154,16 @@ int Compile(int argc, char** argv) {
   std::unique_ptr<FileRecords> records;
   absl::Status loaded = WithRecords(args, options, records);
   if (!loaded.ok()) return FailStatus(loaded);
+  TimePasses time_passes;
+  if (args.Has("--time-passes")) {
+    options.on_stage = [&](const std::string& stage, double ms) { time_passes.Add(stage, ms); };
+  }
   auto result = pipeline::CompileModelFile(args.positional[0], options);
   if (!result.ok()) return FailStatus(result.status());
   absl::Status st = runtime::WriteArtifactFile(out, result->artifact);
   if (!st.ok()) return FailStatus(st);
   PrintTimings(*result);
+  if (args.Has("--time-passes")) time_passes.Print(result->timings.total_ms);
   std::cout << "wrote " << out << " (" << result->artifact.manifest.kernels_size()
             << " kernels, graph " << result->graph_hash.substr(0, 16) << ", target "
             << result->target.cpu << ")\n";

@@ -87,6 +87,7 @@ absl::StatusOr<PlannedGraph> PlanGraph(std::unique_ptr<graph::Graph> graph,
   passes::PipelineOptions pass_options;
   pass_options.print_after = options.print_ir_after;
   pass_options.f32_lanes = result.target.f32_lanes();
+  pass_options.on_stage = options.on_stage;
   pass_options.printer = [&](std::string_view pass, const std::string& ir) {
     print(std::string(pass), ir);
   };
@@ -100,9 +101,11 @@ absl::StatusOr<PlannedGraph> PlanGraph(std::unique_ptr<graph::Graph> graph,
   const schedule::ScheduleSource& schedules =
       options.schedules != nullptr ? *options.schedules : default_schedules;
   KILN_ASSIGN_OR_RETURN(KernelPlan plan,
-                        BuildKernelPlan(*graph, result.target, schedules, print_stage, print));
+                        BuildKernelPlan(*graph, result.target, schedules, print_stage, print,
+                                        options.on_stage));
   result.timings.lower_ms = MsSince(lower_start);
   // Always on: verifying costs far below 1% of a compile (one walk per kernel).
+  ScopedStageTimer verify_timer(options.on_stage, "verify: loop IR");
   for (const loop::Func& func : plan.funcs) {
     absl::Status verified = loop::VerifyFunc(func);
     if (!verified.ok()) {
@@ -129,7 +132,8 @@ absl::StatusOr<CompileResult> CompileGraph(std::unique_ptr<graph::Graph> graph,
 
   auto codegen_start = std::chrono::steady_clock::now();
   KILN_ASSIGN_OR_RETURN(std::string code,
-                        codegen::CompileToSharedObject(plan.funcs, result.target));
+                        codegen::CompileToSharedObject(plan.funcs, result.target,
+                                                       options.on_stage));
   result.timings.codegen_ms = MsSince(codegen_start);
 
   kiln::v1::Manifest& m = plan.manifest;
@@ -155,8 +159,10 @@ absl::StatusOr<PlannedGraph> PlanModelFile(const std::string& model_path,
 absl::StatusOr<CompileResult> CompileModelFile(const std::string& model_path,
                                                const CompileOptions& options) {
   auto start = std::chrono::steady_clock::now();
+  ScopedStageTimer import_timer(options.on_stage, "import");
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<graph::Graph> graph,
                         importer::ImportOnnxFile(model_path, {options.input_shapes}));
+  import_timer.Stop();
   double import_ms = MsSince(start);
   KILN_ASSIGN_OR_RETURN(CompileResult result, CompileGraph(std::move(graph), options));
   result.timings.import_ms = import_ms;

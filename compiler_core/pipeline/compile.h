@@ -16,6 +16,7 @@
 #include "compiler_core/pipeline/kernel_plan.h"
 #include "compiler_core/runtime/artifact.h"
 #include "compiler_core/schedule/schedule_source.h"
+#include "compiler_core/support/stage_timer.h"
 #include "compiler_core/support/target.h"
 
 namespace kiln::pipeline {
@@ -39,6 +40,10 @@ struct CompileOptions {
   /// Where kernel schedules come from (e.g. tuning::RecordScheduleSource over tuning records);
   /// null: the default schedules. Not owned; must outlive the compile.
   const schedule::ScheduleSource* schedules = nullptr;
+  /// Receives the time of every stage (import, each graph pass and its verifier, each
+  /// kernel's lowering and scheduling, the loop IR verifier, memory planning, codegen per
+  /// kernel, optimization, object file, link): `kiln compile --time-passes`.
+  StageTimeFn on_stage;
   /// Receives printed IR; stderr when unset.
   std::function<void(const std::string& stage, const std::string& ir)> printer;
 };

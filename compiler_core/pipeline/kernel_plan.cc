@@ -38,16 +38,24 @@ class Planner {
   Planner(const graph::Graph& graph, const Target& target,
           const schedule::ScheduleSource& schedules,
           const std::function<bool(const std::string&)>& print_stage,
-          const std::function<void(const std::string&, const std::string&)>& print)
+          const std::function<void(const std::string&, const std::string&)>& print,
+          const StageTimeFn& on_stage)
       : graph_(graph), target_(target), schedules_(schedules), print_stage_(print_stage),
-        print_(print) {}
+        print_(print), on_stage_(on_stage) {}
 
   absl::StatusOr<KernelPlan> Build() {
     for (size_t i = 0; i < graph_.inputs().size(); ++i) input_index_[graph_.inputs()[i]] = i;
     KILN_RETURN_IF_ERROR(LowerGroups());
     KILN_RETURN_IF_ERROR(AddOutputCopies());
-    PackWeights();
-    PlanArena();
+    {
+      ScopedStageTimer timer(on_stage_, "pack weights");
+      PackWeights();
+    }
+    {
+      ScopedStageTimer timer(on_stage_, "memory plan");
+      PlanArena();
+    }
+    ScopedStageTimer timer(on_stage_, "manifest");
     return Finish();
   }
 
@@ -85,9 +93,13 @@ class Planner {
         continue;
       }
       std::string name = absl::StrCat("kernel_", kernels_.size());
-      KILN_ASSIGN_OR_RETURN(lowering::LoweredKernel lowered, lowering::LowerGroup(group_nodes, name));
       std::vector<std::string> ops;
       for (const Node* n : group_nodes) ops.push_back(n->info().name);
+      ScopedStageTimer timer(on_stage_,
+                             on_stage_ ? absl::StrCat("lower: ", name, " ", absl::StrJoin(ops, "+"))
+                                       : std::string());
+      KILN_ASSIGN_OR_RETURN(lowering::LoweredKernel lowered, lowering::LowerGroup(group_nodes, name));
+      timer.Stop();
       KILN_RETURN_IF_ERROR(AddKernel(std::move(lowered), absl::StrJoin(ops, "+")));
     }
     return absl::OkStatus();
@@ -95,6 +107,9 @@ class Planner {
 
   absl::Status AddKernel(lowering::LoweredKernel lowered, std::string fused_ops) {
     if (print_stage_("lower")) print_("lower", loop::PrintFunc(lowered.func));
+    ScopedStageTimer timer(on_stage_, on_stage_ ? absl::StrCat("schedule: ", lowered.func.name, " ",
+                                                               fused_ops)
+                                                : std::string());
     Kernel k;
     k.workload_key = tuning::WorkloadKey(lowered.func);
     schedule::ScheduleChoice choice = schedules_.Choose(lowered.func, k.workload_key, target_);
@@ -316,6 +331,7 @@ class Planner {
   const schedule::ScheduleSource& schedules_;
   const std::function<bool(const std::string&)>& print_stage_;
   const std::function<void(const std::string&, const std::string&)>& print_;
+  const StageTimeFn& on_stage_;
 
   std::vector<Kernel> kernels_;
   std::unordered_map<const Value*, const Value*> view_source_;
@@ -337,8 +353,9 @@ class Planner {
 absl::StatusOr<KernelPlan> BuildKernelPlan(
     const graph::Graph& graph, const Target& target, const schedule::ScheduleSource& schedules,
     const std::function<bool(const std::string&)>& print_stage,
-    const std::function<void(const std::string&, const std::string&)>& print) {
-  return Planner(graph, target, schedules, print_stage, print).Build();
+    const std::function<void(const std::string&, const std::string&)>& print,
+    const StageTimeFn& on_stage) {
+  return Planner(graph, target, schedules, print_stage, print, on_stage).Build();
 }
 
 }  // namespace kiln::pipeline

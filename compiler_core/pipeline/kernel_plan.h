@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler_core/support/stage_timer.h"
 #include "absl/status/statusor.h"
 #include "compiler_core/ir/graph/graph.h"
 #include "compiler_core/ir/loop/loop_ir.h"
@@ -29,12 +30,15 @@ struct KernelPlan {
 /// to the default one); the manifest records every kernel's workload key, whether it is tuned,
 /// and the digest of the applied records (Manifest.tuning_digest).
 /// `print` receives loop IR for the stages "lower" and "schedule" when `print_stage` says so.
+/// `on_stage` receives the time of each kernel's lowering ("lower: kernel_N OPS") and
+/// scheduling ("schedule: ..."), and of weight packing and memory planning.
 /// Errors: kUnimplemented from lowering (naming the node), kInternal if a default schedule
 /// fails.
 absl::StatusOr<KernelPlan> BuildKernelPlan(
     const graph::Graph& graph, const Target& target, const schedule::ScheduleSource& schedules,
     const std::function<bool(const std::string&)>& print_stage,
-    const std::function<void(const std::string&, const std::string&)>& print);
+    const std::function<void(const std::string&, const std::string&)>& print,
+    const StageTimeFn& on_stage = {});
 
 }  // namespace kiln::pipeline
 

@@ -122,6 +122,16 @@ TEST(CliTest, SymbolicInputShapes) {
                          "compiled input=2,16,256"),
             std::string::npos)
       << one_out;
+  // --time-passes: every stage's time, graph passes by name, kernels summed per category.
+  auto [timed_rc, timed_out] = Kiln("compile " + dir + "/model.onnx -o " + artifact +
+                                    " --input-shape input=1,16,256 --time-passes");
+  ASSERT_EQ(timed_rc, 0) << timed_out;
+  for (const char* stage : {"time report (--time-passes): total ", "  import\n",
+                            "  pass: fusion\n", "     36  schedule\n", "     36  codegen: emit\n",
+                            "  codegen: optimize (LLVM O3)\n", "  link\n",
+                            "  slowest single stages:\n"}) {
+    EXPECT_NE(timed_out.find(stage), std::string::npos) << stage << "\n" << timed_out;
+  }
   auto [bad_rc, bad_out] = Kiln("compile " + dir + "/model.onnx -o " + artifact +
                                 " --input-shape input=2,16,128");
   EXPECT_EQ(bad_rc, 1);

@@ -33,7 +33,8 @@ struct ModuleBundle {
 };
 
 absl::StatusOr<ModuleBundle> BuildOptimizedModule(const std::vector<loop::Func>& funcs,
-                                                  const Target& target) {
+                                                  const Target& target,
+                                                  const StageTimeFn& on_stage = {}) {
   ModuleBundle bundle;
   KILN_ASSIGN_OR_RETURN(bundle.machine, CreateTargetMachine(target));
   bundle.module = std::make_unique<llvm::Module>("kiln_kernels", *bundle.context);
@@ -48,6 +49,7 @@ absl::StatusOr<ModuleBundle> BuildOptimizedModule(const std::vector<loop::Func>&
     if (!names.insert(func.name).second) {
       return absl::InvalidArgumentError(absl::StrCat("duplicate kernel name ", func.name));
     }
+    ScopedStageTimer timer(on_stage, on_stage ? "codegen: emit " + func.name : std::string());
     KernelEmitter emitter(*bundle.module, target, func);
     KILN_RETURN_IF_ERROR(emitter.Emit());
     if (func.init) {
@@ -62,10 +64,13 @@ absl::StatusOr<ModuleBundle> BuildOptimizedModule(const std::vector<loop::Func>&
   }
   std::string problems;
   llvm::raw_string_ostream os(problems);
+  ScopedStageTimer verify_timer(on_stage, "codegen: verify module");
   if (llvm::verifyModule(*bundle.module, &os)) {
     os.flush();
     return absl::InternalError(absl::StrCat("codegen produced invalid LLVM IR: ", problems));
   }
+  verify_timer.Stop();
+  ScopedStageTimer optimize_timer(on_stage, "codegen: optimize (LLVM O3)");
   OptimizeModule(*bundle.module, *bundle.machine);
   return bundle;
 }
@@ -83,9 +88,13 @@ absl::StatusOr<std::string> EmitLlvmIr(const std::vector<loop::Func>& funcs,
 }
 
 absl::StatusOr<std::string> CompileToSharedObject(const std::vector<loop::Func>& funcs,
-                                                  const Target& target) {
-  KILN_ASSIGN_OR_RETURN(ModuleBundle bundle, BuildOptimizedModule(funcs, target));
+                                                  const Target& target,
+                                                  const StageTimeFn& on_stage) {
+  KILN_ASSIGN_OR_RETURN(ModuleBundle bundle, BuildOptimizedModule(funcs, target, on_stage));
+  ScopedStageTimer object_timer(on_stage, "codegen: object file");
   KILN_ASSIGN_OR_RETURN(std::string object, EmitObjectFile(*bundle.module, *bundle.machine));
+  object_timer.Stop();
+  ScopedStageTimer link_timer(on_stage, "link");
   return LinkSharedObject(object);
 }
 

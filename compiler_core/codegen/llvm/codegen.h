@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler_core/support/stage_timer.h"
 #include "absl/status/statusor.h"
 #include "compiler_core/ir/loop/loop_ir.h"
 #include "compiler_core/support/target.h"
@@ -26,8 +27,11 @@ absl::StatusOr<std::string> EmitLlvmIr(const std::vector<loop::Func>& funcs, con
 /// Compiles `funcs` for `target` and links them into an ELF shared object with lld; returns the
 /// .so bytes. Math functions (expf, tanhf, erff, ...) stay undefined and bind to the loading
 /// process's libm.
+/// `on_stage` receives the time of emitting each kernel's LLVM IR ("codegen: emit NAME"),
+/// verifying and optimizing the module, emitting the object file, and linking.
 absl::StatusOr<std::string> CompileToSharedObject(const std::vector<loop::Func>& funcs,
-                                                  const Target& target);
+                                                  const Target& target,
+                                                  const StageTimeFn& on_stage = {});
 
 }  // namespace kiln::codegen
 

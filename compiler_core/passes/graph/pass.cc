@@ -96,13 +96,17 @@ absl::Status RunPasses(graph::Graph& graph, const std::vector<std::string>& pass
   }
   for (const std::unique_ptr<GraphPass>& pass : passes) {
     std::string name(pass->name());
+    ScopedStageTimer pass_timer(options.on_stage, "pass: " + name);
     absl::StatusOr<bool> changed = pass->Run(graph);
+    pass_timer.Stop();
     if (!changed.ok()) {
       return absl::Status(changed.status().code(),
                           absl::StrCat("pass '", name, "': ", changed.status().message()));
     }
     if (options.verify) {
+      ScopedStageTimer verify_timer(options.on_stage, "verify: graph after " + name);
       absl::Status verified = graph::VerifyGraph(graph);
+      verify_timer.Stop();
       if (!verified.ok()) {
         // The failing IR goes to the printer (when there is one) so it can be inspected.
         if (options.printer) options.printer(name + " (verifier failed)", graph::PrintGraph(graph));

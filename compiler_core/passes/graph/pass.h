@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler_core/support/stage_timer.h"
 #include "absl/status/statusor.h"
 #include "compiler_core/ir/graph/graph.h"
 
@@ -42,6 +43,9 @@ struct PipelineOptions {
   int f32_lanes = 16;
   /// Whether matmul-pack packs constant matmul weights into panels of 2 × f32_lanes.
   bool pack_matmul_weights = true;
+  /// Receives each pass's time ("pass: <name>") and the verifier's after it ("verify: graph
+  /// after <name>"), in ms.
+  StageTimeFn on_stage;
 };
 
 /// Runs `pass_names` in order. Errors: kInvalidArgument for an unknown pass name; a pass's own

@@ -246,7 +246,9 @@ absl::StatusOr<CheckReport> CheckModelDir(const std::string& dir,
                           CheckCompiled(compile, compiled.artifact, &report.skipped, tolerance));
     report.outputs.insert(report.outputs.end(), outputs.begin(), outputs.end());
     if (!compile.input_shapes.empty()) {
-      report.input_shapes.push_back(importer::FormatInputShapes(compile.input_shapes));
+      report.input_shapes.push_back(absl::StrFormat(
+          "%s (compiled in %.0f ms, graph %s)", importer::FormatInputShapes(compile.input_shapes),
+          compiled.timings.total_ms, compiled.graph_hash.substr(0, 16)));
     }
     if (&compile == &compiles.front()) report.compile = std::move(compiled);
   }

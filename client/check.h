@@ -42,7 +42,8 @@ struct CheckReport {
   pipeline::CompileResult compile;  // graph hash, target, timings (artifact included); the
                                     // first compile when there are several
   /// The input shapes of each compile, when they were given or taken from the data sets
-  /// (FormatInputShapes); several when the data sets of a symbolic model differ in shape.
+  /// (FormatInputShapes, then the compile's time and graph hash); several when the data sets
+  /// of a symbolic model differ in shape.
   std::vector<std::string> input_shapes;
   /// Data sets not run because their input shapes differ from the given --input-shape, each
   /// "test_data_set_N: input shapes ... differ from the compiled ...".

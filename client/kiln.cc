@@ -247,11 +247,13 @@ int Check(int argc, char** argv) {
   if (!loaded.ok()) return FailStatus(loaded);
   auto report = CheckModelDir(args.positional[0], options);
   if (!report.ok()) return FailStatus(report.status());
-  PrintTimings(report->compile);
-  std::cout << "graph " << report->compile.graph_hash.substr(0, 16) << ", target "
-            << report->compile.target.cpu << "\n";
+  if (report->input_shapes.empty()) {
+    PrintTimings(report->compile);
+    std::cout << "graph " << report->compile.graph_hash.substr(0, 16) << ", target "
+              << report->compile.target.cpu << "\n";
+  }
   for (const std::string& shapes : report->input_shapes) {
-    std::cout << "input shapes: " << shapes << "\n";
+    std::cout << "input shapes: " << shapes << ", target " << report->compile.target.cpu << "\n";
   }
   for (const OutputComparison& c : report->outputs) std::cout << FormatComparison(c) << "\n";
   for (const std::string& skipped : report->skipped) std::cout << "SKIP " << skipped << "\n";

@@ -163,6 +163,12 @@ absl::Status BuildNodes(const onnx::GraphProto& g, ImportContext& ctx, const Typ
         }
         continue;
       }
+      if (v->type().CheckedNumBytes() < 0) {
+        return absl::InvalidArgumentError(
+            node.Prefix() + absl::StrCat("output ", i, " ('", name, "') of type ",
+                                         v->type().ToString(), " would take more than ",
+                                         kMaxTensorBytes, " bytes (1 TiB)"));
+      }
       v->set_name(name);
       values[name] = v;
       std::optional<TensorType> known = KnownType(types, name);
@@ -225,7 +231,13 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxBytes(std::string_view bytes,
   }
   for (const auto& in : g.input()) {
     if (initializers.count(in.name())) continue;
-    values[in.name()] = graph->AddInput(in.name(), input_types[in.name()]);
+    const TensorType& type = input_types[in.name()];
+    if (type.CheckedNumBytes() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("graph input '", in.name(), "' of type ",
+                                                     type.ToString(), " would take more than ",
+                                                     kMaxTensorBytes, " bytes (1 TiB)"));
+    }
+    values[in.name()] = graph->AddInput(in.name(), type);
   }
   KILN_RETURN_IF_ERROR(BuildNodes(g, ctx, types, values));
 

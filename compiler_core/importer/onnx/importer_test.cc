@@ -569,6 +569,16 @@ TEST(InputShapesTest, BadShapesAreClearErrors) {
   for (const auto* r : {&two_values, &fixed, &rank, &unknown}) {
     EXPECT_EQ(r->status().code(), absl::StatusCode::kInvalidArgument);
   }
+  // Sizes past 1 TiB (or past int64) are refused before anything is planned.
+  auto huge = ImportWith(model, {"x=9223372036854775807,4"});
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(huge.status().message(),
+            "graph input 'x' of type f32[9223372036854775807,4] would take more than "
+            "1099511627776 bytes (1 TiB)");
+  TensorType big{DType::kFloat32, {int64_t{1} << 20, int64_t{1} << 18}};
+  EXPECT_EQ(big.CheckedNumBytes(), kMaxTensorBytes);
+  big.shape[1] += 1;
+  EXPECT_EQ(big.CheckedNumBytes(), -1);
   // An unknown dim (no dim_param) is bound by nothing but its own input's shape.
   auto anonymous = ImportWith(SharedBatchModel(""), {"x=3,4"});
   EXPECT_EQ(anonymous.status().message(),

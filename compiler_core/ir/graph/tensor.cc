@@ -14,6 +14,16 @@ int64_t TensorType::NumElements() const {
   return n;
 }
 
+int64_t TensorType::CheckedNumBytes() const {
+  int64_t n = static_cast<int64_t>(DTypeSize(dtype));
+  for (int64_t d : shape) {
+    if (d < 0) return -1;
+    if (d != 0 && n > kMaxTensorBytes / d) return -1;
+    n *= d;
+  }
+  return n;
+}
+
 std::string TensorType::ToString() const {
   return absl::StrCat(DTypeName(dtype), "[", absl::StrJoin(shape, ","), "]");
 }

@@ -12,6 +12,10 @@
 
 namespace kiln {
 
+/// The largest tensor Kiln compiles: 1 TiB (2^40 bytes), far beyond any real model, so that
+/// sums of buffer sizes cannot overflow int64.
+inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 40;
+
 /// A dtype and a static shape, row-major (the last dimension is contiguous). Rank 0 is a scalar
 /// with one element; a zero dimension makes an empty tensor.
 struct TensorType {
@@ -21,6 +25,9 @@ struct TensorType {
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
   int64_t NumElements() const;
   int64_t NumBytes() const { return NumElements() * static_cast<int64_t>(DTypeSize(dtype)); }
+  /// NumBytes(), or -1 when it exceeds kMaxTensorBytes or overflows int64 (a shape from
+  /// `--input-shape` or a model can ask for any size; the importer refuses such values).
+  int64_t CheckedNumBytes() const;
   /// Printed form, e.g. "f32[1,3,224,224]"; a scalar prints as "f32[]".
   std::string ToString() const;
   bool operator==(const TensorType& other) const = default;

@@ -105,6 +105,24 @@ IFS=, read -r -a thread_counts <<< "$threads"
 echo "bench/tune.sh $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) x $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
+# `--input-shape NAME=DIMS` for each graph input of model dir $1 with symbolic dims, from its
+# test_data_set_0 (the shapes kiln-bench-model and compare.sh run it at); nothing for a static model.
+shape_flags() {
+  /usr/bin/python3 - "$1" <<'PY'
+import sys, onnx
+d = sys.argv[1]
+g = onnx.load(d + "/model.onnx", load_external_data=False).graph
+init = {t.name for t in g.initializer}
+inputs = [i for i in g.input if i.name not in init]
+for n, i in enumerate(inputs):
+    if all(x.HasField("dim_value") for x in i.type.tensor_type.shape.dim):
+        continue
+    t = onnx.TensorProto()
+    t.ParseFromString(open(f"{d}/test_data_set_0/input_{n}.pb", "rb").read())
+    print("--input-shape", i.name + "=" + ",".join(str(x) for x in t.dims))
+PY
+}
+
 if [[ $compare_only -eq 0 ]]; then
   echo "tuning: budget ${budget_s} s and at most ${trials} trials per model per thread count, seed ${seed}${random:+, random search}"
   echo
@@ -116,15 +134,17 @@ if [[ $compare_only -eq 0 ]]; then
     for m in "${models[@]}"; do
       rec="$OUT/$m.t$t.jsonl"
       rm -f "$rec"
+      # shellcheck disable=SC2207
+      shapes=($(shape_flags "../shared/models/$m"))
       start=$(date +%s.%N)
       set +e
       if [[ $local_tune -eq 1 ]]; then
-        "$BUILD_DIR/bin/kiln" tune "../shared/models/$m/model.onnx" --local --records-out "$rec" \
+        "$BUILD_DIR/bin/kiln" tune "../shared/models/$m/model.onnx" "${shapes[@]}" --local --records-out "$rec" \
           --threads "$t" --trials "$trials" --time-budget-s "$budget_s" --seed "$seed" $random --json \
           > "$OUT/$m.t$t.json" 2> "$OUT/$m.t$t.err"
         rc=$?
       else
-        "$BUILD_DIR/bin/kiln" tune "../shared/models/$m/model.onnx" --server "$SERVER" \
+        "$BUILD_DIR/bin/kiln" tune "../shared/models/$m/model.onnx" "${shapes[@]}" --server "$SERVER" \
           --trials "$trials" --time-budget-s "$budget_s" --seed "$seed" $random --json \
           > "$OUT/$m.t$t.json" 2> "$OUT/$m.t$t.err"
         rc=$?

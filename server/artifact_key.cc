@@ -1,7 +1,6 @@
 // Options hashing and key conversions.
 #include "server/artifact_key.h"
 
-#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "workers/protocol.h"
@@ -9,13 +8,8 @@
 namespace kiln::server {
 
 v1::CompileOptions CanonicalOptions(const v1::CompileOptions& options) {
-  v1::CompileOptions canonical = options;
-  auto* passes = canonical.mutable_disabled_passes();
-  std::sort(passes->begin(), passes->end());
-  passes->erase(std::unique(passes->begin(), passes->end()), passes->end());
-  std::sort(canonical.mutable_input_shapes()->begin(), canonical.mutable_input_shapes()->end(),
-            [](const v1::InputShape& a, const v1::InputShape& b) { return a.name() < b.name(); });
-  return canonical;
+  // One definition, shared with kiln-worker.
+  return workers::CanonicalOptions(options);
 }
 
 std::string OptionsHash(const v1::CompileOptions& options) {

@@ -10,8 +10,8 @@
 
 namespace kiln::server {
 
-/// `options` in canonical form: disabled_passes sorted and deduplicated (their order does not
-/// change the generated code), input_shapes sorted by name.
+/// `options` in canonical form (workers::CanonicalOptions): disabled_passes sorted and
+/// deduplicated, input_shapes sorted by name.
 v1::CompileOptions CanonicalOptions(const v1::CompileOptions& options);
 
 /// SHA-256 hex of the deterministic serialization of CanonicalOptions(options); the same

@@ -11,11 +11,20 @@
 
 namespace kiln::workers {
 
-std::string OptionsHash(const kiln::v1::CompileOptions& options) {
+kiln::v1::CompileOptions CanonicalOptions(const kiln::v1::CompileOptions& options) {
   kiln::v1::CompileOptions canonical = options;
   auto* passes = canonical.mutable_disabled_passes();
   std::sort(passes->begin(), passes->end());
   passes->erase(std::unique(passes->begin(), passes->end()), passes->end());
+  std::sort(canonical.mutable_input_shapes()->begin(), canonical.mutable_input_shapes()->end(),
+            [](const kiln::v1::InputShape& a, const kiln::v1::InputShape& b) {
+              return a.name() < b.name();
+            });
+  return canonical;
+}
+
+std::string OptionsHash(const kiln::v1::CompileOptions& options) {
+  kiln::v1::CompileOptions canonical = CanonicalOptions(options);
   // Of a record, only what shapes the artifact counts (tuning::RecordDigest's fields): a record
   // exported and imported elsewhere gives the same key.
   for (kiln::v1::TuningRecord& r : *canonical.mutable_records()) {
@@ -29,10 +38,6 @@ std::string OptionsHash(const kiln::v1::CompileOptions& options) {
   std::sort(canonical.mutable_records()->begin(), canonical.mutable_records()->end(),
             [](const kiln::v1::TuningRecord& a, const kiln::v1::TuningRecord& b) {
               return a.workload_key() < b.workload_key();
-            });
-  std::sort(canonical.mutable_input_shapes()->begin(), canonical.mutable_input_shapes()->end(),
-            [](const kiln::v1::InputShape& a, const kiln::v1::InputShape& b) {
-              return a.name() < b.name();
             });
   std::string bytes;
   {

@@ -20,8 +20,12 @@ namespace kiln::workers {
 /// Largest `data` chunk of one UploadModel/UploadArtifact/FetchModel/FetchArtifact message.
 inline constexpr size_t kMaxChunkBytes = size_t{1} << 20;
 
-/// SHA-256 (lowercase hex) of the deterministic serialization of `options` in canonical form
-/// (disabled_passes sorted and deduplicated, input_shapes sorted by name). The same definition as kilnd's
+/// `options` in canonical form: disabled_passes sorted and deduplicated (their order does not
+/// change the generated code), input_shapes sorted by name. kilnd's server::CanonicalOptions.
+kiln::v1::CompileOptions CanonicalOptions(const kiln::v1::CompileOptions& options);
+
+/// SHA-256 (lowercase hex) of the deterministic serialization of CanonicalOptions(options),
+/// of each record only what shapes the artifact. The same definition as kilnd's
 /// server::OptionsHash: equal for options that compile alike.
 std::string OptionsHash(const kiln::v1::CompileOptions& options);
 

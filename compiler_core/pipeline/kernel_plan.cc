@@ -117,13 +117,15 @@ class Planner {
     if (choice.tuned) {
       loop::Func tuned = lowered.func;
       st = schedule::ApplySchedule(choice.schedule, tuned);
-      if (st.ok()) lowered.func = std::move(tuned);
-      if (!st.ok()) choice = schedule::ScheduleChoice{};  // the record does not apply: no record
+      if (st.ok()) {
+        lowered.func = std::move(tuned);
+      } else {  // the record does not apply: the default schedule, no record
+        choice = schedule::ScheduleChoice{schedule::DefaultSchedule(lowered.func, target_)};
+      }
     }
     if (!choice.tuned) {
-      // The default schedule, still naming a record that chose it (the default measured
-      // fastest), if any.
-      choice.schedule = schedule::DefaultSchedule(lowered.func, target_);
+      // The default schedule (an untuned choice holds it), still naming a record that chose
+      // it (the default measured fastest), if any.
       st = schedule::ApplySchedule(choice.schedule, lowered.func);
       if (!st.ok()) {
         return absl::InternalError(absl::StrCat("default schedule of ", lowered.func.name, " (",

@@ -206,13 +206,14 @@ schedule::ScheduleChoice RecordScheduleSource::Choose(const loop::Func& lowered,
                                                       const std::string& workload_key,
                                                       const Target& target) const {
   schedule::Schedule default_schedule = schedule::DefaultSchedule(lowered, target);
+  const std::string default_text = default_schedule.ToString();
   const v1::TuningRecord* best = records_.Best(workload_key, hardware_key_);
   // No record beat the default: the default's own measurement, if there is one.
-  if (best == nullptr) best = records_.Find(workload_key, hardware_key_, default_schedule.ToString());
+  if (best == nullptr) best = records_.Find(workload_key, hardware_key_, default_text);
   if (best == nullptr) return schedule::ScheduleChoice{std::move(default_schedule), false, 0, ""};
   // A record whose schedule is the default's (the default measured fastest) keeps the default
   // schedule, untuned, but still names the record it follows.
-  if (best->schedule() == default_schedule.ToString()) {
+  if (best->schedule() == default_text) {
     return schedule::ScheduleChoice{std::move(default_schedule), false, best->median_ms(),
                                     RecordDigest(*best)};
   }

@@ -24,6 +24,14 @@ using graph::Graph;
 using graph::Value;
 using TypeMap = std::map<std::string, onnx::TypeProto>;
 
+// kInvalidArgument when a value of `type` would pass kMaxTensorBytes; `what` names it.
+absl::Status CheckSize(const TensorType& type, const std::string& what) {
+  if (type.CheckedNumBytes() >= 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(what, " of type ", type.ToString(),
+                                                 " would take more than ", kMaxTensorBytes,
+                                                 " bytes (1 TiB)"));
+}
+
 absl::StatusOr<AttrMap> ConvertAttrs(const onnx::NodeProto& node) {
   AttrMap attrs;
   for (const auto& a : node.attribute()) {
@@ -163,12 +171,8 @@ absl::Status BuildNodes(const onnx::GraphProto& g, ImportContext& ctx, const Typ
         }
         continue;
       }
-      if (v->type().CheckedNumBytes() < 0) {
-        return absl::InvalidArgumentError(
-            node.Prefix() + absl::StrCat("output ", i, " ('", name, "') of type ",
-                                         v->type().ToString(), " would take more than ",
-                                         kMaxTensorBytes, " bytes (1 TiB)"));
-      }
+      KILN_RETURN_IF_ERROR(
+          CheckSize(v->type(), node.Prefix() + absl::StrCat("output ", i, " ('", name, "')")));
       v->set_name(name);
       values[name] = v;
       std::optional<TensorType> known = KnownType(types, name);
@@ -232,11 +236,7 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxBytes(std::string_view bytes,
   for (const auto& in : g.input()) {
     if (initializers.count(in.name())) continue;
     const TensorType& type = input_types[in.name()];
-    if (type.CheckedNumBytes() < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("graph input '", in.name(), "' of type ",
-                                                     type.ToString(), " would take more than ",
-                                                     kMaxTensorBytes, " bytes (1 TiB)"));
-    }
+    KILN_RETURN_IF_ERROR(CheckSize(type, absl::StrCat("graph input '", in.name(), "'")));
     values[in.name()] = graph->AddInput(in.name(), type);
   }
   KILN_RETURN_IF_ERROR(BuildNodes(g, ctx, types, values));

@@ -102,7 +102,9 @@ class TimePasses {
     std::vector<std::string> order;
     for (const auto& [stage, ms] : stages_) {
       std::string category = stage;
-      for (const char* prefix : {"lower: ", "schedule: ", "codegen: emit ", "verify: graph after "}) {
+      for (const char* prefix :
+           {"lower: ", "schedule: ", "codegen: emit ", "verify: graph after ",
+            "codegen: verify module ", "codegen: optimize (LLVM O3) ", "codegen: object file "}) {
         if (absl::StartsWith(stage, prefix)) {
           category = std::string(absl::StripSuffix(absl::StripSuffix(prefix, " "), ":"));
         }
@@ -116,6 +118,11 @@ class TimePasses {
     for (const std::string& c : order) {
       const auto& [ms, count] = by_category.at(c);
       std::cout << absl::StrFormat("  %10.1f %5.1f%% %6d  %s\n", ms, 100 * ms / total_ms, count, c);
+    }
+    if (std::any_of(stages_.begin(), stages_.end(),
+                    [](const auto& s) { return absl::StrContains(s.first, " shard "); })) {
+      std::cout << "  (codegen shards run in parallel: a codegen category sums its shards' times,"
+                   " which can exceed its share of the wall time)\n";
     }
     std::vector<std::pair<std::string, double>> sorted = stages_;
     std::stable_sort(sorted.begin(), sorted.end(),

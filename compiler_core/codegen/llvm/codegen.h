@@ -24,14 +24,33 @@ absl::StatusOr<Target> ResolveTarget(std::string_view spec);
 /// also exports loop::InitSymbol(name), with the same arguments, running the init statements.
 absl::StatusOr<std::string> EmitLlvmIr(const std::vector<loop::Func>& funcs, const Target& target);
 
+/// Loop IR size (statements plus expressions) at which PartitionIntoShards closes a shard.
+inline constexpr size_t kShardSize = 4000;
+
+/// Groups `funcs` into codegen shards: consecutive kernels, a shard closed once its kernels'
+/// loop IR size reaches `shard_size`. Returns each shard's kernel indices, in order. The
+/// partition depends only on the kernels, never on the thread count, so an artifact's bytes do
+/// not depend on the machine that compiled it.
+std::vector<std::vector<size_t>> PartitionIntoShards(const std::vector<loop::Func>& funcs,
+                                                     size_t shard_size = kShardSize);
+
 /// Compiles `funcs` for `target` and links them into an ELF shared object with lld; returns the
 /// .so bytes. Math functions (expf, tanhf, erff, ...) stay undefined and bind to the loading
 /// process's libm.
+/// The kernels are compiled as PartitionIntoShards(funcs, shard_size)'s shards, one LLVM module and object file
+/// each (as XLA's parallel codegen splits its module), on `threads` threads (0: one per
+/// hardware thread), and the objects are linked in shard order.
 /// `on_stage` receives the time of emitting each kernel's LLVM IR ("codegen: emit NAME"),
-/// verifying and optimizing the module, emitting the object file, and linking.
+/// verifying and optimizing each shard's module, emitting its object file (with " shard K/N (M
+/// kernels)" appended when there are several), and linking. Shards overlap in time when
+/// threads > 1, so their times can sum to more than the codegen's wall time.
+/// Errors: kInvalidArgument for a kernel name that is not a C identifier or is used twice;
+/// kInternal for invalid LLVM IR or a failed link.
 absl::StatusOr<std::string> CompileToSharedObject(const std::vector<loop::Func>& funcs,
                                                   const Target& target,
-                                                  const StageTimeFn& on_stage = {});
+                                                  const StageTimeFn& on_stage = {},
+                                                  int threads = 0,
+                                                  size_t shard_size = kShardSize);
 
 }  // namespace kiln::codegen
 

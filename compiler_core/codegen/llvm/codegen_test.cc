@@ -1,6 +1,7 @@
 // End-to-end codegen tests: hand-built loop IR compiled for the host, loaded with dlopen and run;
 // results are checked against C++ references. Covers SIMD loops, parallel outlining, reductions,
 // math functions and per-target IR differences.
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -27,6 +28,7 @@ using loop::Var;
 using testing::CallKernel;
 using testing::CompileAndLoad;
 using testing::HostTarget;
+using testing::LoadedKernels;
 
 Expr V(const Var& v) { return loop::VarRef(v); }
 Expr I(int64_t v) { return loop::IntImm(v); }
@@ -284,6 +286,48 @@ TEST(CodegenTest, IrHasNoaliasAndContract) {
   // The always-inlined body's noalias params become alias scopes in the kernel.
   EXPECT_TRUE(absl::StrContains(*ir, "!alias.scope")) << *ir;
   EXPECT_TRUE(absl::StrContains(*ir, "fadd contract")) << *ir;
+}
+
+// Kernels split over several shards (one module and object each, compiled on 3 threads) link
+// into one library whose every kernel computes its own result, and the bytes do not depend on
+// the thread count.
+TEST(CodegenTest, ShardedCompileLinksEveryKernel) {
+  std::vector<Func> funcs;
+  for (int k = 0; k < 6; ++k) {
+    auto x = MakeBuffer("x", DType::kFloat32, {64});
+    auto y = MakeBuffer("y", DType::kFloat32, {64});
+    Var i = MakeVar("i");
+    Func f;
+    f.name = absl::StrCat("scale", k);
+    f.params = {x, y};
+    f.body = loop::For(i, 64, loop::Store(y, {V(i)}, loop::Load(x, {V(i)}) * loop::FloatImm(k)));
+    funcs.push_back(f);
+  }
+  std::vector<std::vector<size_t>> shards = PartitionIntoShards(funcs, 1);
+  ASSERT_EQ(shards.size(), 6u);
+  EXPECT_EQ(shards[5], std::vector<size_t>{5});
+  EXPECT_EQ(PartitionIntoShards(funcs).size(), 1u);  // small kernels share one shard by default
+
+  std::vector<std::string> stages;
+  auto three = CompileToSharedObject(
+      funcs, HostTarget(), [&](const std::string& s, double) { stages.push_back(s); }, 3, 1);
+  auto one = CompileToSharedObject(funcs, HostTarget(), {}, 1, 1);
+  ASSERT_TRUE(three.ok()) << three.status();
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(*three, *one);
+  EXPECT_NE(std::find(stages.begin(), stages.end(), "codegen: object file shard 6/6 (1 kernels)"),
+            stages.end());
+
+  auto lib = LoadedKernels::Load(*three);
+  ASSERT_TRUE(lib.ok()) << lib.status();
+  std::vector<float> x(64), y(64);
+  for (int i = 0; i < 64; ++i) x[i] = static_cast<float>(i) - 7.5f;
+  for (int k = 0; k < 6; ++k) {
+    kiln_kernel_fn fn = (*lib)->Get(absl::StrCat("scale", k));
+    ASSERT_NE(fn, nullptr) << k;
+    CallKernel(fn, {x.data(), y.data()});
+    for (int i = 0; i < 64; ++i) ASSERT_EQ(y[i], x[i] * static_cast<float>(k)) << k << " " << i;
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "compiler_core/support/target.h"
@@ -25,9 +26,9 @@ void OptimizeModule(llvm::Module& module, llvm::TargetMachine& machine);
 /// Emits `module` as an ELF relocatable object; returns its bytes.
 absl::StatusOr<std::string> EmitObjectFile(llvm::Module& module, llvm::TargetMachine& machine);
 
-/// Links one ELF object into a shared object with lld (serialized by a mutex); returns the .so
-/// bytes.
-absl::StatusOr<std::string> LinkSharedObject(const std::string& object);
+/// Links ELF objects, in order, into one shared object with lld (serialized by a mutex);
+/// returns the .so bytes.
+absl::StatusOr<std::string> LinkSharedObject(const std::vector<std::string>& objects);
 
 }  // namespace kiln::codegen
 

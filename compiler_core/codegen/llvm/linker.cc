@@ -1,4 +1,4 @@
-// Linking with lld as a library: one ELF object → one shared object. lld keeps global state, so
+// Linking with lld as a library: ELF objects → one shared object. lld keeps global state, so
 // calls are serialized by a process-wide mutex; inputs and outputs go through a temp directory.
 #include <stdlib.h>
 #include <unistd.h>
@@ -59,17 +59,21 @@ class TempDir {
 
 }  // namespace
 
-absl::StatusOr<std::string> LinkSharedObject(const std::string& object) {
+absl::StatusOr<std::string> LinkSharedObject(const std::vector<std::string>& objects) {
   TempDir dir;
   if (dir.path().empty()) return absl::InternalError("cannot create a temp directory");
-  std::string obj_path = (dir.path() / "kernels.o").string();
   std::string so_path = (dir.path() / "kernels.so").string();
-  if (absl::Status s = WriteFile(obj_path, object); !s.ok()) return s;
+  std::vector<std::string> obj_paths;
+  for (size_t i = 0; i < objects.size(); ++i) {
+    obj_paths.push_back((dir.path() / absl::StrCat("kernels", i, ".o")).string());
+    if (absl::Status s = WriteFile(obj_paths.back(), objects[i]); !s.ok()) return s;
+  }
 
   // Undefined symbols (libm, memset) are allowed in a shared object and bind at dlopen.
   std::vector<const char*> args = {"ld.lld",   "-shared", "--hash-style=gnu", "-z", "noexecstack",
                                    "-z",       "relro",   "-z",               "now", "-o",
-                                   so_path.c_str(),       obj_path.c_str()};
+                                   so_path.c_str()};
+  for (const std::string& path : obj_paths) args.push_back(path.c_str());
   std::string out_text, err_text;
   llvm::raw_string_ostream out(out_text), err(err_text);
   {

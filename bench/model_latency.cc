@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
   if (!signatures.ok()) return Fail(std::string(signatures.status().message()));
   auto shapes = kiln::importer::DataSetInputShapes(*signatures, dir + "/test_data_set_0");
   if (!shapes.ok()) return Fail(std::string(shapes.status().message()));
-  options.input_shapes = *shapes;
+  if (!shapes->empty()) options.shape_profiles = {*shapes};
   auto compiled = kiln::pipeline::CompileModelFile(dir + "/model.onnx", options);
   if (!compiled.ok()) return Fail(std::string(compiled.status().message()));
   double compile_ms = compiled->timings.total_ms;

@@ -60,13 +60,26 @@ std::vector<std::string> SplitAll(const Args& args, const std::string& flag) {
   return out;
 }
 
-absl::StatusOr<importer::InputShapes> InputShapesFrom(const Args& args) {
-  importer::InputShapes shapes;
+absl::StatusOr<importer::ShapeProfiles> ShapeProfilesFrom(const Args& args) {
+  std::vector<importer::NamedShape> given;
   for (const std::string& spec : args.GetAll("--input-shape")) {
-    absl::Status parsed = importer::ParseInputShape(spec, shapes);
+    absl::Status parsed = importer::ParseInputShape(spec, given);
     if (!parsed.ok()) return parsed;
   }
-  return shapes;
+  return importer::ProfilesOf(given);
+}
+
+absl::StatusOr<importer::InputShapes> OneShapeProfileFrom(const Args& args,
+                                                          const std::string& command) {
+  absl::StatusOr<importer::ShapeProfiles> profiles = ShapeProfilesFrom(args);
+  if (!profiles.ok()) return profiles.status();
+  if (profiles->size() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        command, " takes one shape profile, got ", profiles->size(), " (",
+        importer::FormatProfiles(*profiles),
+        "); tune each profile on its own: its records apply to every profile with the workload"));
+  }
+  return profiles->empty() ? importer::InputShapes{} : profiles->front();
 }
 
 }  // namespace kiln::client

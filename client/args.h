@@ -44,8 +44,15 @@ Args ParseArgs(int argc, char** argv, int first, const std::vector<std::string>&
 /// Every value of a repeatable flag, each also split at commas.
 std::vector<std::string> SplitAll(const Args& args, const std::string& flag);
 
-/// Every `--input-shape NAME=D0,D1,...` of the command line (importer::ParseInputShape).
-absl::StatusOr<importer::InputShapes> InputShapesFrom(const Args& args);
+/// The shape profiles of the command line's `--input-shape NAME=D0,D1,...` flags
+/// (importer::ParseInputShape, importer::ProfilesOf): empty without the flag.
+absl::StatusOr<importer::ShapeProfiles> ShapeProfilesFrom(const Args& args);
+
+/// The one shape profile a command that compiles a single variant (`kiln tune`) takes: empty
+/// without --input-shape. Errors: ShapeProfilesFrom's; kInvalidArgument for several profiles,
+/// naming `command`.
+absl::StatusOr<importer::InputShapes> OneShapeProfileFrom(const Args& args,
+                                                          const std::string& command);
 
 }  // namespace kiln::client
 

@@ -159,7 +159,7 @@ absl::StatusOr<std::vector<OutputComparison>> CheckArtifact(const std::string& d
 }
 
 absl::StatusOr<std::vector<CheckCompile>> PlanCheckCompiles(const std::string& dir,
-                                                            const importer::InputShapes& given) {
+                                                            const importer::ShapeProfiles& given) {
   const fs::path model = fs::path(dir) / "model.onnx";
   std::error_code ec;
   if (!fs::exists(model, ec)) {
@@ -169,7 +169,7 @@ absl::StatusOr<std::vector<CheckCompile>> PlanCheckCompiles(const std::string& d
   if (data_sets.empty()) {
     return absl::NotFoundError(absl::StrCat("no test_data_set_* directory in '", dir, "'"));
   }
-  std::map<importer::InputShapes, std::vector<std::string>> groups;
+  std::map<importer::ShapeProfiles, std::vector<std::string>> groups;
   if (given.empty()) {
     KILN_ASSIGN_OR_RETURN(std::vector<importer::InputSignature> inputs,
                           importer::ReadInputSignaturesFile(model.string()));
@@ -177,7 +177,8 @@ absl::StatusOr<std::vector<CheckCompile>> PlanCheckCompiles(const std::string& d
     for (const fs::path& ds : data_sets) {
       KILN_ASSIGN_OR_RETURN(importer::InputShapes shapes,
                             importer::DataSetInputShapes(inputs, ds.string()));
-      groups[shapes].push_back(ds.string());
+      groups[shapes.empty() ? importer::ShapeProfiles{} : importer::ShapeProfiles{shapes}]
+          .push_back(ds.string());
     }
   } else {
     for (const fs::path& ds : data_sets) groups[given].push_back(ds.string());
@@ -199,9 +200,18 @@ absl::StatusOr<std::vector<OutputComparison>> CheckCompiled(const CheckCompile& 
     return CheckDataSets(matching, artifact, tolerance);
   }
   const kiln::v1::Manifest& m = artifact.manifest;
+  // The input shapes of each compiled variant: "x=1,3 y=2" per profile (or for the model).
   std::vector<std::string> compiled_shapes;
-  for (const auto& in : m.inputs()) {
-    compiled_shapes.push_back(absl::StrCat(in.name(), "=", absl::StrJoin(in.shape(), ",")));
+  auto shapes_of = [](const kiln::v1::Manifest& variant) {
+    std::vector<std::string> shapes;
+    for (const auto& in : variant.inputs()) {
+      shapes.push_back(absl::StrCat(in.name(), "=", absl::StrJoin(in.shape(), ",")));
+    }
+    return absl::StrJoin(shapes, " ");
+  };
+  if (m.profiles_size() == 0) compiled_shapes.push_back(shapes_of(m));
+  for (const kiln::v1::Manifest& profile : m.profiles()) {
+    compiled_shapes.push_back(shapes_of(profile));
   }
   std::vector<std::string> others;
   for (const std::string& dir : compile.data_sets) {
@@ -213,18 +223,20 @@ absl::StatusOr<std::vector<OutputComparison>> CheckCompiled(const CheckCompile& 
       shapes.push_back(absl::StrCat(m.inputs(static_cast<int>(i)).name(), "=",
                                     absl::StrJoin(t.tensor.type.shape, ",")));
     }
-    if (shapes == compiled_shapes) {
+    const std::string text = absl::StrJoin(shapes, " ");
+    if (std::find(compiled_shapes.begin(), compiled_shapes.end(), text) !=
+        compiled_shapes.end()) {
       matching.push_back(ds);
     } else {
-      others.push_back(absl::StrCat(ds.filename().string(), ": input shapes ",
-                                    absl::StrJoin(shapes, " "), " differ from the compiled ",
-                                    absl::StrJoin(compiled_shapes, " ")));
+      others.push_back(absl::StrCat(ds.filename().string(), ": input shapes ", text,
+                                    " differ from the compiled ",
+                                    absl::StrJoin(compiled_shapes, " | ")));
     }
   }
   if (matching.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("no test data set has the input shapes compiled (",
-                     absl::StrJoin(compiled_shapes, " "), "); ", absl::StrJoin(others, "; ")));
+                     absl::StrJoin(compiled_shapes, " | "), "); ", absl::StrJoin(others, "; ")));
   }
   if (skipped != nullptr) skipped->insert(skipped->end(), others.begin(), others.end());
   return CheckDataSets(matching, artifact, tolerance);
@@ -234,20 +246,20 @@ absl::StatusOr<CheckReport> CheckModelDir(const std::string& dir,
                                           const pipeline::CompileOptions& options,
                                           const Tolerance& tolerance) {
   KILN_ASSIGN_OR_RETURN(std::vector<CheckCompile> compiles,
-                        PlanCheckCompiles(dir, options.input_shapes));
+                        PlanCheckCompiles(dir, options.shape_profiles));
   const std::string model = (fs::path(dir) / "model.onnx").string();
   CheckReport report;
   for (const CheckCompile& compile : compiles) {
     pipeline::CompileOptions compile_options = options;
-    compile_options.input_shapes = compile.input_shapes;
+    compile_options.shape_profiles = compile.shape_profiles;
     KILN_ASSIGN_OR_RETURN(pipeline::CompileResult compiled,
                           pipeline::CompileModelFile(model, compile_options));
     KILN_ASSIGN_OR_RETURN(std::vector<OutputComparison> outputs,
                           CheckCompiled(compile, compiled.artifact, &report.skipped, tolerance));
     report.outputs.insert(report.outputs.end(), outputs.begin(), outputs.end());
-    if (!compile.input_shapes.empty()) {
+    if (!compile.shape_profiles.empty()) {
       report.input_shapes.push_back(absl::StrFormat(
-          "%s (compiled in %.0f ms, graph %s)", importer::FormatInputShapes(compile.input_shapes),
+          "%s (compiled in %.0f ms, graph %s)", importer::FormatProfiles(compile.shape_profiles),
           compiled.timings.total_ms, compiled.graph_hash.substr(0, 16)));
     }
     if (&compile == &compiles.front()) report.compile = std::move(compiled);

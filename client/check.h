@@ -61,23 +61,24 @@ absl::StatusOr<std::vector<OutputComparison>> CheckArtifact(const std::string& d
 
 /// One compile of a check and the data sets (directories) it checks.
 struct CheckCompile {
-  importer::InputShapes input_shapes;  // empty: the model's own (static) shapes
+  importer::ShapeProfiles shape_profiles;  // empty: the model's own (static) shapes
   std::vector<std::string> data_sets;
   /// Shapes were given (--input-shape): data sets of other shapes are skipped, not failed.
   bool skip_other_shapes = false;
 };
 
-/// The compiles a check of `dir` needs: with `given` shapes one, for all data sets; else one
+/// The compiles a check of `dir` needs: with `given` shape profiles one (an artifact with a
+/// variant per profile), for all data sets; else one
 /// per distinct set of input shapes among the data sets for a model with symbolic input dims
 /// (importer::DataSetInputShapes), or one for a static model. Errors: kNotFound (no
 /// model.onnx, no data set), those of reading the model and the data sets' inputs.
 absl::StatusOr<std::vector<CheckCompile>> PlanCheckCompiles(const std::string& dir,
-                                                            const importer::InputShapes& given);
+                                                            const importer::ShapeProfiles& given);
 
 /// Checks `compile`'s data sets against `artifact` (compiled for it). With skip_other_shapes, a
-/// data set whose input shapes differ from the artifact's is appended to `skipped` ("<data
-/// set>: input shapes ... differ from the compiled ...") instead of run; kInvalidArgument when
-/// every one differs.
+/// data set whose input shapes match none of the artifact's (its shape profiles' or its own) is
+/// appended to `skipped` ("<data set>: input shapes ... differ from the compiled ...") instead
+/// of run; kInvalidArgument when every one differs.
 absl::StatusOr<std::vector<OutputComparison>> CheckCompiled(const CheckCompile& compile,
                                                             const runtime::Artifact& artifact,
                                                             std::vector<std::string>* skipped,
@@ -85,10 +86,10 @@ absl::StatusOr<std::vector<OutputComparison>> CheckCompiled(const CheckCompile& 
 
 /// Compiles `dir`/model.onnx with `options` and checks every `dir`/test_data_set_*/ (inputs
 /// input_N.pb in graph input order, references output_N.pb in graph output order). A model
-/// with symbolic input dims and no `options.input_shapes` is compiled once per distinct set of
-/// input shapes among the data sets, each data set checked by its own compile. With
-/// `options.input_shapes` the data sets of other shapes are skipped (CheckReport::skipped);
-/// kInvalidArgument when none has the compiled shapes.
+/// with symbolic input dims and no `options.shape_profiles` is compiled once per distinct set
+/// of input shapes among the data sets, each data set checked by its own compile. With
+/// `options.shape_profiles` (one artifact, a variant per profile) the data sets of other shapes
+/// are skipped (CheckReport::skipped); kInvalidArgument when none has compiled shapes.
 /// Errors: compile errors; kNotFound if there is no model.onnx or no data set; kInvalidArgument
 /// if a data set's inputs do not match the model.
 absl::StatusOr<CheckReport> CheckModelDir(const std::string& dir,

@@ -58,7 +58,9 @@ cse, dce, layout-nchwc, fusion), "import", "lower"
 --input-shape gives a graph input with symbolic dims (dim_param) a concrete shape; a dim_param
 shared by several inputs takes one value, so naming one input may fix the others. kiln check DIR
 of such a model takes the shapes from DIR/test_data_set_*/ when none is given (one compile per
-distinct set of input shapes).
+distinct set of input shapes). Giving an input several shapes compiles one shape profile per
+shape (the k-th shape of each input, an input given once in all) into one artifact; it runs the
+profile whose input shapes match and refuses other shapes, listing the compiled ones.
 With --server, compile and check upload the model to kilnd (only if it lacks it), compile there
 and download the artifact; --json prints the result as one JSON object.
 )";
@@ -68,7 +70,7 @@ absl::StatusOr<pipeline::CompileOptions> OptionsFrom(const Args& args) {
   options.target = args.Get("--target", "host");
   options.print_ir_after = SplitAll(args, "--print-ir-after");
   options.disabled_passes = SplitAll(args, "--disable-pass");
-  KILN_ASSIGN_OR_RETURN(options.input_shapes, InputShapesFrom(args));
+  KILN_ASSIGN_OR_RETURN(options.shape_profiles, ShapeProfilesFrom(args));
   return options;
 }
 
@@ -171,8 +173,12 @@ int Compile(int argc, char** argv) {
   if (!st.ok()) return FailStatus(st);
   PrintTimings(*result);
   if (args.Has("--time-passes")) time_passes.Print(result->timings.total_ms);
-  std::cout << "wrote " << out << " (" << result->artifact.manifest.kernels_size()
-            << " kernels, graph " << result->graph_hash.substr(0, 16) << ", target "
+  const kiln::v1::Manifest& m = result->artifact.manifest;
+  int kernels = m.kernels_size();
+  for (const kiln::v1::Manifest& p : m.profiles()) kernels += p.kernels_size();
+  std::cout << "wrote " << out << " ("
+            << (m.profiles_size() > 0 ? absl::StrCat(m.profiles_size(), " shape profiles, ") : "")
+            << kernels << " kernels, graph " << result->graph_hash.substr(0, 16) << ", target "
             << result->target.cpu << ")\n";
   return 0;
 }
@@ -279,7 +285,49 @@ std::string BindingText(const kiln::v1::Binding& b) {
 }
 
 std::string SpecText(const kiln::v1::TensorSpec& s) {
-  return absl::StrCat(s.name(), ": ", s.dtype(), "[", absl::StrJoin(s.shape(), ","), "]");
+  std::vector<std::string> dims;
+  for (int64_t d : s.shape()) dims.push_back(d < 0 ? "?" : absl::StrCat(d));
+  return absl::StrCat(s.name(), ": ", s.dtype(), "[", absl::StrJoin(dims, ","), "]");
+}
+
+// The kernels and memory plan of a manifest (the model's, or one shape profile's), each line
+// after `indent`.
+void PrintKernelsAndMemory(const kiln::v1::Manifest& m, const std::string& indent) {
+  std::cout << indent << "kernels (" << m.kernels_size() << "):\n";
+  for (const auto& k : m.kernels()) {
+    std::vector<std::string> args_text;
+    for (const auto& b : k.args()) args_text.push_back(BindingText(b));
+    std::cout << indent << "  " << k.symbol() << "  " << k.fused_ops() << "  ("
+              << absl::StrJoin(args_text, ", ") << ")\n";
+    std::cout << indent << "      workload " << k.workload_key() << "  "
+              << (k.tuned() ? absl::StrFormat("tuned (record %s, %.4f ms)",
+                                              k.record_digest().substr(0, 12), k.tuned_median_ms())
+                  : k.record_digest().empty()
+                      ? std::string("default schedule")
+                      : absl::StrFormat("default schedule (record %s: the default measured "
+                                        "fastest, %.4f ms)",
+                                        k.record_digest().substr(0, 12), k.tuned_median_ms()))
+              << "\n";
+    if (!k.init_symbol().empty()) {
+      std::cout << indent << "      init at load: " << k.init_symbol() << "\n";
+    }
+    for (absl::string_view line : absl::StrSplit(k.schedule(), '\n', absl::SkipEmpty())) {
+      std::cout << indent << "      " << line << "\n";
+    }
+  }
+  std::cout << indent << "memory plan (" << m.buffers_size() << " buffers):\n";
+  for (const auto& b : m.buffers()) {
+    std::cout << indent
+              << absl::StrFormat("  %-40s offset %10d size %10d live kernels %d..%d\n", b.name(),
+                                 b.offset(), b.size_bytes(), b.first_kernel(), b.last_kernel());
+  }
+}
+
+void PrintMemorySizes(const kiln::v1::Manifest& m, const std::string& indent) {
+  std::cout << indent << "arena:            " << m.arena_bytes() << " bytes ("
+            << m.arena_bytes_no_reuse() << " without buffer reuse)\n"
+            << indent << "persistent:       " << m.persistent_bytes()
+            << " bytes (computed from the weights at load)\n";
 }
 
 int Inspect(int argc, char** argv) {
@@ -299,37 +347,26 @@ int Inspect(int argc, char** argv) {
                                           : "records " + m.tuning_digest())
             << "\n"
             << "code:             " << artifact->code.size() << " bytes (ELF shared object)\n"
-            << "weights:          " << m.weights_bytes() << " bytes\n"
-            << "arena:            " << m.arena_bytes() << " bytes (" << m.arena_bytes_no_reuse()
-            << " without buffer reuse)\n"
-            << "persistent:       " << m.persistent_bytes()
-            << " bytes (computed from the weights at load)\n";
+            << "weights:          " << m.weights_bytes() << " bytes\n";
+  if (m.profiles_size() == 0) PrintMemorySizes(m, "");
   for (const auto& in : m.inputs()) std::cout << "input:  " << SpecText(in) << "\n";
   for (const auto& out : m.outputs()) std::cout << "output: " << SpecText(out) << "\n";
-  std::cout << "kernels (" << m.kernels_size() << "):\n";
-  for (const auto& k : m.kernels()) {
-    std::vector<std::string> args_text;
-    for (const auto& b : k.args()) args_text.push_back(BindingText(b));
-    std::cout << "  " << k.symbol() << "  " << k.fused_ops() << "  (" << absl::StrJoin(args_text, ", ")
-              << ")\n";
-    std::cout << "      workload " << k.workload_key() << "  "
-              << (k.tuned() ? absl::StrFormat("tuned (record %s, %.4f ms)",
-                                              k.record_digest().substr(0, 12), k.tuned_median_ms())
-                  : k.record_digest().empty()
-                      ? std::string("default schedule")
-                      : absl::StrFormat("default schedule (record %s: the default measured "
-                                        "fastest, %.4f ms)",
-                                        k.record_digest().substr(0, 12), k.tuned_median_ms()))
-              << "\n";
-    if (!k.init_symbol().empty()) std::cout << "      init at load: " << k.init_symbol() << "\n";
-    for (absl::string_view line : absl::StrSplit(k.schedule(), '\n', absl::SkipEmpty())) {
-      std::cout << "      " << line << "\n";
-    }
+  if (m.profiles_size() == 0) {
+    PrintKernelsAndMemory(m, "");
+    return 0;
   }
-  std::cout << "memory plan (" << m.buffers_size() << " buffers):\n";
-  for (const auto& b : m.buffers()) {
-    std::cout << absl::StrFormat("  %-40s offset %10d size %10d live kernels %d..%d\n", b.name(),
-                                 b.offset(), b.size_bytes(), b.first_kernel(), b.last_kernel());
+  std::cout << "shape profiles (" << m.profiles_size()
+            << "; the runtime runs the one whose input shapes match):\n";
+  for (int k = 0; k < m.profiles_size(); ++k) {
+    const kiln::v1::Manifest& p = m.profiles(k);
+    std::vector<std::string> inputs, outputs;
+    for (const auto& in : p.inputs()) inputs.push_back(SpecText(in));
+    for (const auto& out : p.outputs()) outputs.push_back(SpecText(out));
+    std::cout << "profile " << k << ": " << absl::StrJoin(inputs, ", ") << " -> "
+              << absl::StrJoin(outputs, ", ") << "\n"
+              << "  graph hash:       " << p.graph_hash() << "\n";
+    PrintMemorySizes(p, "  ");
+    PrintKernelsAndMemory(p, "  ");
   }
   return 0;
 }

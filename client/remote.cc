@@ -145,10 +145,9 @@ absl::StatusOr<RemoteCompileResult> RemoteClient::CompileModel(
   return result;
 }
 
-void SetInputShapes(const std::map<std::string, std::vector<int64_t>>& shapes,
-                    kiln::v1::CompileOptions& options) {
+void SetInputShapes(const importer::ShapeProfiles& profiles, kiln::v1::CompileOptions& options) {
   options.clear_input_shapes();
-  for (const auto& [name, dims] : shapes) {
+  for (const auto& [name, dims] : importer::GivenShapes(profiles)) {
     kiln::v1::InputShape* shape = options.add_input_shapes();
     shape->set_name(name);
     for (int64_t d : dims) shape->add_dims(d);
@@ -168,7 +167,7 @@ absl::StatusOr<RemoteCompileResult> RemoteClient::CompileModel(
     request.mutable_options()->add_disabled_passes(p);
   request.mutable_options()->set_hardware_key(options.hardware_key);
   request.mutable_options()->set_untuned(options.untuned);
-  SetInputShapes(options.input_shapes, *request.mutable_options());
+  SetInputShapes(options.shape_profiles, *request.mutable_options());
   request.set_priority(options.priority);
   KILN_ASSIGN_OR_RETURN(result.response, Compile(request));
   KILN_ASSIGN_OR_RETURN(result.artifact, FetchArtifact(result.response.artifact_digest()));

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/json.h"
+#include "compiler_core/importer/onnx/input_shapes.h"
 #include "kiln/v1/service.grpc.pb.h"
 
 namespace kiln::client {
@@ -24,16 +25,16 @@ struct RemoteCompileOptions {
   /// Whose tuning records kilnd applies ("" = its choice) or none at all (untuned).
   std::string hardware_key;
   bool untuned = false;
-  /// Shapes of graph inputs with symbolic dims, by name (--input-shape).
-  std::map<std::string, std::vector<int64_t>> input_shapes;
+  /// Shapes of graph inputs with symbolic dims (--input-shape), one entry per shape profile.
+  importer::ShapeProfiles shape_profiles;
   kiln::v1::Priority priority = kiln::v1::INTERACTIVE;
   /// Deadline of each RPC, in ms.
   int64_t timeout_ms = 600'000;
 };
 
-/// Writes `shapes` into `options.input_shapes` (in name order).
-void SetInputShapes(const std::map<std::string, std::vector<int64_t>>& shapes,
-                    kiln::v1::CompileOptions& options);
+/// Writes `profiles` into `options.input_shapes` (importer::GivenShapes: profile by profile,
+/// each in name order; the k-th entry of an input is profile k's).
+void SetInputShapes(const importer::ShapeProfiles& profiles, kiln::v1::CompileOptions& options);
 
 /// The outcome of RemoteClient::CompileModel.
 struct RemoteCompileResult {

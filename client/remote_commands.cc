@@ -42,12 +42,12 @@ Remote RemoteFrom(const Args& args) {
   r.options.disabled_passes = SplitAll(args, "--disable-pass");
   r.options.hardware_key = args.Get("--hardware-key");
   r.options.untuned = args.Has("--untuned");
-  absl::StatusOr<importer::InputShapes> shapes = InputShapesFrom(args);
+  absl::StatusOr<importer::ShapeProfiles> shapes = ShapeProfilesFrom(args);
   if (!shapes.ok()) {
     r.error = std::string(shapes.status().message());
     return r;
   }
-  r.options.input_shapes = *shapes;
+  r.options.shape_profiles = *shapes;
   r.options.timeout_ms = int64_t{timeout_s} * 1000;
   r.client = std::make_unique<RemoteClient>(args.Get("--server"), r.options.timeout_ms);
   return r;
@@ -155,7 +155,7 @@ int CheckOnServer(const Args& args) {
   Remote remote = RemoteFrom(args);
   if (!remote.error.empty()) return Fail(remote.error);
   // As a local check: one compile per distinct input shapes of a symbolic model's data sets.
-  auto compiles = PlanCheckCompiles(dir, remote.options.input_shapes);
+  auto compiles = PlanCheckCompiles(dir, remote.options.shape_profiles);
   if (!compiles.ok()) return FailStatus(compiles.status());
   auto model = ReadFileBytes((std::filesystem::path(dir) / "model.onnx").string());
   if (!model.ok()) return FailStatus(model.status());
@@ -164,12 +164,12 @@ int CheckOnServer(const Args& args) {
   std::vector<std::string> cache;
   for (const CheckCompile& compile : *compiles) {
     RemoteCompileOptions options = remote.options;
-    options.input_shapes = compile.input_shapes;
+    options.shape_profiles = compile.shape_profiles;
     auto result = remote.client->CompileModel(*model, options);
     if (!result.ok()) return FailStatus(result.status());
     PrintRemoteSummary(*result);
-    if (!compile.input_shapes.empty()) {
-      std::cout << "input shapes: " << importer::FormatInputShapes(compile.input_shapes) << "\n";
+    if (!compile.shape_profiles.empty()) {
+      std::cout << "input shapes: " << importer::FormatProfiles(compile.shape_profiles) << "\n";
     }
     cache.push_back(result->response.cache_hit() ? "hit" : "miss");
     auto artifact = runtime::ParseArtifact(result->artifact);

@@ -28,9 +28,9 @@ namespace {
 int PrintSpace(const Args& args) {
   pipeline::CompileOptions options;
   options.target = args.Get("--target", "host");
-  absl::StatusOr<importer::InputShapes> shapes = InputShapesFrom(args);
+  absl::StatusOr<importer::InputShapes> shapes = OneShapeProfileFrom(args, "kiln tune");
   if (!shapes.ok()) return FailStatus(shapes.status());
-  options.input_shapes = *shapes;
+  if (!shapes->empty()) options.shape_profiles = {*shapes};
   int64_t samples = 0;
   uint64_t seed = 0;
   if (!absl::SimpleAtoi(args.Get("--samples", "0"), &samples) || samples < 0) {
@@ -118,9 +118,9 @@ void PrintJson(const std::vector<tuning::TuneTask>& tasks, const tuning::SearchR
 int TuneLocal(const Args& args) {
   pipeline::CompileOptions options;
   options.target = args.Get("--target", "host");
-  absl::StatusOr<importer::InputShapes> shapes = InputShapesFrom(args);
+  absl::StatusOr<importer::InputShapes> shapes = OneShapeProfileFrom(args, "kiln tune");
   if (!shapes.ok()) return FailStatus(shapes.status());
-  options.input_shapes = *shapes;
+  if (!shapes->empty()) options.shape_profiles = {*shapes};
   tuning::SearchOptions search;
   int threads = 1;
   if (!absl::SimpleAtoi(args.Get("--trials", "64"), &search.trials) || search.trials < 1) {

@@ -33,7 +33,7 @@ absl::StatusOr<CompileSpec> CompilePreparer::Prepare(const v1::CompileRequest& r
   spec.target = request.target().empty() ? "host" : request.target();
   KILN_ASSIGN_OR_RETURN(Target target, targets_->Resolve(spec.target));
   spec.options = CanonicalOptions(request.options());
-  KILN_ASSIGN_OR_RETURN(importer::InputShapes shapes, workers::InputShapesOf(spec.options));
+  KILN_ASSIGN_OR_RETURN(importer::ShapeProfiles shapes, workers::ShapeProfilesOf(spec.options));
 
   std::string graph_hash;
   switch (request.model_case()) {

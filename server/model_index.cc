@@ -41,15 +41,35 @@ bool Memoizable(const absl::StatusOr<std::string>& r) {
 }  // namespace
 
 absl::StatusOr<std::string> ModelIndex::GraphHash(const std::string& digest,
-                                                  const importer::InputShapes& shapes) {
-  return Compute(digest, nullptr, shapes);
+                                                  const importer::ShapeProfiles& profiles) {
+  return ComputeProfiles(digest, nullptr, profiles);
 }
 
 absl::StatusOr<std::string> ModelIndex::GraphHashOfBytes(const std::string& digest,
                                                          std::string_view bytes,
-                                                         const importer::InputShapes& shapes) {
+                                                         const importer::ShapeProfiles& profiles) {
   std::string copy(bytes);
-  return Compute(digest, &copy, shapes);
+  return ComputeProfiles(digest, &copy, profiles);
+}
+
+ModelIndex::Result ModelIndex::ComputeProfiles(const std::string& digest,
+                                               const std::string* bytes,
+                                               const importer::ShapeProfiles& profiles) {
+  if (profiles.size() <= 1) {
+    return Compute(digest, bytes, profiles.empty() ? importer::InputShapes{} : profiles.front());
+  }
+  std::vector<std::string> hashes;
+  for (size_t k = 0; k < profiles.size(); ++k) {
+    Result hash = Compute(digest, bytes, profiles[k]);
+    if (!hash.ok()) {
+      return absl::Status(hash.status().code(),
+                          absl::StrCat("shape profile ", k, " (",
+                                       importer::FormatInputShapes(profiles[k]),
+                                       "): ", hash.status().message()));
+    }
+    hashes.push_back(*hash);
+  }
+  return graph::ProfilesGraphHash(hashes);
 }
 
 ModelIndex::Result ModelIndex::Compute(const std::string& digest, const std::string* bytes,

@@ -23,20 +23,23 @@ class ModelIndex {
  public:
   explicit ModelIndex(cache::Storage* storage) : storage_(storage) {}
 
-  /// The graph hash of the stored model blob `digest` imported with `shapes` for its symbolic
-  /// input dims (memoized per digest and shapes). Errors: those of GetBlob (kNotFound,
-  /// kDataLoss), kInvalidArgument for a malformed model (also for one with external data, which
-  /// kilnd cannot read) or shapes that do not fit it, kUnimplemented for an unsupported op or
-  /// opset.
+  /// The graph hash of the stored model blob `digest` imported with `profiles` for its
+  /// symbolic input dims (memoized per digest and profile): the imported graph's hash for no
+  /// or one profile, graph::ProfilesGraphHash of each profile's for several (as the pipeline's
+  /// CompileProfiles). Errors: those of GetBlob (kNotFound, kDataLoss), kInvalidArgument for a
+  /// malformed model (also for one with external data, which kilnd cannot read) or shapes that
+  /// do not fit it, kUnimplemented for an unsupported op or opset.
   absl::StatusOr<std::string> GraphHash(const std::string& digest,
-                                        const importer::InputShapes& shapes = {});
+                                        const importer::ShapeProfiles& profiles = {});
 
   /// The same for model bytes in hand (an inline model whose SHA-256 is `digest`).
   absl::StatusOr<std::string> GraphHashOfBytes(const std::string& digest, std::string_view bytes,
-                                               const importer::InputShapes& shapes = {});
+                                               const importer::ShapeProfiles& profiles = {});
 
  private:
   using Result = absl::StatusOr<std::string>;
+  Result ComputeProfiles(const std::string& digest, const std::string* bytes,
+                         const importer::ShapeProfiles& profiles);
   Result Compute(const std::string& digest, const std::string* bytes,
                  const importer::InputShapes& shapes);
 

@@ -23,7 +23,7 @@ absl::StatusOr<CompiledArtifact> CompileModelBytes(std::string_view model_bytes,
   compile_options.target = target.empty() ? "host" : target;
   compile_options.disabled_passes.assign(options.disabled_passes().begin(),
                                          options.disabled_passes().end());
-  KILN_ASSIGN_OR_RETURN(importer::InputShapes shapes, InputShapesOf(options));
+  KILN_ASSIGN_OR_RETURN(compile_options.shape_profiles, ShapeProfilesOf(options));
   // The tuning records kilnd chose for this compile (best per workload on one hardware key).
   tuning::RecordSet records;
   for (const kiln::v1::TuningRecord& r : options.records()) {
@@ -35,10 +35,13 @@ absl::StatusOr<CompiledArtifact> CompileModelBytes(std::string_view model_bytes,
   }
   tuning::RecordScheduleSource schedules(records, options.hardware_key());
   if (!options.untuned() && records.size() > 0) compile_options.schedules = &schedules;
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<graph::Graph> graph,
-                        importer::ImportOnnxBytes(model_bytes, scratch_dir, {shapes}));
-  KILN_ASSIGN_OR_RETURN(pipeline::CompileResult result,
-                        pipeline::CompileGraph(std::move(graph), compile_options));
+  KILN_ASSIGN_OR_RETURN(
+      pipeline::CompileResult result,
+      pipeline::CompileProfiles(
+          [&](const importer::InputShapes& shapes) {
+            return importer::ImportOnnxBytes(model_bytes, scratch_dir, {shapes});
+          },
+          compile_options));
   CompiledArtifact out;
   out.bytes = runtime::SerializeArtifact(result.artifact);
   out.key.set_graph_hash(result.graph_hash);

@@ -49,9 +49,8 @@ std::string OptionsHash(const kiln::v1::CompileOptions& options) {
   return Sha256Hex(bytes);
 }
 
-absl::StatusOr<std::map<std::string, std::vector<int64_t>>> InputShapesOf(
-    const kiln::v1::CompileOptions& options) {
-  std::map<std::string, std::vector<int64_t>> shapes;
+absl::StatusOr<importer::ShapeProfiles> ShapeProfilesOf(const kiln::v1::CompileOptions& options) {
+  std::vector<importer::NamedShape> given;
   for (const kiln::v1::InputShape& shape : options.input_shapes()) {
     if (shape.name().empty()) {
       return absl::InvalidArgumentError("input_shapes: an entry has no input name");
@@ -63,12 +62,20 @@ absl::StatusOr<std::map<std::string, std::vector<int64_t>>> InputShapesOf(
                                                        "' has dim ", d, " (dims must be >= 1)"));
       }
     }
-    if (!shapes.emplace(shape.name(), std::move(dims)).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("input_shapes: input '", shape.name(), "' is given twice"));
-    }
+    given.emplace_back(shape.name(), std::move(dims));
   }
-  return shapes;
+  return importer::ProfilesOf(given);
+}
+
+absl::StatusOr<importer::InputShapes> OneShapeProfileOf(const kiln::v1::CompileOptions& options) {
+  absl::StatusOr<importer::ShapeProfiles> profiles = ShapeProfilesOf(options);
+  if (!profiles.ok()) return profiles.status();
+  if (profiles->size() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input_shapes hold ", profiles->size(), " shape profiles (",
+        importer::FormatProfiles(*profiles), "); tuning takes one"));
+  }
+  return profiles->empty() ? importer::InputShapes{} : profiles->front();
 }
 
 kiln::v1::Digest DigestOf(const std::string& bytes) {

@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "compiler_core/importer/onnx/shape_profiles.h"
 #include "kiln/v1/service.pb.h"
 
 namespace kiln::workers {
@@ -29,10 +30,14 @@ kiln::v1::CompileOptions CanonicalOptions(const kiln::v1::CompileOptions& option
 /// server::OptionsHash: equal for options that compile alike.
 std::string OptionsHash(const kiln::v1::CompileOptions& options);
 
-/// `options.input_shapes` by input name (the importer's InputShapes). Errors
-/// (kInvalidArgument): an empty name, a name given twice, a dim < 1.
-absl::StatusOr<std::map<std::string, std::vector<int64_t>>> InputShapesOf(
-    const kiln::v1::CompileOptions& options);
+/// `options.input_shapes` as shape profiles (importer::ProfilesOf: the k-th entry of an input
+/// is profile k's). Errors (kInvalidArgument): an empty name, a dim < 1, inputs given
+/// different numbers of shapes.
+absl::StatusOr<importer::ShapeProfiles> ShapeProfilesOf(const kiln::v1::CompileOptions& options);
+
+/// The one shape profile of `options` (empty: none) for what compiles one variant (tuning,
+/// workload lists). Errors: ShapeProfilesOf's; kInvalidArgument for several profiles.
+absl::StatusOr<importer::InputShapes> OneShapeProfileOf(const kiln::v1::CompileOptions& options);
 
 /// The Digest message of `bytes` (SHA-256 hex and size).
 kiln::v1::Digest DigestOf(const std::string& bytes);

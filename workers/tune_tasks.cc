@@ -58,7 +58,7 @@ absl::StatusOr<kiln::v1::WorkloadsResult> ListWorkloads(std::string_view model_b
   options.target = task.target().empty() ? "host" : task.target();
   options.disabled_passes.assign(task.options().disabled_passes().begin(),
                                  task.options().disabled_passes().end());
-  KILN_ASSIGN_OR_RETURN(importer::InputShapes shapes, InputShapesOf(task.options()));
+  KILN_ASSIGN_OR_RETURN(importer::InputShapes shapes, OneShapeProfileOf(task.options()));
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<graph::Graph> graph,
                         importer::ImportOnnxBytes(model_bytes, scratch_dir, {shapes}));
   Target target;

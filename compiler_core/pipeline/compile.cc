@@ -14,7 +14,10 @@
 #include "compiler_core/ir/loop/verifier.h"
 #include "compiler_core/passes/graph/pass.h"
 #include "compiler_core/pipeline/kernel_plan.h"
+#include "compiler_core/pipeline/profiles.h"
 #include "compiler_core/runtime/abi.h"
+#include "compiler_core/pipeline/compiler_version.h"
+#include "compiler_core/support/sha256.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::pipeline {
@@ -118,56 +121,128 @@ absl::StatusOr<PlannedGraph> PlanGraph(std::unique_ptr<graph::Graph> graph,
   return planned;
 }
 
-absl::StatusOr<CompileResult> CompileGraph(std::unique_ptr<graph::Graph> graph,
-                                           const CompileOptions& options) {
-  auto start = std::chrono::steady_clock::now();
-  KILN_ASSIGN_OR_RETURN(PlannedGraph planned, PlanGraph(std::move(graph), options));
-  CompileResult result = std::move(planned.result);
-  KernelPlan& plan = planned.plan;
+namespace {
+
+// Sets what every manifest (a model's, or a shape profile's) records besides its plan.
+void StampManifest(kiln::v1::Manifest& m, const std::string& graph_hash, const Target& target,
+                   const std::string& model_name) {
+  m.set_abi_version(KILN_ABI_VERSION);
+  m.set_graph_hash(graph_hash);
+  m.set_target_key(target.Key());
+  m.set_compiler_version(kCompilerVersion);
+  m.set_model_name(model_name);
+}
+
+// Codegen of `plan`'s kernels into `result`'s artifact (manifest, code, weights).
+absl::Status GenerateCode(KernelPlan& plan, const CompileOptions& options, CompileResult& result) {
   // One optimized module per kernel, so that each kernel's LLVM IR can be diffed on its own.
   for (size_t k = 0; WantsIr(options, "llvm") && k < plan.funcs.size(); ++k) {
     KILN_ASSIGN_OR_RETURN(std::string llvm_ir, codegen::EmitLlvmIr({plan.funcs[k]}, result.target));
     PrintIr(options, "llvm", llvm_ir);
   }
-
   auto codegen_start = std::chrono::steady_clock::now();
   KILN_ASSIGN_OR_RETURN(std::string code,
                         codegen::CompileToSharedObject(plan.funcs, result.target,
                                                        options.on_stage));
   result.timings.codegen_ms = MsSince(codegen_start);
-
-  kiln::v1::Manifest& m = plan.manifest;
-  m.set_abi_version(KILN_ABI_VERSION);
-  m.set_graph_hash(result.graph_hash);
-  m.set_target_key(result.target.Key());
-  m.set_compiler_version(kCompilerVersion);
-  m.set_model_name(planned.graph->name());
-  result.artifact.manifest = std::move(m);
+  result.artifact.manifest = std::move(plan.manifest);
   result.artifact.code = std::move(code);
   result.artifact.weights = std::move(plan.weights);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<CompileResult> CompileGraph(std::unique_ptr<graph::Graph> graph,
+                                           const CompileOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  KILN_ASSIGN_OR_RETURN(PlannedGraph planned, PlanGraph(std::move(graph), options));
+  CompileResult result = std::move(planned.result);
+  StampManifest(planned.plan.manifest, result.graph_hash, result.target, planned.graph->name());
+  KILN_RETURN_IF_ERROR(GenerateCode(planned.plan, options, result));
+  result.timings.total_ms = MsSince(start);
+  return result;
+}
+
+absl::StatusOr<CompileResult> CompileProfiles(const GraphImporter& import,
+                                              const CompileOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  auto import_profile = [&](const importer::InputShapes& shapes, double& import_ms)
+      -> absl::StatusOr<std::unique_ptr<graph::Graph>> {
+    auto import_start = std::chrono::steady_clock::now();
+    ScopedStageTimer import_timer(options.on_stage, "import");
+    absl::StatusOr<std::unique_ptr<graph::Graph>> graph = import(shapes);
+    import_ms += MsSince(import_start);
+    return graph;
+  };
+  double import_ms = 0;
+  if (options.shape_profiles.size() <= 1) {
+    importer::InputShapes shapes;
+    if (!options.shape_profiles.empty()) shapes = options.shape_profiles.front();
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<graph::Graph> graph, import_profile(shapes, import_ms));
+    KILN_ASSIGN_OR_RETURN(CompileResult result, CompileGraph(std::move(graph), options));
+    result.timings.import_ms = import_ms;
+    result.timings.total_ms = MsSince(start);
+    return result;
+  }
+  CompileResult result;
+  std::vector<KernelPlan> plans;
+  std::vector<std::string> profile_hashes;
+  std::string model_name;
+  std::string tuning_digests;
+  for (size_t k = 0; k < options.shape_profiles.size(); ++k) {
+    const importer::InputShapes& shapes = options.shape_profiles[k];
+    absl::StatusOr<std::unique_ptr<graph::Graph>> graph = import_profile(shapes, import_ms);
+    absl::StatusOr<PlannedGraph> planned =
+        graph.ok() ? PlanGraph(std::move(*graph), options) : graph.status();
+    if (!planned.ok()) {
+      return absl::Status(planned.status().code(),
+                          absl::StrCat("shape profile ", k, " (", importer::FormatInputShapes(shapes),
+                                       "): ", planned.status().message()));
+    }
+    result.target = planned->result.target;
+    result.timings.passes_ms += planned->result.timings.passes_ms;
+    result.timings.lower_ms += planned->result.timings.lower_ms;
+    model_name = planned->graph->name();
+    profile_hashes.push_back(planned->result.graph_hash);
+    StampManifest(planned->plan.manifest, planned->result.graph_hash, result.target, model_name);
+    absl::StrAppend(&tuning_digests, planned->plan.manifest.tuning_digest(), "\n");
+    plans.push_back(std::move(planned->plan));
+  }
+  KernelPlan merged = MergeProfilePlans(std::move(plans));
+  result.graph_hash = graph::ProfilesGraphHash(profile_hashes);
+  StampManifest(merged.manifest, result.graph_hash, result.target, model_name);
+  if (tuning_digests.find_first_not_of('\n') != std::string::npos) {
+    merged.manifest.set_tuning_digest(Sha256Hex(tuning_digests));
+  }
+  KILN_RETURN_IF_ERROR(GenerateCode(merged, options, result));
+  result.timings.import_ms = import_ms;
   result.timings.total_ms = MsSince(start);
   return result;
 }
 
 absl::StatusOr<PlannedGraph> PlanModelFile(const std::string& model_path,
                                            const CompileOptions& options) {
+  if (options.shape_profiles.size() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tuning takes one shape profile, got ", options.shape_profiles.size(), " (",
+        importer::FormatProfiles(options.shape_profiles),
+        "); tune each profile on its own: the records apply to every profile with the workload"));
+  }
+  importer::InputShapes shapes;
+  if (!options.shape_profiles.empty()) shapes = options.shape_profiles.front();
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<graph::Graph> graph,
-                        importer::ImportOnnxFile(model_path, {options.input_shapes}));
+                        importer::ImportOnnxFile(model_path, {shapes}));
   return PlanGraph(std::move(graph), options);
 }
 
 absl::StatusOr<CompileResult> CompileModelFile(const std::string& model_path,
                                                const CompileOptions& options) {
-  auto start = std::chrono::steady_clock::now();
-  ScopedStageTimer import_timer(options.on_stage, "import");
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<graph::Graph> graph,
-                        importer::ImportOnnxFile(model_path, {options.input_shapes}));
-  import_timer.Stop();
-  double import_ms = MsSince(start);
-  KILN_ASSIGN_OR_RETURN(CompileResult result, CompileGraph(std::move(graph), options));
-  result.timings.import_ms = import_ms;
-  result.timings.total_ms += import_ms;
-  return result;
+  return CompileProfiles(
+      [&](const importer::InputShapes& shapes) {
+        return importer::ImportOnnxFile(model_path, {shapes});
+      },
+      options);
 }
 
 }  // namespace kiln::pipeline

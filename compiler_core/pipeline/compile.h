@@ -26,9 +26,11 @@ struct CompileOptions {
   /// Target spec: "host" or "cpu:<llvm cpu name>" (see codegen::ResolveTarget).
   std::string target = "host";
   /// Shapes of graph inputs with symbolic dims (`--input-shape`), used by the import of
-  /// CompileModelFile / PlanModelFile. They become the graph's static input shapes, so they
-  /// are part of the graph hash: two shapes are two artifacts.
-  importer::InputShapes input_shapes;
+  /// CompileModelFile / CompileProfiles / PlanModelFile: one InputShapes per shape profile
+  /// (importer::ProfilesOf). They become the graph's static input shapes, so they are part of
+  /// the graph hash: two shapes are two artifacts, and several profiles are one artifact with
+  /// a variant per profile.
+  importer::ShapeProfiles shape_profiles;
   /// Graph pass names after which to print the graph IR ("all" for every pass), plus the
   /// pseudo-stages "import" (graph IR as imported), "lower" (loop IR before scheduling),
   /// "schedule" (loop IR after scheduling) and "llvm" (each kernel's optimized LLVM IR, one
@@ -60,12 +62,25 @@ struct CompileResult {
   CompileTimings timings;
 };
 
-/// Compiles the ONNX model at `model_path`.
+/// Compiles the ONNX model at `model_path` (CompileProfiles with the file's importer).
 /// Errors: those of the importer (kNotFound, kInvalidArgument, kUnimplemented), of target
 /// resolution (kInvalidArgument), of lowering (kUnimplemented naming the node) and kInternal
 /// for a failed pass or loop IR verification or code generation.
 absl::StatusOr<CompileResult> CompileModelFile(const std::string& model_path,
                                                const CompileOptions& options);
+
+/// Imports a model with the given input shapes (one shape profile; empty: the model's own).
+using GraphImporter =
+    std::function<absl::StatusOr<std::unique_ptr<graph::Graph>>(const importer::InputShapes&)>;
+
+/// Imports and compiles the model once per shape profile in `options.shape_profiles` (once,
+/// with no shapes, when there is none). With several profiles the artifact holds one variant
+/// per profile (MergeProfilePlans: Manifest.profiles, one shared object and weights section),
+/// its graph hash is graph::ProfilesGraphHash of the profiles' hashes and its tuning digest
+/// the SHA-256 of theirs. Errors: CompileGraph's; with several profiles, prefixed with the
+/// failing profile's index and shapes.
+absl::StatusOr<CompileResult> CompileProfiles(const GraphImporter& import,
+                                              const CompileOptions& options);
 
 /// A graph through every stage before code generation: the optimized graph, its kernel plan
 /// (scheduled kernels, manifest without code) and the result so far (graph hash, target,
@@ -80,7 +95,8 @@ struct PlannedGraph {
 /// only). Errors as CompileGraph's, without codegen's.
 absl::StatusOr<PlannedGraph> PlanGraph(std::unique_ptr<graph::Graph> graph,
                                        const CompileOptions& options);
-/// Imports `model_path` and plans it (PlanGraph). Errors: the importer's and PlanGraph's.
+/// Imports `model_path` and plans it (PlanGraph). Errors: the importer's and PlanGraph's;
+/// kInvalidArgument for more than one shape profile (the tuner plans one).
 absl::StatusOr<PlannedGraph> PlanModelFile(const std::string& model_path,
                                            const CompileOptions& options);
 

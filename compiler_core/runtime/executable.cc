@@ -42,8 +42,10 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
 }
 
-// Checks what Load relies on: binding kinds, indices and bounds, and tensor specs.
-absl::Status ValidateManifest(const kiln::v1::Manifest& m, int64_t weights_size) {
+// Checks what Load relies on: binding kinds, indices and bounds, and tensor specs. A manifest
+// with profiles is checked as a whole by ValidateProfiles.
+absl::Status ValidateManifest(const kiln::v1::Manifest& m, int64_t weights_size,
+                              bool allow_unknown_dims = false) {
   if (m.abi_version() != KILN_ABI_VERSION) {
     return absl::InvalidArgumentError(absl::StrCat("artifact abi version ", m.abi_version(),
                                                    " is not supported: this runtime implements "
@@ -63,7 +65,7 @@ absl::Status ValidateManifest(const kiln::v1::Manifest& m, int64_t weights_size)
     return absl::InvalidArgumentError(
         absl::StrCat("persistent_bytes is negative: ", m.persistent_bytes()));
   }
-  auto check_specs = [](const auto& specs, const char* what) -> absl::Status {
+  auto check_specs = [&](const auto& specs, const char* what) -> absl::Status {
     for (int i = 0; i < specs.size(); ++i) {
       const kiln::v1::TensorSpec& spec = specs[i];
       if (!ParseDType(spec.dtype()).has_value()) {
@@ -71,7 +73,7 @@ absl::Status ValidateManifest(const kiln::v1::Manifest& m, int64_t weights_size)
             what, " ", i, " ('", spec.name(), "') has unknown dtype '", spec.dtype(), "'"));
       }
       for (int64_t d : spec.shape()) {
-        if (d < 0) {
+        if (d < 0 && !(allow_unknown_dims && d == -1)) {
           return absl::InvalidArgumentError(absl::StrCat(
               what, " ", i, " ('", spec.name(), "') has a negative dimension in shape ",
               ShapeString({spec.shape().begin(), spec.shape().end()})));
@@ -135,24 +137,90 @@ absl::Status ValidateManifest(const kiln::v1::Manifest& m, int64_t weights_size)
   return absl::OkStatus();
 }
 
+// A manifest with profiles: its own specs (dims that vary are -1) and no kernels; each profile a
+// valid manifest whose inputs and outputs agree with it in count, name, dtype, rank and every
+// known dim.
+absl::Status ValidateProfiles(const kiln::v1::Manifest& m, int64_t weights_size) {
+  if (m.kernels_size() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat("a manifest with ", m.profiles_size(),
+                                                   " shape profiles has ", m.kernels_size(),
+                                                   " kernels of its own"));
+  }
+  KILN_RETURN_IF_ERROR(ValidateManifest(m, weights_size, /*allow_unknown_dims=*/true));
+  auto agree = [](const auto& specs, const auto& profile_specs, int k,
+                  const char* what) -> absl::Status {
+    if (profile_specs.size() != specs.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("shape profile ", k, " has ",
+                                                     profile_specs.size(), " ", what, "s, the model ",
+                                                     specs.size()));
+    }
+    for (int i = 0; i < specs.size(); ++i) {
+      const kiln::v1::TensorSpec& a = specs[i];
+      const kiln::v1::TensorSpec& b = profile_specs[i];
+      bool same = a.name() == b.name() && a.dtype() == b.dtype() &&
+                  a.shape_size() == b.shape_size();
+      for (int d = 0; same && d < a.shape_size(); ++d) {
+        same = a.shape(d) == -1 || a.shape(d) == b.shape(d);
+      }
+      if (!same) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "shape profile ", k, " ", what, " ", i, " ('", b.name(), "' ", b.dtype(),
+            ShapeString({b.shape().begin(), b.shape().end()}), ") does not match the model's ('",
+            a.name(), "' ", a.dtype(), ShapeString({a.shape().begin(), a.shape().end()}), ")"));
+      }
+    }
+    return absl::OkStatus();
+  };
+  for (int k = 0; k < m.profiles_size(); ++k) {
+    const kiln::v1::Manifest& p = m.profiles(k);
+    if (p.profiles_size() > 0) {
+      return absl::InvalidArgumentError(absl::StrCat("shape profile ", k, " has profiles"));
+    }
+    absl::Status valid = ValidateManifest(p, weights_size);
+    if (!valid.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("shape profile ", k, ": ", valid.message()));
+    }
+    KILN_RETURN_IF_ERROR(agree(m.inputs(), p.inputs(), k, "input"));
+    KILN_RETURN_IF_ERROR(agree(m.outputs(), p.outputs(), k, "output"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<TensorType> TypesOf(
+    const google::protobuf::RepeatedPtrField<kiln::v1::TensorSpec>& specs) {
+  std::vector<TensorType> types;
+  for (const kiln::v1::TensorSpec& spec : specs) {
+    types.push_back(TensorType{*ParseDType(spec.dtype()), {spec.shape().begin(), spec.shape().end()}});
+  }
+  return types;
+}
+
 }  // namespace
+
+// The kernels of one shape profile (or of the whole model when it has none).
+struct Variant {
+  const kiln::v1::Manifest* manifest = nullptr;  // into Impl::artifact.manifest
+  std::vector<TensorType> input_types;
+  std::vector<TensorType> output_types;
+  std::vector<kiln_kernel_fn> kernels;
+  std::vector<kiln_kernel_fn> inits;     // per kernel call; null without an init
+  std::vector<std::vector<void*>> args;  // per kernel call, refilled by Run
+  AlignedBuffer persistent;              // filled once by the init kernels at load
+};
 
 struct Executable::Impl {
   Artifact artifact;  // manifest kept; code and weights cleared after loading
-  std::vector<TensorType> input_types;
-  std::vector<TensorType> output_types;
+  std::vector<TensorType> input_types;  // the model's; -1 for a dim that varies by profile
   std::unique_ptr<CodeModule> code;
-  std::vector<kiln_kernel_fn> kernels;
-  std::vector<std::vector<void*>> args;  // per kernel call, refilled by Run
+  std::vector<Variant> variants;  // one per profile, or one for a model without profiles
   AlignedBuffer weights;
-  AlignedBuffer arena;
-  AlignedBuffer persistent;  // filled once by the init kernels at load
+  AlignedBuffer arena;  // shared by the variants (one runs at a time), sized for the largest
   std::unique_ptr<ThreadPool> pool;
 
-  /// The pointer `b` binds: into the weights, the arena or the persistent buffer, or the
+  /// The pointer `b` binds: into the weights, the arena or `v`'s persistent buffer, or the
   /// run's input or output tensor (null while there is none: at load).
-  void* Resolve(const kiln::v1::Binding& b, const std::vector<const Tensor*>* inputs,
-                std::vector<Tensor>* outputs) const {
+  void* Resolve(const kiln::v1::Binding& b, const Variant& v,
+                const std::vector<const Tensor*>* inputs, std::vector<Tensor>* outputs) const {
     switch (b.kind()) {
       case kiln::v1::Binding::INPUT:
         // Kernels never write their inputs; the ABI has no const pointers.
@@ -164,11 +232,77 @@ struct Executable::Impl {
       case kiln::v1::Binding::ARENA:
         return arena.get() + b.offset();
       case kiln::v1::Binding::PERSISTENT:
-        return persistent.get() + b.offset();
+        return v.persistent.get() + b.offset();
       default:
         return nullptr;  // rejected by ValidateManifest
     }
   }
+
+  /// Resolves `m`'s kernel symbols into a new variant and allocates its persistent buffer.
+  absl::Status AddVariant(const kiln::v1::Manifest& m) {
+    Variant v;
+    v.manifest = &m;
+    v.input_types = TypesOf(m.inputs());
+    v.output_types = TypesOf(m.outputs());
+    for (int k = 0; k < m.kernels_size(); ++k) {
+      const kiln::v1::KernelCall& call = m.kernels(k);
+      absl::StatusOr<kiln_kernel_fn> fn = code->Kernel(call.symbol());
+      if (!fn.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("kernel ", k, ": ", fn.status().message()));
+      }
+      v.kernels.push_back(*fn);
+      v.args.emplace_back(call.args_size(), nullptr);
+      v.inits.push_back(nullptr);
+      if (!call.init_symbol().empty()) {
+        absl::StatusOr<kiln_kernel_fn> init = code->Kernel(call.init_symbol());
+        if (!init.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("kernel ", k, " init: ", init.status().message()));
+        }
+        v.inits.back() = *init;
+      }
+    }
+    v.persistent = AllocateAligned(static_cast<size_t>(m.persistent_bytes()));
+    if (v.persistent == nullptr) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "cannot allocate ", m.persistent_bytes(), " bytes of persistent buffer"));
+    }
+    variants.push_back(std::move(v));
+    return absl::OkStatus();
+  }
+
+  /// The variant whose input shapes are those of `inputs` (already checked against the
+  /// model's dtypes and known dims). Errors: kInvalidArgument listing the compiled profiles.
+  absl::StatusOr<Variant*> Select(const std::vector<const Tensor*>& inputs) {
+    if (artifact.manifest.profiles_size() == 0) return &variants[0];  // shapes checked
+    for (Variant& v : variants) {
+      bool match = true;
+      for (size_t i = 0; match && i < inputs.size(); ++i) {
+        match = inputs[i]->type.shape == v.input_types[i].shape;
+      }
+      if (match) return &v;
+    }
+    const kiln::v1::Manifest& m = artifact.manifest;
+    auto shapes_text = [&](const std::vector<std::vector<int64_t>>& shapes) {
+      std::vector<std::string> parts;
+      for (int i = 0; i < m.inputs_size(); ++i) {
+        parts.push_back(absl::StrCat(m.inputs(i).name(), "=", ShapeString(shapes[i])));
+      }
+      return absl::StrJoin(parts, " ");
+    };
+    std::vector<std::vector<int64_t>> got;
+    for (const Tensor* t : inputs) got.push_back(t->type.shape);
+    std::vector<std::string> compiled;
+    for (const Variant& v : variants) {
+      std::vector<std::vector<int64_t>> shapes;
+      for (const TensorType& t : v.input_types) shapes.push_back(t.shape);
+      compiled.push_back(shapes_text(shapes));
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input shapes ", shapes_text(got), " match none of the artifact's ", variants.size(),
+        " shape profiles: ", absl::StrJoin(compiled, " | ")));
+  }
+
   kiln_context context{};
 };
 
@@ -178,61 +312,53 @@ Executable::~Executable() = default;
 const kiln::v1::Manifest& Executable::manifest() const { return impl_->artifact.manifest; }
 
 absl::StatusOr<std::unique_ptr<Executable>> Executable::Load(Artifact artifact, int num_threads) {
-  const kiln::v1::Manifest& m = artifact.manifest;
-  KILN_RETURN_IF_ERROR(ValidateManifest(m, static_cast<int64_t>(artifact.weights.size())));
+  const int64_t weights_size = static_cast<int64_t>(artifact.weights.size());
+  if (artifact.manifest.profiles_size() > 0) {
+    KILN_RETURN_IF_ERROR(ValidateProfiles(artifact.manifest, weights_size));
+  } else {
+    KILN_RETURN_IF_ERROR(ValidateManifest(artifact.manifest, weights_size));
+  }
 
   std::unique_ptr<Executable> exe(new Executable());
   Impl& impl = *exe->impl_;
-  auto to_types = [](const auto& specs) {
-    std::vector<TensorType> types;
-    for (const kiln::v1::TensorSpec& spec : specs) {
-      types.push_back(
-          TensorType{*ParseDType(spec.dtype()), {spec.shape().begin(), spec.shape().end()}});
-    }
-    return types;
-  };
-  impl.input_types = to_types(m.inputs());
-  impl.output_types = to_types(m.outputs());
+  impl.artifact = std::move(artifact);
+  Artifact& a = impl.artifact;
+  const kiln::v1::Manifest& m = a.manifest;
+  impl.input_types = TypesOf(m.inputs());
 
-  if (m.kernels_size() > 0) {
-    if (artifact.code.empty()) {
+  std::vector<const kiln::v1::Manifest*> variant_manifests;
+  if (m.profiles_size() == 0) variant_manifests.push_back(&m);
+  for (const kiln::v1::Manifest& p : m.profiles()) variant_manifests.push_back(&p);
+  int64_t arena_bytes = 0;
+  int kernel_calls = 0;
+  for (const kiln::v1::Manifest* v : variant_manifests) {
+    arena_bytes = std::max(arena_bytes, v->arena_bytes());
+    kernel_calls += v->kernels_size();
+  }
+  if (kernel_calls > 0) {
+    if (a.code.empty()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("artifact has ", m.kernels_size(), " kernel calls but no code"));
+          absl::StrCat("artifact has ", kernel_calls, " kernel calls but no code"));
     }
-    KILN_ASSIGN_OR_RETURN(impl.code, CodeModule::Load(artifact.code));
+    KILN_ASSIGN_OR_RETURN(impl.code, CodeModule::Load(a.code));
   }
-  impl.kernels.reserve(m.kernels_size());
-  impl.args.reserve(m.kernels_size());
-  std::vector<kiln_kernel_fn> inits(m.kernels_size(), nullptr);
-  for (int k = 0; k < m.kernels_size(); ++k) {
-    const kiln::v1::KernelCall& call = m.kernels(k);
-    absl::StatusOr<kiln_kernel_fn> fn = impl.code->Kernel(call.symbol());
-    if (!fn.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("kernel ", k, ": ", fn.status().message()));
+  for (size_t k = 0; k < variant_manifests.size(); ++k) {
+    absl::Status added = impl.AddVariant(*variant_manifests[k]);
+    if (!added.ok() && m.profiles_size() > 0) {
+      return absl::Status(added.code(),
+                          absl::StrCat("shape profile ", k, ": ", added.message()));
     }
-    impl.kernels.push_back(*fn);
-    impl.args.emplace_back(call.args_size(), nullptr);
-    if (!call.init_symbol().empty()) {
-      absl::StatusOr<kiln_kernel_fn> init = impl.code->Kernel(call.init_symbol());
-      if (!init.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("kernel ", k, " init: ", init.status().message()));
-      }
-      inits[k] = *init;
-    }
+    KILN_RETURN_IF_ERROR(added);
   }
 
-  impl.weights = AllocateAligned(artifact.weights.size());
-  impl.arena = AllocateAligned(static_cast<size_t>(m.arena_bytes()));
-  impl.persistent = AllocateAligned(static_cast<size_t>(m.persistent_bytes()));
-  if (impl.weights == nullptr || impl.arena == nullptr || impl.persistent == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "cannot allocate ", artifact.weights.size(), " bytes of weights, ", m.arena_bytes(),
-        " bytes of arena and ", m.persistent_bytes(), " bytes of persistent buffer"));
+  impl.weights = AllocateAligned(a.weights.size());
+  impl.arena = AllocateAligned(static_cast<size_t>(arena_bytes));
+  if (impl.weights == nullptr || impl.arena == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", a.weights.size(),
+                                                     " bytes of weights and ", arena_bytes,
+                                                     " bytes of arena"));
   }
-  if (!artifact.weights.empty()) {
-    std::memcpy(impl.weights.get(), artifact.weights.data(), artifact.weights.size());
-  }
+  if (!a.weights.empty()) std::memcpy(impl.weights.get(), a.weights.data(), a.weights.size());
 
   if (num_threads <= 0)
     num_threads = static_cast<int>(std::max<long>(1, ::sysconf(_SC_NPROCESSORS_ONLN)));
@@ -242,22 +368,23 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Load(Artifact artifact, 
 
   // Init kernels compute the persistent workspaces from the weights, once; they read no input
   // or output, which are not there yet (null).
-  for (int k = 0; k < m.kernels_size(); ++k) {
-    if (inits[k] == nullptr) continue;
-    const kiln::v1::KernelCall& call = m.kernels(k);
-    std::vector<void*> args(call.args_size(), nullptr);
-    for (int a = 0; a < call.args_size(); ++a) {
-      args[a] = impl.Resolve(call.args(a), nullptr, nullptr);
+  for (Variant& v : impl.variants) {
+    for (size_t k = 0; k < v.inits.size(); ++k) {
+      if (v.inits[k] == nullptr) continue;
+      const kiln::v1::KernelCall& call = v.manifest->kernels(static_cast<int>(k));
+      std::vector<void*> args(call.args_size(), nullptr);
+      for (int i = 0; i < call.args_size(); ++i) {
+        args[i] = impl.Resolve(call.args(i), v, nullptr, nullptr);
+      }
+      v.inits[k](&impl.context, args.data());
     }
-    inits[k](&impl.context, args.data());
   }
 
   // The code and weights now live in the loaded object and the aligned buffer.
-  artifact.code.clear();
-  artifact.code.shrink_to_fit();
-  artifact.weights.clear();
-  artifact.weights.shrink_to_fit();
-  impl.artifact = std::move(artifact);
+  a.code.clear();
+  a.code.shrink_to_fit();
+  a.weights.clear();
+  a.weights.shrink_to_fit();
   return exe;
 }
 
@@ -268,7 +395,6 @@ absl::StatusOr<std::vector<Tensor>> Executable::Run(const std::vector<const Tens
 absl::StatusOr<std::vector<Tensor>> Executable::RunProfiled(
     const std::vector<const Tensor*>& inputs, std::vector<double>* kernel_ms) {
   if (kernel_ms == nullptr) return absl::InvalidArgumentError("RunProfiled: kernel_ms is null");
-  kernel_ms->assign(static_cast<size_t>(impl_->artifact.manifest.kernels_size()), 0.0);
   return RunImpl(inputs, kernel_ms);
 }
 
@@ -292,35 +418,44 @@ absl::StatusOr<std::vector<Tensor>> Executable::RunImpl(const std::vector<const 
                                                      "'): expected dtype ", DTypeName(want.dtype),
                                                      ", got ", DTypeName(t->type.dtype)));
     }
-    if (t->type.shape != want.shape) {
+    bool shape_ok = t->type.shape.size() == want.shape.size();
+    for (size_t d = 0; shape_ok && d < want.shape.size(); ++d) {
+      shape_ok = want.shape[d] == -1 || want.shape[d] == t->type.shape[d];
+    }
+    if (!shape_ok) {
       return absl::InvalidArgumentError(absl::StrCat("input ", i, " ('", name,
                                                      "'): expected shape ", ShapeString(want.shape),
                                                      ", got ", ShapeString(t->type.shape)));
     }
-    if (static_cast<int64_t>(t->bytes.size()) != want.NumBytes()) {
+    if (static_cast<int64_t>(t->bytes.size()) != t->type.NumBytes()) {
       return absl::InvalidArgumentError(absl::StrCat("input ", i, " ('", name, "') holds ",
                                                      t->bytes.size(), " bytes of data, expected ",
-                                                     want.NumBytes(), " for ", want.ToString()));
+                                                     t->type.NumBytes(), " for ",
+                                                     t->type.ToString()));
     }
   }
+  KILN_ASSIGN_OR_RETURN(Variant * variant, impl.Select(inputs));
+  Variant& v = *variant;
+  const kiln::v1::Manifest& vm = *v.manifest;
 
-  std::vector<Tensor> outputs(impl.output_types.size());
+  std::vector<Tensor> outputs(v.output_types.size());
   for (size_t i = 0; i < outputs.size(); ++i) {
-    outputs[i].type = impl.output_types[i];
+    outputs[i].type = v.output_types[i];
     outputs[i].bytes.assign(static_cast<size_t>(outputs[i].type.NumBytes()), 0);
   }
+  if (kernel_ms != nullptr) kernel_ms->assign(static_cast<size_t>(vm.kernels_size()), 0.0);
 
-  for (int k = 0; k < m.kernels_size(); ++k) {
-    const kiln::v1::KernelCall& call = m.kernels(k);
-    std::vector<void*>& args = impl.args[k];
+  for (int k = 0; k < vm.kernels_size(); ++k) {
+    const kiln::v1::KernelCall& call = vm.kernels(k);
+    std::vector<void*>& args = v.args[k];
     for (int a = 0; a < call.args_size(); ++a) {
-      args[a] = impl.Resolve(call.args(a), &inputs, &outputs);
+      args[a] = impl.Resolve(call.args(a), v, &inputs, &outputs);
     }
     if (kernel_ms == nullptr) {
-      impl.kernels[k](&impl.context, args.data());
+      v.kernels[k](&impl.context, args.data());
     } else {
       const auto start = std::chrono::steady_clock::now();
-      impl.kernels[k](&impl.context, args.data());
+      v.kernels[k](&impl.context, args.data());
       (*kernel_ms)[k] = std::chrono::duration<double, std::milli>(
                             std::chrono::steady_clock::now() - start)
                             .count();

@@ -16,8 +16,9 @@ namespace kiln::runtime {
 class Executable {
  public:
   /// Loads `artifact`'s shared object (from memory, via memfd), resolves every kernel symbol
-  /// and runs the kernels' init entry points (KernelCall.init_symbol) once, which fill the
-  /// persistent buffer from the weights.
+  /// (of every shape profile) and runs the kernels' init entry points (KernelCall.init_symbol)
+  /// once, which fill the persistent buffers from the weights. The profiles share the weights
+  /// and one arena sized for the largest.
   /// `num_threads` <= 0 means the number of online cores. Errors: kInvalidArgument if the ABI
   /// version differs or a symbol is missing; kInternal if the loader fails.
   static absl::StatusOr<std::unique_ptr<Executable>> Load(Artifact artifact, int num_threads = 0);
@@ -26,11 +27,14 @@ class Executable {
   const kiln::v1::Manifest& manifest() const;
 
   /// Runs the model. `inputs` must match the manifest's inputs in order, dtype and shape
-  /// (kInvalidArgument naming the input otherwise). Returns the outputs in manifest order.
+  /// (kInvalidArgument naming the input otherwise). An artifact with shape profiles
+  /// (Manifest.profiles) runs the profile whose input shapes equal the inputs'; shapes that
+  /// match no profile are kInvalidArgument listing the compiled profiles. Returns the outputs in
+  /// manifest order, with the shapes of the profile that ran.
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<const Tensor*>& inputs);
 
   /// Like Run, and also stores each kernel call's wall time in ms in `kernel_ms` (resized to the
-  /// manifest's kernel count, manifest order). For profiling; `kernel_ms` may not be null.
+  /// kernel count of the manifest or profile that ran, in its order). For profiling; `kernel_ms` may not be null.
   absl::StatusOr<std::vector<Tensor>> RunProfiled(const std::vector<const Tensor*>& inputs,
                                                   std::vector<double>* kernel_ms);
 

@@ -356,6 +356,60 @@ TEST_F(ExecutableTest, KernelsWithoutCode) {
             "artifact has 3 kernel calls but no code");
 }
 
+// MakeArtifact's model as the one shape profile of a manifest whose x has a varying batch dim.
+Artifact MakeProfiledArtifact(const std::string& code) {
+  Artifact a = MakeArtifact(code);
+  kiln::v1::Manifest profile = a.manifest;
+  profile.set_weights_bytes(0);
+  a.manifest.clear_kernels();
+  a.manifest.mutable_inputs(0)->set_shape(0, -1);
+  a.manifest.set_arena_bytes(0);
+  *a.manifest.add_profiles() = profile;
+  return a;
+}
+
+TEST_F(ExecutableTest, ShapeProfilesRunTheMatchingOneAndListThemOtherwise) {
+  auto exe = Executable::Load(MakeProfiledArtifact(*code_), 2);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  auto out = (*exe)->Run({&x_, &b_});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(F32Values((*out)[0]), ElementsAre(1.5f, 0.0f, 9.0f, 5.0f, 3.25f, 0.0f));
+  std::vector<double> kernel_ms;
+  ASSERT_TRUE((*exe)->RunProfiled({&x_, &b_}, &kernel_ms).ok());
+  EXPECT_EQ(kernel_ms.size(), 3u);  // the profile's kernels
+  Tensor x4 = MakeF32({4, 3}, std::vector<float>(12, 1.0f));
+  EXPECT_EQ((*exe)->Run({&x4, &b_}).status().message(),
+            "input shapes x=[4,3] b=[3] match none of the artifact's 1 shape profiles: "
+            "x=[2,3] b=[3]");
+  Tensor x23 = MakeF32({2, 4}, std::vector<float>(8, 1.0f));
+  EXPECT_EQ((*exe)->Run({&x23, &b_}).status().message(),
+            "input 0 ('x'): expected shape [-1,3], got [2,4]");
+}
+
+TEST_F(ExecutableTest, MalformedShapeProfilesAreRefused) {
+  Artifact own_kernels = MakeProfiledArtifact(*code_);
+  *own_kernels.manifest.add_kernels() = own_kernels.manifest.profiles(0).kernels(0);
+  EXPECT_EQ(Executable::Load(std::move(own_kernels), 1).status().message(),
+            "a manifest with 1 shape profiles has 1 kernels of its own");
+  Artifact renamed = MakeProfiledArtifact(*code_);
+  renamed.manifest.mutable_profiles(0)->mutable_inputs(1)->set_name("c");
+  EXPECT_EQ(Executable::Load(std::move(renamed), 1).status().message(),
+            "shape profile 0 input 1 ('c' f32[3]) does not match the model's ('b' f32[3])");
+  Artifact fixed_dim = MakeProfiledArtifact(*code_);
+  fixed_dim.manifest.mutable_inputs(0)->set_shape(1, 4);
+  EXPECT_EQ(Executable::Load(std::move(fixed_dim), 1).status().message(),
+            "shape profile 0 input 0 ('x' f32[2,3]) does not match the model's ('x' f32[-1,4])");
+  Artifact outside = MakeProfiledArtifact(*code_);
+  outside.manifest.mutable_profiles(0)->mutable_kernels(0)->mutable_args(2)->set_offset(4096);
+  EXPECT_EQ(Executable::Load(std::move(outside), 1).status().message(),
+            "shape profile 0: kernel 0 (kiln_affine) argument 2 binds weights [4096, +24) "
+            "outside the 88-byte weights section");
+  Artifact missing = MakeProfiledArtifact(*code_);
+  missing.manifest.mutable_profiles(0)->mutable_kernels(1)->set_symbol("kiln_nope");
+  EXPECT_EQ(Executable::Load(std::move(missing), 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ExecutableNoKernelsTest, ModelWithoutKernelsReturnsZeroOutputs) {
   Artifact a;
   a.manifest.set_abi_version(KILN_ABI_VERSION);

@@ -141,5 +141,72 @@ TEST(CliTest, SymbolicInputShapes) {
   fs::remove_all(tmp);
 }
 
+// Shape profiles: one artifact holds a variant per --input-shape given for the input; the
+// runtime runs the matching one and refuses other shapes, naming the compiled profiles.
+TEST(CliTest, ShapeProfilesInOneArtifact) {
+  const std::string dir = "../shared/models/transformer_encoder_dyn";
+  KILN_REQUIRE_PATH_OR_SKIP(dir);
+  auto [check_rc, check_out] =
+      Kiln("check " + dir +
+           " --input-shape input=1,64,256 --input-shape input=2,16,256 --input-shape "
+           "input=3,40,256");
+  ASSERT_EQ(check_rc, 0) << check_out;
+  for (const char* line :
+       {"input shapes: input=1,64,256 | input=2,16,256 | input=3,40,256 (compiled in ",
+        "PASS test_data_set_0/output", "PASS test_data_set_1/output",
+        "PASS test_data_set_2/output"}) {
+    EXPECT_NE(check_out.find(line), std::string::npos) << line << "\n" << check_out;
+  }
+  // Two profiles: the third data set matches none and is skipped.
+  auto [two_rc, two_out] =
+      Kiln("check " + dir + " --input-shape input=1,64,256 --input-shape input=2,16,256");
+  ASSERT_EQ(two_rc, 0) << two_out;
+  EXPECT_NE(two_out.find("SKIP test_data_set_2: input shapes input=3,40,256 differ from the "
+                         "compiled input=1,64,256 | input=2,16,256"),
+            std::string::npos)
+      << two_out;
+
+  fs::path tmp = fs::temp_directory_path() / ("kiln_cli_profiles_" + std::to_string(getpid()));
+  fs::create_directories(tmp);
+  const std::string artifact = (tmp / "p.kiln").string();
+  auto [rc, out] = Kiln("compile " + dir + "/model.onnx -o " + artifact +
+                        " --input-shape input=1,64,256 --input-shape input=2,16,256");
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("(2 shape profiles, 72 kernels, graph "), std::string::npos) << out;
+  auto [inspect_rc, inspect_out] = Kiln("inspect " + artifact);
+  for (const char* line : {"input:  input: f32[?,?,256]\n", "shape profiles (2;",
+                           "profile 0: input: f32[1,64,256] -> output: f32[1,64,256]\n",
+                           "profile 1: input: f32[2,16,256] -> output: f32[2,16,256]\n",
+                           "    p1_kernel_0  "}) {
+    EXPECT_NE(inspect_out.find(line), std::string::npos) << line << "\n" << inspect_out;
+  }
+  auto [run_rc, run_out] = Kiln("run " + artifact + " --input input=" + dir +
+                                "/test_data_set_1/input_0.pb --output-dir " + tmp.string());
+  EXPECT_EQ(run_rc, 0) << run_out;
+  EXPECT_NE(run_out.find("output.pb f32[2,16,256]"), std::string::npos) << run_out;
+  auto [bad_rc, bad_out] = Kiln("run " + artifact + " --input input=" + dir +
+                                "/test_data_set_2/input_0.pb --output-dir " + tmp.string());
+  EXPECT_EQ(bad_rc, 1);
+  EXPECT_EQ(bad_out,
+            "kiln: INVALID_ARGUMENT: input shapes input=[3,40,256] match none of the artifact's "
+            "2 shape profiles: input=[1,64,256] | input=[2,16,256]\n");
+  // A profile that contradicts a fixed dim names its profile.
+  auto [fixed_rc, fixed_out] = Kiln("compile " + dir + "/model.onnx -o " + artifact +
+                                    " --input-shape input=1,64,256 --input-shape input=2,16,128");
+  EXPECT_EQ(fixed_rc, 1);
+  EXPECT_EQ(fixed_out,
+            "kiln: INVALID_ARGUMENT: shape profile 1 (input=2,16,128): --input-shape "
+            "input=2,16,128: dim 2 of graph input 'input' [batch,seq,256] is fixed at 256\n");
+  // kiln tune takes one profile.
+  auto [tune_rc, tune_out] = Kiln("tune " + dir + "/model.onnx --print-space --input-shape "
+                                  "input=1,64,256 --input-shape input=2,16,256");
+  EXPECT_EQ(tune_rc, 1);
+  EXPECT_NE(tune_out.find("kiln tune takes one shape profile, got 2 (input=1,64,256 | "
+                          "input=2,16,256)"),
+            std::string::npos)
+      << tune_out;
+  fs::remove_all(tmp);
+}
+
 }  // namespace
 }  // namespace kiln

@@ -249,8 +249,9 @@ TEST_F(ServiceTest, BadInputGetsTheRightCodeAndKilndStaysUp) {
 }
 
 // A model with symbolic input dims through kilnd: --input-shape travels in CompileOptions, so
-// two shapes are two artifacts (different graph and options hashes); no shape is a clear
-// INVALID_ARGUMENT naming the flag; `kiln check --server` compiles once per data set shape.
+// two shapes are two artifacts (different graph and options hashes), and one input given two
+// shapes is one artifact with two shape profiles; no shape is a clear INVALID_ARGUMENT naming
+// the flag; `kiln check --server` compiles once per data set shape.
 TEST_F(ServiceTest, SymbolicInputShapesThroughKilnd) {
   const std::string dyn = "../shared/models/transformer_encoder_dyn";
   if (!fs::exists(Model(dyn))) GTEST_SKIP() << dyn << " not found";
@@ -274,20 +275,41 @@ TEST_F(ServiceTest, SymbolicInputShapesThroughKilnd) {
   EXPECT_EQ(fixed.exit_code, 1) << Describe(fixed);
   EXPECT_THAT(fixed.err, HasSubstr("dim 2 of graph input 'input' [batch,seq,256] is fixed at 256"));
 
-  // A request the CLI cannot send: one input given twice.
+  // Two shapes for the input: one artifact with two shape profiles, whose graph hash is the
+  // local compile's (kilnd hashes each profile's import as the worker's pipeline does).
+  RunResult profiles = CompileJson(Model(dyn), root_ + "/p.kiln",
+                                   {"--input-shape", "input=1,64,256", "--input-shape",
+                                    "input=2,16,256"});
+  ASSERT_EQ(profiles.exit_code, 0) << Describe(profiles);
+  RunResult local = Kiln({"compile", Model(dyn), "-o", root_ + "/p_local.kiln", "--input-shape",
+                          "input=1,64,256", "--input-shape", "input=2,16,256"});
+  ASSERT_EQ(local.exit_code, 0) << Describe(local);
+  EXPECT_THAT(local.out, HasSubstr("(2 shape profiles, 72 kernels, graph " +
+                                   JsonField(profiles.out, "graph_hash").substr(0, 16)));
+  RunResult checked = Kiln({"check", dyn, "--server", kilnd.address(), "--input-shape",
+                            "input=1,64,256", "--input-shape", "input=2,16,256",
+                            "--input-shape", "input=3,40,256"});
+  ASSERT_EQ(checked.exit_code, 0) << Describe(checked);
+  for (const char* line : {"input shapes: input=1,64,256 | input=2,16,256 | input=3,40,256",
+                           "PASS test_data_set_0/output", "PASS test_data_set_2/output"}) {
+    EXPECT_THAT(checked.out, HasSubstr(line));
+  }
+
+  // A request the CLI cannot send: inputs given different numbers of shapes.
   client::RemoteClient& client = kilnd.client();
   auto uploaded = client.UploadModel(ReadFile(Model(dyn)), client::DigestOf(ReadFile(Model(dyn))));
   ASSERT_TRUE(uploaded.ok()) << uploaded.status();
-  kiln::v1::CompileRequest twice;
-  *twice.mutable_model_digest() = client::DigestOf(ReadFile(Model(dyn)));
-  for (int batch : {1, 2}) {
-    kiln::v1::InputShape* shape = twice.mutable_options()->add_input_shapes();
-    shape->set_name("input");
-    for (int64_t d : {int64_t{batch}, int64_t{16}, int64_t{256}}) shape->add_dims(d);
+  kiln::v1::CompileRequest uneven;
+  *uneven.mutable_model_digest() = client::DigestOf(ReadFile(Model(dyn)));
+  for (const char* name : {"input", "input", "other", "other", "other"}) {
+    kiln::v1::InputShape* shape = uneven.mutable_options()->add_input_shapes();
+    shape->set_name(name);
+    for (int64_t d : {int64_t{1}, int64_t{16}, int64_t{256}}) shape->add_dims(d);
   }
-  auto refused = client.Compile(twice);
+  auto refused = client.Compile(uneven);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
-  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("'input' is given twice"));
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("input 'input' is given 2 shapes and 'other' 3"));
 
   RunResult check = Kiln({"check", dyn, "--server", kilnd.address()});
   ASSERT_EQ(check.exit_code, 0) << Describe(check);

@@ -520,11 +520,16 @@ std::string SharedBatchModel(const std::string& y_first_dim = "batch") {
 
 absl::StatusOr<std::unique_ptr<Graph>> ImportWith(const std::string& bytes,
                                                   const std::vector<std::string>& specs) {
-  ImportOptions options;
+  std::vector<NamedShape> given;
   for (const std::string& spec : specs) {
-    absl::Status parsed = ParseInputShape(spec, options.input_shapes);
+    absl::Status parsed = ParseInputShape(spec, given);
     if (!parsed.ok()) return parsed;
   }
+  absl::StatusOr<ShapeProfiles> profiles = ProfilesOf(given);
+  if (!profiles.ok()) return profiles.status();
+  EXPECT_LE(profiles->size(), 1u);
+  ImportOptions options;
+  if (!profiles->empty()) options.input_shapes = profiles->front();
   return ImportOnnxBytes(bytes, "", options);
 }
 
@@ -587,19 +592,46 @@ TEST(InputShapesTest, BadShapesAreClearErrors) {
 }
 
 TEST(InputShapesTest, ParseAndFormat) {
-  InputShapes shapes;
-  EXPECT_TRUE(ParseInputShape("x=1,3,224,224", shapes).ok());
-  EXPECT_TRUE(ParseInputShape("scalar=", shapes).ok());
-  EXPECT_TRUE(ParseInputShape("x=1,3,224,224", shapes).ok());  // the same shape again
-  EXPECT_EQ(FormatInputShapes(shapes), "scalar= x=1,3,224,224");
-  EXPECT_EQ(ParseInputShape("x=8,3,224,224", shapes).code(), absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(ParseInputShape("x", shapes).message(),
+  std::vector<NamedShape> given;
+  EXPECT_TRUE(ParseInputShape("x=1,3,224,224", given).ok());
+  EXPECT_TRUE(ParseInputShape("scalar=", given).ok());
+  EXPECT_TRUE(ParseInputShape("x=1,3,224,224", given).ok());  // the same shape again
+  auto one = ProfilesOf(given);
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ(FormatInputShapes(one->front()), "scalar= x=1,3,224,224");
+  EXPECT_EQ(ParseInputShape("x", given).message(),
             "--input-shape 'x': no '=' (expected NAME=D0,D1,...)");
-  EXPECT_EQ(ParseInputShape("=1,2", shapes).message(),
+  EXPECT_EQ(ParseInputShape("=1,2", given).message(),
             "--input-shape '=1,2': empty input name (expected NAME=D0,D1,...)");
-  EXPECT_EQ(ParseInputShape("y=1,0", shapes).message(),
+  EXPECT_EQ(ParseInputShape("y=1,0", given).message(),
             "--input-shape 'y=1,0': dim '0' is not an integer >= 1 (expected NAME=D0,D1,...)");
-  EXPECT_EQ(ParseInputShape("y=1,b", shapes).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseInputShape("y=1,b", given).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(given.size(), 3u);  // failed specs add nothing
+}
+
+// The k-th shape of an input is profile k's; an input given once is in every profile.
+TEST(InputShapesTest, ProfilesOfGroupsTheKthShapes) {
+  std::vector<NamedShape> given;
+  for (const char* spec : {"x=1,3", "mask=1", "x=8,3", "y=2", "y=5"}) {
+    ASSERT_TRUE(ParseInputShape(spec, given).ok()) << spec;
+  }
+  auto profiles = ProfilesOf(given);
+  ASSERT_TRUE(profiles.ok()) << profiles.status();
+  EXPECT_EQ(FormatProfiles(*profiles), "mask=1 x=1,3 y=2 | mask=1 x=8,3 y=5");
+  auto again = ProfilesOf(GivenShapes(*profiles));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *profiles);
+  EXPECT_TRUE(ProfilesOf({})->empty());
+
+  ASSERT_TRUE(ParseInputShape("y=7", given).ok());
+  EXPECT_EQ(ProfilesOf(given).status().message(),
+            "--input-shape: input 'x' is given 2 shapes and 'y' 3; give each input once (for "
+            "every profile) or once per profile");
+  // Equal profiles collapse into one.
+  auto same = ProfilesOf({{"x", {1, 3}}, {"x", {1, 3}}, {"x", {2, 3}}});
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(FormatProfiles(*same), "x=1,3 | x=2,3");
 }
 
 TEST(InputShapesTest, ReadInputSignatures) {

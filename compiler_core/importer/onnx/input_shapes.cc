@@ -1,6 +1,7 @@
 // --input-shape parsing and the binding of symbolic input dims in a ModelProto.
 #include "compiler_core/importer/onnx/input_shapes.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -63,44 +64,6 @@ std::string InputSignature::DimsText() const {
                                             : dim_params[i]);
   }
   return absl::StrCat("[", absl::StrJoin(parts, ","), "]");
-}
-
-absl::Status ParseInputShape(std::string_view spec_view, InputShapes& shapes) {
-  const std::string spec(spec_view);
-  const size_t eq = spec.find('=');
-  auto bad = [&](const std::string& why) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--input-shape '", spec, "': ", why, " (expected NAME=D0,D1,...)"));
-  };
-  if (eq == std::string::npos) return bad("no '='");
-  std::string name(spec.substr(0, eq));
-  if (name.empty()) return bad("empty input name");
-  std::vector<int64_t> dims;
-  const std::string rest = spec.substr(eq + 1);
-  if (!rest.empty()) {
-    for (absl::string_view part : absl::StrSplit(rest, ',')) {
-      int64_t d = 0;
-      if (!absl::SimpleAtoi(part, &d) || d < 1) {
-        return bad(absl::StrCat("dim '", part, "' is not an integer >= 1"));
-      }
-      dims.push_back(d);
-    }
-  }
-  auto [it, inserted] = shapes.emplace(name, dims);
-  if (!inserted) {
-    if (it->second == dims) return absl::OkStatus();
-    return absl::UnimplementedError(
-        absl::StrCat("--input-shape: input '", name, "' is given two shapes (", DimsList(it->second),
-                     " and ", DimsList(dims),
-                     "); several shape profiles in one artifact are not supported yet"));
-  }
-  return absl::OkStatus();
-}
-
-std::string FormatInputShapes(const InputShapes& shapes) {
-  std::vector<std::string> parts;
-  for (const auto& [name, dims] : shapes) parts.push_back(absl::StrCat(name, "=", DimsList(dims)));
-  return absl::StrJoin(parts, " ");
 }
 
 absl::StatusOr<std::vector<InputSignature>> ReadInputSignatures(std::string_view bytes) {

@@ -1,6 +1,5 @@
-// Concrete shapes for graph inputs with symbolic dims (`--input-shape NAME=D0,D1,...`), as
-// tvmc's --input-shapes, trtexec's --shapes and ONNX Runtime's free-dimension overrides give
-// them: parsing, printing, the model's input signatures, and binding them into a ModelProto.
+// The model's input signatures and the shapes of its symbolic inputs read from test data sets;
+// the `--input-shape` values themselves are in shape_profiles.h (no ONNX there).
 #ifndef KILN_COMPILER_CORE_IMPORTER_ONNX_INPUT_SHAPES_H_
 #define KILN_COMPILER_CORE_IMPORTER_ONNX_INPUT_SHAPES_H_
 
@@ -8,24 +7,14 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "compiler_core/importer/onnx/shape_profiles.h"
 
 namespace kiln::importer {
-
-/// Shapes of graph inputs by input name; every dim >= 1.
-using InputShapes = std::map<std::string, std::vector<int64_t>>;
-
-/// Parses one `--input-shape` value, "NAME=D0,D1,..." (a scalar input: "NAME="), into
-/// `shapes`. Errors (kInvalidArgument, quoting `spec`): no '=', an empty name, a dim that is
-/// not an integer >= 1; kUnimplemented for a second shape of the same input (several shape
-/// profiles in one artifact are not built yet).
-absl::Status ParseInputShape(std::string_view spec, InputShapes& shapes);
-
-/// "a=1,3,224,224 b=2" (inputs in name order), the text of error messages and reports.
-std::string FormatInputShapes(const InputShapes& shapes);
 
 /// One graph input as the model declares it: a dim is its value, or -1 with its `dim_param`
 /// name (empty when the dim is unknown).

@@ -92,4 +92,12 @@ std::string GraphHash(const Graph& graph) {
   return h.HexDigest();
 }
 
+std::string ProfilesGraphHash(const std::vector<std::string>& profile_hashes) {
+  Sha256 h;
+  h.UpdateString("profiles");
+  h.UpdateU64(profile_hashes.size());
+  for (const std::string& hash : profile_hashes) h.UpdateString(hash);
+  return h.HexDigest();
+}
+
 }  // namespace kiln::graph

@@ -4,6 +4,7 @@
 #define KILN_COMPILER_CORE_IR_GRAPH_GRAPH_HASH_H_
 
 #include <string>
+#include <vector>
 
 #include "compiler_core/ir/graph/graph.h"
 
@@ -23,6 +24,10 @@ namespace kiln::graph {
 /// graph output depends on, fusion group ids. Values are hashed with fixed-width,
 /// length-prefixed fields so no two different structures serialize to the same byte stream.
 std::string GraphHash(const Graph& graph);
+
+/// The graph hash of a model compiled with several shape profiles: SHA-256 (hex) over
+/// "profiles", the number of profiles and each profile's GraphHash in profile order.
+std::string ProfilesGraphHash(const std::vector<std::string>& profile_hashes);
 
 }  // namespace kiln::graph
 

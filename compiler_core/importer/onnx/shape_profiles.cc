@@ -1,0 +1,89 @@
+// --input-shape parsing and shape profiles.
+#include "compiler_core/importer/onnx/shape_profiles.h"
+
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+namespace kiln::importer {
+namespace {
+
+std::string DimsList(const std::vector<int64_t>& dims) { return absl::StrJoin(dims, ","); }
+
+}  // namespace
+
+absl::Status ParseInputShape(std::string_view spec_view, std::vector<NamedShape>& given) {
+  const std::string spec(spec_view);
+  const size_t eq = spec.find('=');
+  auto bad = [&](const std::string& why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--input-shape '", spec, "': ", why, " (expected NAME=D0,D1,...)"));
+  };
+  if (eq == std::string::npos) return bad("no '='");
+  std::string name(spec.substr(0, eq));
+  if (name.empty()) return bad("empty input name");
+  std::vector<int64_t> dims;
+  const std::string rest = spec.substr(eq + 1);
+  if (!rest.empty()) {
+    for (absl::string_view part : absl::StrSplit(rest, ',')) {
+      int64_t d = 0;
+      if (!absl::SimpleAtoi(part, &d) || d < 1) {
+        return bad(absl::StrCat("dim '", part, "' is not an integer >= 1"));
+      }
+      dims.push_back(d);
+    }
+  }
+  given.emplace_back(std::move(name), std::move(dims));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ShapeProfiles> ProfilesOf(const std::vector<NamedShape>& given) {
+  std::map<std::string, std::vector<std::vector<int64_t>>> by_input;
+  for (const auto& [name, dims] : given) by_input[name].push_back(dims);
+  size_t count = given.empty() ? 0 : 1;
+  std::string counted;  // the input that set `count`
+  for (const auto& [name, shapes] : by_input) {
+    if (shapes.size() == 1) continue;
+    if (count > 1 && shapes.size() != count) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--input-shape: input '", counted, "' is given ", count, " shapes and '", name,
+          "' ", shapes.size(), "; give each input once (for every profile) or once per profile"));
+    }
+    count = shapes.size();
+    counted = name;
+  }
+  ShapeProfiles profiles;
+  for (size_t k = 0; k < count; ++k) {
+    InputShapes profile;
+    for (const auto& [name, shapes] : by_input) profile[name] = shapes[shapes.size() == 1 ? 0 : k];
+    if (std::find(profiles.begin(), profiles.end(), profile) == profiles.end()) {
+      profiles.push_back(std::move(profile));
+    }
+  }
+  return profiles;
+}
+
+std::vector<NamedShape> GivenShapes(const ShapeProfiles& profiles) {
+  std::vector<NamedShape> given;
+  for (const InputShapes& profile : profiles) {
+    for (const auto& [name, dims] : profile) given.emplace_back(name, dims);
+  }
+  return given;
+}
+
+std::string FormatInputShapes(const InputShapes& shapes) {
+  std::vector<std::string> parts;
+  for (const auto& [name, dims] : shapes) parts.push_back(absl::StrCat(name, "=", DimsList(dims)));
+  return absl::StrJoin(parts, " ");
+}
+
+std::string FormatProfiles(const ShapeProfiles& profiles) {
+  std::vector<std::string> parts;
+  for (const InputShapes& profile : profiles) parts.push_back(FormatInputShapes(profile));
+  return absl::StrJoin(parts, " | ");
+}
+
+}  // namespace kiln::importer

@@ -116,7 +116,7 @@ absl::StatusOr<std::vector<OutputComparison>> CheckDataSets(const std::vector<fs
   for (const fs::path& ds : data_sets) {
     std::vector<fs::path> input_files = NumberedFiles(ds, "input_");
     std::vector<fs::path> output_files = NumberedFiles(ds, "output_");
-    if (static_cast<int>(input_files.size()) != m.inputs_size()) {
+    if (static_cast<int>(input_files.size()) < m.inputs_size()) {
       return absl::InvalidArgumentError(absl::StrCat(ds.string(), ": has ", input_files.size(),
                                                      " input files, the model has ",
                                                      m.inputs_size(), " inputs"));
@@ -132,7 +132,22 @@ absl::StatusOr<std::vector<OutputComparison>> CheckDataSets(const std::vector<fs
       inputs.push_back(std::move(t));
     }
     std::vector<const Tensor*> input_ptrs;
-    for (const auto& t : inputs) input_ptrs.push_back(&t.tensor);
+    if (static_cast<int>(inputs.size()) == m.inputs_size()) {
+      for (const auto& t : inputs) input_ptrs.push_back(&t.tensor);
+    } else {
+      // More files than inputs (inputs compiled as constants): feed the others by name.
+      for (const kiln::v1::TensorSpec& in : m.inputs()) {
+        auto it = std::find_if(inputs.begin(), inputs.end(),
+                               [&](const importer::NamedTensor& t) { return t.name == in.name(); });
+        if (it == inputs.end()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              ds.string(), ": no input file holds input '", in.name(), "' (", inputs.size(),
+              " input files for ", m.inputs_size(), " inputs: the others were compiled as "
+              "constants, so the files are matched by tensor name)"));
+        }
+        input_ptrs.push_back(&it->tensor);
+      }
+    }
     KILN_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, exe->Run(input_ptrs));
     for (size_t i = 0; i < output_files.size(); ++i) {
       KILN_ASSIGN_OR_RETURN(importer::NamedTensor expected,

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <map>
 #include <string>
@@ -30,12 +32,14 @@ namespace {
 constexpr char kUsage[] = R"(usage:
   kiln compile MODEL.onnx -o OUT.kiln [--target host|cpu:<llvm cpu name>] [--print-ir-after=PASS]
                [--disable-pass=PASS] [--records FILE.jsonl [--hardware-key K]]
-               [--input-shape NAME=D0,D1,... ...] [--time-passes]
+               [--input-shape NAME=D0,D1,... ...] [--constant-input NAME=FILE.pb ...]
+               [--time-passes]
                [--server HOST:PORT [--json] [--timeout-s S] [--hardware-key K] [--untuned]
                 [--tune=background [--trials N] [--time-budget-s S]]]
   kiln run OUT.kiln --input NAME=FILE.pb ... --output-dir DIR [--threads N]
   kiln check DIR [--target T] [--print-ir-after=PASS] [--disable-pass=PASS] [--server HOST:PORT]
              [--records FILE.jsonl [--hardware-key K]] [--input-shape NAME=D0,D1,... ...]
+             [--constant-input NAME=FILE.pb ...]
   kiln inspect OUT.kiln
   kiln tune MODEL.onnx --print-space [--target T] [--samples N] [--seed S]
             [--input-shape NAME=D0,D1,... ...] (also with --local and --server)
@@ -61,6 +65,9 @@ of such a model takes the shapes from DIR/test_data_set_*/ when none is given (o
 distinct set of input shapes). Giving an input several shapes compiles one shape profile per
 shape (the k-th shape of each input, an input given once in all) into one artifact; it runs the
 profile whose input shapes match and refuses other shapes, listing the compiled ones.
+--constant-input compiles a graph input as the constant in FILE.pb (an onnx.TensorProto), so
+what it determines folds (an If's condition, a Loop's trip count); check DIR then feeds each
+data set's other inputs by name.
 With --server, compile and check upload the model to kilnd (only if it lacks it), compile there
 and download the artifact; --json prints the result as one JSON object.
 )";
@@ -71,6 +78,22 @@ absl::StatusOr<pipeline::CompileOptions> OptionsFrom(const Args& args) {
   options.print_ir_after = SplitAll(args, "--print-ir-after");
   options.disabled_passes = SplitAll(args, "--disable-pass");
   KILN_ASSIGN_OR_RETURN(options.shape_profiles, ShapeProfilesFrom(args));
+  for (const std::string& spec : args.GetAll("--constant-input")) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--constant-input '", spec, "': expected NAME=FILE.pb"));
+    }
+    const std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      return absl::NotFoundError(absl::StrCat("--constant-input ", name, ": cannot read '", path,
+                                              "'"));
+    }
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    options.constant_inputs[name] = bytes.str();
+  }
   return options;
 }
 
@@ -145,12 +168,15 @@ int Compile(int argc, char** argv) {
                         {"-o", "--output", "--target", "--print-ir-after", "--disable-pass",
                          "--server", "--json", "--timeout-s", "--records", "--hardware-key",
                          "--untuned", "--tune", "--trials", "--time-budget-s", "--seed",
-                         "--input-shape", "--time-passes"},
+                         "--input-shape", "--constant-input", "--time-passes"},
                         /*bool_flags=*/{"--json", "--untuned", "--time-passes"});
   if (!args.error.empty()) return Fail(args.error);
   if (args.positional.size() != 1) return Fail("compile: expected one MODEL.onnx\n" + std::string(kUsage));
   std::string out = args.Get("-o", args.Get("--output"));
   if (out.empty()) return Fail("compile: missing -o OUT.kiln");
+  if (args.Has("--server") && args.Has("--constant-input")) {
+    return Fail("compile: --constant-input is not supported with --server yet (compile locally)");
+  }
   if (args.Has("--server")) return CompileOnServer(args, out);
   if (args.Has("--tune")) return Fail("compile: --tune=background needs --server");
   if (args.Has("--time-passes") && args.Has("--server")) {
@@ -248,9 +274,13 @@ int Run(int argc, char** argv) {
 int Check(int argc, char** argv) {
   Args args = ParseArgs(argc, argv, 2,
                         {"--target", "--print-ir-after", "--disable-pass", "--server",
-                         "--timeout-s", "--records", "--hardware-key", "--input-shape"});
+                         "--timeout-s", "--records", "--hardware-key", "--input-shape",
+                         "--constant-input"});
   if (!args.error.empty()) return Fail(args.error);
   if (args.positional.size() != 1) return Fail("check: expected one model DIR\n" + std::string(kUsage));
+  if (args.Has("--server") && args.Has("--constant-input")) {
+    return Fail("check: --constant-input is not supported with --server yet (check locally)");
+  }
   if (args.Has("--server")) return CheckOnServer(args);
   absl::StatusOr<pipeline::CompileOptions> parsed = OptionsFrom(args);
   if (!parsed.ok()) return FailStatus(parsed.status());

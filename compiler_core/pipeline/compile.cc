@@ -232,7 +232,7 @@ absl::StatusOr<PlannedGraph> PlanModelFile(const std::string& model_path,
   importer::InputShapes shapes;
   if (!options.shape_profiles.empty()) shapes = options.shape_profiles.front();
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<graph::Graph> graph,
-                        importer::ImportOnnxFile(model_path, {shapes}));
+                        importer::ImportOnnxFile(model_path, {shapes, options.constant_inputs}));
   return PlanGraph(std::move(graph), options);
 }
 
@@ -240,7 +240,7 @@ absl::StatusOr<CompileResult> CompileModelFile(const std::string& model_path,
                                                const CompileOptions& options) {
   return CompileProfiles(
       [&](const importer::InputShapes& shapes) {
-        return importer::ImportOnnxFile(model_path, {shapes});
+        return importer::ImportOnnxFile(model_path, {shapes, options.constant_inputs});
       },
       options);
 }

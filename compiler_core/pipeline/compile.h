@@ -5,6 +5,7 @@
 #define KILN_COMPILER_CORE_PIPELINE_COMPILE_H_
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,10 @@ struct CompileOptions {
   /// the graph hash: two shapes are two artifacts, and several profiles are one artifact with
   /// a variant per profile.
   importer::ShapeProfiles shape_profiles;
+  /// Graph inputs compiled as constants (`--constant-input NAME=FILE.pb`): input name →
+  /// serialized onnx.TensorProto (importer::ImportOptions::constant_inputs). Their values are
+  /// part of the graph hash.
+  std::map<std::string, std::string> constant_inputs;
   /// Graph pass names after which to print the graph IR ("all" for every pass), plus the
   /// pseudo-stages "import" (graph IR as imported), "lower" (loop IR before scheduling),
   /// "schedule" (loop IR after scheduling) and "llvm" (each kernel's optimized LLVM IR, one

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/importer/onnx/control_flow.h"
 #include "compiler_core/importer/onnx/import_context.h"
 #include "compiler_core/importer/onnx/model_checks.h"
 #include "compiler_core/importer/onnx/tensor_proto.h"
@@ -140,22 +141,99 @@ std::optional<TensorType> KnownType(const TypeMap& types, const std::string& nam
 }
 
 absl::Status BuildNodes(const onnx::GraphProto& g, ImportContext& ctx, const TypeMap& types,
-                        std::map<std::string, Value*>& values) {
+                        std::map<std::string, Value*>& values, const std::string& prefix = "");
+
+// Imports a control-flow subgraph (SubgraphImporter) in the scope `outer`: its initializers
+// and `bound` inputs shadow the outer names, its values are named `prefix` + their name.
+absl::StatusOr<std::vector<Value*>> ImportSubgraph(ImportContext& ctx,
+                                                   const std::map<std::string, Value*>& outer,
+                                                   const onnx::GraphProto& body,
+                                                   const std::map<std::string, Value*>& bound,
+                                                   const std::string& prefix) {
+  std::map<std::string, Value*> scope = outer;
+  for (const auto& init : body.initializer()) {
+    KILN_ASSIGN_OR_RETURN(auto t, TensorFromProto(init, ""));
+    scope[init.name()] = ctx.graph().AddConstant(prefix + init.name(), std::move(t));
+  }
+  for (const auto& in : body.input()) {
+    auto it = bound.find(in.name());
+    if (it != bound.end()) {
+      scope[in.name()] = it->second;
+    } else if (!scope.count(in.name())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("subgraph '", body.name(), "' input '", in.name(), "' is not bound"));
+    }
+  }
+  for (const auto& node : body.node()) {
+    for (const auto& in : node.input()) ctx.MarkUsed(in);
+  }
+  for (const auto& out : body.output()) ctx.MarkUsed(out.name());
+  KILN_RETURN_IF_ERROR(BuildNodes(body, ctx, {}, scope, prefix));
+  std::vector<Value*> outputs;
+  for (const auto& out : body.output()) {
+    auto it = scope.find(out.name());
+    if (it == scope.end() || it->second == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("subgraph '", body.name(), "' output '", out.name(), "' is undefined"));
+    }
+    outputs.push_back(it->second);
+  }
+  return outputs;
+}
+
+// If, Loop or Scan (control_flow.h). An output that is a value from outside the node (a
+// branch returning an outer value as is) gets an Identity, so naming the output does not
+// rename that value.
+absl::StatusOr<BuiltOutputs> BuildControlFlowNode(ImportContext& ctx, const onnx::NodeProto& proto,
+                                                  const std::map<std::string, Value*>& values) {
+  SubgraphImporter import = [&](const onnx::GraphProto& body,
+                                const std::map<std::string, Value*>& bound,
+                                const std::string& sub_prefix) {
+    return ImportSubgraph(ctx, values, body, bound, sub_prefix);
+  };
+  KILN_ASSIGN_OR_RETURN(std::vector<Value*> outs, BuildControlFlow(ctx, proto, values, import));
+  std::set<const Value*> outer;
+  for (const auto& [name, v] : values) outer.insert(v);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (!outer.count(outs[i])) continue;
+    KILN_ASSIGN_OR_RETURN(graph::Node * copy,
+                          ctx.Emit(graph::OpKind::kIdentity,
+                                   absl::StrCat(NodeDisplayName(proto), "/out", i), {outs[i]}, {}));
+    outs[i] = copy->output(0);
+  }
+  return outs;
+}
+
+absl::Status BuildNodes(const onnx::GraphProto& g, ImportContext& ctx, const TypeMap& types,
+                        std::map<std::string, Value*>& values, const std::string& prefix) {
   for (const auto& proto : g.node()) {
     std::string display = NodeDisplayName(proto);
-    KILN_ASSIGN_OR_RETURN(AttrMap attrs, ConvertAttrs(proto));
-    if (proto.op_type() == "Constant") {
-      KILN_ASSIGN_OR_RETURN(auto t, ConstantValue(proto, attrs));
-      values[proto.output(0)] = ctx.graph().AddConstant(proto.output(0), t);
-      continue;
+    for (const auto& in : proto.input()) {
+      if (!in.empty() && !values.count(in)) {
+        return absl::InvalidArgumentError(absl::StrCat("node '", display, "' (", proto.op_type(),
+                                                       "): input '", in, "' is undefined"));
+      }
     }
+    BuiltOutputs outs;
     OnnxNode node;
-    node.proto = &proto;
-    node.op = *graph::OpKindFromName(proto.op_type());
-    node.name = display;
-    node.attrs = std::move(attrs);
-    for (const auto& in : proto.input()) node.inputs.push_back(in.empty() ? nullptr : values[in]);
-    KILN_ASSIGN_OR_RETURN(BuiltOutputs outs, BuildNode(ctx, node));
+    if (IsControlFlowOp(proto.op_type())) {
+      node.proto = &proto;
+      node.name = display;
+      KILN_ASSIGN_OR_RETURN(outs, BuildControlFlowNode(ctx, proto, values));
+    } else {
+      KILN_ASSIGN_OR_RETURN(AttrMap attrs, ConvertAttrs(proto));
+      if (proto.op_type() == "Constant") {
+        KILN_ASSIGN_OR_RETURN(auto t, ConstantValue(proto, attrs));
+        values[proto.output(0)] = ctx.graph().AddConstant(prefix + proto.output(0), t);
+        continue;
+      }
+      node.proto = &proto;
+      node.op = *graph::OpKindFromName(proto.op_type());
+      node.name = display;
+      node.attrs = std::move(attrs);
+      for (const auto& in : proto.input()) node.inputs.push_back(in.empty() ? nullptr : values[in]);
+      KILN_ASSIGN_OR_RETURN(outs, BuildNode(ctx, node));
+    }
     for (Value*& out : outs) {
       KILN_ASSIGN_OR_RETURN(out, FoldSmallConstant(ctx, out));
     }
@@ -173,7 +251,7 @@ absl::Status BuildNodes(const onnx::GraphProto& g, ImportContext& ctx, const Typ
       }
       KILN_RETURN_IF_ERROR(
           CheckSize(v->type(), node.Prefix() + absl::StrCat("output ", i, " ('", name, "')")));
-      v->set_name(name);
+      v->set_name(prefix + name);
       values[name] = v;
       std::optional<TensorType> known = KnownType(types, name);
       if (known && *known != v->type()) {
@@ -207,7 +285,9 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxBytes(std::string_view bytes,
   onnx::GraphProto& g = *model.mutable_graph();
   KILN_RETURN_IF_ERROR(SortNodes(g));
   KILN_RETURN_IF_ERROR(InlineExternalData(g, base_dir));
-  // Input types first: symbolic dims take the given shapes (or the error naming the flag).
+  // Constant inputs become initializers; then input types: symbolic dims take the given shapes
+  // (or the error naming the flag).
+  KILN_RETURN_IF_ERROR(BindConstantInputs(options.constant_inputs, g));
   KILN_RETURN_IF_ERROR(BindInputShapes(options.input_shapes, g));
   std::set<std::string> initializers;
   for (const auto& init : g.initializer()) initializers.insert(init.name());

@@ -2,6 +2,7 @@
 #ifndef KILN_COMPILER_CORE_IMPORTER_ONNX_IMPORTER_H_
 #define KILN_COMPILER_CORE_IMPORTER_ONNX_IMPORTER_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -17,6 +18,10 @@ struct ImportOptions {
   /// Shapes for graph inputs with symbolic dims (BindInputShapes in model_checks.h); a model
   /// with a symbolic input dim that these leave unbound is kInvalidArgument naming the flag.
   InputShapes input_shapes;
+  /// Graph inputs given as constants (`--constant-input NAME=FILE.pb`): input name →
+  /// serialized onnx.TensorProto (BindConstantInputs in model_checks.h). The input becomes an
+  /// initializer, so everything it determines folds (e.g. an If condition or a Loop trip count).
+  std::map<std::string, std::string> constant_inputs;
 };
 
 /// Imports the model at `path`. External-data tensors are read relative to the model's

@@ -80,16 +80,60 @@ absl::Status UpgradeLegacyOpset(onnx::ModelProto& model, int& opset) {
   return absl::OkStatus();
 }
 
-absl::Status CheckOpsSupported(const onnx::ModelProto& model) {
-  for (const auto& node : model.graph().node()) {
-    if (!IsDefaultDomain(node.domain()) || !graph::OpKindFromName(node.op_type())) {
+namespace {
+
+// Checks the nodes of `graph` and of every subgraph nested in it.
+absl::Status CheckGraphOpsSupported(const onnx::GraphProto& graph) {
+  for (const auto& node : graph.node()) {
+    const bool control_flow = IsDefaultDomain(node.domain()) && IsControlFlowOp(node.op_type());
+    if (!control_flow &&
+        (!IsDefaultDomain(node.domain()) || !graph::OpKindFromName(node.op_type()))) {
       std::string domain = node.domain().empty() ? "ai.onnx" : node.domain();
       return absl::UnimplementedError(Prefix(node) + absl::StrCat("unsupported op '",
                                                                   node.op_type(), "' (domain ",
                                                                   domain, ")"));
     }
+    for (const auto& a : node.attribute()) {
+      if (a.type() != onnx::AttributeProto::GRAPH) continue;
+      if (!control_flow) {
+        return absl::UnimplementedError(
+            Prefix(node) + absl::StrCat("graph attribute '", a.name(), "' is not supported"));
+      }
+      KILN_RETURN_IF_ERROR(CheckGraphOpsSupported(a.g()));
+    }
   }
   return absl::OkStatus();
+}
+
+// The names a node's subgraphs read from enclosing scopes (outer-scope values, ONNX IR spec
+// "Names Within a Graph"): every name a nested node reads that no nested graph defines.
+void AddOuterScopeNames(const onnx::NodeProto& node, std::set<std::string>& names) {
+  for (const auto& a : node.attribute()) {
+    if (a.type() != onnx::AttributeProto::GRAPH) continue;
+    const onnx::GraphProto& g = a.g();
+    std::set<std::string> defined, read;
+    for (const auto& in : g.input()) defined.insert(in.name());
+    for (const auto& init : g.initializer()) defined.insert(init.name());
+    for (const auto& n : g.node()) {
+      for (const auto& out : n.output()) defined.insert(out);
+      for (const auto& in : n.input()) read.insert(in);
+      AddOuterScopeNames(n, read);
+    }
+    for (const auto& out : g.output()) read.insert(out.name());
+    for (const std::string& name : read) {
+      if (!name.empty() && !defined.count(name)) names.insert(name);
+    }
+  }
+}
+
+}  // namespace
+
+bool IsControlFlowOp(const std::string& op_type) {
+  return op_type == "If" || op_type == "Loop" || op_type == "Scan";
+}
+
+absl::Status CheckOpsSupported(const onnx::ModelProto& model) {
+  return CheckGraphOpsSupported(model.graph());
 }
 
 absl::Status SortNodes(onnx::GraphProto& graph) {
@@ -111,7 +155,14 @@ absl::Status SortNodes(onnx::GraphProto& graph) {
   std::vector<int> pending(n, 0);
   std::vector<std::vector<int>> users(n);
   for (int i = 0; i < n; ++i) {
-    for (const auto& in : graph.node(i).input()) {
+    // Explicit inputs, then what its subgraphs read from this graph (they must come first too).
+    std::set<std::string> outer_scope;
+    AddOuterScopeNames(graph.node(i), outer_scope);
+    std::vector<std::string> reads(graph.node(i).input().begin(), graph.node(i).input().end());
+    for (const std::string& name : outer_scope) {
+      if (producer.count(name) || outside.count(name)) reads.push_back(name);
+    }
+    for (const auto& in : reads) {
       if (in.empty()) continue;
       auto it = producer.find(in);
       if (it == producer.end()) {
@@ -182,6 +233,52 @@ absl::StatusOr<std::map<std::string, onnx::TypeProto>> CheckAndInfer(onnx::Model
   for (const auto& vi : model.graph().value_info()) types[vi.name()] = vi.type();
   for (const auto& vi : model.graph().output()) types[vi.name()] = vi.type();
   return types;
+}
+
+absl::Status BindConstantInputs(const std::map<std::string, std::string>& constants,
+                                onnx::GraphProto& graph) {
+  for (const auto& [name, bytes] : constants) {
+    auto bad = [&](const std::string& why) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--constant-input ", name, ": ", why));
+    };
+    int index = -1;
+    for (int i = 0; i < graph.input_size(); ++i) {
+      if (graph.input(i).name() == name) index = i;
+    }
+    for (const auto& init : graph.initializer()) {
+      if (init.name() == name) index = -1;  // an initializer listed as an input
+    }
+    if (index < 0) return bad("the model has no graph input of that name");
+    onnx::TensorProto tensor;
+    if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
+        !tensor.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      return bad("the file is not a serialized onnx.TensorProto");
+    }
+    const onnx::ValueInfoProto& in = graph.input(index);
+    const auto& declared = in.type().tensor_type();
+    if (declared.elem_type() != tensor.data_type()) {
+      return bad(absl::StrCat("the tensor has element type ", tensor.data_type(),
+                              ", the input ", declared.elem_type()));
+    }
+    if (declared.has_shape()) {
+      if (declared.shape().dim_size() != tensor.dims_size()) {
+        return bad(absl::StrCat("the tensor has rank ", tensor.dims_size(), ", the input ",
+                                declared.shape().dim_size()));
+      }
+      for (int d = 0; d < tensor.dims_size(); ++d) {
+        const auto& dim = declared.shape().dim(d);
+        if (dim.has_dim_value() && dim.dim_value() != tensor.dims(d)) {
+          return bad(absl::StrCat("dim ", d, " of the tensor is ", tensor.dims(d),
+                                  ", the input fixes it at ", dim.dim_value()));
+        }
+      }
+    }
+    tensor.set_name(name);
+    *graph.add_initializer() = std::move(tensor);
+    graph.mutable_input()->DeleteSubrange(index, 1);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace kiln::importer

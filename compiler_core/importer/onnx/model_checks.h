@@ -21,7 +21,12 @@ absl::StatusOr<int> CheckOpsets(const onnx::ModelProto& model);
 /// converter cannot upgrade the model.
 absl::Status UpgradeLegacyOpset(onnx::ModelProto& model, int& opset);
 
+/// kUnimplemented naming the first node (in the graph or any If/Loop/Scan subgraph) whose op
+/// Kiln has no builder for, or a non-control-flow node with a graph attribute.
 absl::Status CheckOpsSupported(const onnx::ModelProto& model);
+
+/// Whether `op_type` (default domain) is If, Loop or Scan (imported by control_flow.h).
+bool IsControlFlowOp(const std::string& op_type);
 
 /// Checks that every node input is defined (graph input, initializer or node output) and
 /// reorders the nodes topologically (stable); kInvalidArgument naming a node on a cycle or
@@ -38,6 +43,13 @@ absl::Status InlineExternalData(onnx::GraphProto& graph, const std::string& base
 /// that contradicts a fixed dim, a dim_param given two values, and any symbolic dim left
 /// unbound (naming each such input, its dims and the --input-shape flag).
 absl::Status BindInputShapes(const InputShapes& shapes, onnx::GraphProto& graph);
+
+/// Turns the graph inputs named in `constants` (name → serialized onnx.TensorProto) into
+/// initializers holding those tensors. Errors (kInvalidArgument, naming the input): not a graph
+/// input, bytes that are not a TensorProto, another element type, another rank, or a dim that
+/// contradicts a fixed dim of the input's declared shape (symbolic dims take the tensor's).
+absl::Status BindConstantInputs(const std::map<std::string, std::string>& constants,
+                                onnx::GraphProto& graph);
 
 /// Runs onnx::checker and onnx::shape_inference; returns the inferred type of every value
 /// name ONNX could type (value_info and graph outputs). kInvalidArgument on checker failure.

@@ -1,0 +1,417 @@
+// If, Loop and Scan, imported by inlining their subgraphs into the one static graph: an If whose
+// condition is a compile-time constant becomes its taken branch; an If on a run-time condition
+// whose branches produce the same types becomes both branches and a Where per output; a Loop
+// whose trip count and condition are known at compile time, and every Scan (its length is a
+// static dim), are unrolled, one copy of the body per iteration.
+#include "compiler_core/importer/onnx/control_flow.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/importer/onnx/model_checks.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::importer {
+namespace {
+
+using graph::AttrMap;
+using graph::OpKind;
+using graph::Value;
+using Ints = std::vector<int64_t>;
+
+std::string Prefix(const onnx::NodeProto& node) {
+  return absl::StrCat("node '", NodeDisplayName(node), "' (", node.op_type(), "): ");
+}
+
+const onnx::GraphProto* GraphAttr(const onnx::NodeProto& node, const std::string& name) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name && a.type() == onnx::AttributeProto::GRAPH) return &a.g();
+  }
+  return nullptr;
+}
+
+Ints IntsAttr(const onnx::NodeProto& node, const std::string& name) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name) return Ints(a.ints().begin(), a.ints().end());
+  }
+  return {};
+}
+
+std::optional<int64_t> IntAttr(const onnx::NodeProto& node, const std::string& name) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name && a.type() == onnx::AttributeProto::INT) return a.i();
+  }
+  return std::nullopt;
+}
+
+// Input `i` of `node`, or null when omitted.
+Value* InputOf(const onnx::NodeProto& node, const std::map<std::string, Value*>& values, int i) {
+  if (i >= node.input_size() || node.input(i).empty()) return nullptr;
+  auto it = values.find(node.input(i));
+  return it == values.end() ? nullptr : it->second;
+}
+
+// The one element of a constant scalar (or 1-element) tensor, as int64 (bool: 0 or 1).
+std::optional<int64_t> ConstScalarValue(const Value* v) {
+  if (v == nullptr || !v->is_constant() || v->type().NumElements() != 1) return std::nullopt;
+  return v->constant()->GetAsInt64(0);
+}
+
+// `v` with a dim of extent 1 inserted at `axis` (a Reshape: the data is unchanged).
+absl::StatusOr<Value*> InsertAxis(ImportContext& ctx, const std::string& name, Value* v,
+                                  int64_t axis) {
+  Ints shape = v->type().shape;
+  shape.insert(shape.begin() + axis, 1);
+  AttrMap a;
+  a.Set("allowzero", int64_t{0});
+  KILN_ASSIGN_OR_RETURN(graph::Node * n, ctx.Emit(OpKind::kReshape, name, {v, ctx.ConstI64(
+                                                      name + "/shape", shape)}, a));
+  return n->output(0);
+}
+
+// The per-iteration values `parts` stacked along a new axis `axis` (Reshape + Concat).
+absl::StatusOr<Value*> Stack(ImportContext& ctx, const std::string& name,
+                             const std::vector<Value*>& parts, int64_t axis) {
+  std::vector<Value*> expanded;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i]->type() != parts[0]->type()) {
+      return absl::UnimplementedError(absl::StrCat(
+          "scan output '", name, "' has type ", parts[0]->type().ToString(), " in iteration 0 and ",
+          parts[i]->type().ToString(), " in iteration ", i, " (stacking needs one type)"));
+    }
+    KILN_ASSIGN_OR_RETURN(Value * e, InsertAxis(ctx, absl::StrCat(name, "/", i), parts[i], axis));
+    expanded.push_back(e);
+  }
+  if (expanded.size() == 1) return expanded[0];
+  AttrMap a;
+  a.Set("axis", axis);
+  KILN_ASSIGN_OR_RETURN(graph::Node * n, ctx.Emit(OpKind::kConcat, name, expanded, a));
+  return n->output(0);
+}
+
+// Element `index` of `v` along `axis` (a Gather with a scalar index: the axis is dropped).
+absl::StatusOr<Value*> Take(ImportContext& ctx, const std::string& name, Value* v, int64_t index,
+                            int64_t axis) {
+  AttrMap a;
+  a.Set("axis", axis);
+  Value* i = ctx.ConstScalar(name + "/index", DType::kInt64, static_cast<double>(index));
+  KILN_ASSIGN_OR_RETURN(graph::Node * n, ctx.Emit(OpKind::kGather, name, {v, i}, a));
+  return n->output(0);
+}
+
+// Counts body copies against kMaxUnrolledNodes.
+absl::Status ChargeUnroll(const onnx::NodeProto& node, const onnx::GraphProto& body,
+                          int64_t iterations) {
+  const int64_t nodes = iterations * std::max(1, body.node_size());
+  if (nodes > kMaxUnrolledNodes) {
+    return absl::UnimplementedError(
+        Prefix(node) + absl::StrCat("unrolling ", iterations, " iterations of a ",
+                                    body.node_size(), "-node body would import ", nodes,
+                                    " nodes (the limit is ", kMaxUnrolledNodes,
+                                    "); loops that run on a compiled body at run time are not "
+                                    "supported yet"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Value*>> BuildIf(ImportContext& ctx, const onnx::NodeProto& node,
+                                            const std::map<std::string, Value*>& values,
+                                            const SubgraphImporter& import) {
+  const onnx::GraphProto* then_branch = GraphAttr(node, "then_branch");
+  const onnx::GraphProto* else_branch = GraphAttr(node, "else_branch");
+  Value* cond = InputOf(node, values, 0);
+  if (then_branch == nullptr || else_branch == nullptr || cond == nullptr) {
+    return absl::InvalidArgumentError(Prefix(node) +
+                                      "needs a condition and then_branch and else_branch graphs");
+  }
+  const std::string name = NodeDisplayName(node);
+  if (std::optional<int64_t> taken = ConstScalarValue(cond)) {
+    // A condition known at compile time: the taken branch only, inlined.
+    return import(*taken != 0 ? *then_branch : *else_branch, {},
+                  absl::StrCat(name, *taken != 0 ? "/then/" : "/else/"));
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<Value*> then_out, import(*then_branch, {}, name + "/then/"));
+  KILN_ASSIGN_OR_RETURN(std::vector<Value*> else_out, import(*else_branch, {}, name + "/else/"));
+  if (cond->type().NumElements() != 1 || cond->type().dtype != DType::kBool) {
+    return absl::InvalidArgumentError(Prefix(node) + absl::StrCat("condition has type ",
+                                                                  cond->type().ToString(),
+                                                                  ", expected one bool"));
+  }
+  AttrMap reshape;
+  reshape.Set("allowzero", int64_t{0});
+  KILN_ASSIGN_OR_RETURN(graph::Node * scalar,
+                        ctx.Emit(OpKind::kReshape, name + "/cond", {cond,
+                                 ctx.ConstI64(name + "/cond/shape", {})}, reshape));
+  std::vector<Value*> outputs;
+  for (size_t i = 0; i < then_out.size(); ++i) {
+    if (then_out[i]->type() != else_out[i]->type()) {
+      return absl::UnimplementedError(
+          Prefix(node) +
+          absl::StrCat("the condition is only known at run time and output ", i,
+                       " has type ", then_out[i]->type().ToString(), " in then_branch but ",
+                       else_out[i]->type().ToString(),
+                       " in else_branch; Kiln compiles an If on a run-time condition as both "
+                       "branches and a select, which needs equal types (a constant condition, "
+                       "e.g. with --constant-input, inlines one branch)"));
+    }
+    KILN_ASSIGN_OR_RETURN(graph::Node * select,
+                          ctx.Emit(OpKind::kWhere, absl::StrCat(name, "/select", i),
+                                   {scalar->output(0), then_out[i], else_out[i]}, {}));
+    outputs.push_back(select->output(0));
+  }
+  return outputs;
+}
+
+absl::StatusOr<std::vector<Value*>> BuildLoop(ImportContext& ctx, const onnx::NodeProto& node,
+                                              const std::map<std::string, Value*>& values,
+                                              const SubgraphImporter& import) {
+  const onnx::GraphProto* body = GraphAttr(node, "body");
+  if (body == nullptr) return absl::InvalidArgumentError(Prefix(node) + "has no body graph");
+  const int num_carried = node.input_size() - 2;
+  if (num_carried < 0 || body->input_size() != num_carried + 2 ||
+      body->output_size() < num_carried + 1) {
+    return absl::InvalidArgumentError(
+        Prefix(node) + absl::StrCat("body has ", body->input_size(), " inputs and ",
+                                    body->output_size(), " outputs for ", num_carried,
+                                    " loop-carried values"));
+  }
+  const int num_scan = body->output_size() - 1 - num_carried;
+  std::optional<int64_t> trip_count;
+  if (Value* m = InputOf(node, values, 0)) {
+    trip_count = ConstScalarValue(m);
+    if (!trip_count) {
+      return absl::UnimplementedError(
+          Prefix(node) + "the trip count M is only known at run time; Kiln unrolls loops whose "
+                         "trip count and condition are known at compile time (give it with "
+                         "--constant-input if it is a graph input)");
+    }
+  }
+  bool cond = true;
+  if (Value* c = InputOf(node, values, 1)) {
+    std::optional<int64_t> known = ConstScalarValue(c);
+    if (!known) {
+      return absl::UnimplementedError(
+          Prefix(node) + "the initial condition is only known at run time; Kiln unrolls loops "
+                         "whose trip count and condition are known at compile time");
+    }
+    cond = *known != 0;
+  }
+  if (!trip_count && InputOf(node, values, 1) == nullptr) {
+    return absl::InvalidArgumentError(Prefix(node) + "has neither a trip count nor a condition");
+  }
+  if (trip_count) KILN_RETURN_IF_ERROR(ChargeUnroll(node, *body, *trip_count));
+  std::vector<Value*> carried;
+  for (int i = 0; i < num_carried; ++i) {
+    Value* v = InputOf(node, values, i + 2);
+    if (v == nullptr) {
+      return absl::InvalidArgumentError(Prefix(node) +
+                                        absl::StrCat("loop-carried input ", i, " is missing"));
+    }
+    carried.push_back(v);
+  }
+  std::vector<std::vector<Value*>> scans(num_scan);
+  const std::string name = NodeDisplayName(node);
+  for (int64_t iter = 0; cond && (!trip_count || iter < *trip_count); ++iter) {
+    if (!trip_count) KILN_RETURN_IF_ERROR(ChargeUnroll(node, *body, iter + 1));
+    std::map<std::string, Value*> bound;
+    bound[body->input(0).name()] =
+        ctx.ConstScalar(absl::StrCat(name, "/iter", iter, "/iter_num"), DType::kInt64,
+                        static_cast<double>(iter));
+    bound[body->input(1).name()] =
+        ctx.ConstScalar(absl::StrCat(name, "/iter", iter, "/cond"), DType::kBool, 1);
+    for (int i = 0; i < num_carried; ++i) bound[body->input(i + 2).name()] = carried[i];
+    KILN_ASSIGN_OR_RETURN(std::vector<Value*> out,
+                          import(*body, bound, absl::StrCat(name, "/iter", iter, "/")));
+    std::optional<int64_t> next = ConstScalarValue(out[0]);
+    if (!next) {
+      return absl::UnimplementedError(
+          Prefix(node) + absl::StrCat("the condition after iteration ", iter,
+                                      " depends on run-time values; Kiln unrolls loops whose "
+                                      "trip count and condition are known at compile time"));
+    }
+    cond = *next != 0;
+    for (int i = 0; i < num_carried; ++i) carried[i] = out[1 + i];
+    for (int k = 0; k < num_scan; ++k) scans[k].push_back(out[1 + num_carried + k]);
+  }
+  std::vector<Value*> outputs = carried;
+  for (int k = 0; k < num_scan; ++k) {
+    if (scans[k].empty()) {
+      return absl::UnimplementedError(
+          Prefix(node) + absl::StrCat("runs zero iterations, so scan output ", k,
+                                      " is empty (zero-sized tensors are not supported)"));
+    }
+    KILN_ASSIGN_OR_RETURN(Value * stacked,
+                          Stack(ctx, absl::StrCat(name, "/scan", k), scans[k], 0));
+    outputs.push_back(stacked);
+  }
+  return outputs;
+}
+
+// One Scan over `states` and `inputs` whose scan axes are `in_axes` (opset 9 semantics; opset 8
+// calls it once per batch entry).
+absl::StatusOr<std::vector<Value*>> ScanOnce(ImportContext& ctx, const onnx::NodeProto& node,
+                                             const onnx::GraphProto& body,
+                                             std::vector<Value*> states,
+                                             const std::vector<Value*>& inputs,
+                                             const Ints& in_axes, const Ints& in_reverse,
+                                             const Ints& out_axes, const Ints& out_reverse,
+                                             const std::string& name,
+                                             const SubgraphImporter& import) {
+  const int num_states = static_cast<int>(states.size());
+  const int num_inputs = static_cast<int>(inputs.size());
+  const int num_outputs = body.output_size() - num_states;
+  if (num_inputs == 0) return absl::InvalidArgumentError(Prefix(node) + "has no scan input");
+  const int64_t length = inputs[0]->type().shape[in_axes[0]];
+  for (int j = 1; j < num_inputs; ++j) {
+    if (inputs[j]->type().shape[in_axes[j]] != length) {
+      return absl::InvalidArgumentError(
+          Prefix(node) + absl::StrCat("scan input ", j, " has ",
+                                      inputs[j]->type().shape[in_axes[j]],
+                                      " elements along its scan axis, scan input 0 has ", length));
+    }
+  }
+  KILN_RETURN_IF_ERROR(ChargeUnroll(node, body, length));
+  std::vector<std::vector<Value*>> scans(num_outputs);
+  for (int64_t t = 0; t < length; ++t) {
+    const std::string iter = absl::StrCat(name, "/iter", t, "/");
+    std::map<std::string, Value*> bound;
+    for (int i = 0; i < num_states; ++i) bound[body.input(i).name()] = states[i];
+    for (int j = 0; j < num_inputs; ++j) {
+      int64_t index = in_reverse[j] != 0 ? length - 1 - t : t;
+      KILN_ASSIGN_OR_RETURN(bound[body.input(num_states + j).name()],
+                            Take(ctx, absl::StrCat(iter, "in", j), inputs[j], index, in_axes[j]));
+    }
+    KILN_ASSIGN_OR_RETURN(std::vector<Value*> out, import(body, bound, iter));
+    for (int i = 0; i < num_states; ++i) states[i] = out[i];
+    for (int k = 0; k < num_outputs; ++k) scans[k].push_back(out[num_states + k]);
+  }
+  std::vector<Value*> outputs = states;
+  for (int k = 0; k < num_outputs; ++k) {
+    if (out_reverse[k] != 0) std::reverse(scans[k].begin(), scans[k].end());
+    const int64_t rank = scans[k][0]->type().rank() + 1;
+    int64_t axis = out_axes[k] < 0 ? out_axes[k] + rank : out_axes[k];
+    if (axis < 0 || axis >= rank) {
+      return absl::InvalidArgumentError(
+          Prefix(node) + absl::StrCat("scan_output_axes[", k, "] = ", out_axes[k],
+                                      " is outside rank ", rank));
+    }
+    KILN_ASSIGN_OR_RETURN(Value * stacked,
+                          Stack(ctx, absl::StrCat(name, "/scan", k), scans[k], axis));
+    outputs.push_back(stacked);
+  }
+  return outputs;
+}
+
+absl::StatusOr<std::vector<Value*>> BuildScan(ImportContext& ctx, const onnx::NodeProto& node,
+                                              const std::map<std::string, Value*>& values,
+                                              const SubgraphImporter& import) {
+  const onnx::GraphProto* body = GraphAttr(node, "body");
+  std::optional<int64_t> num_inputs = IntAttr(node, "num_scan_inputs");
+  if (body == nullptr || !num_inputs) {
+    return absl::InvalidArgumentError(Prefix(node) + "needs a body graph and num_scan_inputs");
+  }
+  // Opset 8 has a leading sequence_lens input and a batch axis on every input and output.
+  const bool batched = ctx.opset() < 9;
+  const int first = batched ? 1 : 0;
+  const int num_states = node.input_size() - first - static_cast<int>(*num_inputs);
+  const int num_outputs = body->output_size() - num_states;
+  if (num_states < 0 || *num_inputs < 1 || num_outputs < 0 ||
+      body->input_size() != num_states + *num_inputs) {
+    return absl::InvalidArgumentError(
+        Prefix(node) + absl::StrCat("body has ", body->input_size(), " inputs and ",
+                                    body->output_size(), " outputs for ", node.input_size(),
+                                    " Scan inputs with num_scan_inputs=", *num_inputs));
+  }
+  std::vector<Value*> states, inputs;
+  for (int i = first; i < node.input_size(); ++i) {
+    Value* v = InputOf(node, values, i);
+    if (v == nullptr) {
+      return absl::InvalidArgumentError(Prefix(node) + absl::StrCat("input ", i, " is missing"));
+    }
+    (i - first < num_states ? states : inputs).push_back(v);
+  }
+  auto per_input = [&](const char* attr, int n, int64_t fallback) -> absl::StatusOr<Ints> {
+    Ints v = IntsAttr(node, attr);
+    if (v.empty()) v.assign(n, fallback);
+    if (static_cast<int>(v.size()) != n) {
+      return absl::InvalidArgumentError(
+          Prefix(node) + absl::StrCat("attribute '", attr, "' has ", v.size(), " values, expected ",
+                                      n));
+    }
+    return v;
+  };
+  const std::string name = NodeDisplayName(node);
+  if (batched) {
+    if (Value* lens = InputOf(node, values, 0)) {
+      // sequence_lens must be the full length for every batch entry.
+      if (!lens->is_constant()) {
+        return absl::UnimplementedError(
+            Prefix(node) + "sequence_lens arrives at run time; Kiln unrolls a Scan at compile "
+                           "time and needs it constant");
+      }
+      for (int64_t b = 0; b < lens->type().NumElements(); ++b) {
+        if (lens->constant()->GetAsInt64(b) != inputs[0]->type().shape[1]) {
+          return absl::UnimplementedError(
+              Prefix(node) + "sequence_lens shorter than the scan axis is not supported");
+        }
+      }
+    }
+    KILN_ASSIGN_OR_RETURN(Ints reverse, per_input("directions", static_cast<int>(*num_inputs), 0));
+    const Ints in_axes(*num_inputs, 0), out_axes(num_outputs, 0), out_reverse(num_outputs, 0);
+    const int64_t batch = inputs[0]->type().shape[0];
+    std::vector<std::vector<Value*>> per_batch(num_states + num_outputs);
+    for (int64_t b = 0; b < batch; ++b) {
+      const std::string entry = absl::StrCat(name, "/batch", b);
+      std::vector<Value*> s, x;
+      for (size_t i = 0; i < states.size(); ++i) {
+        KILN_ASSIGN_OR_RETURN(Value * v, Take(ctx, absl::StrCat(entry, "/state", i), states[i], b, 0));
+        s.push_back(v);
+      }
+      for (size_t j = 0; j < inputs.size(); ++j) {
+        KILN_ASSIGN_OR_RETURN(Value * v, Take(ctx, absl::StrCat(entry, "/in", j), inputs[j], b, 0));
+        x.push_back(v);
+      }
+      KILN_ASSIGN_OR_RETURN(std::vector<Value*> out,
+                            ScanOnce(ctx, node, *body, s, x, in_axes, reverse, out_axes,
+                                     out_reverse, entry, import));
+      for (size_t k = 0; k < out.size(); ++k) per_batch[k].push_back(out[k]);
+    }
+    std::vector<Value*> outputs;
+    for (size_t k = 0; k < per_batch.size(); ++k) {
+      KILN_ASSIGN_OR_RETURN(Value * stacked,
+                            Stack(ctx, absl::StrCat(name, "/out", k), per_batch[k], 0));
+      outputs.push_back(stacked);
+    }
+    return outputs;
+  }
+  KILN_ASSIGN_OR_RETURN(Ints in_axes, per_input("scan_input_axes", static_cast<int>(*num_inputs), 0));
+  KILN_ASSIGN_OR_RETURN(Ints in_reverse,
+                        per_input("scan_input_directions", static_cast<int>(*num_inputs), 0));
+  KILN_ASSIGN_OR_RETURN(Ints out_axes, per_input("scan_output_axes", num_outputs, 0));
+  KILN_ASSIGN_OR_RETURN(Ints out_reverse, per_input("scan_output_directions", num_outputs, 0));
+  for (size_t j = 0; j < inputs.size(); ++j) {
+    const int64_t rank = inputs[j]->type().rank();
+    if (in_axes[j] < 0) in_axes[j] += rank;
+    if (in_axes[j] < 0 || in_axes[j] >= rank) {
+      return absl::InvalidArgumentError(
+          Prefix(node) + absl::StrCat("scan_input_axes[", j, "] is outside rank ", rank));
+    }
+  }
+  return ScanOnce(ctx, node, *body, states, inputs, in_axes, in_reverse, out_axes, out_reverse,
+                  name, import);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Value*>> BuildControlFlow(ImportContext& ctx,
+                                                     const onnx::NodeProto& node,
+                                                     const std::map<std::string, Value*>& values,
+                                                     const SubgraphImporter& import) {
+  if (node.op_type() == "If") return BuildIf(ctx, node, values, import);
+  if (node.op_type() == "Loop") return BuildLoop(ctx, node, values, import);
+  return BuildScan(ctx, node, values, import);
+}
+
+}  // namespace kiln::importer

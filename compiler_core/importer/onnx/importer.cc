@@ -13,6 +13,7 @@
 #include "compiler_core/importer/onnx/control_flow.h"
 #include "compiler_core/importer/onnx/import_context.h"
 #include "compiler_core/importer/onnx/model_checks.h"
+#include "compiler_core/importer/onnx/quant_builders.h"
 #include "compiler_core/importer/onnx/tensor_proto.h"
 #include "compiler_core/ir/graph/verifier.h"
 #include "compiler_core/support/status_macros.h"
@@ -228,11 +229,16 @@ absl::Status BuildNodes(const onnx::GraphProto& g, ImportContext& ctx, const Typ
         continue;
       }
       node.proto = &proto;
-      node.op = *graph::OpKindFromName(proto.op_type());
+      const bool quant = IsQuantOp(proto.op_type());
+      node.op = quant ? graph::OpKind::kIdentity : *graph::OpKindFromName(proto.op_type());
       node.name = display;
       node.attrs = std::move(attrs);
       for (const auto& in : proto.input()) node.inputs.push_back(in.empty() ? nullptr : values[in]);
-      KILN_ASSIGN_OR_RETURN(outs, BuildNode(ctx, node));
+      if (quant) {
+        KILN_ASSIGN_OR_RETURN(outs, BuildQuantOp(ctx, node));
+      } else {
+        KILN_ASSIGN_OR_RETURN(outs, BuildNode(ctx, node));
+      }
     }
     for (Value*& out : outs) {
       KILN_ASSIGN_OR_RETURN(out, FoldSmallConstant(ctx, out));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/importer/onnx/quant_builders.h"
 #include "compiler_core/importer/onnx/tensor_proto.h"
 #include "compiler_core/ir/graph/op.h"
 #include "compiler_core/support/status_macros.h"
@@ -86,7 +87,8 @@ namespace {
 absl::Status CheckGraphOpsSupported(const onnx::GraphProto& graph) {
   for (const auto& node : graph.node()) {
     const bool control_flow = IsDefaultDomain(node.domain()) && IsControlFlowOp(node.op_type());
-    if (!control_flow &&
+    const bool quant = IsDefaultDomain(node.domain()) && IsQuantOp(node.op_type());
+    if (!control_flow && !quant &&
         (!IsDefaultDomain(node.domain()) || !graph::OpKindFromName(node.op_type()))) {
       std::string domain = node.domain().empty() ? "ai.onnx" : node.domain();
       return absl::UnimplementedError(Prefix(node) + absl::StrCat("unsupported op '",

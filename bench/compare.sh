@@ -35,4 +35,17 @@ if [[ "$(installed_version)" != "$ORT_VERSION" ]]; then
      "onnxruntime-node@$ORT_VERSION" >&2)
 fi
 
-exec node bench/ort_bench.mjs --kiln-bin "$BIN" --ort-dir "$ORT_DIR" --models ../shared/models "$@"
+# The int8 row: an int8 QDQ ResNet-18 made from ../shared/models/resnet18 with the calibration
+# ranges of tests/data/resnet18_int8 (scripts/qdq_quantize.py), run by both on the same file
+# (ORT with all graph optimizations, so its QDQ convolutions run as int8 QLinearConv kernels).
+INT8_DIR=bench/.int8/resnet18_int8
+if [[ ! -f "$INT8_DIR/model.onnx" ]]; then
+  mkdir -p "$INT8_DIR/test_data_set_0"
+  /usr/bin/python3 scripts/qdq_quantize.py quantize ../shared/models/resnet18/model.onnx \
+    tests/data/resnet18_int8/ranges.json "$INT8_DIR/model.onnx"
+  cp ../shared/models/resnet18/test_data_set_0/input_0.pb "$INT8_DIR/test_data_set_0/"
+  cp tests/data/resnet18_int8/output_0.pb "$INT8_DIR/test_data_set_0/"
+fi
+
+exec node bench/ort_bench.mjs --kiln-bin "$BIN" --ort-dir "$ORT_DIR" --models ../shared/models \
+  --extra-model "$INT8_DIR" "$@"

@@ -3,7 +3,7 @@
 //
 //   node bench/ort_bench.mjs --kiln-bin build/bin/kiln-bench-model [--models ../shared/models]
 //        [--ort-dir bench/.ort] [--threads 1,2] [--warmup 20] [--runs 100] [--budget-ms 8000]
-//        [--only mlp,resnet18] [--records-dir DIR [--geomean-models a,b,...]] [--list-models]
+//        [--only mlp,resnet18] [--extra-model DIR ...] [--records-dir DIR [--geomean-models a,b,...]] [--list-models]
 //
 // --records-dir DIR: each row measures three runtimes in the same protocol: Kiln with default
 // schedules, Kiln tuned (`kiln-bench-model --records DIR/<model>.t<threads>.jsonl`, the records
@@ -42,6 +42,7 @@ import { fileURLToPath } from 'node:url';
 const opts = {
   kilnBin: 'build/bin/kiln-bench-model',
   models: '../shared/models',
+  extraModels: [],  // model directories benchmarked after --models' (e.g. the int8 ResNet-18)
   ortDir: 'bench/.ort',
   threads: [1, 2],
   warmup: 20,
@@ -63,6 +64,7 @@ const opts = {
     };
     if (a === '--kiln-bin') opts.kilnBin = v();
     else if (a === '--models') opts.models = v();
+    else if (a === '--extra-model') opts.extraModels.push(v());
     else if (a === '--ort-dir') opts.ortDir = v();
     else if (a === '--threads') opts.threads = v().split(',').map(Number).filter((n) => n > 0);
     else if (a === '--warmup') opts.warmup = Number(v());
@@ -446,8 +448,9 @@ function modelDirs() {
   } else {
     names.sort();
   }
-  if (opts.only) names = names.filter((n) => opts.only.includes(n));
-  return names.map((n) => path.join(opts.models, n));
+  let dirs = names.map((n) => path.join(opts.models, n)).concat(opts.extraModels);
+  if (opts.only) dirs = dirs.filter((d) => opts.only.includes(path.basename(d)));
+  return dirs;
 }
 
 function geomean(values) {

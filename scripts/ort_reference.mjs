@@ -1,8 +1,9 @@
 // One ONNX Runtime inference for reference outputs (scripts/make-symbolic-batch-refs):
-//   node scripts/ort_reference.mjs --ort-dir bench/.ort MODEL.onnx DIR
+//   node scripts/ort_reference.mjs --ort-dir bench/.ort [--optimized] MODEL.onnx DIR
 // reads DIR/input.bin (float32, little-endian) and DIR/input.json ({name, dims}), runs the
-// model on ORT's CPU execution provider with graph optimizations disabled, and writes output 0
-// as DIR/output.bin and DIR/output.json ({name, dims}).
+// model on ORT's CPU execution provider with graph optimizations disabled (--optimized: all of
+// them, so that ORT runs a QDQ model's convolutions as int8 QLinearConv kernels, as deployed),
+// and writes output 0 as DIR/output.bin and DIR/output.json ({name, dims}).
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -13,8 +14,13 @@ if (args[0] === '--ort-dir') {
   ortDir = args[1];
   args.splice(0, 2);
 }
+let optimized = false;
+if (args[0] === '--optimized') {
+  optimized = true;
+  args.splice(0, 1);
+}
 if (args.length !== 2) {
-  console.error('usage: node scripts/ort_reference.mjs [--ort-dir DIR] MODEL.onnx DIR');
+  console.error('usage: node scripts/ort_reference.mjs [--ort-dir DIR] [--optimized] MODEL.onnx DIR');
   process.exit(2);
 }
 const [modelPath, dir] = args;
@@ -26,7 +32,7 @@ const raw = fs.readFileSync(path.join(dir, 'input.bin'));
 const data = new Float32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4);
 const session = await ort.InferenceSession.create(modelPath, {
   executionProviders: ['cpu'],
-  graphOptimizationLevel: 'disabled',
+  graphOptimizationLevel: optimized ? 'all' : 'disabled',
 });
 const result = await session.run({ [meta.name]: new ort.Tensor('float32', data, meta.dims) });
 const name = session.outputNames[0];

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <string>
@@ -170,6 +171,42 @@ INSTANTIATE_TEST_SUITE_P(Light, LightModelsTest,
                          ::testing::Values("bvlc_alexnet", "densenet121", "inception_v1",
                                            "inception_v2", "resnet50", "shufflenet", "squeezenet",
                                            "vgg19", "zfnet512"));
+
+// An int8 QDQ ResNet-18 (DequantizeLinear -> Conv [-> Relu] -> QuantizeLinear throughout, uint8
+// activations, int8 per-channel weights, int32 biases), rebuilt from ../shared/models/resnet18 by
+// scripts/qdq_quantize.py with the calibration ranges in tests/data/resnet18_int8/ranges.json,
+// passes kiln check against ONNX Runtime 1.30's int8 execution (all graph optimizations: ORT
+// runs the QDQ convolutions as QLinearConv) of test_data_set_0 (tests/data/resnet18_int8/
+// output_0.pb, scripts/make-int8-resnet18-refs). Without the QDQ fusion (float convolutions of
+// dequantized values, rounding twice) the logits are 0.06 off, far outside the tolerance.
+TEST(ModelsTest, Int8QdqResnet18MatchesOnnxRuntime) {
+  const std::filesystem::path src = "../shared/models/resnet18";
+  KILN_REQUIRE_PATH_OR_SKIP(src.string());
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("kiln_int8_resnet18_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir / "test_data_set_0");
+  const std::string cmd = "/usr/bin/python3 scripts/qdq_quantize.py quantize " +
+                          (src / "model.onnx").string() + " tests/data/resnet18_int8/ranges.json " +
+                          (dir / "model.onnx").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::filesystem::copy_file(src / "test_data_set_0" / "input_0.pb",
+                             dir / "test_data_set_0" / "input_0.pb");
+  std::filesystem::copy_file("tests/data/resnet18_int8/output_0.pb",
+                             dir / "test_data_set_0" / "output_0.pb");
+  auto report = client::CheckModelDir(dir.string(), pipeline::CompileOptions{});
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->outputs.size(), 1u);
+  const client::OutputComparison& c = report->outputs[0];
+  EXPECT_TRUE(c.pass) << c.error;
+  EXPECT_LT(c.max_abs_error, 1e-4);
+  // One convolution kernel per Conv of the model: the replaced float Conv nodes are dead code.
+  int int_convs = 0;
+  for (const auto& k : report->compile.artifact.manifest.kernels()) {
+    if (k.fused_ops().find("Conv") != std::string::npos) ++int_convs;
+  }
+  EXPECT_EQ(int_convs, 20);
+  std::filesystem::remove_all(dir);
+}
 
 }  // namespace
 }  // namespace kiln

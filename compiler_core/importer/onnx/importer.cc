@@ -13,6 +13,7 @@
 #include "compiler_core/importer/onnx/control_flow.h"
 #include "compiler_core/importer/onnx/import_context.h"
 #include "compiler_core/importer/onnx/model_checks.h"
+#include "compiler_core/importer/onnx/qdq_fusion.h"
 #include "compiler_core/importer/onnx/quant_builders.h"
 #include "compiler_core/importer/onnx/tensor_proto.h"
 #include "compiler_core/ir/graph/verifier.h"
@@ -303,6 +304,7 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxBytes(std::string_view bytes,
     KILN_ASSIGN_OR_RETURN(input_types[in.name()], InputType(in));
   }
   KILN_ASSIGN_OR_RETURN(TypeMap types, CheckAndInfer(model));
+  FuseQdqConvs(g, opset);
 
   auto graph = std::make_unique<Graph>();
   ImportContext ctx(*graph, opset);

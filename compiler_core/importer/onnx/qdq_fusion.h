@@ -1,0 +1,24 @@
+// QDQ convolutions (DequantizeLinear -> Conv [-> Relu] -> QuantizeLinear, as ONNX Runtime's and
+// TensorRT's QDQ quantizers write int8 models) rewritten into QLinearConv before import.
+#ifndef KILN_COMPILER_CORE_IMPORTER_ONNX_QDQ_FUSION_H_
+#define KILN_COMPILER_CORE_IMPORTER_ONNX_QDQ_FUSION_H_
+
+#include "onnx/onnx_pb.h"
+
+namespace kiln::importer {
+
+/// Replaces each QuantizeLinear whose input is a Conv (or a Relu of one) reading a
+/// DequantizeLinear'd activation (per-tensor scale) and a DequantizeLinear'd constant weight
+/// (per-tensor or per-output-channel scale), with an int32 bias (zero point 0, scale exactly
+/// x_scale * w_scale) if any, by QLinearConv (and Max(y, y_zero_point) for the Relu) writing the
+/// QuantizeLinear's output: the integer arithmetic of ONNX Runtime's QDQ transformer (exact int32
+/// accumulation, one float requantization by x_scale * w_scale / y_scale), where the QDQ
+/// graph's float semantics would round twice. The replaced Conv and Relu are left unread for
+/// dead-code elimination. A pattern whose intermediate values have other readers, or whose
+/// parameters are not constants, is left as it is. `opset` is the model's default-domain opset
+/// (QLinearConv needs 10, Max on 8-bit integers 12). Returns the number of fused convolutions.
+int FuseQdqConvs(onnx::GraphProto& graph, int opset);
+
+}  // namespace kiln::importer
+
+#endif  // KILN_COMPILER_CORE_IMPORTER_ONNX_QDQ_FUSION_H_

@@ -1,6 +1,7 @@
 // Tests of the ops the importer decomposes into other ops (composite_builders.cc and
 // signal_builders.cc): the canonical nodes they become and their errors. Their numerics are
-// checked against the conformance data by reference_onnx_data_test.
+// checked against the conformance data by reference_onnx_data_test. Also the binding of
+// inferred symbolic dims to declared output dims, which the expanded window functions need.
 #include <cmath>
 
 #include "compiler_core/importer/onnx/importer_test_util.h"
@@ -106,6 +107,21 @@ TEST(CompositeImportTest, StftAmbiguousRuntimeStepIsAnError) {
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(g.status().message(), HasSubstr("node 'y_node' (STFT): frame_step or frame_length"));
+}
+
+TEST(InferredDimsTest, RangeOverRuntimeLimitTakesTheDeclaredOutputLength) {
+  ModelBuilder b(17);
+  b.Input("n", {});
+  b.Init("zero", {}, {0});
+  b.Init("one", {}, {1});
+  b.Node("Range", {"zero", "n", "one"}, {"r"});
+  b.Node("Cos", {"r"}, {"y"});
+  b.Output("y", {6});
+  auto g = Import(b);
+  ASSERT_TRUE(g.ok()) << g.status();
+  const graph::Node* range = Only(**g, OpKind::kRange);
+  ASSERT_NE(range, nullptr);
+  EXPECT_EQ(range->attrs().GetInt("count", -1), 6);
 }
 
 }  // namespace

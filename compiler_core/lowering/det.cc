@@ -55,27 +55,35 @@ absl::StatusOr<std::vector<Stmt>> LowerDet(KernelBuilder& b, const graph::Node& 
   const Expr K = loop::VarRef(k), P = loop::Load(piv, bi);
   const Expr one = Const(1, f64), zero = Const(0, f64);
 
-  Stmt copy = Serial(ci, m, Serial(cj, m, loop::Store(lu, at(loop::VarRef(ci), loop::VarRef(cj)),
-                                                      loop::Cast(f64, loop::Load(x, at(loop::VarRef(ci), loop::VarRef(cj)))))));
+  const Expr CI = loop::VarRef(ci), CJ = loop::VarRef(cj);
+  Stmt copy = Serial(
+      ci, m,
+      Serial(cj, m, loop::Store(lu, at(CI, CJ), loop::Cast(f64, loop::Load(x, at(CI, CJ))))));
   const Expr I = loop::VarRef(pi);
   Expr larger = Bin(BinaryOp::kGt, loop::Unary(loop::UnaryOp::kAbs, A(I, K)),
                     loop::Unary(loop::UnaryOp::kAbs, A(P, K)));
-  Stmt find = Serial(pi, m, loop::Store(piv, bi, loop::Select(Bin(BinaryOp::kAnd, Bin(BinaryOp::kGt, I, K), larger), I, P)));
+  Stmt find = Serial(
+      pi, m,
+      loop::Store(piv, bi,
+                  loop::Select(Bin(BinaryOp::kAnd, Bin(BinaryOp::kGt, I, K), larger), I, P)));
   const Expr J = loop::VarRef(sj);
-  Stmt swap = Serial(sj, m, loop::Block({
-      loop::Store(tmp, bi, A(K, J)),
-      loop::Store(lu, at(K, J), A(P, J)),
-      loop::Store(lu, at(P, J), loop::Load(tmp, bi)),
-  }));
+  Stmt swap = Serial(sj, m,
+                     loop::Block({
+                         loop::Store(tmp, bi, A(K, J)),
+                         loop::Store(lu, at(K, J), A(P, J)),
+                         loop::Store(lu, at(P, J), loop::Load(tmp, bi)),
+                     }));
   // The sign flip is decided before the swap (piv is unchanged by it).
   Expr sign = loop::Select(Bin(BinaryOp::kNe, P, K), Const(-1, f64), one);
   const Expr EI = loop::VarRef(ei), EJ = loop::VarRef(ej);
   Expr pivot = A(K, K);
   Expr use = Bin(BinaryOp::kAnd, Bin(BinaryOp::kGt, EI, K), Bin(BinaryOp::kNe, pivot, zero));
-  Stmt eliminate = Serial(ei, m, loop::Block({
-      loop::Store(fac, bi, loop::Select(use, Bin(BinaryOp::kDiv, A(EI, K), pivot), zero)),
-      Serial(ej, m, loop::Store(lu, at(EI, EJ), A(EI, EJ) - loop::Load(fac, bi) * A(K, EJ))),
-  }));
+  Stmt eliminate = Serial(
+      ei, m,
+      loop::Block({
+          loop::Store(fac, bi, loop::Select(use, Bin(BinaryOp::kDiv, A(EI, K), pivot), zero)),
+          Serial(ej, m, loop::Store(lu, at(EI, EJ), A(EI, EJ) - loop::Load(fac, bi) * A(K, EJ))),
+      }));
   Stmt column = loop::Block({
       loop::Store(piv, bi, K),
       find,

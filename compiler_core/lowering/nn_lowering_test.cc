@@ -196,10 +196,10 @@ TEST(LowerNnTest, RoiAlignModes) {
   Value* x = g.AddInput("x", F32({2, 2, 6, 5}));
   Value* rois = g.AddInput("rois", F32({3, 4}));
   Value* batch = g.AddInput("batch", TensorType{DType::kInt64, {3}});
-  ValueMap in{{x, Random(x->type(), 1)},
-              {rois, testing::FromFloats(rois->type(), {0, 0, 4, 3, 1, 1.5f, 3.5f, 5.5f,
-                                                        -2, 0, 7, 9})},
-              {batch, FromInts(batch->type(), {0, 1, 1})}};
+  ValueMap in{
+      {x, Random(x->type(), 1)},
+      {rois, testing::FromFloats(rois->type(), {0, 0, 4, 3, 1, 1.5f, 3.5f, 5.5f, -2, 0, 7, 9})},
+      {batch, FromInts(batch->type(), {0, 1, 1})}};
   for (const char* mode : {"avg", "max"}) {
     for (const char* coord : {"half_pixel", "output_half_pixel"}) {
       AttrMap a;

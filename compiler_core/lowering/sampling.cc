@@ -31,7 +31,9 @@ Expr Lt(Expr a, Expr b) { return Bin(BinaryOp::kLt, std::move(a), std::move(b));
 Expr Gt(Expr a, Expr b) { return Bin(BinaryOp::kGt, std::move(a), std::move(b)); }
 Expr Or(Expr a, Expr b) { return Bin(BinaryOp::kOr, std::move(a), std::move(b)); }
 Expr ToF64(Expr a) { return a->dtype == kF64 ? a : loop::Cast(kF64, std::move(a)); }
-Expr Clamp(Expr a, double lo, double hi) { return loop::Min(loop::Max(std::move(a), F(lo)), F(hi)); }
+Expr Clamp(Expr a, double lo, double hi) {
+  return loop::Min(loop::Max(std::move(a), F(lo)), F(hi));
+}
 /// An f64 coordinate already inside [0, extent - 1] (up to truncation) as an i64 index.
 Expr Index(Expr f, int64_t extent) {
   return loop::Cast(DType::kInt64, Clamp(std::move(f), 0, static_cast<double>(extent - 1)));
@@ -59,8 +61,7 @@ std::vector<Expr> CubicCoeffs(const Expr& t) {
   const double a = -0.75;
   Expr t1 = t + F(1), s = F(1) - t, s1 = F(2) - t;
   return {((F(a) * t1 - F(5 * a)) * t1 + F(8 * a)) * t1 - F(4 * a),
-          ((F(a + 2) * t - F(a + 3)) * t) * t + F(1),
-          ((F(a + 2) * s - F(a + 3)) * s) * s + F(1),
+          ((F(a + 2) * t - F(a + 3)) * t) * t + F(1), ((F(a + 2) * s - F(a + 3)) * s) * s + F(1),
           ((F(a) * s1 - F(5 * a)) * s1 + F(8 * a)) * s1 - F(4 * a)};
 }
 
@@ -176,8 +177,9 @@ absl::StatusOr<std::vector<Stmt>> LowerRoiAlign(KernelBuilder& b, const graph::N
     Expr size = end - start;
     if (!half_pixel) size = loop::Max(size, F(1));
     Expr bin = Div(size, F(static_cast<double>(bins[i])));
-    Expr pos = start + ToF64(o[2 + i]) * bin +
-               Div((ToF64(loop::VarRef(grid_vars[i])) + F(0.5)) * bin, F(static_cast<double>(ratio)));
+    Expr pos =
+        start + ToF64(o[2 + i]) * bin +
+        Div((ToF64(loop::VarRef(grid_vars[i])) + F(0.5)) * bin, F(static_cast<double>(ratio)));
     double d = static_cast<double>(dims[i]);
     Expr out_i = Or(Lt(pos, F(-1)), Gt(pos, F(d)));
     outside = outside ? Or(outside, out_i) : out_i;
@@ -193,14 +195,16 @@ absl::StatusOr<std::vector<Stmt>> LowerRoiAlign(KernelBuilder& b, const graph::N
   };
   Expr hy = F(1) - frac[0], hx = F(1) - frac[1];
   Expr terms[4] = {hy * hx * pixel(low[0], low[1]), hy * frac[1] * pixel(low[0], high[1]),
-                   frac[0] * hx * pixel(high[0], low[1]), frac[0] * frac[1] * pixel(high[0], high[1])};
+                   frac[0] * hx * pixel(high[0], low[1]),
+                   frac[0] * frac[1] * pixel(high[0], high[1])};
   Expr sample = avg ? terms[0] + terms[1] + terms[2] + terms[3]
                     : loop::Max(loop::Max(terms[0], terms[1]), loop::Max(terms[2], terms[3]));
   sample = loop::Select(outside, F(0), sample);
   Expr cur = loop::Load(acc, o);
   Stmt update = loop::Store(acc, o, avg ? cur + sample : loop::Max(cur, sample));
   Stmt samples = Nest({grid_vars[0], grid_vars[1]}, {ratio, ratio}, update, {true, true});
-  Expr result = avg ? Div(loop::Load(acc, o), F(static_cast<double>(ratio * ratio))) : loop::Load(acc, o);
+  Expr result =
+      avg ? Div(loop::Load(acc, o), F(static_cast<double>(ratio * ratio))) : loop::Load(acc, o);
   Stmt body = loop::Block({
       loop::Store(acc, o, avg ? F(0) : Lowest(kF64)),
       samples,

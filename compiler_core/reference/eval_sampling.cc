@@ -53,8 +53,10 @@ struct GridSampler {
       r = std::clamp<int64_t>(r, 0, h - 1);
       c = std::clamp<int64_t>(c, 0, w - 1);
     } else {
-      r = std::clamp<int64_t>(static_cast<int64_t>(Reflect(static_cast<double>(r), lo[0], hi[0])), 0, h - 1);
-      c = std::clamp<int64_t>(static_cast<int64_t>(Reflect(static_cast<double>(c), lo[1], hi[1])), 0, w - 1);
+      r = std::clamp<int64_t>(static_cast<int64_t>(Reflect(static_cast<double>(r), lo[0], hi[0])),
+                              0, h - 1);
+      c = std::clamp<int64_t>(static_cast<int64_t>(Reflect(static_cast<double>(c), lo[1], hi[1])),
+                              0, w - 1);
     }
     return (*x)[plane + r * w + c];
   }
@@ -164,8 +166,18 @@ absl::StatusOr<TensorVec> EvalRoiAlign(const graph::Node& node, const TensorVec&
                 y = std::max(y, 0.0);
                 xx = std::max(xx, 0.0);
                 int64_t yl = static_cast<int64_t>(y), xl = static_cast<int64_t>(xx), yh, xh;
-                if (yl >= h - 1) { yh = yl = h - 1; y = static_cast<double>(yl); } else { yh = yl + 1; }
-                if (xl >= w - 1) { xh = xl = w - 1; xx = static_cast<double>(xl); } else { xh = xl + 1; }
+                if (yl >= h - 1) {
+                  yh = yl = h - 1;
+                  y = static_cast<double>(yl);
+                } else {
+                  yh = yl + 1;
+                }
+                if (xl >= w - 1) {
+                  xh = xl = w - 1;
+                  xx = static_cast<double>(xl);
+                } else {
+                  xh = xl + 1;
+                }
                 double ly = y - yl, lx = xx - xl, hy = 1 - ly, hx = 1 - lx;
                 wt[0] = hy * hx, wt[1] = hy * lx, wt[2] = ly * hx, wt[3] = ly * lx;
                 v[0] = img[yl * w + xl], v[1] = img[yl * w + xh];

@@ -40,9 +40,9 @@ absl::StatusOr<Ints> UnpooledShape(const OnnxNode& node) {
   Ints strides = node.attrs.GetInts("strides", Ints(n, 1));
   Ints pads = node.attrs.GetInts("pads", Ints(2 * n, 0));
   if (kernel.size() != n || strides.size() != n || pads.size() != 2 * n) {
-    return absl::InvalidArgumentError(
-        node.Prefix() + absl::StrCat("kernel_shape, strides and pads must have ", n, ", ", n,
-                                     " and ", 2 * n, " values"));
+    return absl::InvalidArgumentError(node.Prefix() +
+                                      absl::StrCat("kernel_shape, strides and pads must have ", n,
+                                                   ", ", n, " and ", 2 * n, " values"));
   }
   Ints out{in[0], in[1]};
   for (size_t i = 0; i < n; ++i) {
@@ -68,8 +68,8 @@ absl::StatusOr<BuiltOutputs> BuildMaxUnpool(ImportContext& ctx, const OnnxNode& 
   Value* x = node.input(0);
   Value* indices = node.input(1);
   if (x->type().rank() < 3 || indices->type().shape != x->type().shape) {
-    return absl::InvalidArgumentError(
-        node.Prefix() + "X must have rank >= 3 and I the same shape as X");
+    return absl::InvalidArgumentError(node.Prefix() +
+                                      "X must have rank >= 3 and I the same shape as X");
   }
   KILN_ASSIGN_OR_RETURN(Ints unpooled, UnpooledShape(node));
   Ints out_shape = unpooled;
@@ -99,8 +99,9 @@ absl::StatusOr<BuiltOutputs> BuildMaxUnpool(ImportContext& ctx, const OnnxNode& 
   AttrMap a;
   a.Set("axis", int64_t{0});
   a.Set("reduction", std::string("none"));
-  KILN_ASSIGN_OR_RETURN(Value * scattered, ctx.EmitValue(OpKind::kScatterElements,
-                                                         name + "/scatter", {zeros, flat_i, flat_x}, a));
+  KILN_ASSIGN_OR_RETURN(
+      Value * scattered,
+      ctx.EmitValue(OpKind::kScatterElements, name + "/scatter", {zeros, flat_i, flat_x}, a));
   KILN_ASSIGN_OR_RETURN(Value * y, ctx.EmitReshape(name + "/unpooled", scattered, unpooled));
   if (!pad) return BuiltOutputs{y};
   AttrMap pa;
@@ -115,20 +116,24 @@ absl::StatusOr<BuiltOutputs> BuildShrink(ImportContext& ctx, const OnnxNode& nod
   double bias = node.attrs.GetFloat("bias", 0.0f);
   if (!IsFloat(dt) && (!IsSigned(dt) || lambd != static_cast<int64_t>(lambd) ||
                        bias != static_cast<int64_t>(bias))) {
-    return absl::UnimplementedError(node.Prefix() + absl::StrCat(
-        "an integer input needs a signed type and integral lambd and bias (got ",
-        DTypeName(dt), ", ", lambd, ", ", bias, ")"));
+    return absl::UnimplementedError(
+        node.Prefix() +
+        absl::StrCat("an integer input needs a signed type and integral lambd and bias (got ",
+                     DTypeName(dt), ", ", lambd, ", ", bias, ")"));
   }
   const std::string& name = node.name;
-  KILN_ASSIGN_OR_RETURN(Value * below, ctx.EmitValue(OpKind::kLess, name + "/below",
-                                               {x, ctx.ConstScalar(name + "/-lambd", dt, -lambd)}));
-  KILN_ASSIGN_OR_RETURN(Value * above, ctx.EmitValue(OpKind::kGreater, name + "/above",
-                                               {x, ctx.ConstScalar(name + "/lambd", dt, lambd)}));
+  KILN_ASSIGN_OR_RETURN(Value * below,
+                        ctx.EmitValue(OpKind::kLess, name + "/below",
+                                      {x, ctx.ConstScalar(name + "/-lambd", dt, -lambd)}));
+  KILN_ASSIGN_OR_RETURN(Value * above,
+                        ctx.EmitValue(OpKind::kGreater, name + "/above",
+                                      {x, ctx.ConstScalar(name + "/lambd", dt, lambd)}));
   Value* b = ctx.ConstScalar(name + "/bias", dt, bias);
   KILN_ASSIGN_OR_RETURN(Value * plus, ctx.EmitValue(OpKind::kAdd, name + "/plus", {x, b}));
   KILN_ASSIGN_OR_RETURN(Value * minus, ctx.EmitValue(OpKind::kSub, name + "/minus", {x, b}));
-  KILN_ASSIGN_OR_RETURN(Value * upper, ctx.EmitValue(OpKind::kWhere, name + "/upper",
-                                               {above, minus, ctx.ConstScalar(name + "/zero", dt, 0)}));
+  KILN_ASSIGN_OR_RETURN(Value * upper,
+                        ctx.EmitValue(OpKind::kWhere, name + "/upper",
+                                      {above, minus, ctx.ConstScalar(name + "/zero", dt, 0)}));
   return Single(ctx.Emit(OpKind::kWhere, name, {below, plus, upper}, {}));
 }
 
@@ -141,8 +146,9 @@ absl::StatusOr<BuiltOutputs> BuildReverseSequence(ImportContext& ctx, const Onnx
   int64_t time_axis = node.attrs.GetInt("time_axis", 0);
   if (rank < 2 || !((batch_axis == 0 && time_axis == 1) || (batch_axis == 1 && time_axis == 0))) {
     return absl::InvalidArgumentError(
-        node.Prefix() + absl::StrCat("batch_axis ", batch_axis, " and time_axis ", time_axis,
-                                     " must be 0 and 1 (in either order) of an input of rank >= 2"));
+        node.Prefix() +
+        absl::StrCat("batch_axis ", batch_axis, " and time_axis ", time_axis,
+                     " must be 0 and 1 (in either order) of an input of rank >= 2"));
   }
   if (lens->type().dtype != DType::kInt64 || lens->type().shape != Ints{shape[batch_axis]}) {
     return absl::InvalidArgumentError(
@@ -158,14 +164,14 @@ absl::StatusOr<BuiltOutputs> BuildReverseSequence(ImportContext& ctx, const Onnx
   Value* t = ctx.graph().AddConstant(name + "/t", std::move(t_values));
   KILN_ASSIGN_OR_RETURN(Value * len, ctx.EmitReshape(name + "/len", lens, len_shape));
   KILN_ASSIGN_OR_RETURN(Value * inside, ctx.EmitValue(OpKind::kLess, name + "/inside", {t, len}));
-  KILN_ASSIGN_OR_RETURN(
-      Value * last, ctx.EmitValue(OpKind::kSub, name + "/last",
-                            {len, ctx.ConstScalar(name + "/one", DType::kInt64, 1)}));
+  KILN_ASSIGN_OR_RETURN(Value * last,
+                        ctx.EmitValue(OpKind::kSub, name + "/last",
+                                      {len, ctx.ConstScalar(name + "/one", DType::kInt64, 1)}));
   KILN_ASSIGN_OR_RETURN(Value * rev, ctx.EmitValue(OpKind::kSub, name + "/reversed", {last, t}));
-  KILN_ASSIGN_OR_RETURN(Value * idx, ctx.EmitValue(OpKind::kWhere, name + "/index",
-                                             {inside, rev, t}));
+  KILN_ASSIGN_OR_RETURN(Value * idx,
+                        ctx.EmitValue(OpKind::kWhere, name + "/index", {inside, rev, t}));
   KILN_ASSIGN_OR_RETURN(Value * full, ctx.EmitValue(OpKind::kExpand, name + "/full_index",
-                                              {idx, ctx.ConstI64(name + "/shape", shape)}));
+                                                    {idx, ctx.ConstI64(name + "/shape", shape)}));
   AttrMap a;
   a.Set("axis", time_axis);
   return Single(ctx.Emit(OpKind::kGatherElements, name, {x, full}, a));
@@ -175,10 +181,14 @@ absl::StatusOr<BuiltOutputs> BuildReverseSequence(ImportContext& ctx, const Onnx
 
 absl::StatusOr<BuiltOutputs> BuildComposite(ImportContext& ctx, const OnnxNode& node) {
   switch (node.op) {
-    case OpKind::kScatter: return BuildScatter(ctx, node);
-    case OpKind::kMaxUnpool: return BuildMaxUnpool(ctx, node);
-    case OpKind::kShrink: return BuildShrink(ctx, node);
-    case OpKind::kReverseSequence: return BuildReverseSequence(ctx, node);
+    case OpKind::kScatter:
+      return BuildScatter(ctx, node);
+    case OpKind::kMaxUnpool:
+      return BuildMaxUnpool(ctx, node);
+    case OpKind::kShrink:
+      return BuildShrink(ctx, node);
+    case OpKind::kReverseSequence:
+      return BuildReverseSequence(ctx, node);
     default:
       return absl::InternalError(node.Prefix() + "is not a composite op");
   }

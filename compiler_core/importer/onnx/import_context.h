@@ -59,8 +59,8 @@ class ImportContext {
   graph::Value* ConstI64(const std::string& name, const std::vector<int64_t>& values);
   graph::Value* ConstScalar(const std::string& name, DType dtype, double value);
   /// A new float constant (f32, f64 or f16 `dtype`) of `shape` holding `values` row-major.
-  graph::Value* ConstFloats(const std::string& name, DType dtype,
-                            const std::vector<int64_t>& shape, const std::vector<double>& values);
+  graph::Value* ConstFloats(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
+                            const std::vector<double>& values);
 
   /// The integer values of constant input `i` of `node` (kUnimplemented if not constant).
   absl::StatusOr<std::vector<int64_t>> ConstInts(const OnnxNode& node, int i) const;

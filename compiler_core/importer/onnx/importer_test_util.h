@@ -37,8 +37,7 @@ class ModelBuilder {
     for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
     if (!dim_param.empty()) shape->add_dim()->set_dim_param(dim_param);
   }
-  void Output(const std::string& name, const Ints& dims,
-              int elem_type = onnx::TensorProto::FLOAT) {
+  void Output(const std::string& name, const Ints& dims, int elem_type = onnx::TensorProto::FLOAT) {
     auto* vi = g()->add_output();
     vi->set_name(name);
     auto* tt = vi->mutable_type()->mutable_tensor_type();

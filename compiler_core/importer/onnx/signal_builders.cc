@@ -59,7 +59,8 @@ absl::StatusOr<BuiltOutputs> BuildWindow(ImportContext& ctx, const OnnxNode& nod
     size = t.shape[0];
   }
   if (*size < 0) return absl::InvalidArgumentError(node.Prefix() + "negative size");
-  std::optional<DType> dtype = DTypeFromOnnx(static_cast<int>(node.attrs.GetInt("output_datatype", 1)));
+  std::optional<DType> dtype =
+      DTypeFromOnnx(static_cast<int>(node.attrs.GetInt("output_datatype", 1)));
   if (!dtype || !IsFloat(*dtype)) {
     return absl::UnimplementedError(node.Prefix() + "output_datatype must be a float type");
   }
@@ -135,8 +136,8 @@ absl::Status CheckComponents(const OnnxNode& node, const Value* x, int64_t min_r
 // The spec's note on onesided: a one-sided output exists only for a real input.
 absl::Status CheckOnesided(const OnnxNode& node, const Value* x, bool onesided) {
   if (onesided && x->type().shape.back() == 2) {
-    return absl::InvalidArgumentError(node.Prefix() +
-                                      "onesided=1 needs a real input (last dim 1), not a complex one");
+    return absl::InvalidArgumentError(
+        node.Prefix() + "onesided=1 needs a real input (last dim 1), not a complex one");
   }
   return absl::OkStatus();
 }
@@ -174,12 +175,14 @@ absl::StatusOr<BuiltOutputs> BuildDft(ImportContext& ctx, const OnnxNode& node) 
     KILN_ASSIGN_OR_RETURN(TensorType t, KnownOutput(ctx, node, "dft_length"));
     if (onesided) {
       return absl::UnimplementedError(
-          node.Prefix() + "dft_length arrives at run time and, with onesided=1, the output "
-                          "shape does not determine it");
+          node.Prefix() +
+          "dft_length arrives at run time and, with onesided=1, the output "
+          "shape does not determine it");
     }
     length = t.shape[axis];
   }
-  if (*length <= 0) return absl::InvalidArgumentError(node.Prefix() + "dft_length must be positive");
+  if (*length <= 0)
+    return absl::InvalidArgumentError(node.Prefix() + "dft_length must be positive");
   int64_t k = onesided ? *length / 2 + 1 : *length;
   // Move the axis just before the component dim, transform, move it back.
   Ints perm;
@@ -204,7 +207,8 @@ absl::StatusOr<std::pair<int64_t, int64_t>> StftFrames(const ImportContext& ctx,
   KILN_ASSIGN_OR_RETURN(std::optional<int64_t> step, ConstScalarInput(ctx, node, 1));
   KILN_ASSIGN_OR_RETURN(std::optional<int64_t> length, ConstScalarInput(ctx, node, 3));
   if (const Value* w = node.input(2)) {
-    if (w->type().rank() != 1) return absl::InvalidArgumentError(node.Prefix() + "window is not 1-D");
+    if (w->type().rank() != 1)
+      return absl::InvalidArgumentError(node.Prefix() + "window is not 1-D");
     if (length && *length != w->type().shape[0]) {
       return absl::InvalidArgumentError(node.Prefix() + "frame_length differs from the window's");
     }
@@ -228,8 +232,9 @@ absl::StatusOr<std::pair<int64_t, int64_t>> StftFrames(const ImportContext& ctx,
   }
   if (found.size() != 1) {
     return absl::UnimplementedError(
-        node.Prefix() + "frame_step or frame_length arrives at run time and the output shape "
-                        "does not determine it");
+        node.Prefix() +
+        "frame_step or frame_length arrives at run time and the output shape "
+        "does not determine it");
   }
   return *found.begin();
 }
@@ -246,8 +251,9 @@ absl::StatusOr<BuiltOutputs> BuildStft(ImportContext& ctx, const OnnxNode& node)
   KILN_ASSIGN_OR_RETURN(auto length_step, StftFrames(ctx, node, shape[1], onesided));
   auto [length, step] = length_step;
   if (length <= 0 || length > shape[1] || (step <= 0 && shape[1] - length >= 1)) {
-    return absl::InvalidArgumentError(node.Prefix() + absl::StrCat(
-        "frame_length ", length, " and frame_step ", step, " do not fit a signal of ", shape[1]));
+    return absl::InvalidArgumentError(node.Prefix() +
+                                      absl::StrCat("frame_length ", length, " and frame_step ",
+                                                   step, " do not fit a signal of ", shape[1]));
   }
   int64_t frames = step <= 0 ? 1 : (shape[1] - length) / step + 1;
   Ints index;
@@ -260,11 +266,12 @@ absl::StatusOr<BuiltOutputs> BuildStft(ImportContext& ctx, const OnnxNode& node)
   auto table = Tensor::Zeros({DType::kInt64, {frames, length}});
   std::copy(index.begin(), index.end(), table->mutable_data<int64_t>());
   Value* index_table = ctx.graph().AddConstant(name + "/frame_index", std::move(table));
-  KILN_ASSIGN_OR_RETURN(Value * framed, ctx.EmitValue(OpKind::kGather, name + "/frames",
-                                                {signal, index_table}, ga));
+  KILN_ASSIGN_OR_RETURN(
+      Value * framed, ctx.EmitValue(OpKind::kGather, name + "/frames", {signal, index_table}, ga));
   if (Value* window = node.input(2)) {
     KILN_ASSIGN_OR_RETURN(Value * column, ctx.EmitReshape(name + "/window", window, {length, 1}));
-    KILN_ASSIGN_OR_RETURN(framed, ctx.EmitValue(OpKind::kMul, name + "/windowed", {framed, column}));
+    KILN_ASSIGN_OR_RETURN(framed,
+                          ctx.EmitValue(OpKind::kMul, name + "/windowed", {framed, column}));
   }
   int64_t bins = onesided ? length / 2 + 1 : length;
   KILN_ASSIGN_OR_RETURN(Value * y, EmitDft(ctx, name, framed, length, bins, /*inverse=*/false));
@@ -277,7 +284,8 @@ absl::StatusOr<BuiltOutputs> BuildStft(ImportContext& ctx, const OnnxNode& node)
 // triangle rising over [lower, center] and falling over [center, higher).
 absl::StatusOr<BuiltOutputs> BuildMelWeightMatrix(ImportContext& ctx, const OnnxNode& node) {
   KILN_ASSIGN_OR_RETURN(TensorType out, KnownOutput(ctx, node, "num_mel_bins or dft_length"));
-  std::optional<DType> dtype = DTypeFromOnnx(static_cast<int>(node.attrs.GetInt("output_datatype", 1)));
+  std::optional<DType> dtype =
+      DTypeFromOnnx(static_cast<int>(node.attrs.GetInt("output_datatype", 1)));
   if (out.rank() != 2 || !dtype || *dtype != out.dtype) {
     return absl::InvalidArgumentError(node.Prefix() + "output must be 2-D of output_datatype");
   }
@@ -295,7 +303,9 @@ absl::StatusOr<BuiltOutputs> BuildMelWeightMatrix(ImportContext& ctx, const Onnx
     a.Set("to", static_cast<int64_t>(DTypeToOnnx(to)));
     return op(OpKind::kCast, {v}, a);
   };
-  auto scalar = [&](DType dt, double v) { return ctx.ConstScalar(absl::StrCat(name, "/c", step++), dt, v); };
+  auto scalar = [&](DType dt, double v) {
+    return ctx.ConstScalar(absl::StrCat(name, "/c", step++), dt, v);
+  };
   const DType f32 = DType::kFloat32, f64 = DType::kFloat64, i64 = DType::kInt64;
   // mel(v) = 2595 log10(1 + v / 700), in f32.
   auto mel = [&](Value* hz) -> absl::StatusOr<Value*> {
@@ -309,12 +319,15 @@ absl::StatusOr<BuiltOutputs> BuildMelWeightMatrix(ImportContext& ctx, const Onnx
   KILN_ASSIGN_OR_RETURN(Value * low, mel(node.input(3)));
   KILN_ASSIGN_OR_RETURN(Value * high, mel(node.input(4)));
   KILN_ASSIGN_OR_RETURN(Value * mel_step, op(OpKind::kSub, {high, low}));
-  KILN_ASSIGN_OR_RETURN(mel_step, op(OpKind::kDiv, {mel_step, scalar(f32, static_cast<double>(mel_bins + 2))}));
+  KILN_ASSIGN_OR_RETURN(
+      mel_step, op(OpKind::kDiv, {mel_step, scalar(f32, static_cast<double>(mel_bins + 2))}));
   std::vector<double> ramp(mel_bins + 2);
   for (int64_t i = 0; i < mel_bins + 2; ++i) ramp[i] = static_cast<double>(i);
   KILN_ASSIGN_OR_RETURN(mel_step, cast(mel_step, f64));
   KILN_ASSIGN_OR_RETURN(low, cast(low, f64));
-  KILN_ASSIGN_OR_RETURN(Value * edges, op(OpKind::kMul, {ctx.ConstFloats(name + "/ramp", f64, {mel_bins + 2}, ramp), mel_step}));
+  KILN_ASSIGN_OR_RETURN(
+      Value * edges,
+      op(OpKind::kMul, {ctx.ConstFloats(name + "/ramp", f64, {mel_bins + 2}, ramp), mel_step}));
   KILN_ASSIGN_OR_RETURN(edges, op(OpKind::kAdd, {edges, low}));
   // hz = 700 (10^(mel / 2595) - 1); bin = floor((dft_length + 1) hz / sample_rate).
   KILN_ASSIGN_OR_RETURN(edges, op(OpKind::kDiv, {edges, scalar(f64, 2595)}));
@@ -333,9 +346,9 @@ absl::StatusOr<BuiltOutputs> BuildMelWeightMatrix(ImportContext& ctx, const Onnx
   for (int64_t k = 0; k < 3; ++k) {
     std::string sn = absl::StrCat(name, "/band", k);
     KILN_ASSIGN_OR_RETURN(band[k], op(OpKind::kSlice, {edges, ctx.ConstI64(sn + "/starts", {k}),
-                                                      ctx.ConstI64(sn + "/ends", {k + mel_bins}),
-                                                      ctx.ConstI64(sn + "/axes", {0}),
-                                                      ctx.ConstI64(sn + "/steps", {1})}));
+                                                       ctx.ConstI64(sn + "/ends", {k + mel_bins}),
+                                                       ctx.ConstI64(sn + "/axes", {0}),
+                                                       ctx.ConstI64(sn + "/steps", {1})}));
   }
   auto j_values = Tensor::Zeros({i64, {spectrogram_bins, 1}});
   for (int64_t j = 0; j < spectrogram_bins; ++j) j_values->mutable_data<int64_t>()[j] = j;
@@ -382,11 +395,16 @@ absl::StatusOr<BuiltOutputs> BuildMelWeightMatrix(ImportContext& ctx, const Onnx
 
 absl::StatusOr<BuiltOutputs> BuildSignalOp(ImportContext& ctx, const OnnxNode& node) {
   switch (node.op) {
-    case OpKind::kHannWindow: case OpKind::kHammingWindow: case OpKind::kBlackmanWindow:
+    case OpKind::kHannWindow:
+    case OpKind::kHammingWindow:
+    case OpKind::kBlackmanWindow:
       return BuildWindow(ctx, node);
-    case OpKind::kDFT: return BuildDft(ctx, node);
-    case OpKind::kSTFT: return BuildStft(ctx, node);
-    case OpKind::kMelWeightMatrix: return BuildMelWeightMatrix(ctx, node);
+    case OpKind::kDFT:
+      return BuildDft(ctx, node);
+    case OpKind::kSTFT:
+      return BuildStft(ctx, node);
+    case OpKind::kMelWeightMatrix:
+      return BuildMelWeightMatrix(ctx, node);
     default:
       return absl::UnimplementedError(node.Prefix() + "is not supported");
   }

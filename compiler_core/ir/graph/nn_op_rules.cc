@@ -208,10 +208,8 @@ absl::StatusOr<Types> GridSampleRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* grid, In(node, 1));
   KILN_RETURN_IF_ERROR(ExpectFloat(node, *x));
   KILN_RETURN_IF_ERROR(ExpectSameDType(node, 1, *grid, x->dtype));
-  if (x->rank() != 4 || grid->rank() != 4 || grid->shape[0] != x->shape[0] ||
-      grid->shape[3] != 2) {
-    return Invalid(node, absl::StrCat("X ", ShapeStr(x->shape), " and grid ",
-                                      ShapeStr(grid->shape),
+  if (x->rank() != 4 || grid->rank() != 4 || grid->shape[0] != x->shape[0] || grid->shape[3] != 2) {
+    return Invalid(node, absl::StrCat("X ", ShapeStr(x->shape), " and grid ", ShapeStr(grid->shape),
                                       " are not [N, C, H, W] and [N, Ho, Wo, 2]"));
   }
   std::string mode = node.attrs().GetString("mode", "bilinear");

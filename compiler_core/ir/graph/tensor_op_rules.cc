@@ -277,8 +277,8 @@ absl::StatusOr<Types> DetRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
   int64_t r = x->rank();
   if (!IsFloat(x->dtype) || r < 2 || x->shape[r - 1] != x->shape[r - 2]) {
-    return Invalid(node, absl::StrCat("input has type ", x->ToString(),
-                                      ", expected a float [*, M, M]"));
+    return Invalid(node,
+                   absl::StrCat("input has type ", x->ToString(), ", expected a float [*, M, M]"));
   }
   return Types{TensorType{x->dtype, Shape(x->shape.begin(), x->shape.end() - 2)}};
 }

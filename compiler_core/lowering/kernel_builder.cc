@@ -168,6 +168,8 @@ Expr IdxClamp(Expr a, int64_t extent) {
   return loop::Min(loop::Max(std::move(a), Idx(0)), Idx(extent - 1));
 }
 
+Expr Bin(loop::BinaryOp op, Expr a, Expr b) { return loop::Binary(op, std::move(a), std::move(b)); }
+
 Expr AndCond(Expr a, Expr b) {
   if (!a) return b;
   return loop::Binary(loop::BinaryOp::kAnd, std::move(a), std::move(b));

@@ -72,6 +72,8 @@ loop::Expr IdxMul(loop::Expr a, int64_t c);
 loop::Expr Idx(int64_t c);
 /// Clamps an index to [0, extent-1].
 loop::Expr IdxClamp(loop::Expr a, int64_t extent);
+/// loop::Binary, short.
+loop::Expr Bin(loop::BinaryOp op, loop::Expr a, loop::Expr b);
 /// a && b, folding a null `a`.
 loop::Expr AndCond(loop::Expr a, loop::Expr b);
 

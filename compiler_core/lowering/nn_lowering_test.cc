@@ -1,7 +1,9 @@
-// Numeric tests of the NN-op lowerings of issue 4: each small group is lowered, run with the
-// loop IR interpreter and compared with the reference evaluator.
+// Numeric tests of the NN-op lowerings of issue 4 and of Det, GridSample and RoiAlign: each
+// small group is lowered, run with the loop IR interpreter and compared with the reference
+// evaluator.
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "compiler_core/ir/graph/shape_rules.h"
 #include "compiler_core/ir/loop/printer.h"
 #include "compiler_core/lowering/lowering_test_util.h"
@@ -149,6 +151,68 @@ TEST(LowerNnTest, ActivationsChain) {
   for (size_t i = 0; i < v.size(); ++i) scaled->mutable_data<float>()[i] = 3 * v[i];
   in[x] = scaled;
   CheckGroup(nodes, in);
+}
+
+/// `t` with every element multiplied by `k`.
+TensorPtr Scaled(const TensorPtr& t, float k) {
+  auto out = Tensor::Zeros(t->type);
+  std::vector<float> v = Floats(*t);
+  for (size_t i = 0; i < v.size(); ++i) out->mutable_data<float>()[i] = k * v[i];
+  return out;
+}
+
+TEST(LowerTensorTest, DetPivotsAndSingular) {
+  Graph g;
+  Value* x = g.AddInput("x", F32({3, 2, 2}));
+  // A zero leading pivot (needs a row swap), a singular matrix, a general one.
+  std::vector<float> v = {0, 1, 2, 3, 1, 2, 2, 4, 1.5f, -2, 0.5f, 3};
+  CheckGroup({Add(g, OpKind::kDet, {x})}, {{x, testing::FromFloats(x->type(), v)}});
+  Value* y = g.AddInput("y", F32({2, 3, 5, 5}));
+  CheckGroup({Add(g, OpKind::kDet, {y})}, {{y, Random(y->type(), 7)}});
+}
+
+TEST(LowerNnTest, GridSampleModesAndPadding) {
+  Graph g;
+  Value* x = g.AddInput("x", F32({1, 2, 3, 4}));
+  Value* grid = g.AddInput("grid", F32({1, 3, 5, 2}));
+  // Grid points up to 1.6 outside [-1, 1] exercise every padding mode.
+  ValueMap in{{x, Random(x->type(), 1)}, {grid, Scaled(Random(grid->type(), 2), 2.6f)}};
+  for (const char* mode : {"bilinear", "nearest", "bicubic"}) {
+    for (const char* padding : {"zeros", "border", "reflection"}) {
+      for (int64_t align : {0, 1}) {
+        AttrMap a;
+        a.Set("mode", std::string(mode));
+        a.Set("padding_mode", std::string(padding));
+        a.Set("align_corners", align);
+        SCOPED_TRACE(absl::StrCat(mode, " ", padding, " ", align));
+        CheckGroup({Add(g, OpKind::kGridSample, {x, grid}, a)}, in);
+      }
+    }
+  }
+}
+
+TEST(LowerNnTest, RoiAlignModes) {
+  Graph g;
+  Value* x = g.AddInput("x", F32({2, 2, 6, 5}));
+  Value* rois = g.AddInput("rois", F32({3, 4}));
+  Value* batch = g.AddInput("batch", TensorType{DType::kInt64, {3}});
+  ValueMap in{
+      {x, Random(x->type(), 1)},
+      {rois, testing::FromFloats(rois->type(), {0, 0, 4, 3, 1, 1.5f, 3.5f, 5.5f, -2, 0, 7, 9})},
+      {batch, FromInts(batch->type(), {0, 1, 1})}};
+  for (const char* mode : {"avg", "max"}) {
+    for (const char* coord : {"half_pixel", "output_half_pixel"}) {
+      AttrMap a;
+      a.Set("mode", std::string(mode));
+      a.Set("coordinate_transformation_mode", std::string(coord));
+      a.Set("output_height", int64_t{3});
+      a.Set("output_width", int64_t{2});
+      a.Set("sampling_ratio", int64_t{2});
+      a.Set("spatial_scale", 0.8f);
+      SCOPED_TRACE(absl::StrCat(mode, " ", coord));
+      CheckGroup({Add(g, OpKind::kRoiAlign, {x, rois, batch}, a)}, in);
+    }
+  }
 }
 
 }  // namespace

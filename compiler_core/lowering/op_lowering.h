@@ -96,6 +96,14 @@ absl::StatusOr<std::vector<loop::Stmt>> LowerNormalization(KernelBuilder& b,
 absl::StatusOr<std::vector<loop::Stmt>> LowerTopK(KernelBuilder& b, const graph::Node& node,
                                                   const Epilogue& epi);
 
+/// Det (det.cc): Gaussian elimination with partial pivoting per matrix.
+absl::StatusOr<std::vector<loop::Stmt>> LowerDet(KernelBuilder& b, const graph::Node& node,
+                                                 const Epilogue& epi);
+/// GridSample and RoiAlign (sampling.cc): per output element, interpolation taps whose
+/// indices are computed from the grid / rois (loads clamped in bounds).
+absl::StatusOr<std::vector<loop::Stmt>> LowerSampling(KernelBuilder& b, const graph::Node& node,
+                                                      const Epilogue& epi);
+
 /// kUnimplemented "node 'x' (Op): no lowering for <what>".
 absl::Status NoLowering(const graph::Node& node, const std::string& what);
 

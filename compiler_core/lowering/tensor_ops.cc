@@ -34,8 +34,6 @@ using loop::Expr;
 using loop::Stmt;
 using loop::UnaryOp;
 
-Expr Bin(BinaryOp op, Expr a, Expr b) { return loop::Binary(op, std::move(a), std::move(b)); }
-
 /// Input `i` at the output index: a computed group value or a broadcast load.
 Expr Operand(KernelBuilder& b, const graph::Node& node, int i, const std::vector<Expr>& out_idx,
              const ValueExprs& computed) {
@@ -635,6 +633,8 @@ absl::StatusOr<std::vector<Stmt>> LowerTensorOp(KernelBuilder& b, const graph::N
       return LowerCumSum(b, node, epi);
     case OpKind::kEinsum:
       return LowerEinsum(b, node, epi);
+    case OpKind::kDet:
+      return LowerDet(b, node, epi);
     default:
       return LowerInjective(b, node, epi);
   }

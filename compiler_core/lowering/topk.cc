@@ -5,15 +5,10 @@
 #include "compiler_core/lowering/op_lowering.h"
 
 namespace kiln::lowering {
-namespace {
 
 using loop::BinaryOp;
 using loop::Expr;
 using loop::Stmt;
-
-Expr Bin(BinaryOp op, Expr a, Expr b) { return loop::Binary(op, std::move(a), std::move(b)); }
-
-}  // namespace
 
 absl::StatusOr<std::vector<Stmt>> LowerTopK(KernelBuilder& b, const graph::Node& node,
                                             const Epilogue& epi) {

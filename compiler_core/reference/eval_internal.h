@@ -41,6 +41,11 @@ absl::StatusOr<TensorVec> EvalTensorOp(const graph::Node& node, const TensorVec&
 absl::StatusOr<TensorVec> EvalNnOp(const graph::Node& node, const TensorVec& in);
 absl::StatusOr<TensorVec> EvalActivation(const graph::Node& node, const TensorVec& in);
 absl::StatusOr<TensorVec> EvalNormalization(const graph::Node& node, const TensorVec& in);
+/// Det (eval_linalg.cc).
+absl::StatusOr<TensorVec> EvalDet(const graph::Node& node, const TensorVec& in);
+/// GridSample and RoiAlign (eval_sampling.cc), as onnx/reference/ops/op_grid_sample.py and
+/// op_roi_align.py.
+absl::StatusOr<TensorVec> EvalSampling(const graph::Node& node, const TensorVec& in);
 /// LayoutTransform and blocked Conv/pool nodes (graph::IsLayoutNode; eval_layout.cc).
 absl::StatusOr<TensorVec> EvalLayout(const graph::Node& node, const TensorVec& in);
 

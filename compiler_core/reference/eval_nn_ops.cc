@@ -117,6 +117,8 @@ absl::StatusOr<TensorVec> EvalNnOp(const graph::Node& node, const TensorVec& in)
       return EvalConvTranspose(node, in);
     case OpKind::kNegativeLogLikelihoodLoss:
       return EvalNll(node, in);
+    case OpKind::kGridSample: case OpKind::kRoiAlign:
+      return EvalSampling(node, in);
     default:
       return absl::UnimplementedError(NodePrefix(node) +
                                       "no reference kernel (the importer decomposes this op)");

@@ -640,6 +640,8 @@ absl::StatusOr<TensorVec> EvalTensorOp(const graph::Node& node, const TensorVec&
       return EvalTopK(node, in);
     case OpKind::kEinsum:
       return EvalEinsum(node, in);
+    case OpKind::kDet:
+      return EvalDet(node, in);
     default:
       return absl::UnimplementedError(NodePrefix(node) +
                                       "must be canonicalized by the importer before evaluation");

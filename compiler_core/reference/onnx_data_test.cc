@@ -79,12 +79,11 @@ const std::set<std::string>& ExpectedFailures() {
   return *kSet;
 }
 
-TEST(OnnxConformanceTest, PriorityOps) {
+// Runs every conformance case whose ops are all in `ops`, checking each against
+// ExpectedFailures() and printing the pass count per op.
+void RunConformanceCases(const std::set<std::string>& ops) {
   fs::path root = "../shared/conformance/node";
   if (!fs::exists(root)) GTEST_SKIP() << root << " is not available";
-  const std::set<std::string> ops = {"Conv", "Gemm", "MaxPool", "AveragePool",
-                                     "GlobalAveragePool", "Relu", "Softmax", "Flatten",
-                                     "Concat", "Pad", "Identity", "Add", "Constant"};
   std::map<std::string, std::pair<int, int>> per_op;  // op -> (passed, total)
   std::vector<fs::path> dirs;
   for (const auto& e : fs::directory_iterator(root)) dirs.push_back(e.path());
@@ -109,6 +108,19 @@ TEST(OnnxConformanceTest, PriorityOps) {
               << " passed\n";
   }
   EXPECT_FALSE(per_op.empty());
+}
+
+TEST(OnnxConformanceTest, PriorityOps) {
+  RunConformanceCases({"Conv", "Gemm", "MaxPool", "AveragePool", "GlobalAveragePool", "Relu",
+                       "Softmax", "Flatten", "Concat", "Pad", "Identity", "Add", "Constant"});
+}
+
+// The signal, sampling and linear-algebra ops: their import decompositions and reference
+// kernels against the conformance data.
+TEST(OnnxConformanceTest, SignalSamplingAndLinalgOps) {
+  RunConformanceCases({"Scatter", "MaxUnpool", "Shrink", "ReverseSequence", "HannWindow",
+                       "HammingWindow", "BlackmanWindow", "DFT", "STFT", "MelWeightMatrix", "Det",
+                       "GridSample", "RoiAlign"});
 }
 
 TEST(OnnxModelsTest, ReferenceModels) {

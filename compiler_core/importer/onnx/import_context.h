@@ -48,9 +48,19 @@ class ImportContext {
   absl::StatusOr<graph::Node*> Emit(graph::OpKind op, const std::string& name,
                                     std::vector<graph::Value*> inputs, graph::AttrMap attrs,
                                     int num_outputs = 1);
+  /// Emit for a single-output op, returning its output.
+  absl::StatusOr<graph::Value*> EmitValue(graph::OpKind op, const std::string& name,
+                                          std::vector<graph::Value*> inputs,
+                                          graph::AttrMap attrs = {});
+  /// A Reshape (allowzero 0) of `x` to the static `shape`.
+  absl::StatusOr<graph::Value*> EmitReshape(const std::string& name, graph::Value* x,
+                                            const std::vector<int64_t>& shape);
   /// New constants: 1-D i64 vector, or a scalar (rank 0) of `dtype`.
   graph::Value* ConstI64(const std::string& name, const std::vector<int64_t>& values);
   graph::Value* ConstScalar(const std::string& name, DType dtype, double value);
+  /// A new float constant (f32, f64 or f16 `dtype`) of `shape` holding `values` row-major.
+  graph::Value* ConstFloats(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
+                            const std::vector<double>& values);
 
   /// The integer values of constant input `i` of `node` (kUnimplemented if not constant).
   absl::StatusOr<std::vector<int64_t>> ConstInts(const OnnxNode& node, int i) const;
@@ -102,6 +112,12 @@ absl::StatusOr<graph::Value*> FoldSmallConstant(ImportContext& ctx, graph::Value
 absl::StatusOr<BuiltOutputs> BuildNnOp(ImportContext& ctx, const OnnxNode& node);
 absl::StatusOr<BuiltOutputs> BuildResize(ImportContext& ctx, const OnnxNode& node);
 absl::StatusOr<BuiltOutputs> BuildRecurrent(ImportContext& ctx, const OnnxNode& node);
+/// Scatter, MaxUnpool, Shrink and ReverseSequence as compositions of other ops
+/// (composite_builders.cc).
+absl::StatusOr<BuiltOutputs> BuildComposite(ImportContext& ctx, const OnnxNode& node);
+/// The Hann/Hamming/Blackman windows, DFT, STFT and MelWeightMatrix as constants and
+/// compositions of other ops (signal_builders.cc).
+absl::StatusOr<BuiltOutputs> BuildSignalOp(ImportContext& ctx, const OnnxNode& node);
 
 }  // namespace kiln::importer
 

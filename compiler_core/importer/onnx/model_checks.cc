@@ -216,6 +216,72 @@ absl::Status InlineExternalData(onnx::GraphProto& graph, const std::string& base
   return absl::OkStatus();
 }
 
+namespace {
+
+using TypeMap = std::map<std::string, onnx::TypeProto>;
+
+void Infer(onnx::ModelProto& model) {
+  // Data propagation folds shape computations (Shape -> Gather -> Concat ...) so that ops
+  // fed by them get static output types.
+  onnx::ShapeInferenceOptions options(/*check_type_val=*/true, /*strict_mode_val=*/0,
+                                      /*data_prop_val=*/true);
+  onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+}
+
+bool HasSymbolicDim(const onnx::TypeProto& type) {
+  if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return false;
+  for (const auto& d : type.tensor_type().shape().dim()) {
+    if (d.has_dim_param()) return true;
+  }
+  return false;
+}
+
+// Symbolic dims that shape inference invents (a Range's length "unk__0", ...) equal the static
+// dims of the declared graph outputs that inference (without those declarations) gives them:
+// infers `unshaped` (the model without value_info and output shapes), binds each such dim_param to
+// the declared value (a param bound to two values stays unbound) and adds to `types` every
+// value whose type becomes fully static.
+void BindInferredDims(onnx::ModelProto& unshaped, const onnx::GraphProto& declared,
+                      TypeMap& types) {
+  try {
+    Infer(unshaped);
+  } catch (const std::exception&) {
+    return;  // the first inference succeeded; this refinement is optional
+  }
+  std::map<std::string, int64_t> bound;
+  std::set<std::string> conflicting;
+  for (int i = 0; i < declared.output_size() && i < unshaped.graph().output_size(); ++i) {
+    const auto& want = declared.output(i).type().tensor_type();
+    const auto& got = unshaped.graph().output(i).type().tensor_type();
+    if (!want.has_shape() || !got.has_shape() ||
+        want.shape().dim_size() != got.shape().dim_size()) {
+      continue;
+    }
+    for (int d = 0; d < want.shape().dim_size(); ++d) {
+      const auto& w = want.shape().dim(d);
+      const auto& g = got.shape().dim(d);
+      if (!w.has_dim_value() || !g.has_dim_param()) continue;
+      auto [it, inserted] = bound.emplace(g.dim_param(), w.dim_value());
+      if (!inserted && it->second != w.dim_value()) conflicting.insert(g.dim_param());
+    }
+  }
+  for (const std::string& p : conflicting) bound.erase(p);
+  if (bound.empty()) return;
+  for (const auto& vi : unshaped.graph().value_info()) {
+    auto it = types.find(vi.name());
+    if (it != types.end() && !HasSymbolicDim(it->second)) continue;
+    onnx::TypeProto type = vi.type();
+    if (!type.has_tensor_type() || !type.tensor_type().has_shape()) continue;
+    for (auto& d : *type.mutable_tensor_type()->mutable_shape()->mutable_dim()) {
+      auto b = d.has_dim_param() ? bound.find(d.dim_param()) : bound.end();
+      if (b != bound.end()) d.set_dim_value(b->second);
+    }
+    if (!HasSymbolicDim(type)) types[vi.name()] = type;
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<std::map<std::string, onnx::TypeProto>> CheckAndInfer(onnx::ModelProto& model) {
   try {
     onnx::checker::check_model(model);
@@ -223,17 +289,27 @@ absl::StatusOr<std::map<std::string, onnx::TypeProto>> CheckAndInfer(onnx::Model
     return absl::InvalidArgumentError(absl::StrCat("onnx checker: ", e.what()));
   }
   try {
-    // Data propagation folds shape computations (Shape -> Gather -> Concat ...) so that ops
-    // fed by them get static output types.
-    onnx::ShapeInferenceOptions options(/*check_type_val=*/true, /*strict_mode_val=*/0,
-                                        /*data_prop_val=*/true);
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+    Infer(model);
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("onnx shape inference: ", e.what()));
   }
-  std::map<std::string, onnx::TypeProto> types;
-  for (const auto& vi : model.graph().value_info()) types[vi.name()] = vi.type();
+  TypeMap types;
+  bool symbolic = false;
+  for (const auto& vi : model.graph().value_info()) {
+    types[vi.name()] = vi.type();
+    symbolic |= HasSymbolicDim(vi.type());
+  }
   for (const auto& vi : model.graph().output()) types[vi.name()] = vi.type();
+  if (symbolic) {
+    // Inferred again from scratch, without the declared output shapes (copied only here: the
+    // copy holds the weights too).
+    onnx::ModelProto unshaped = model;
+    unshaped.mutable_graph()->clear_value_info();
+    for (auto& out : *unshaped.mutable_graph()->mutable_output()) {
+      if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
+    }
+    BindInferredDims(unshaped, model.graph(), types);
+  }
   return types;
 }
 

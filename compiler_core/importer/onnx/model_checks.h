@@ -52,7 +52,10 @@ absl::Status BindConstantInputs(const std::map<std::string, std::string>& consta
                                 onnx::GraphProto& graph);
 
 /// Runs onnx::checker and onnx::shape_inference; returns the inferred type of every value
-/// name ONNX could type (value_info and graph outputs). kInvalidArgument on checker failure.
+/// name ONNX could type (value_info and graph outputs). A symbolic dim that inference invents
+/// for an intermediate value (e.g. the length of a Range over runtime operands) and that flows
+/// unchanged into a graph output takes that output's declared static dim. kInvalidArgument on
+/// checker failure.
 absl::StatusOr<std::map<std::string, onnx::TypeProto>> CheckAndInfer(onnx::ModelProto& model);
 
 /// Display name of a node: its name, or its first output's name when unnamed.

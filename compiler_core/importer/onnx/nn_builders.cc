@@ -227,6 +227,36 @@ absl::StatusOr<BuiltOutputs> BuildSoftmaxCrossEntropy(ImportContext& ctx, const 
   return BuiltOutputs{loss->output(0), log_prob->output(0)};
 }
 
+// GridSample-16 and RoiAlign-10/16 with every attribute explicit.
+absl::StatusOr<BuiltOutputs> BuildSampling(ImportContext& ctx, const OnnxNode& node) {
+  const AttrMap& in = node.attrs;
+  AttrMap a;
+  if (node.op == OpKind::kGridSample) {
+    a.Set("mode", in.GetString("mode", "bilinear"));
+    a.Set("padding_mode", in.GetString("padding_mode", "zeros"));
+    a.Set("align_corners", int64_t{in.GetInt("align_corners", 0) != 0});
+  } else {
+    std::string mode = in.GetString("mode", "avg");
+    // RoiAlign-10 had no such attribute and behaved as output_half_pixel.
+    std::string coord = in.GetString("coordinate_transformation_mode",
+                                     ctx.opset() >= 16 ? "half_pixel" : "output_half_pixel");
+    if (mode != "avg" && mode != "max") {
+      return absl::InvalidArgumentError(node.Prefix() + absl::StrCat("unknown mode '", mode, "'"));
+    }
+    if (coord != "half_pixel" && coord != "output_half_pixel") {
+      return absl::InvalidArgumentError(
+          node.Prefix() + absl::StrCat("unknown coordinate_transformation_mode '", coord, "'"));
+    }
+    a.Set("mode", mode);
+    a.Set("coordinate_transformation_mode", coord);
+    a.Set("output_height", in.GetInt("output_height", 1));
+    a.Set("output_width", in.GetInt("output_width", 1));
+    a.Set("sampling_ratio", in.GetInt("sampling_ratio", 0));
+    a.Set("spatial_scale", in.GetFloat("spatial_scale", 1.0f));
+  }
+  return Single(ctx.Emit(node.op, node.name, node.inputs, a));
+}
+
 }  // namespace
 
 absl::StatusOr<BuiltOutputs> BuildNnOp(ImportContext& ctx, const OnnxNode& node) {
@@ -246,6 +276,8 @@ absl::StatusOr<BuiltOutputs> BuildNnOp(ImportContext& ctx, const OnnxNode& node)
       return BuildResize(ctx, node);
     case OpKind::kRNN: case OpKind::kGRU: case OpKind::kLSTM:
       return BuildRecurrent(ctx, node);
+    case OpKind::kGridSample: case OpKind::kRoiAlign:
+      return BuildSampling(ctx, node);
     default:
       return BuildActivation(ctx, node);
   }

@@ -29,6 +29,19 @@ absl::StatusOr<Node*> ImportContext::Emit(OpKind op, const std::string& name,
   return node;
 }
 
+absl::StatusOr<Value*> ImportContext::EmitValue(OpKind op, const std::string& name,
+                                                std::vector<Value*> inputs, AttrMap attrs) {
+  KILN_ASSIGN_OR_RETURN(Node * n, Emit(op, name, std::move(inputs), std::move(attrs)));
+  return n->output(0);
+}
+
+absl::StatusOr<Value*> ImportContext::EmitReshape(const std::string& name, Value* x,
+                                                  const std::vector<int64_t>& shape) {
+  AttrMap a;
+  a.Set("allowzero", int64_t{0});
+  return EmitValue(OpKind::kReshape, name, {x, ConstI64(name + "/shape", shape)}, a);
+}
+
 Value* ImportContext::ConstI64(const std::string& name, const std::vector<int64_t>& values) {
   auto t = Tensor::Zeros(TensorType{DType::kInt64, {static_cast<int64_t>(values.size())}});
   for (size_t i = 0; i < values.size(); ++i) t->mutable_data<int64_t>()[i] = values[i];
@@ -50,6 +63,22 @@ Value* ImportContext::ConstScalar(const std::string& name, DType dtype, double v
     case DType::kUInt32: *t->mutable_data<uint32_t>() = static_cast<uint32_t>(value); break;
     case DType::kUInt64: *t->mutable_data<uint64_t>() = static_cast<uint64_t>(value); break;
     case DType::kBool: *t->mutable_data<uint8_t>() = value != 0; break;
+  }
+  return graph_.AddConstant(name, std::move(t));
+}
+
+Value* ImportContext::ConstFloats(const std::string& name, DType dtype,
+                                  const std::vector<int64_t>& shape,
+                                  const std::vector<double>& values) {
+  auto t = Tensor::Zeros(TensorType{dtype, shape});
+  for (size_t i = 0; i < values.size(); ++i) {
+    switch (dtype) {
+      case DType::kFloat64: t->mutable_data<double>()[i] = values[i]; break;
+      case DType::kFloat16:
+        t->mutable_data<uint16_t>()[i] = FloatToHalf(static_cast<float>(values[i]));
+        break;
+      default: t->mutable_data<float>()[i] = static_cast<float>(values[i]); break;
+    }
   }
   return graph_.AddConstant(name, std::move(t));
 }

@@ -134,18 +134,6 @@ absl::StatusOr<std::vector<double>> ConstFloats(const OnnxNode& node, int i, boo
   return out;
 }
 
-std::shared_ptr<Tensor> FloatTable(DType dtype, const Ints& shape, const std::vector<double>& v) {
-  auto t = Tensor::Zeros(TensorType{dtype, shape});
-  for (size_t i = 0; i < v.size(); ++i) {
-    switch (dtype) {
-      case DType::kFloat64: t->mutable_data<double>()[i] = v[i]; break;
-      case DType::kFloat16: t->mutable_data<uint16_t>()[i] = FloatToHalf(static_cast<float>(v[i])); break;
-      default: t->mutable_data<float>()[i] = static_cast<float>(v[i]); break;
-    }
-  }
-  return t;
-}
-
 /// Resizes axis `d` of `x` to `out` positions described by `taps`.
 absl::StatusOr<Value*> ResizeAxis(ImportContext& ctx, const std::string& name, Value* x,
                                   int64_t d, const std::vector<Tap>& taps,
@@ -207,7 +195,7 @@ absl::StatusOr<Value*> ResizeAxis(ImportContext& ctx, const std::string& name, V
     KILN_ASSIGN_OR_RETURN(Node * g, ctx.Emit(OpKind::kGather, tn,
                                              {x, ctx.ConstI64(tn + "/index", index)}, ga));
     Value* term = g->output(0);
-    Value* w = ctx.graph().AddConstant(tn + "/coeff", FloatTable(xt.dtype, table_shape, coeff));
+    Value* w = ctx.ConstFloats(tn + "/coeff", xt.dtype, table_shape, coeff);
     KILN_ASSIGN_OR_RETURN(Node * m, ctx.Emit(OpKind::kMul, tn + "/weighted", {term, w}, {}));
     if (acc == nullptr) {
       acc = m->output(0);
@@ -220,7 +208,7 @@ absl::StatusOr<Value*> ResizeAxis(ImportContext& ctx, const std::string& name, V
     std::vector<double> extra(out, 0.0);
     for (int64_t j = 0; j < out; ++j) extra[j] = taps[j].extrapolate ? p.extrapolation : 0.0;
     std::string en = absl::StrCat(name, "/axis", d, "_extrapolation");
-    Value* e = ctx.graph().AddConstant(en, FloatTable(xt.dtype, table_shape, extra));
+    Value* e = ctx.ConstFloats(en, xt.dtype, table_shape, extra);
     if (acc == nullptr) {
       return absl::UnimplementedError(absl::StrCat("node '", name,
                                                    "': every position extrapolates"));

@@ -349,6 +349,12 @@ absl::StatusOr<BuiltOutputs> BuildTensorOp(ImportContext& ctx, const OnnxNode& n
       KILN_ASSIGN_OR_RETURN(Node * n, ctx.Emit(node.op, node.name, {x, k}, a, 2));
       return BuiltOutputs{n->output(0), n->output(1)};
     }
+    case OpKind::kScatter: case OpKind::kMaxUnpool: case OpKind::kShrink:
+    case OpKind::kReverseSequence:
+      return BuildComposite(ctx, node);
+    case OpKind::kHannWindow: case OpKind::kHammingWindow: case OpKind::kBlackmanWindow:
+    case OpKind::kDFT: case OpKind::kSTFT: case OpKind::kMelWeightMatrix:
+      return BuildSignalOp(ctx, node);
     case OpKind::kEinsum:
       a.Set("equation", node.attrs.GetString("equation", ""));
       return Single(ctx.Emit(node.op, node.name, node.inputs, a));

@@ -202,6 +202,47 @@ absl::StatusOr<Types> NllRule(const Node& node) {
   return Types{TensorType{x->dtype, {}}};
 }
 
+// GridSample: X [N, C, H, W], grid [N, Ho, Wo, 2] → [N, C, Ho, Wo].
+absl::StatusOr<Types> GridSampleRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  KILN_ASSIGN_OR_RETURN(const TensorType* grid, In(node, 1));
+  KILN_RETURN_IF_ERROR(ExpectFloat(node, *x));
+  KILN_RETURN_IF_ERROR(ExpectSameDType(node, 1, *grid, x->dtype));
+  if (x->rank() != 4 || grid->rank() != 4 || grid->shape[0] != x->shape[0] || grid->shape[3] != 2) {
+    return Invalid(node, absl::StrCat("X ", ShapeStr(x->shape), " and grid ", ShapeStr(grid->shape),
+                                      " are not [N, C, H, W] and [N, Ho, Wo, 2]"));
+  }
+  std::string mode = node.attrs().GetString("mode", "bilinear");
+  std::string padding = node.attrs().GetString("padding_mode", "zeros");
+  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic") {
+    return Invalid(node, absl::StrCat("unknown mode '", mode, "'"));
+  }
+  if (padding != "zeros" && padding != "border" && padding != "reflection") {
+    return Invalid(node, absl::StrCat("unknown padding_mode '", padding, "'"));
+  }
+  return Types{TensorType{x->dtype, {x->shape[0], x->shape[1], grid->shape[1], grid->shape[2]}}};
+}
+
+// RoiAlign: X [N, C, H, W], rois [R, 4], batch_indices [R] (i64) → [R, C, oh, ow].
+absl::StatusOr<Types> RoiAlignRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  KILN_ASSIGN_OR_RETURN(const TensorType* rois, In(node, 1));
+  KILN_ASSIGN_OR_RETURN(const TensorType* batch, In(node, 2));
+  KILN_RETURN_IF_ERROR(ExpectFloat(node, *x));
+  KILN_RETURN_IF_ERROR(ExpectSameDType(node, 1, *rois, x->dtype));
+  KILN_RETURN_IF_ERROR(ExpectSameDType(node, 2, *batch, DType::kInt64));
+  if (x->rank() != 4 || rois->rank() != 2 || rois->shape[1] != 4 ||
+      batch->shape != Shape{rois->shape[0]}) {
+    return Invalid(node, absl::StrCat("X ", ShapeStr(x->shape), ", rois ", ShapeStr(rois->shape),
+                                      " and batch_indices ", ShapeStr(batch->shape),
+                                      " are not [N, C, H, W], [R, 4] and [R]"));
+  }
+  int64_t oh = node.attrs().GetInt("output_height", 1);
+  int64_t ow = node.attrs().GetInt("output_width", 1);
+  if (oh <= 0 || ow <= 0) return Invalid(node, "output_height and output_width must be positive");
+  return Types{TensorType{x->dtype, {rois->shape[0], x->shape[1], oh, ow}}};
+}
+
 }  // namespace
 
 std::vector<int64_t> NormalizedAxes(const Node& node) {
@@ -240,6 +281,10 @@ absl::StatusOr<std::vector<TensorType>> InferNnOpTypes(const Node& node) {
       return ConvTransposeRule(node);
     case OpKind::kNegativeLogLikelihoodLoss:
       return NllRule(node);
+    case OpKind::kGridSample:
+      return GridSampleRule(node);
+    case OpKind::kRoiAlign:
+      return RoiAlignRule(node);
     default:
       return absl::UnimplementedError(
           Prefix(node) + "no shape rule (the importer decomposes this op into other ops)");

@@ -145,6 +145,34 @@ TEST(ShapeRulesTest, NonConstantShapeIsUnimplemented) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
 }
 
+TEST(ShapeRulesTest, DetGridSampleRoiAlign) {
+  Graph g;
+  auto det = Infer(g, OpKind::kDet, {g.AddInput("m", F32({4, 3, 3}))});
+  ASSERT_TRUE(det.ok()) << det.status();
+  EXPECT_EQ((*det)[0], F32({4}));
+  EXPECT_FALSE(Infer(g, OpKind::kDet, {g.AddInput("r", F32({3, 2}))}).ok());
+  AttrMap gs;
+  gs.Set("mode", std::string("bicubic"));
+  auto grid = Infer(g, OpKind::kGridSample,
+                    {g.AddInput("x", F32({2, 3, 8, 9})), g.AddInput("g", F32({2, 4, 5, 2}))}, gs);
+  ASSERT_TRUE(grid.ok()) << grid.status();
+  EXPECT_EQ((*grid)[0], F32({2, 3, 4, 5}));
+  gs.Set("padding_mode", std::string("wrap"));
+  auto bad = Infer(g, OpKind::kGridSample,
+                   {g.AddInput("x2", F32({2, 3, 8, 9})), g.AddInput("g2", F32({2, 4, 5, 2}))}, gs);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("unknown padding_mode 'wrap'"), std::string::npos);
+  AttrMap ra;
+  ra.Set("output_height", int64_t{3});
+  ra.Set("output_width", int64_t{2});
+  auto roi = Infer(g, OpKind::kRoiAlign,
+                   {g.AddInput("x3", F32({1, 5, 8, 8})), g.AddInput("rois", F32({7, 4})),
+                    g.AddInput("b", TensorType{DType::kInt64, {7}})},
+                   ra);
+  ASSERT_TRUE(roi.ok()) << roi.status();
+  EXPECT_EQ((*roi)[0], F32({7, 5, 3, 2}));
+}
+
 TEST(VerifierTest, AcceptsAndRejects) {
   Graph g;
   Value* x = g.AddInput("x", F32({2, 3}));

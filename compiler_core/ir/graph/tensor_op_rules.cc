@@ -272,6 +272,17 @@ absl::StatusOr<Types> TopKRule(const Node& node) {
   return types;
 }
 
+// Det: [*, M, M] float → [*].
+absl::StatusOr<Types> DetRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  int64_t r = x->rank();
+  if (!IsFloat(x->dtype) || r < 2 || x->shape[r - 1] != x->shape[r - 2]) {
+    return Invalid(node,
+                   absl::StrCat("input has type ", x->ToString(), ", expected a float [*, M, M]"));
+  }
+  return Types{TensorType{x->dtype, Shape(x->shape.begin(), x->shape.end() - 2)}};
+}
+
 absl::StatusOr<Types> EinsumRule(const Node& node) {
   std::vector<Shape> shapes;
   for (int i = 0; i < node.num_inputs(); ++i) {
@@ -483,6 +494,8 @@ absl::StatusOr<std::vector<TensorType>> InferTensorOpTypes(const Node& node) {
       return TopKRule(node);
     case OpKind::kEinsum:
       return EinsumRule(node);
+    case OpKind::kDet:
+      return DetRule(node);
     default:
       return absl::UnimplementedError(Prefix(node) + "no shape rule");
   }

@@ -139,6 +139,24 @@ std::optional<TensorType> KnownType(const TypeMap& types, const std::string& nam
   return type;
 }
 
+// bf16 is a storage type: Cast and CastLike convert to and from it and Identity passes it on;
+// no other op computes on it.
+absl::Status CheckBFloat16(const OnnxNode& node, const BuiltOutputs& outs) {
+  if (node.op == graph::OpKind::kCast || node.op == graph::OpKind::kCastLike ||
+      node.op == graph::OpKind::kIdentity) {
+    return absl::OkStatus();
+  }
+  std::vector<Value*> values = node.inputs;
+  values.insert(values.end(), outs.begin(), outs.end());
+  for (const Value* v : values) {
+    if (v != nullptr && v->type().dtype == DType::kBFloat16) {
+      return absl::UnimplementedError(
+          node.Prefix() + "bf16 values are supported by Cast, CastLike and Identity only");
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status BuildNodes(const onnx::GraphProto& g, ImportContext& ctx, const TypeMap& types,
                         std::map<std::string, Value*>& values) {
   for (const auto& proto : g.node()) {
@@ -156,6 +174,7 @@ absl::Status BuildNodes(const onnx::GraphProto& g, ImportContext& ctx, const Typ
     node.attrs = std::move(attrs);
     for (const auto& in : proto.input()) node.inputs.push_back(in.empty() ? nullptr : values[in]);
     KILN_ASSIGN_OR_RETURN(BuiltOutputs outs, BuildNode(ctx, node));
+    KILN_RETURN_IF_ERROR(CheckBFloat16(node, outs));
     for (Value*& out : outs) {
       KILN_ASSIGN_OR_RETURN(out, FoldSmallConstant(ctx, out));
     }

@@ -105,6 +105,14 @@ std::vector<fs::path> DataSets(const fs::path& root) {
 
 namespace {
 
+// ONNX's test data stores bfloat16 tensors as uint16 bit patterns (numpy has no bfloat16): such
+// a tensor is the bf16 tensor that `spec` declares.
+void AdoptBFloat16(const kiln::v1::TensorSpec& spec, Tensor& t) {
+  if (spec.dtype() == DTypeName(DType::kBFloat16) && t.type.dtype == DType::kUInt16) {
+    t.type.dtype = DType::kBFloat16;
+  }
+}
+
 // Runs `data_sets` through `artifact` and compares every output with its reference.
 absl::StatusOr<std::vector<OutputComparison>> CheckDataSets(const std::vector<fs::path>& data_sets,
                                                             const runtime::Artifact& artifact,
@@ -129,6 +137,7 @@ absl::StatusOr<std::vector<OutputComparison>> CheckDataSets(const std::vector<fs
     std::vector<importer::NamedTensor> inputs;
     for (const fs::path& f : input_files) {
       KILN_ASSIGN_OR_RETURN(importer::NamedTensor t, importer::ReadTensorFile(f.string()));
+      AdoptBFloat16(m.inputs(static_cast<int>(inputs.size())), t.tensor);
       inputs.push_back(std::move(t));
     }
     std::vector<const Tensor*> input_ptrs;
@@ -152,6 +161,7 @@ absl::StatusOr<std::vector<OutputComparison>> CheckDataSets(const std::vector<fs
     for (size_t i = 0; i < output_files.size(); ++i) {
       KILN_ASSIGN_OR_RETURN(importer::NamedTensor expected,
                             importer::ReadTensorFile(output_files[i].string()));
+      AdoptBFloat16(m.outputs(static_cast<int>(i)), expected.tensor);
       OutputComparison c = CompareTensors(outputs[i], expected.tensor, tolerance);
       c.data_set = ds.filename().string();
       c.name = m.outputs(static_cast<int>(i)).name();

@@ -182,7 +182,7 @@ Expr Const(double v, DType dtype) {
 
 Expr Lowest(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: case DType::kFloat64: case DType::kFloat16:
+    case DType::kFloat32: case DType::kFloat64: case DType::kFloat16: case DType::kBFloat16:
       return loop::FloatImm(-std::numeric_limits<double>::infinity(), dtype);
     case DType::kInt8: return loop::IntImm(std::numeric_limits<int8_t>::min(), dtype);
     case DType::kInt16: return loop::IntImm(std::numeric_limits<int16_t>::min(), dtype);

@@ -55,7 +55,7 @@ Expr ScalarOperand(KernelBuilder& b, const graph::Value* v) {
 /// The largest value of `dtype` (+inf for floats): the identity of min.
 Expr Highest(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: case DType::kFloat64: case DType::kFloat16:
+    case DType::kFloat32: case DType::kFloat64: case DType::kFloat16: case DType::kBFloat16:
       return loop::FloatImm(std::numeric_limits<double>::infinity(), dtype);
     case DType::kInt8: return loop::IntImm(std::numeric_limits<int8_t>::max(), dtype);
     case DType::kInt16: return loop::IntImm(std::numeric_limits<int16_t>::max(), dtype);

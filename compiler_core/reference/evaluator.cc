@@ -50,6 +50,9 @@ void StoreDouble(Tensor& t, int64_t i, double v) {
     case DType::kFloat32: t.mutable_data<float>()[i] = static_cast<float>(v); break;
     case DType::kFloat64: t.mutable_data<double>()[i] = v; break;
     case DType::kFloat16: t.mutable_data<uint16_t>()[i] = FloatToHalf(static_cast<float>(v)); break;
+    case DType::kBFloat16:
+      t.mutable_data<uint16_t>()[i] = FloatToBFloat16(static_cast<float>(v));
+      break;
     case DType::kBool: t.mutable_data<uint8_t>()[i] = v != 0; break;
     default: StoreInt(t, i, static_cast<int64_t>(v)); break;
   }

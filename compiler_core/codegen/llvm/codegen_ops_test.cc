@@ -1,12 +1,15 @@
 // End-to-end codegen tests for individual operations: floor division on negatives, integer and
-// bool dtypes, f16 casts, gathers/scatters in vectorized loops, stack buffers, branches, unrolled
-// loops and error reporting.
+// bool dtypes, f16 and bf16 casts, gathers/scatters in vectorized loops, stack buffers, branches,
+// unrolled loops and error reporting.
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "compiler_core/codegen/llvm/codegen.h"
 #include "compiler_core/codegen/llvm/test_util.h"
+#include "compiler_core/ir/graph/tensor.h"
 #include "gtest/gtest.h"
 
 namespace kiln::codegen {
@@ -308,6 +311,52 @@ TEST(CodegenOpsTest, HalfCastsIfAndWorkspace) {
   // 2.5 = 0x4100, 4.5 = 0x4480, 1.5 = 0x3E00, -2.5 = 0xC100; then x copied.
   std::vector<uint16_t> ref_y = {0x4100, 0x4480, 0x3E00, 0xC100, 0x0000, 0x4200, 0xC000, 0x3C00};
   EXPECT_EQ(ys, ref_y);
+}
+
+// bf16 casts both ways, vectorized and serial: f32 → bf16 truncates (as FloatToBFloat16 and the
+// ONNX Cast conformance data), a NaN stays NaN, bf16 → f32 and bf16 → i32 are exact.
+TEST(CodegenOpsTest, BFloat16Casts) {
+  constexpr int64_t N = 8;
+  auto x = MakeBuffer("x", DType::kFloat32, {N});
+  auto b = MakeBuffer("b", DType::kBFloat16, {2, N});
+  auto y = MakeBuffer("y", DType::kFloat32, {N});
+  auto yi = MakeBuffer("yi", DType::kInt32, {N});
+  Var j = MakeVar("j"), k = MakeVar("k");
+  Stmt to_bf16 = loop::For(
+      j, N, loop::Store(b, {I(0), V(j)}, loop::Cast(DType::kBFloat16, loop::Load(x, {V(j)}))),
+      ForKind::kVectorized);
+  Stmt back = loop::For(
+      k, N,
+      loop::Block({
+          loop::Store(b, {I(1), V(k)}, loop::Cast(DType::kBFloat16, loop::Load(x, {V(k)}))),
+          loop::Store(y, {V(k)}, loop::Cast(DType::kFloat32, loop::Load(b, {I(0), V(k)}))),
+          loop::Store(yi, {V(k)}, loop::Cast(DType::kInt32, loop::Load(b, {I(1), V(k)}))),
+      }));
+  Func f;
+  f.name = "bf16";
+  f.params = {x, b, y, yi};
+  f.body = loop::Block({to_bf16, back});
+  auto lib = CompileAndLoad({f});
+  ASSERT_TRUE(lib.ok()) << lib.status();
+  std::vector<float> xs = {0.48033667f, -2.0f, 1.0f + 1.0f / 256, 300.7f, 0.0f,
+                           std::numeric_limits<float>::infinity(),
+                           std::numeric_limits<float>::quiet_NaN(), -0.81910545f};
+  std::vector<uint16_t> bs(2 * N, 0);
+  std::vector<float> ys(N, 0);
+  std::vector<int32_t> yis(N, 0);
+  CallKernel((*lib)->Get("bf16"), {xs.data(), bs.data(), ys.data(), yis.data()});
+  for (int64_t n = 0; n < N; ++n) {
+    EXPECT_EQ(bs[n], FloatToBFloat16(xs[n])) << n;
+    EXPECT_EQ(bs[N + n], bs[n]) << n;
+    if (n == 6) {
+      EXPECT_TRUE(std::isnan(ys[n]));
+      continue;
+    }
+    EXPECT_EQ(ys[n], BFloat16ToFloat(bs[n])) << n;
+    if (n != 5) EXPECT_EQ(yis[n], static_cast<int32_t>(BFloat16ToFloat(bs[n]))) << n;
+  }
+  EXPECT_EQ(bs[0], 16117);  // truncated (round to nearest even would give 16118)
+  EXPECT_EQ(ys[3], 300.0f);
 }
 
 // Two kernels in one module; a vectorized loop whose body cannot be SIMD (a reduction into one

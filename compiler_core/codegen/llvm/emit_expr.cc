@@ -15,6 +15,7 @@ llvm::Type* KernelEmitter::RegType(DType dtype) {
     case DType::kFloat32: return b_.getFloatTy();
     case DType::kFloat64: return b_.getDoubleTy();
     case DType::kFloat16: return b_.getHalfTy();
+    case DType::kBFloat16: return b_.getBFloatTy();
     case DType::kBool: return b_.getInt1Ty();
     default: return b_.getIntNTy(static_cast<unsigned>(DTypeSize(dtype) * 8));
   }
@@ -182,6 +183,23 @@ llvm::Value* KernelEmitter::EmitSelect(const loop::ExprNode& e) {
 
 llvm::Value* KernelEmitter::EmitCast(DType to, DType from, llvm::Value* v) {
   if (to == from) return v;
+  // bf16 through f32 with integer bit operations (no libcalls, truncating as FloatToBFloat16).
+  if (from == DType::kBFloat16) {
+    llvm::Value* bits = b_.CreateZExt(b_.CreateBitCast(v, WithLanes(b_.getInt16Ty(), v)),
+                                      WithLanes(b_.getInt32Ty(), v));
+    llvm::Value* wide = b_.CreateShl(bits, 16);
+    return EmitCast(to, DType::kFloat32, b_.CreateBitCast(wide, WithLanes(b_.getFloatTy(), v)));
+  }
+  if (to == DType::kBFloat16) {
+    llvm::Value* f = EmitCast(DType::kFloat32, from, v);
+    llvm::Value* bits = b_.CreateBitCast(f, WithLanes(b_.getInt32Ty(), f));
+    llvm::Value* high = b_.CreateLShr(bits, 16);
+    llvm::Value* nan = b_.CreateFCmpUNO(f, f);
+    high = b_.CreateSelect(nan, b_.CreateOr(high, llvm::ConstantInt::get(high->getType(), 0x40)),
+                           high);
+    llvm::Value* half = b_.CreateTrunc(high, WithLanes(b_.getInt16Ty(), f));
+    return b_.CreateBitCast(half, WithLanes(b_.getBFloatTy(), f));
+  }
   llvm::Type* dst = WithLanes(RegType(to), v);
   if (to == DType::kBool) {
     if (IsFloat(from)) return b_.CreateFCmpUNE(v, llvm::Constant::getNullValue(v->getType()));

@@ -58,7 +58,7 @@ class ImportContext {
   /// New constants: 1-D i64 vector, or a scalar (rank 0) of `dtype`.
   graph::Value* ConstI64(const std::string& name, const std::vector<int64_t>& values);
   graph::Value* ConstScalar(const std::string& name, DType dtype, double value);
-  /// A new float constant (f32, f64 or f16 `dtype`) of `shape` holding `values` row-major.
+  /// A new float constant (f32, f64, f16 or bf16 `dtype`) of `shape` holding `values` row-major.
   graph::Value* ConstFloats(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
                             const std::vector<double>& values);
 

@@ -142,6 +142,24 @@ std::optional<TensorType> KnownType(const TypeMap& types, const std::string& nam
   return type;
 }
 
+// bf16 is a storage type: Cast and CastLike convert to and from it and Identity passes it on;
+// no other op computes on it.
+absl::Status CheckBFloat16(const OnnxNode& node, const BuiltOutputs& outs) {
+  if (node.op == graph::OpKind::kCast || node.op == graph::OpKind::kCastLike ||
+      node.op == graph::OpKind::kIdentity) {
+    return absl::OkStatus();
+  }
+  std::vector<Value*> values = node.inputs;
+  values.insert(values.end(), outs.begin(), outs.end());
+  for (const Value* v : values) {
+    if (v != nullptr && v->type().dtype == DType::kBFloat16) {
+      return absl::UnimplementedError(
+          node.Prefix() + "bf16 values are supported by Cast, CastLike and Identity only");
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status BuildNodes(const onnx::GraphProto& g, ImportContext& ctx, const TypeMap& types,
                         std::map<std::string, Value*>& values, const std::string& prefix = "");
 
@@ -239,6 +257,7 @@ absl::Status BuildNodes(const onnx::GraphProto& g, ImportContext& ctx, const Typ
         KILN_ASSIGN_OR_RETURN(outs, BuildQuantOp(ctx, node));
       } else {
         KILN_ASSIGN_OR_RETURN(outs, BuildNode(ctx, node));
+        KILN_RETURN_IF_ERROR(CheckBFloat16(node, outs));
       }
     }
     for (Value*& out : outs) {

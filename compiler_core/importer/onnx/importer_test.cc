@@ -316,6 +316,25 @@ TEST(ImporterTest, Errors) {
             absl::StatusCode::kNotFound);
 }
 
+TEST(ImporterTest, BFloat16IsCastOnly) {
+  ModelBuilder cast(13);
+  cast.Input("x", {2}, "", onnx::TensorProto::BFLOAT16);
+  SetInt(cast.Node("Cast", {"x"}, {"y"}), "to", onnx::TensorProto::FLOAT);
+  cast.Output("y", {2});
+  auto g = Import(cast);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ((*g)->inputs()[0]->type().dtype, DType::kBFloat16);
+  ModelBuilder relu(13);
+  relu.Input("x", {2}, "", onnx::TensorProto::BFLOAT16);
+  relu.Node("Relu", {"x"}, {"y"});
+  relu.Output("y", {2}, onnx::TensorProto::BFLOAT16);
+  auto r = Import(relu);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("(Relu): bf16 values are supported by Cast, CastLike and Identity only"));
+}
+
 TEST(ImporterTest, InitializerListedAsInputIsConstant) {
   ModelBuilder b(/*opset=*/8, /*ir_version=*/3);
   b.Input("x", {2});

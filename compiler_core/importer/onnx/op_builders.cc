@@ -54,6 +54,9 @@ Value* ImportContext::ConstScalar(const std::string& name, DType dtype, double v
     case DType::kFloat32: *t->mutable_data<float>() = static_cast<float>(value); break;
     case DType::kFloat64: *t->mutable_data<double>() = value; break;
     case DType::kFloat16: *t->mutable_data<uint16_t>() = FloatToHalf(static_cast<float>(value)); break;
+    case DType::kBFloat16:
+      *t->mutable_data<uint16_t>() = FloatToBFloat16(static_cast<float>(value));
+      break;
     case DType::kInt8: *t->mutable_data<int8_t>() = static_cast<int8_t>(value); break;
     case DType::kInt16: *t->mutable_data<int16_t>() = static_cast<int16_t>(value); break;
     case DType::kInt32: *t->mutable_data<int32_t>() = static_cast<int32_t>(value); break;
@@ -76,6 +79,9 @@ Value* ImportContext::ConstFloats(const std::string& name, DType dtype,
       case DType::kFloat64: t->mutable_data<double>()[i] = values[i]; break;
       case DType::kFloat16:
         t->mutable_data<uint16_t>()[i] = FloatToHalf(static_cast<float>(values[i]));
+        break;
+      case DType::kBFloat16:
+        t->mutable_data<uint16_t>()[i] = FloatToBFloat16(static_cast<float>(values[i]));
         break;
       default: t->mutable_data<float>()[i] = static_cast<float>(values[i]); break;
     }

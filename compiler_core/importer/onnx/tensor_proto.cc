@@ -120,7 +120,7 @@ absl::StatusOr<std::shared_ptr<Tensor>> TensorFromProto(const onnx::TensorProto&
         CopyField<uint64_t>(proto.uint64_data(), *t);
       }
       break;
-    default:  // int32_data carries i32, i16, i8, u8, u16, bool and f16 bit patterns
+    default:  // int32_data carries i32, i16, i8, u8, u16, bool and f16/bf16 bit patterns
       if (proto.int32_data_size() != n) return size_error(proto.int32_data_size());
       switch (*dtype) {
         case DType::kInt32: CopyField<int32_t>(proto.int32_data(), *t); break;
@@ -128,7 +128,8 @@ absl::StatusOr<std::shared_ptr<Tensor>> TensorFromProto(const onnx::TensorProto&
         case DType::kInt8: CopyField<int8_t>(proto.int32_data(), *t); break;
         case DType::kUInt8: CopyField<uint8_t>(proto.int32_data(), *t); break;
         case DType::kUInt16:
-        case DType::kFloat16: CopyField<uint16_t>(proto.int32_data(), *t); break;
+        case DType::kFloat16:
+        case DType::kBFloat16: CopyField<uint16_t>(proto.int32_data(), *t); break;
         case DType::kBool:
           for (int64_t i = 0; i < n; ++i) t->mutable_data<uint8_t>()[i] = proto.int32_data(i) != 0;
           break;

@@ -23,9 +23,11 @@ enum class DType : uint8_t {
   kUInt32,
   kUInt64,
   kBool,
+  /// bfloat16: a storage type (the upper half of an f32); only Cast converts to and from it.
+  kBFloat16,
 };
 
-/// Short printed name: f32, f64, f16, i8, i16, i32, i64, u8, u16, u32, u64, bool.
+/// Short printed name: f32, f64, f16, i8, i16, i32, i64, u8, u16, u32, u64, bool, bf16.
 const char* DTypeName(DType dtype);
 /// Inverse of DTypeName; nullopt for an unknown name.
 std::optional<DType> ParseDType(std::string_view name);
@@ -36,7 +38,7 @@ bool IsSigned(DType dtype);
 /// ONNX TensorProto::DataType enum value for `dtype`.
 int DTypeToOnnx(DType dtype);
 /// DType for an ONNX TensorProto::DataType value; nullopt for types Kiln does not support
-/// (string, complex, bfloat16).
+/// (string, complex).
 std::optional<DType> DTypeFromOnnx(int onnx_type);
 
 }  // namespace kiln

@@ -197,6 +197,7 @@ absl::Status StoreElement(Tensor& t, int64_t i, const Token& tok) {
     if (dtype == DType::kFloat64) Store<double>(t, i, *v);
     if (dtype == DType::kFloat32) Store<float>(t, i, static_cast<float>(*v));
     if (dtype == DType::kFloat16) Store<uint16_t>(t, i, FloatToHalf(static_cast<float>(*v)));
+    if (dtype == DType::kBFloat16) Store<uint16_t>(t, i, FloatToBFloat16(static_cast<float>(*v)));
     return absl::OkStatus();
   }
   std::string expected = absl::StrCat("expected an integer of type ", DTypeName(dtype), ", got ",

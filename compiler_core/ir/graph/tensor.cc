@@ -57,6 +57,7 @@ double Tensor::GetAsDouble(int64_t i) const {
     case DType::kFloat32: return Read<float>(bytes, i);
     case DType::kFloat64: return Read<double>(bytes, i);
     case DType::kFloat16: return HalfToFloat(Read<uint16_t>(bytes, i));
+    case DType::kBFloat16: return BFloat16ToFloat(Read<uint16_t>(bytes, i));
     case DType::kInt8: return Read<int8_t>(bytes, i);
     case DType::kInt16: return Read<int16_t>(bytes, i);
     case DType::kInt32: return Read<int32_t>(bytes, i);
@@ -78,6 +79,20 @@ int64_t Tensor::GetAsInt64(int64_t i) const {
     case DType::kUInt32: return Read<uint32_t>(bytes, i);
     default: return static_cast<int64_t>(GetAsDouble(i));
   }
+}
+
+float BFloat16ToFloat(uint16_t b) {
+  uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t FloatToBFloat16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if (std::isnan(f)) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  return static_cast<uint16_t>(bits >> 16);
 }
 
 float HalfToFloat(uint16_t h) {

@@ -61,6 +61,10 @@ struct Tensor {
 /// IEEE half <-> float conversions (round to nearest even).
 float HalfToFloat(uint16_t h);
 uint16_t FloatToHalf(float f);
+/// bfloat16 <-> float: the upper 16 bits of the f32. FloatToBFloat16 truncates, as the ONNX
+/// Cast conformance data does (opsets 13..17); a NaN stays a (quiet) NaN.
+float BFloat16ToFloat(uint16_t b);
+uint16_t FloatToBFloat16(float f);
 
 }  // namespace kiln
 

@@ -46,6 +46,7 @@ int64_t WrapInt(int64_t v, DType t) {
 double RoundFloat(double v, DType t) {
   if (t == DType::kFloat32) return static_cast<float>(v);
   if (t == DType::kFloat16) return HalfToFloat(FloatToHalf(static_cast<float>(v)));
+  if (t == DType::kBFloat16) return BFloat16ToFloat(FloatToBFloat16(static_cast<float>(v)));
   return v;
 }
 
@@ -64,6 +65,7 @@ Scalar ReadElement(const uint8_t* p, DType t) {
     case DType::kFloat32: { float v; std::memcpy(&v, p, 4); s.f = v; break; }
     case DType::kFloat64: { double v; std::memcpy(&v, p, 8); s.f = v; break; }
     case DType::kFloat16: { uint16_t v; std::memcpy(&v, p, 2); s.f = HalfToFloat(v); break; }
+    case DType::kBFloat16: { uint16_t v; std::memcpy(&v, p, 2); s.f = BFloat16ToFloat(v); break; }
     case DType::kInt8: s.i = *reinterpret_cast<const int8_t*>(p); break;
     case DType::kUInt8: s.i = *p; break;
     case DType::kBool: s.i = *p != 0; break;
@@ -83,6 +85,11 @@ void WriteElement(uint8_t* p, DType t, Scalar s) {
     case DType::kFloat64: std::memcpy(p, &s.f, 8); break;
     case DType::kFloat16: {
       uint16_t v = FloatToHalf(static_cast<float>(s.f));
+      std::memcpy(p, &v, 2);
+      break;
+    }
+    case DType::kBFloat16: {
+      uint16_t v = FloatToBFloat16(static_cast<float>(s.f));
       std::memcpy(p, &v, 2);
       break;
     }

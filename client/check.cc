@@ -137,12 +137,14 @@ absl::StatusOr<std::vector<OutputComparison>> CheckDataSets(const std::vector<fs
     std::vector<importer::NamedTensor> inputs;
     for (const fs::path& f : input_files) {
       KILN_ASSIGN_OR_RETURN(importer::NamedTensor t, importer::ReadTensorFile(f.string()));
-      AdoptBFloat16(m.inputs(static_cast<int>(inputs.size())), t.tensor);
       inputs.push_back(std::move(t));
     }
     std::vector<const Tensor*> input_ptrs;
     if (static_cast<int>(inputs.size()) == m.inputs_size()) {
-      for (const auto& t : inputs) input_ptrs.push_back(&t.tensor);
+      for (int i = 0; i < m.inputs_size(); ++i) {
+        AdoptBFloat16(m.inputs(i), inputs[i].tensor);
+        input_ptrs.push_back(&inputs[i].tensor);
+      }
     } else {
       // More files than inputs (inputs compiled as constants): feed the others by name.
       for (const kiln::v1::TensorSpec& in : m.inputs()) {
@@ -154,6 +156,7 @@ absl::StatusOr<std::vector<OutputComparison>> CheckDataSets(const std::vector<fs
               " input files for ", m.inputs_size(), " inputs: the others were compiled as "
               "constants, so the files are matched by tensor name)"));
         }
+        AdoptBFloat16(in, it->tensor);
         input_ptrs.push_back(&it->tensor);
       }
     }

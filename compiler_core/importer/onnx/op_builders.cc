@@ -164,9 +164,60 @@ absl::StatusOr<BuiltOutputs> BuildClip(ImportContext& ctx, const OnnxNode& node)
   return BuiltOutputs{n->output(0)};
 }
 
+// BatchNormalization with training_mode=1 (opset 14+): normalizes with the batch's statistics
+// (mean and population variance over every axis but 1) and also returns the updated running
+// statistics, input * momentum + batch statistic * (1 - momentum) (ONNX operator spec).
+absl::StatusOr<BuiltOutputs> BuildBatchNormTraining(ImportContext& ctx, const OnnxNode& node) {
+  Value* x = node.input(0);
+  const int64_t rank = x->type().rank();
+  if (rank < 2 || x->type().dtype != DType::kFloat32) {
+    return absl::UnimplementedError(node.Prefix() +
+                                    "training_mode=1 needs a float32 input of rank 2 or more");
+  }
+  int step = 0;
+  auto emit = [&](OpKind op, std::vector<Value*> in, AttrMap a = {}) -> absl::StatusOr<Value*> {
+    KILN_ASSIGN_OR_RETURN(Node * n, ctx.Emit(op, absl::StrCat(node.name, "/train", ++step),
+                                             std::move(in), std::move(a)));
+    return n->output(0);
+  };
+  std::vector<int64_t> axes = {0};
+  for (int64_t d = 2; d < rank; ++d) axes.push_back(d);
+  AttrMap reduce;
+  reduce.Set("axes", axes);
+  reduce.Set("keepdims", int64_t{1});
+  std::vector<int64_t> channel_shape = {x->type().shape[1]};
+  AttrMap reshape;
+  reshape.Set("allowzero", int64_t{0});
+  KILN_ASSIGN_OR_RETURN(Value * mean_kept, emit(OpKind::kReduceMean, {x}, reduce));
+  KILN_ASSIGN_OR_RETURN(Value * centered, emit(OpKind::kSub, {x, mean_kept}));
+  KILN_ASSIGN_OR_RETURN(Value * squared, emit(OpKind::kMul, {centered, centered}));
+  KILN_ASSIGN_OR_RETURN(Value * var_kept, emit(OpKind::kReduceMean, {squared}, reduce));
+  Value* shape = ctx.ConstI64(node.name + "/channels", channel_shape);
+  KILN_ASSIGN_OR_RETURN(Value * mean, emit(OpKind::kReshape, {mean_kept, shape}, reshape));
+  KILN_ASSIGN_OR_RETURN(Value * var, emit(OpKind::kReshape, {var_kept, shape}, reshape));
+  AttrMap bn;
+  bn.Set("epsilon", node.attrs.GetFloat("epsilon", 1e-5f));
+  KILN_ASSIGN_OR_RETURN(Value * y, emit(OpKind::kBatchNormalization,
+                                        {x, node.input(1), node.input(2), mean, var}, bn));
+  const float momentum = node.attrs.GetFloat("momentum", 0.9f);
+  Value* keep = ctx.ConstScalar(node.name + "/momentum", DType::kFloat32, momentum);
+  Value* take = ctx.ConstScalar(node.name + "/one_minus_momentum", DType::kFloat32, 1 - momentum);
+  BuiltOutputs outs{y};
+  for (auto [running, batch] : {std::pair{node.input(3), mean}, std::pair{node.input(4), var}}) {
+    KILN_ASSIGN_OR_RETURN(Value * kept, emit(OpKind::kMul, {running, keep}));
+    KILN_ASSIGN_OR_RETURN(Value * added, emit(OpKind::kMul, {batch, take}));
+    KILN_ASSIGN_OR_RETURN(Value * updated, emit(OpKind::kAdd, {kept, added}));
+    outs.push_back(updated);
+  }
+  return outs;
+}
+
 absl::StatusOr<BuiltOutputs> BuildBatchNorm(ImportContext& ctx, const OnnxNode& node) {
   if (node.attrs.GetInt("training_mode", 0) != 0) {
-    return absl::UnimplementedError(node.Prefix() + "training_mode=1 is not supported");
+    if (node.attrs.GetInt("spatial", 1) != 1) {
+      return absl::UnimplementedError(node.Prefix() + "spatial=0 is not supported");
+    }
+    return BuildBatchNormTraining(ctx, node);
   }
   if (node.attrs.GetInt("spatial", 1) != 1) {
     return absl::UnimplementedError(node.Prefix() + "spatial=0 is not supported");

@@ -49,8 +49,15 @@ absl::StatusOr<CompiledArtifact> CompileModelBytes(std::string_view model_bytes,
   out.key.set_compiler_version(pipeline::kCompilerVersion);
   out.key.set_options_hash(OptionsHash(options));
   std::set<std::string> workloads;
-  for (const kiln::v1::KernelCall& k : result.artifact.manifest.kernels()) {
-    if (!k.workload_key().empty()) workloads.insert(k.workload_key());
+  // Every kernel's workload, of the model or of each of its shape profiles.
+  auto add_workloads = [&](const kiln::v1::Manifest& m) {
+    for (const kiln::v1::KernelCall& k : m.kernels()) {
+      if (!k.workload_key().empty()) workloads.insert(k.workload_key());
+    }
+  };
+  add_workloads(result.artifact.manifest);
+  for (const kiln::v1::Manifest& profile : result.artifact.manifest.profiles()) {
+    add_workloads(profile);
   }
   out.workload_keys.assign(workloads.begin(), workloads.end());
   out.compile_ms =

@@ -1,6 +1,9 @@
 // Command-line parsing for the kiln CLI.
 #include "client/args.h"
 
+#include <fstream>
+#include <sstream>
+
 #include <algorithm>
 #include <iostream>
 
@@ -67,6 +70,30 @@ absl::StatusOr<importer::ShapeProfiles> ShapeProfilesFrom(const Args& args) {
     if (!parsed.ok()) return parsed;
   }
   return importer::ProfilesOf(given);
+}
+
+absl::StatusOr<std::map<std::string, std::string>> ConstantInputsFrom(const Args& args) {
+  std::map<std::string, std::string> constants;
+  for (const std::string& spec : args.GetAll("--constant-input")) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--constant-input '", spec, "': expected NAME=FILE.pb"));
+    }
+    const std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      return absl::NotFoundError(
+          absl::StrCat("--constant-input ", name, ": cannot read '", path, "'"));
+    }
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    if (!constants.emplace(name, bytes.str()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--constant-input ", name, " is given twice"));
+    }
+  }
+  return constants;
 }
 
 absl::StatusOr<importer::InputShapes> OneShapeProfileFrom(const Args& args,

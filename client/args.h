@@ -48,6 +48,11 @@ std::vector<std::string> SplitAll(const Args& args, const std::string& flag);
 /// (importer::ParseInputShape, importer::ProfilesOf): empty without the flag.
 absl::StatusOr<importer::ShapeProfiles> ShapeProfilesFrom(const Args& args);
 
+/// Every `--constant-input NAME=FILE.pb`: input name → the file's bytes (a serialized
+/// onnx.TensorProto, checked by the import). Errors: kInvalidArgument for a value without
+/// NAME=, kNotFound for an unreadable file.
+absl::StatusOr<std::map<std::string, std::string>> ConstantInputsFrom(const Args& args);
+
 /// The one shape profile a command that compiles a single variant (`kiln tune`) takes: empty
 /// without --input-shape. Errors: ShapeProfilesFrom's; kInvalidArgument for several profiles,
 /// naming `command`.

@@ -186,8 +186,9 @@ absl::StatusOr<std::vector<OutputComparison>> CheckArtifact(const std::string& d
   return CheckDataSets(data_sets, artifact, tolerance);
 }
 
-absl::StatusOr<std::vector<CheckCompile>> PlanCheckCompiles(const std::string& dir,
-                                                            const importer::ShapeProfiles& given) {
+absl::StatusOr<std::vector<CheckCompile>> PlanCheckCompiles(
+    const std::string& dir, const importer::ShapeProfiles& given,
+    const std::map<std::string, std::string>& constants) {
   const fs::path model = fs::path(dir) / "model.onnx";
   std::error_code ec;
   if (!fs::exists(model, ec)) {
@@ -205,6 +206,7 @@ absl::StatusOr<std::vector<CheckCompile>> PlanCheckCompiles(const std::string& d
     for (const fs::path& ds : data_sets) {
       KILN_ASSIGN_OR_RETURN(importer::InputShapes shapes,
                             importer::DataSetInputShapes(inputs, ds.string()));
+      for (const auto& [name, tensor] : constants) shapes.erase(name);  // compiled as constants
       groups[shapes.empty() ? importer::ShapeProfiles{} : importer::ShapeProfiles{shapes}]
           .push_back(ds.string());
     }
@@ -246,10 +248,25 @@ absl::StatusOr<std::vector<OutputComparison>> CheckCompiled(const CheckCompile& 
     const fs::path ds(dir);
     std::vector<std::string> shapes;
     std::vector<fs::path> files = NumberedFiles(ds, "input_");
-    for (size_t i = 0; i < files.size() && i < static_cast<size_t>(m.inputs_size()); ++i) {
-      KILN_ASSIGN_OR_RETURN(importer::NamedTensor t, importer::ReadTensorFile(files[i].string()));
-      shapes.push_back(absl::StrCat(m.inputs(static_cast<int>(i)).name(), "=",
-                                    absl::StrJoin(t.tensor.type.shape, ",")));
+    std::vector<importer::NamedTensor> tensors;
+    for (const fs::path& f : files) {
+      KILN_ASSIGN_OR_RETURN(importer::NamedTensor t, importer::ReadTensorFile(f.string()));
+      tensors.push_back(std::move(t));
+    }
+    // As CheckDataSets feeds them: by position, or by tensor name when some inputs were
+    // compiled as constants (more files than inputs).
+    const bool by_name = static_cast<int>(tensors.size()) > m.inputs_size();
+    for (int i = 0; i < m.inputs_size() && i < static_cast<int>(tensors.size()); ++i) {
+      const importer::NamedTensor* t = &tensors[i];
+      if (by_name) {
+        auto it = std::find_if(tensors.begin(), tensors.end(), [&](const importer::NamedTensor& n) {
+          return n.name == m.inputs(i).name();
+        });
+        if (it == tensors.end()) continue;
+        t = &*it;
+      }
+      shapes.push_back(
+          absl::StrCat(m.inputs(i).name(), "=", absl::StrJoin(t->tensor.type.shape, ",")));
     }
     const std::string text = absl::StrJoin(shapes, " ");
     if (std::find(compiled_shapes.begin(), compiled_shapes.end(), text) !=
@@ -274,7 +291,7 @@ absl::StatusOr<CheckReport> CheckModelDir(const std::string& dir,
                                           const pipeline::CompileOptions& options,
                                           const Tolerance& tolerance) {
   KILN_ASSIGN_OR_RETURN(std::vector<CheckCompile> compiles,
-                        PlanCheckCompiles(dir, options.shape_profiles));
+                        PlanCheckCompiles(dir, options.shape_profiles, options.constant_inputs));
   const std::string model = (fs::path(dir) / "model.onnx").string();
   CheckReport report;
   for (const CheckCompile& compile : compiles) {

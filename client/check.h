@@ -3,6 +3,7 @@
 #ifndef KILN_CLIENT_CHECK_H_
 #define KILN_CLIENT_CHECK_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -72,8 +73,11 @@ struct CheckCompile {
 /// per distinct set of input shapes among the data sets for a model with symbolic input dims
 /// (importer::DataSetInputShapes), or one for a static model. Errors: kNotFound (no
 /// model.onnx, no data set), those of reading the model and the data sets' inputs.
-absl::StatusOr<std::vector<CheckCompile>> PlanCheckCompiles(const std::string& dir,
-                                                            const importer::ShapeProfiles& given);
+/// Inputs named in `constants` (compiled with --constant-input) take no shape from the data
+/// sets.
+absl::StatusOr<std::vector<CheckCompile>> PlanCheckCompiles(
+    const std::string& dir, const importer::ShapeProfiles& given,
+    const std::map<std::string, std::string>& constants = {});
 
 /// Checks `compile`'s data sets against `artifact` (compiled for it). With skip_other_shapes, a
 /// data set whose input shapes match none of the artifact's (its shape profiles' or its own) is

@@ -78,22 +78,7 @@ absl::StatusOr<pipeline::CompileOptions> OptionsFrom(const Args& args) {
   options.print_ir_after = SplitAll(args, "--print-ir-after");
   options.disabled_passes = SplitAll(args, "--disable-pass");
   KILN_ASSIGN_OR_RETURN(options.shape_profiles, ShapeProfilesFrom(args));
-  for (const std::string& spec : args.GetAll("--constant-input")) {
-    const size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--constant-input '", spec, "': expected NAME=FILE.pb"));
-    }
-    const std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      return absl::NotFoundError(absl::StrCat("--constant-input ", name, ": cannot read '", path,
-                                              "'"));
-    }
-    std::stringstream bytes;
-    bytes << in.rdbuf();
-    options.constant_inputs[name] = bytes.str();
-  }
+  KILN_ASSIGN_OR_RETURN(options.constant_inputs, ConstantInputsFrom(args));
   return options;
 }
 
@@ -174,9 +159,6 @@ int Compile(int argc, char** argv) {
   if (args.positional.size() != 1) return Fail("compile: expected one MODEL.onnx\n" + std::string(kUsage));
   std::string out = args.Get("-o", args.Get("--output"));
   if (out.empty()) return Fail("compile: missing -o OUT.kiln");
-  if (args.Has("--server") && args.Has("--constant-input")) {
-    return Fail("compile: --constant-input is not supported with --server yet (compile locally)");
-  }
   if (args.Has("--server")) return CompileOnServer(args, out);
   if (args.Has("--tune")) return Fail("compile: --tune=background needs --server");
   if (args.Has("--time-passes") && args.Has("--server")) {
@@ -278,9 +260,6 @@ int Check(int argc, char** argv) {
                          "--constant-input"});
   if (!args.error.empty()) return Fail(args.error);
   if (args.positional.size() != 1) return Fail("check: expected one model DIR\n" + std::string(kUsage));
-  if (args.Has("--server") && args.Has("--constant-input")) {
-    return Fail("check: --constant-input is not supported with --server yet (check locally)");
-  }
   if (args.Has("--server")) return CheckOnServer(args);
   absl::StatusOr<pipeline::CompileOptions> parsed = OptionsFrom(args);
   if (!parsed.ok()) return FailStatus(parsed.status());

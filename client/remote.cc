@@ -168,6 +168,11 @@ absl::StatusOr<RemoteCompileResult> RemoteClient::CompileModel(
   request.mutable_options()->set_hardware_key(options.hardware_key);
   request.mutable_options()->set_untuned(options.untuned);
   SetInputShapes(options.shape_profiles, *request.mutable_options());
+  for (const auto& [name, tensor] : options.constant_inputs) {
+    kiln::v1::ConstantInput* c = request.mutable_options()->add_constant_inputs();
+    c->set_name(name);
+    c->set_tensor(tensor);
+  }
   request.set_priority(options.priority);
   KILN_ASSIGN_OR_RETURN(result.response, Compile(request));
   KILN_ASSIGN_OR_RETURN(result.artifact, FetchArtifact(result.response.artifact_digest()));

@@ -27,6 +27,8 @@ struct RemoteCompileOptions {
   bool untuned = false;
   /// Shapes of graph inputs with symbolic dims (--input-shape), one entry per shape profile.
   importer::ShapeProfiles shape_profiles;
+  /// Graph inputs compiled as constants (--constant-input): name → serialized TensorProto.
+  std::map<std::string, std::string> constant_inputs;
   kiln::v1::Priority priority = kiln::v1::INTERACTIVE;
   /// Deadline of each RPC, in ms.
   int64_t timeout_ms = 600'000;

@@ -48,6 +48,12 @@ Remote RemoteFrom(const Args& args) {
     return r;
   }
   r.options.shape_profiles = *shapes;
+  absl::StatusOr<std::map<std::string, std::string>> constants = ConstantInputsFrom(args);
+  if (!constants.ok()) {
+    r.error = std::string(constants.status().message());
+    return r;
+  }
+  r.options.constant_inputs = *std::move(constants);
   r.options.timeout_ms = int64_t{timeout_s} * 1000;
   r.client = std::make_unique<RemoteClient>(args.Get("--server"), r.options.timeout_ms);
   return r;
@@ -155,7 +161,8 @@ int CheckOnServer(const Args& args) {
   Remote remote = RemoteFrom(args);
   if (!remote.error.empty()) return Fail(remote.error);
   // As a local check: one compile per distinct input shapes of a symbolic model's data sets.
-  auto compiles = PlanCheckCompiles(dir, remote.options.shape_profiles);
+  auto compiles =
+      PlanCheckCompiles(dir, remote.options.shape_profiles, remote.options.constant_inputs);
   if (!compiles.ok()) return FailStatus(compiles.status());
   auto model = ReadFileBytes((std::filesystem::path(dir) / "model.onnx").string());
   if (!model.ok()) return FailStatus(model.status());

@@ -5,18 +5,20 @@
 #include "compiler_core/codegen/llvm/codegen.h"
 #include "compiler_core/importer/onnx/importer.h"
 #include "compiler_core/ir/graph/graph_hash.h"
+#include "compiler_core/support/sha256.h"
 #include "server/log.h"
 
 namespace kiln::server {
 namespace {
 
 absl::StatusOr<std::string> ImportAndHash(const std::string& digest, std::string_view bytes,
-                                          const importer::InputShapes& shapes) {
+                                          const importer::InputShapes& shapes,
+                                          const ConstantInputs& constants) {
   auto start = absl::Now();
   // Uploaded models are one blob: external data has no directory to come from. An empty base
   // dir makes such a model fail to import; report that as a bad model, not as kNotFound (which
   // means "never uploaded" to clients).
-  absl::StatusOr<std::unique_ptr<graph::Graph>> graph = importer::ImportOnnxBytes(bytes, "", {shapes});
+  absl::StatusOr<std::unique_ptr<graph::Graph>> graph = importer::ImportOnnxBytes(bytes, "", {shapes, constants});
   if (!graph.ok()) {
     absl::Status s = graph.status();
     LogInfo("model.import_failed", {{"model", digest.substr(0, 12)}, {"status", s}});
@@ -41,26 +43,30 @@ bool Memoizable(const absl::StatusOr<std::string>& r) {
 }  // namespace
 
 absl::StatusOr<std::string> ModelIndex::GraphHash(const std::string& digest,
-                                                  const importer::ShapeProfiles& profiles) {
-  return ComputeProfiles(digest, nullptr, profiles);
+                                                  const importer::ShapeProfiles& profiles,
+                                                  const ConstantInputs& constants) {
+  return ComputeProfiles(digest, nullptr, profiles, constants);
 }
 
 absl::StatusOr<std::string> ModelIndex::GraphHashOfBytes(const std::string& digest,
                                                          std::string_view bytes,
-                                                         const importer::ShapeProfiles& profiles) {
+                                                         const importer::ShapeProfiles& profiles,
+                                                         const ConstantInputs& constants) {
   std::string copy(bytes);
-  return ComputeProfiles(digest, &copy, profiles);
+  return ComputeProfiles(digest, &copy, profiles, constants);
 }
 
 ModelIndex::Result ModelIndex::ComputeProfiles(const std::string& digest,
                                                const std::string* bytes,
-                                               const importer::ShapeProfiles& profiles) {
+                                               const importer::ShapeProfiles& profiles,
+                                               const ConstantInputs& constants) {
   if (profiles.size() <= 1) {
-    return Compute(digest, bytes, profiles.empty() ? importer::InputShapes{} : profiles.front());
+    return Compute(digest, bytes, profiles.empty() ? importer::InputShapes{} : profiles.front(),
+                   constants);
   }
   std::vector<std::string> hashes;
   for (size_t k = 0; k < profiles.size(); ++k) {
-    Result hash = Compute(digest, bytes, profiles[k]);
+    Result hash = Compute(digest, bytes, profiles[k], constants);
     if (!hash.ok()) {
       return absl::Status(hash.status().code(),
                           absl::StrCat("shape profile ", k, " (",
@@ -73,10 +79,14 @@ ModelIndex::Result ModelIndex::ComputeProfiles(const std::string& digest,
 }
 
 ModelIndex::Result ModelIndex::Compute(const std::string& digest, const std::string* bytes,
-                                       const importer::InputShapes& shapes) {
-  // One import per model and input shapes.
-  const std::string memo_key =
+                                       const importer::InputShapes& shapes,
+                                       const ConstantInputs& constants) {
+  // One import per model, input shapes and constant inputs (by their SHA-256).
+  std::string memo_key =
       shapes.empty() ? digest : absl::StrCat(digest, " ", importer::FormatInputShapes(shapes));
+  for (const auto& [name, tensor] : constants) {
+    absl::StrAppend(&memo_key, " ", name, ":", Sha256Hex(tensor));
+  }
   std::promise<Result> promise;
   std::shared_future<Result> future;
   bool owner = false;
@@ -95,10 +105,10 @@ ModelIndex::Result ModelIndex::Compute(const std::string& digest, const std::str
 
   Result result;
   if (bytes != nullptr) {
-    result = ImportAndHash(digest, *bytes, shapes);
+    result = ImportAndHash(digest, *bytes, shapes, constants);
   } else {
     absl::StatusOr<std::string> blob = storage_->GetBlob(digest);
-    result = blob.ok() ? ImportAndHash(digest, *blob, shapes) : Result(blob.status());
+    result = blob.ok() ? ImportAndHash(digest, *blob, shapes, constants) : Result(blob.status());
   }
   promise.set_value(result);
   if (!Memoizable(result)) {

@@ -18,30 +18,36 @@
 
 namespace kiln::server {
 
+/// Graph inputs given as constants: name → serialized onnx.TensorProto.
+using ConstantInputs = std::map<std::string, std::string>;
+
 /// Model digest → graph hash. Thread-safe; concurrent requests for one digest import once.
 class ModelIndex {
  public:
   explicit ModelIndex(cache::Storage* storage) : storage_(storage) {}
 
   /// The graph hash of the stored model blob `digest` imported with `profiles` for its
-  /// symbolic input dims (memoized per digest and profile): the imported graph's hash for no
+  /// symbolic input dims and `constants` for inputs compiled as constants (memoized per digest,
+  /// profile and constants): the imported graph's hash for no
   /// or one profile, graph::ProfilesGraphHash of each profile's for several (as the pipeline's
   /// CompileProfiles). Errors: those of GetBlob (kNotFound, kDataLoss), kInvalidArgument for a
   /// malformed model (also for one with external data, which kilnd cannot read) or shapes that
   /// do not fit it, kUnimplemented for an unsupported op or opset.
   absl::StatusOr<std::string> GraphHash(const std::string& digest,
-                                        const importer::ShapeProfiles& profiles = {});
+                                        const importer::ShapeProfiles& profiles = {},
+                                        const ConstantInputs& constants = {});
 
   /// The same for model bytes in hand (an inline model whose SHA-256 is `digest`).
   absl::StatusOr<std::string> GraphHashOfBytes(const std::string& digest, std::string_view bytes,
-                                               const importer::ShapeProfiles& profiles = {});
+                                               const importer::ShapeProfiles& profiles = {},
+                                               const ConstantInputs& constants = {});
 
  private:
   using Result = absl::StatusOr<std::string>;
   Result ComputeProfiles(const std::string& digest, const std::string* bytes,
-                         const importer::ShapeProfiles& profiles);
+                         const importer::ShapeProfiles& profiles, const ConstantInputs& constants);
   Result Compute(const std::string& digest, const std::string* bytes,
-                 const importer::InputShapes& shapes);
+                 const importer::InputShapes& shapes, const ConstantInputs& constants);
 
   cache::Storage* storage_;
   std::mutex mu_;

@@ -24,6 +24,7 @@ absl::StatusOr<CompiledArtifact> CompileModelBytes(std::string_view model_bytes,
   compile_options.disabled_passes.assign(options.disabled_passes().begin(),
                                          options.disabled_passes().end());
   KILN_ASSIGN_OR_RETURN(compile_options.shape_profiles, ShapeProfilesOf(options));
+  KILN_ASSIGN_OR_RETURN(compile_options.constant_inputs, ConstantInputsOf(options));
   // The tuning records kilnd chose for this compile (best per workload on one hardware key).
   tuning::RecordSet records;
   for (const kiln::v1::TuningRecord& r : options.records()) {
@@ -39,7 +40,8 @@ absl::StatusOr<CompiledArtifact> CompileModelBytes(std::string_view model_bytes,
       pipeline::CompileResult result,
       pipeline::CompileProfiles(
           [&](const importer::InputShapes& shapes) {
-            return importer::ImportOnnxBytes(model_bytes, scratch_dir, {shapes});
+            return importer::ImportOnnxBytes(model_bytes, scratch_dir,
+                                             {shapes, compile_options.constant_inputs});
           },
           compile_options));
   CompiledArtifact out;

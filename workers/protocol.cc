@@ -16,7 +16,12 @@ kiln::v1::CompileOptions CanonicalOptions(const kiln::v1::CompileOptions& option
   auto* passes = canonical.mutable_disabled_passes();
   std::sort(passes->begin(), passes->end());
   passes->erase(std::unique(passes->begin(), passes->end()), passes->end());
-  std::sort(canonical.mutable_input_shapes()->begin(), canonical.mutable_input_shapes()->end(),
+  std::sort(canonical.mutable_constant_inputs()->begin(),
+            canonical.mutable_constant_inputs()->end(),
+            [](const kiln::v1::ConstantInput& a, const kiln::v1::ConstantInput& b) {
+              return a.name() < b.name();
+            });
+  std::stable_sort(canonical.mutable_input_shapes()->begin(), canonical.mutable_input_shapes()->end(),
             [](const kiln::v1::InputShape& a, const kiln::v1::InputShape& b) {
               return a.name() < b.name();
             });
@@ -65,6 +70,21 @@ absl::StatusOr<importer::ShapeProfiles> ShapeProfilesOf(const kiln::v1::CompileO
     given.emplace_back(shape.name(), std::move(dims));
   }
   return importer::ProfilesOf(given);
+}
+
+absl::StatusOr<std::map<std::string, std::string>> ConstantInputsOf(
+    const kiln::v1::CompileOptions& options) {
+  std::map<std::string, std::string> constants;
+  for (const kiln::v1::ConstantInput& c : options.constant_inputs()) {
+    if (c.name().empty()) {
+      return absl::InvalidArgumentError("constant_inputs: an entry has no input name");
+    }
+    if (!constants.emplace(c.name(), c.tensor()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("constant_inputs: input '", c.name(), "' is given twice"));
+    }
+  }
+  return constants;
 }
 
 absl::StatusOr<importer::InputShapes> OneShapeProfileOf(const kiln::v1::CompileOptions& options) {

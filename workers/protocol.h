@@ -35,6 +35,11 @@ std::string OptionsHash(const kiln::v1::CompileOptions& options);
 /// different numbers of shapes.
 absl::StatusOr<importer::ShapeProfiles> ShapeProfilesOf(const kiln::v1::CompileOptions& options);
 
+/// `options.constant_inputs` by input name (serialized TensorProtos). Errors
+/// (kInvalidArgument): an empty name, a name given twice.
+absl::StatusOr<std::map<std::string, std::string>> ConstantInputsOf(
+    const kiln::v1::CompileOptions& options);
+
 /// The one shape profile of `options` (empty: none) for what compiles one variant (tuning,
 /// workload lists). Errors: ShapeProfilesOf's; kInvalidArgument for several profiles.
 absl::StatusOr<importer::InputShapes> OneShapeProfileOf(const kiln::v1::CompileOptions& options);

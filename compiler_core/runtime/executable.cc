@@ -38,8 +38,11 @@ AlignedBuffer AllocateAligned(size_t size) {
   return AlignedBuffer(p);
 }
 
+// "[2,3]"; a dim that varies by shape profile (-1) prints as "?".
 std::string ShapeString(const std::vector<int64_t>& shape) {
-  return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
+  std::vector<std::string> dims;
+  for (int64_t d : shape) dims.push_back(d == -1 ? "?" : absl::StrCat(d));
+  return absl::StrCat("[", absl::StrJoin(dims, ","), "]");
 }
 
 // Checks what Load relies on: binding kinds, indices and bounds, and tensor specs. A manifest

@@ -383,7 +383,7 @@ TEST_F(ExecutableTest, ShapeProfilesRunTheMatchingOneAndListThemOtherwise) {
             "x=[2,3] b=[3]");
   Tensor x23 = MakeF32({2, 4}, std::vector<float>(8, 1.0f));
   EXPECT_EQ((*exe)->Run({&x23, &b_}).status().message(),
-            "input 0 ('x'): expected shape [-1,3], got [2,4]");
+            "input 0 ('x'): expected shape [?,3], got [2,4]");
 }
 
 TEST_F(ExecutableTest, MalformedShapeProfilesAreRefused) {
@@ -398,7 +398,7 @@ TEST_F(ExecutableTest, MalformedShapeProfilesAreRefused) {
   Artifact fixed_dim = MakeProfiledArtifact(*code_);
   fixed_dim.manifest.mutable_inputs(0)->set_shape(1, 4);
   EXPECT_EQ(Executable::Load(std::move(fixed_dim), 1).status().message(),
-            "shape profile 0 input 0 ('x' f32[2,3]) does not match the model's ('x' f32[-1,4])");
+            "shape profile 0 input 0 ('x' f32[2,3]) does not match the model's ('x' f32[?,4])");
   Artifact outside = MakeProfiledArtifact(*code_);
   outside.manifest.mutable_profiles(0)->mutable_kernels(0)->mutable_args(2)->set_offset(4096);
   EXPECT_EQ(Executable::Load(std::move(outside), 1).status().message(),

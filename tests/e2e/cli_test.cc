@@ -244,8 +244,8 @@ TEST(CliTest, ConstantInputsUnrollARuntimeLoop) {
   EXPECT_NE(out.find("PASS test_data_set_0/res_scan"), std::string::npos) << out;
   auto [bad_rc, bad_out] = Kiln("check " + dir + " --constant-input y=" + ds + "/input_0.pb");
   EXPECT_EQ(bad_rc, 1);
-  EXPECT_EQ(bad_out, "kiln: INVALID_ARGUMENT: --constant-input y: the tensor has element type 7, "
-                     "the input 1\n");
+  EXPECT_EQ(bad_out, "kiln: INVALID_ARGUMENT: --constant-input y: the tensor has element type i64, "
+                     "the input f32\n");
   auto [none_rc, none_out] = Kiln("check " + dir + " --constant-input nope=" + ds + "/input_0.pb");
   EXPECT_EQ(none_rc, 1);
   EXPECT_EQ(none_out, "kiln: INVALID_ARGUMENT: --constant-input nope: the model has no graph "

@@ -295,6 +295,17 @@ TEST_F(ServiceTest, SymbolicInputShapesThroughKilnd) {
     EXPECT_THAT(checked.out, HasSubstr(line));
   }
 
+  // --constant-input travels too: kilnd hashes the model with the constants, the worker
+  // compiles with them, and check feeds the remaining input by name.
+  const std::string loop = "../shared/conformance/node/test_loop11";
+  if (fs::exists(loop)) {
+    RunResult unrolled = Kiln({"check", loop, "--server", kilnd.address(), "--constant-input",
+                               "trip_count=" + loop + "/test_data_set_0/input_0.pb",
+                               "--constant-input", "cond=" + loop + "/test_data_set_0/input_1.pb"});
+    ASSERT_EQ(unrolled.exit_code, 0) << Describe(unrolled);
+    EXPECT_THAT(unrolled.out, HasSubstr("PASS test_data_set_0/res_scan"));
+  }
+
   // A request the CLI cannot send: inputs given different numbers of shapes.
   client::RemoteClient& client = kilnd.client();
   auto uploaded = client.UploadModel(ReadFile(Model(dyn)), client::DigestOf(ReadFile(Model(dyn))));

@@ -194,7 +194,8 @@ absl::StatusOr<std::vector<Value*>> BuildLoop(ImportContext& ctx, const onnx::No
     if (!known) {
       return absl::UnimplementedError(
           Prefix(node) + "the initial condition is only known at run time; Kiln unrolls loops "
-                         "whose trip count and condition are known at compile time");
+                         "whose trip count and condition are known at compile time (give it "
+                         "with --constant-input if it is a graph input)");
     }
     cond = *known != 0;
   }

@@ -313,6 +313,13 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxBytes(std::string_view bytes,
   KILN_RETURN_IF_ERROR(InlineExternalData(g, base_dir));
   // Constant inputs become initializers; then input types: symbolic dims take the given shapes
   // (or the error naming the flag).
+  for (const auto& [name, tensor] : options.constant_inputs) {
+    if (options.input_shapes.count(name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", name, "' is given both --constant-input and --input-shape (a constant "
+          "input has its tensor's shape; drop the --input-shape)"));
+    }
+  }
   KILN_RETURN_IF_ERROR(BindConstantInputs(options.constant_inputs, g));
   KILN_RETURN_IF_ERROR(BindInputShapes(options.input_shapes, g));
   std::set<std::string> initializers;

@@ -335,9 +335,16 @@ absl::Status BindConstantInputs(const std::map<std::string, std::string>& consta
     }
     const onnx::ValueInfoProto& in = graph.input(index);
     const auto& declared = in.type().tensor_type();
+    if (tensor.data_type() == onnx::TensorProto::UNDEFINED) {
+      return bad("the file is not a serialized onnx.TensorProto (no element type)");
+    }
     if (declared.elem_type() != tensor.data_type()) {
-      return bad(absl::StrCat("the tensor has element type ", tensor.data_type(),
-                              ", the input ", declared.elem_type()));
+      auto type_name = [](int t) {
+        std::optional<DType> d = DTypeFromOnnx(t);
+        return d ? std::string(DTypeName(*d)) : absl::StrCat("ONNX type ", t);
+      };
+      return bad(absl::StrCat("the tensor has element type ", type_name(tensor.data_type()),
+                              ", the input ", type_name(declared.elem_type())));
     }
     if (declared.has_shape()) {
       if (declared.shape().dim_size() != tensor.dims_size()) {

@@ -113,7 +113,7 @@ class TimePasses {
     for (const auto& [stage, ms] : stages_) {
       std::string category = stage;
       for (const char* prefix :
-           {"lower: ", "schedule: ", "codegen: emit ", "verify: graph after ",
+           {"import: ", "lower: ", "schedule: ", "codegen: emit ", "verify: graph after ",
             "codegen: verify module ", "codegen: optimize (LLVM O3) ", "codegen: object file "}) {
         if (absl::StartsWith(stage, prefix)) {
           category = std::string(absl::StripSuffix(absl::StripSuffix(prefix, " "), ":"));

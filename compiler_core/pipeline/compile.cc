@@ -170,7 +170,14 @@ absl::StatusOr<CompileResult> CompileProfiles(const GraphImporter& import,
   auto import_profile = [&](const importer::InputShapes& shapes, double& import_ms)
       -> absl::StatusOr<std::unique_ptr<graph::Graph>> {
     auto import_start = std::chrono::steady_clock::now();
-    ScopedStageTimer import_timer(options.on_stage, "import");
+    // "import", or "import: profile K (shapes)" when there are several profiles.
+    std::string stage = "import";
+    if (options.shape_profiles.size() > 1) {
+      size_t k = 0;
+      while (k < options.shape_profiles.size() && options.shape_profiles[k] != shapes) ++k;
+      stage = absl::StrCat("import: profile ", k, " (", importer::FormatInputShapes(shapes), ")");
+    }
+    ScopedStageTimer import_timer(options.on_stage, stage);
     absl::StatusOr<std::unique_ptr<graph::Graph>> graph = import(shapes);
     import_ms += MsSince(import_start);
     return graph;

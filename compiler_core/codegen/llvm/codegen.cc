@@ -112,16 +112,29 @@ struct ShardResult {
 
 std::vector<std::vector<size_t>> PartitionIntoShards(const std::vector<loop::Func>& funcs,
                                                      size_t shard_size) {
-  std::vector<std::vector<size_t>> shards;
-  size_t filled = 0;
+  // ceil(total / shard_size) shards (at least one), then consecutive
+  // kernels cut where the running size passes each shard's equal share, so the shards are
+  // balanced rather than all full but the last.
+  std::vector<size_t> sizes;
+  size_t total = 0;
+  for (const loop::Func& func : funcs) {
+    sizes.push_back(KernelSize(func));
+    total += sizes.back();
+  }
+  const size_t unit = std::max<size_t>(1, shard_size);
+  const size_t count = std::max<size_t>(1, (total + unit - 1) / unit);
+  std::vector<std::vector<size_t>> shards(1);
+  size_t running = 0;
   for (size_t k = 0; k < funcs.size(); ++k) {
-    if (shards.empty() || filled >= shard_size) {
+    // Shard s ends once the running size reaches (s + 1) / count of the total.
+    if (!shards.back().empty() && shards.size() < count &&
+        running * count >= shards.size() * total) {
       shards.emplace_back();
-      filled = 0;
     }
     shards.back().push_back(k);
-    filled += KernelSize(funcs[k]);
+    running += sizes[k];
   }
+  if (shards.back().empty()) shards.pop_back();
   return shards;
 }
 

@@ -27,10 +27,11 @@ absl::StatusOr<std::string> EmitLlvmIr(const std::vector<loop::Func>& funcs, con
 /// Loop IR size (statements plus expressions) at which PartitionIntoShards closes a shard.
 inline constexpr size_t kShardSize = 4000;
 
-/// Groups `funcs` into codegen shards: consecutive kernels, a shard closed once its kernels'
-/// loop IR size reaches `shard_size`. Returns each shard's kernel indices, in order. The
-/// partition depends only on the kernels, never on the thread count, so an artifact's bytes do
-/// not depend on the machine that compiled it.
+/// Groups `funcs` into codegen shards: ceil(total loop IR size / `shard_size`) shards
+/// of consecutive kernels, cut where the running size passes each shard's equal share of the
+/// total. Returns each shard's kernel indices, in order. The partition depends only on the
+/// kernels, never on the thread count, so an artifact's bytes do not depend on the machine
+/// that compiled it.
 std::vector<std::vector<size_t>> PartitionIntoShards(const std::vector<loop::Func>& funcs,
                                                      size_t shard_size = kShardSize);
 

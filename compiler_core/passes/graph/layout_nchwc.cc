@@ -34,8 +34,12 @@ bool IsLayoutAgnostic(OpKind op) {
   }
 }
 
+/// Element types the blocked layout handles: 4-byte float32 and int32 (the int32 accumulators
+/// of quantized convolutions); the repacking below moves 4-byte words.
+bool IsBlockableType(DType t) { return t == DType::kFloat32 || t == DType::kInt32; }
+
 bool IsPlainF32(const Value* v) {
-  return v != nullptr && v->type().dtype == DType::kFloat32 && v->type().rank() == 4;
+  return v != nullptr && IsBlockableType(v->type().dtype) && v->type().rank() == 4;
 }
 
 bool AllOnes(const Shape& s) {
@@ -50,9 +54,9 @@ std::shared_ptr<Tensor> PackWeights(const Tensor& w, int64_t x, int64_t ici, boo
   const int64_t ocb = (oc + x - 1) / x;
   const int64_t icb = depthwise ? 1 : (ic + ici - 1) / ici;
   if (depthwise) ici = 1;
-  auto t = Tensor::Zeros(TensorType{DType::kFloat32, {ocb, icb, kh, kw, ici, x}});
-  const float* src = w.data<float>();
-  float* dst = t->mutable_data<float>();
+  auto t = Tensor::Zeros(TensorType{w.type.dtype, {ocb, icb, kh, kw, ici, x}});
+  const uint32_t* src = w.data<uint32_t>();
+  uint32_t* dst = t->mutable_data<uint32_t>();
   for (int64_t o = 0; o < oc; ++o) {
     for (int64_t i = 0; i < ic; ++i) {
       for (int64_t p = 0; p < k; ++p) {
@@ -68,8 +72,8 @@ std::shared_ptr<Tensor> PackWeights(const Tensor& w, int64_t x, int64_t ici, boo
 /// [C] → [ceil(C/x)*x], zero-padded.
 std::shared_ptr<Tensor> PadBias(const Tensor& b, int64_t x) {
   const int64_t c = b.type.shape[0];
-  auto t = Tensor::Zeros(TensorType{DType::kFloat32, {(c + x - 1) / x * x}});
-  std::copy(b.data<float>(), b.data<float>() + c, t->mutable_data<float>());
+  auto t = Tensor::Zeros(TensorType{b.type.dtype, {(c + x - 1) / x * x}});
+  std::copy(b.data<uint32_t>(), b.data<uint32_t>() + c, t->mutable_data<uint32_t>());
   return t;
 }
 
@@ -86,11 +90,11 @@ std::shared_ptr<Tensor> RelayoutConstant(const Tensor& c, int64_t channels, int6
     t->type.shape = s;
     return t;
   }
-  if (s[1] != channels || c.type.dtype != DType::kFloat32) return nullptr;
+  if (s[1] != channels || !IsBlockableType(c.type.dtype)) return nullptr;
   const int64_t cb = (channels + x - 1) / x, sp = s[2] * s[3];
-  auto t = Tensor::Zeros(TensorType{DType::kFloat32, {s[0], cb, s[2], s[3], x}});
-  const float* src = c.data<float>();
-  float* dst = t->mutable_data<float>();
+  auto t = Tensor::Zeros(TensorType{c.type.dtype, {s[0], cb, s[2], s[3], x}});
+  const uint32_t* src = c.data<uint32_t>();
+  uint32_t* dst = t->mutable_data<uint32_t>();
   for (int64_t a = 0; a < s[0]; ++a) {
     for (int64_t ch = 0; ch < channels; ++ch) {
       for (int64_t p = 0; p < sp; ++p) {
@@ -181,7 +185,7 @@ class Converter {
     const Value* w = node.input(1);
     const Value* b = node.input(2);
     if (!IsPlainF32(in) || w == nullptr || !w->is_constant() || w->type().rank() != 4 ||
-        w->type().dtype != DType::kFloat32 || (b != nullptr && !b->is_constant()) ||
+        w->type().dtype != in->type().dtype || (b != nullptr && !b->is_constant()) ||
         !ExplicitPads(node)) {
       return nullptr;
     }

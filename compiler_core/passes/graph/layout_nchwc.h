@@ -17,8 +17,9 @@ struct LayoutNchwcOptions {
 };
 
 /// What: walks the nodes in order and converts, to NCHW<x>c (x = f32_lanes):
-///   - 2-D f32 Conv with constant weights (and bias), group 1 or depthwise, at least x/2
-///     output channels: weights packed
+///   - 2-D f32 or i32 Conv (input and constant weights of one type; i32 are the accumulators
+///     of quantized convolutions) with constant bias if any, group 1 or depthwise, at least
+///     x/2 output channels: weights packed
 ///     OIHW → [OCb, ICb, KH, KW, ICI, x] (ICI = x; a plain input with C < x stays NCHW and
 ///     gets ICb = 1, ICI = C), bias zero-padded to [OCb*x]; attribute layout="NCHW<x>c";
 ///   - MaxPool/AveragePool/GlobalAveragePool/GlobalMaxPool whose input is blocked;

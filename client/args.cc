@@ -100,13 +100,7 @@ absl::StatusOr<importer::InputShapes> OneShapeProfileFrom(const Args& args,
                                                           const std::string& command) {
   absl::StatusOr<importer::ShapeProfiles> profiles = ShapeProfilesFrom(args);
   if (!profiles.ok()) return profiles.status();
-  if (profiles->size() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        command, " takes one shape profile, got ", profiles->size(), " (",
-        importer::FormatProfiles(*profiles),
-        "); tune each profile on its own: its records apply to every profile with the workload"));
-  }
-  return profiles->empty() ? importer::InputShapes{} : profiles->front();
+  return importer::SingleProfile(*profiles, command);
 }
 
 }  // namespace kiln::client

@@ -113,6 +113,36 @@ void AdoptBFloat16(const kiln::v1::TensorSpec& spec, Tensor& t) {
   }
 }
 
+// Every input_N.pb of data set `ds`, in N order.
+absl::StatusOr<std::vector<importer::NamedTensor>> ReadInputFiles(const fs::path& ds) {
+  std::vector<importer::NamedTensor> tensors;
+  for (const fs::path& f : NumberedFiles(ds, "input_")) {
+    KILN_ASSIGN_OR_RETURN(importer::NamedTensor t, importer::ReadTensorFile(f.string()));
+    tensors.push_back(std::move(t));
+  }
+  return tensors;
+}
+
+// The file tensor that feeds each of `m`'s inputs: by position when there is one file per
+// input, else (inputs compiled as constants leave extra files) by tensor name; null where no
+// file has the name.
+std::vector<importer::NamedTensor*> FeedsOf(const kiln::v1::Manifest& m,
+                                            std::vector<importer::NamedTensor>& files) {
+  std::vector<importer::NamedTensor*> feeds;
+  const bool by_name = static_cast<int>(files.size()) != m.inputs_size();
+  for (int i = 0; i < m.inputs_size(); ++i) {
+    if (!by_name) {
+      feeds.push_back(&files[i]);
+      continue;
+    }
+    auto it = std::find_if(files.begin(), files.end(), [&](const importer::NamedTensor& t) {
+      return t.name == m.inputs(i).name();
+    });
+    feeds.push_back(it == files.end() ? nullptr : &*it);
+  }
+  return feeds;
+}
+
 // Runs `data_sets` through `artifact` and compares every output with its reference.
 absl::StatusOr<std::vector<OutputComparison>> CheckDataSets(const std::vector<fs::path>& data_sets,
                                                             const runtime::Artifact& artifact,
@@ -122,10 +152,10 @@ absl::StatusOr<std::vector<OutputComparison>> CheckDataSets(const std::vector<fs
   const kiln::v1::Manifest& m = exe->manifest();
   std::vector<OutputComparison> comparisons;
   for (const fs::path& ds : data_sets) {
-    std::vector<fs::path> input_files = NumberedFiles(ds, "input_");
+    KILN_ASSIGN_OR_RETURN(std::vector<importer::NamedTensor> inputs, ReadInputFiles(ds));
     std::vector<fs::path> output_files = NumberedFiles(ds, "output_");
-    if (static_cast<int>(input_files.size()) < m.inputs_size()) {
-      return absl::InvalidArgumentError(absl::StrCat(ds.string(), ": has ", input_files.size(),
+    if (static_cast<int>(inputs.size()) < m.inputs_size()) {
+      return absl::InvalidArgumentError(absl::StrCat(ds.string(), ": has ", inputs.size(),
                                                      " input files, the model has ",
                                                      m.inputs_size(), " inputs"));
     }
@@ -134,31 +164,18 @@ absl::StatusOr<std::vector<OutputComparison>> CheckDataSets(const std::vector<fs
                                                      " output files, the model has ",
                                                      m.outputs_size(), " outputs"));
     }
-    std::vector<importer::NamedTensor> inputs;
-    for (const fs::path& f : input_files) {
-      KILN_ASSIGN_OR_RETURN(importer::NamedTensor t, importer::ReadTensorFile(f.string()));
-      inputs.push_back(std::move(t));
-    }
+    std::vector<importer::NamedTensor*> feeds = FeedsOf(m, inputs);
     std::vector<const Tensor*> input_ptrs;
-    if (static_cast<int>(inputs.size()) == m.inputs_size()) {
-      for (int i = 0; i < m.inputs_size(); ++i) {
-        AdoptBFloat16(m.inputs(i), inputs[i].tensor);
-        input_ptrs.push_back(&inputs[i].tensor);
+    for (int i = 0; i < m.inputs_size(); ++i) {
+      const kiln::v1::TensorSpec& in = m.inputs(i);
+      if (feeds[i] == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            ds.string(), ": no input file holds input '", in.name(), "' (", inputs.size(),
+            " input files for ", m.inputs_size(), " inputs: the others were compiled as "
+            "constants, so the files are matched by tensor name)"));
       }
-    } else {
-      // More files than inputs (inputs compiled as constants): feed the others by name.
-      for (const kiln::v1::TensorSpec& in : m.inputs()) {
-        auto it = std::find_if(inputs.begin(), inputs.end(),
-                               [&](const importer::NamedTensor& t) { return t.name == in.name(); });
-        if (it == inputs.end()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              ds.string(), ": no input file holds input '", in.name(), "' (", inputs.size(),
-              " input files for ", m.inputs_size(), " inputs: the others were compiled as "
-              "constants, so the files are matched by tensor name)"));
-        }
-        AdoptBFloat16(in, it->tensor);
-        input_ptrs.push_back(&it->tensor);
-      }
+      AdoptBFloat16(in, feeds[i]->tensor);
+      input_ptrs.push_back(&feeds[i]->tensor);
     }
     KILN_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, exe->Run(input_ptrs));
     for (size_t i = 0; i < output_files.size(); ++i) {
@@ -247,26 +264,13 @@ absl::StatusOr<std::vector<OutputComparison>> CheckCompiled(const CheckCompile& 
   for (const std::string& dir : compile.data_sets) {
     const fs::path ds(dir);
     std::vector<std::string> shapes;
-    std::vector<fs::path> files = NumberedFiles(ds, "input_");
-    std::vector<importer::NamedTensor> tensors;
-    for (const fs::path& f : files) {
-      KILN_ASSIGN_OR_RETURN(importer::NamedTensor t, importer::ReadTensorFile(f.string()));
-      tensors.push_back(std::move(t));
-    }
-    // As CheckDataSets feeds them: by position, or by tensor name when some inputs were
-    // compiled as constants (more files than inputs).
-    const bool by_name = static_cast<int>(tensors.size()) > m.inputs_size();
-    for (int i = 0; i < m.inputs_size() && i < static_cast<int>(tensors.size()); ++i) {
-      const importer::NamedTensor* t = &tensors[i];
-      if (by_name) {
-        auto it = std::find_if(tensors.begin(), tensors.end(), [&](const importer::NamedTensor& n) {
-          return n.name == m.inputs(i).name();
-        });
-        if (it == tensors.end()) continue;
-        t = &*it;
-      }
-      shapes.push_back(
-          absl::StrCat(m.inputs(i).name(), "=", absl::StrJoin(t->tensor.type.shape, ",")));
+    KILN_ASSIGN_OR_RETURN(std::vector<importer::NamedTensor> tensors, ReadInputFiles(ds));
+    // The files as CheckDataSets feeds them.
+    std::vector<importer::NamedTensor*> feeds = FeedsOf(m, tensors);
+    for (int i = 0; i < m.inputs_size(); ++i) {
+      if (feeds[i] == nullptr) continue;
+      shapes.push_back(absl::StrCat(m.inputs(i).name(), "=",
+                                    absl::StrJoin(feeds[i]->tensor.type.shape, ",")));
     }
     const std::string text = absl::StrJoin(shapes, " ");
     if (std::find(compiled_shapes.begin(), compiled_shapes.end(), text) !=

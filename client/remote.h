@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/json.h"
-#include "compiler_core/importer/onnx/input_shapes.h"
+#include "compiler_core/importer/onnx/shape_profiles.h"
 #include "kiln/v1/service.grpc.pb.h"
 
 namespace kiln::client {

@@ -60,13 +60,18 @@ ModelIndex::Result ModelIndex::ComputeProfiles(const std::string& digest,
                                                const std::string* bytes,
                                                const importer::ShapeProfiles& profiles,
                                                const ConstantInputs& constants) {
+  // The constants in the memo key by their SHA-256, hashed once for all profiles.
+  std::string constants_key;
+  for (const auto& [name, tensor] : constants) {
+    absl::StrAppend(&constants_key, " ", name, ":", Sha256Hex(tensor));
+  }
   if (profiles.size() <= 1) {
     return Compute(digest, bytes, profiles.empty() ? importer::InputShapes{} : profiles.front(),
-                   constants);
+                   constants, constants_key);
   }
   std::vector<std::string> hashes;
   for (size_t k = 0; k < profiles.size(); ++k) {
-    Result hash = Compute(digest, bytes, profiles[k], constants);
+    Result hash = Compute(digest, bytes, profiles[k], constants, constants_key);
     if (!hash.ok()) {
       return absl::Status(hash.status().code(),
                           absl::StrCat("shape profile ", k, " (",
@@ -80,13 +85,12 @@ ModelIndex::Result ModelIndex::ComputeProfiles(const std::string& digest,
 
 ModelIndex::Result ModelIndex::Compute(const std::string& digest, const std::string* bytes,
                                        const importer::InputShapes& shapes,
-                                       const ConstantInputs& constants) {
-  // One import per model, input shapes and constant inputs (by their SHA-256).
+                                       const ConstantInputs& constants,
+                                       const std::string& constants_key) {
+  // One import per model, input shapes and constant inputs.
   std::string memo_key =
       shapes.empty() ? digest : absl::StrCat(digest, " ", importer::FormatInputShapes(shapes));
-  for (const auto& [name, tensor] : constants) {
-    absl::StrAppend(&memo_key, " ", name, ":", Sha256Hex(tensor));
-  }
+  memo_key += constants_key;
   std::promise<Result> promise;
   std::shared_future<Result> future;
   bool owner = false;

@@ -47,7 +47,8 @@ class ModelIndex {
   Result ComputeProfiles(const std::string& digest, const std::string* bytes,
                          const importer::ShapeProfiles& profiles, const ConstantInputs& constants);
   Result Compute(const std::string& digest, const std::string* bytes,
-                 const importer::InputShapes& shapes, const ConstantInputs& constants);
+                 const importer::InputShapes& shapes, const ConstantInputs& constants,
+                 const std::string& constants_key);
 
   cache::Storage* storage_;
   std::mutex mu_;

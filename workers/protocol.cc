@@ -90,12 +90,7 @@ absl::StatusOr<std::map<std::string, std::string>> ConstantInputsOf(
 absl::StatusOr<importer::InputShapes> OneShapeProfileOf(const kiln::v1::CompileOptions& options) {
   absl::StatusOr<importer::ShapeProfiles> profiles = ShapeProfilesOf(options);
   if (!profiles.ok()) return profiles.status();
-  if (profiles->size() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "input_shapes hold ", profiles->size(), " shape profiles (",
-        importer::FormatProfiles(*profiles), "); tuning takes one"));
-  }
-  return profiles->empty() ? importer::InputShapes{} : profiles->front();
+  return importer::SingleProfile(*profiles, "tuning");
 }
 
 kiln::v1::Digest DigestOf(const std::string& bytes) {

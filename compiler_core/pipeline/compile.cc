@@ -167,26 +167,20 @@ absl::StatusOr<CompileResult> CompileGraph(std::unique_ptr<graph::Graph> graph,
 absl::StatusOr<CompileResult> CompileProfiles(const GraphImporter& import,
                                               const CompileOptions& options) {
   auto start = std::chrono::steady_clock::now();
-  auto import_profile = [&](const importer::InputShapes& shapes, double& import_ms)
+  double import_ms = 0;
+  // Imports `shapes`, timed as stage `stage` and added to import_ms.
+  auto import_profile = [&](const importer::InputShapes& shapes, const std::string& stage)
       -> absl::StatusOr<std::unique_ptr<graph::Graph>> {
     auto import_start = std::chrono::steady_clock::now();
-    // "import", or "import: profile K (shapes)" when there are several profiles.
-    std::string stage = "import";
-    if (options.shape_profiles.size() > 1) {
-      size_t k = 0;
-      while (k < options.shape_profiles.size() && options.shape_profiles[k] != shapes) ++k;
-      stage = absl::StrCat("import: profile ", k, " (", importer::FormatInputShapes(shapes), ")");
-    }
     ScopedStageTimer import_timer(options.on_stage, stage);
     absl::StatusOr<std::unique_ptr<graph::Graph>> graph = import(shapes);
     import_ms += MsSince(import_start);
     return graph;
   };
-  double import_ms = 0;
   if (options.shape_profiles.size() <= 1) {
     importer::InputShapes shapes;
     if (!options.shape_profiles.empty()) shapes = options.shape_profiles.front();
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<graph::Graph> graph, import_profile(shapes, import_ms));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<graph::Graph> graph, import_profile(shapes, "import"));
     KILN_ASSIGN_OR_RETURN(CompileResult result, CompileGraph(std::move(graph), options));
     result.timings.import_ms = import_ms;
     result.timings.total_ms = MsSince(start);
@@ -199,13 +193,15 @@ absl::StatusOr<CompileResult> CompileProfiles(const GraphImporter& import,
   std::string tuning_digests;
   for (size_t k = 0; k < options.shape_profiles.size(); ++k) {
     const importer::InputShapes& shapes = options.shape_profiles[k];
-    absl::StatusOr<std::unique_ptr<graph::Graph>> graph = import_profile(shapes, import_ms);
+    const std::string profile = absl::StrCat("profile ", k, " (",
+                                             importer::FormatInputShapes(shapes), ")");
+    absl::StatusOr<std::unique_ptr<graph::Graph>> graph =
+        import_profile(shapes, "import: " + profile);
     absl::StatusOr<PlannedGraph> planned =
         graph.ok() ? PlanGraph(std::move(*graph), options) : graph.status();
     if (!planned.ok()) {
       return absl::Status(planned.status().code(),
-                          absl::StrCat("shape profile ", k, " (", importer::FormatInputShapes(shapes),
-                                       "): ", planned.status().message()));
+                          absl::StrCat("shape ", profile, ": ", planned.status().message()));
     }
     result.target = planned->result.target;
     result.timings.passes_ms += planned->result.timings.passes_ms;
@@ -230,14 +226,8 @@ absl::StatusOr<CompileResult> CompileProfiles(const GraphImporter& import,
 
 absl::StatusOr<PlannedGraph> PlanModelFile(const std::string& model_path,
                                            const CompileOptions& options) {
-  if (options.shape_profiles.size() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "tuning takes one shape profile, got ", options.shape_profiles.size(), " (",
-        importer::FormatProfiles(options.shape_profiles),
-        "); tune each profile on its own: the records apply to every profile with the workload"));
-  }
-  importer::InputShapes shapes;
-  if (!options.shape_profiles.empty()) shapes = options.shape_profiles.front();
+  KILN_ASSIGN_OR_RETURN(importer::InputShapes shapes,
+                        importer::SingleProfile(options.shape_profiles, "tuning"));
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<graph::Graph> graph,
                         importer::ImportOnnxFile(model_path, {shapes, options.constant_inputs}));
   return PlanGraph(std::move(graph), options);

@@ -26,21 +26,23 @@ void MarkVaryingDims(google::protobuf::RepeatedPtrField<kiln::v1::TensorSpec>& a
 KernelPlan MergeProfilePlans(std::vector<KernelPlan> plans) {
   KernelPlan merged;
   kiln::v1::Manifest& m = merged.manifest;
-  std::vector<std::pair<std::string, int64_t>> placed;  // weights blob → its offset
+  std::vector<std::pair<size_t, size_t>> placed;  // (offset, size) of each profile's weights
   for (size_t k = 0; k < plans.size(); ++k) {
     KernelPlan& plan = plans[k];
     const std::string prefix = absl::StrCat("p", k, "_");
     // Weights: shared with an earlier profile when identical, else appended (64-byte aligned).
     int64_t base = -1;
-    for (const auto& [bytes, offset] : placed) {
-      if (bytes == plan.weights) base = offset;
+    for (const auto& [offset, size] : placed) {
+      if (merged.weights.compare(offset, size, plan.weights) == 0) {
+        base = static_cast<int64_t>(offset);
+      }
     }
     if (base < 0) {
       base = static_cast<int64_t>(merged.weights.size());
+      placed.emplace_back(merged.weights.size(), plan.weights.size());
       merged.weights.append(plan.weights);
       merged.weights.resize((merged.weights.size() + kAlignment - 1) / kAlignment * kAlignment,
                             '\0');
-      placed.emplace_back(plan.weights, base);
     }
     kiln::v1::Manifest profile = std::move(plan.manifest);
     profile.set_weights_bytes(0);  // the weights section is the artifact's, not the profile's

@@ -21,10 +21,6 @@ using graph::OpKind;
 using graph::Value;
 using Ints = std::vector<int64_t>;
 
-std::string Prefix(const onnx::NodeProto& node) {
-  return absl::StrCat("node '", NodeDisplayName(node), "' (", node.op_type(), "): ");
-}
-
 const onnx::GraphProto* GraphAttr(const onnx::NodeProto& node, const std::string& name) {
   for (const auto& a : node.attribute()) {
     if (a.name() == name && a.type() == onnx::AttributeProto::GRAPH) return &a.g();
@@ -66,8 +62,8 @@ absl::StatusOr<Value*> InsertAxis(ImportContext& ctx, const std::string& name, V
   shape.insert(shape.begin() + axis, 1);
   AttrMap a;
   a.Set("allowzero", int64_t{0});
-  KILN_ASSIGN_OR_RETURN(graph::Node * n, ctx.Emit(OpKind::kReshape, name, {v, ctx.ConstI64(
-                                                      name + "/shape", shape)}, a));
+  KILN_ASSIGN_OR_RETURN(graph::Node * n, ctx.Emit(OpKind::kReshape, name,
+                                                  {v, ctx.ConstI64(name + "/shape", shape)}, a));
   return n->output(0);
 }
 
@@ -107,11 +103,11 @@ absl::Status ChargeUnroll(const onnx::NodeProto& node, const onnx::GraphProto& b
   const int64_t nodes = iterations * std::max(1, body.node_size());
   if (nodes > kMaxUnrolledNodes) {
     return absl::UnimplementedError(
-        Prefix(node) + absl::StrCat("unrolling ", iterations, " iterations of a ",
-                                    body.node_size(), "-node body would import ", nodes,
-                                    " nodes (the limit is ", kMaxUnrolledNodes,
-                                    "); loops that run on a compiled body at run time are not "
-                                    "supported yet"));
+        NodePrefix(node) + absl::StrCat("unrolling ", iterations, " iterations of a ",
+                                        body.node_size(), "-node body would import ", nodes,
+                                        " nodes (the limit is ", kMaxUnrolledNodes,
+                                        "); loops that run on a compiled body at run time are not "
+                                        "supported yet"));
   }
   return absl::OkStatus();
 }
@@ -123,7 +119,7 @@ absl::StatusOr<std::vector<Value*>> BuildIf(ImportContext& ctx, const onnx::Node
   const onnx::GraphProto* else_branch = GraphAttr(node, "else_branch");
   Value* cond = InputOf(node, values, 0);
   if (then_branch == nullptr || else_branch == nullptr || cond == nullptr) {
-    return absl::InvalidArgumentError(Prefix(node) +
+    return absl::InvalidArgumentError(NodePrefix(node) +
                                       "needs a condition and then_branch and else_branch graphs");
   }
   const std::string name = NodeDisplayName(node);
@@ -135,22 +131,22 @@ absl::StatusOr<std::vector<Value*>> BuildIf(ImportContext& ctx, const onnx::Node
   KILN_ASSIGN_OR_RETURN(std::vector<Value*> then_out, import(*then_branch, {}, name + "/then/"));
   KILN_ASSIGN_OR_RETURN(std::vector<Value*> else_out, import(*else_branch, {}, name + "/else/"));
   if (cond->type().NumElements() != 1 || cond->type().dtype != DType::kBool) {
-    return absl::InvalidArgumentError(Prefix(node) + absl::StrCat("condition has type ",
-                                                                  cond->type().ToString(),
-                                                                  ", expected one bool"));
+    return absl::InvalidArgumentError(NodePrefix(node) + absl::StrCat("condition has type ",
+                                                                      cond->type().ToString(),
+                                                                      ", expected one bool"));
   }
   AttrMap reshape;
   reshape.Set("allowzero", int64_t{0});
   KILN_ASSIGN_OR_RETURN(graph::Node * scalar,
-                        ctx.Emit(OpKind::kReshape, name + "/cond", {cond,
-                                 ctx.ConstI64(name + "/cond/shape", {})}, reshape));
+                        ctx.Emit(OpKind::kReshape, name + "/cond",
+                                 {cond, ctx.ConstI64(name + "/cond/shape", {})}, reshape));
   std::vector<Value*> outputs;
   for (size_t i = 0; i < then_out.size(); ++i) {
     if (then_out[i]->type() != else_out[i]->type()) {
       return absl::UnimplementedError(
-          Prefix(node) +
-          absl::StrCat("the condition is only known at run time and output ", i,
-                       " has type ", then_out[i]->type().ToString(), " in then_branch but ",
+          NodePrefix(node) +
+          absl::StrCat("the condition is only known at run time and output ", i, " has type ",
+                       then_out[i]->type().ToString(), " in then_branch but ",
                        else_out[i]->type().ToString(),
                        " in else_branch; Kiln compiles an If on a run-time condition as both "
                        "branches and a select, which needs equal types (a constant condition, "
@@ -168,14 +164,14 @@ absl::StatusOr<std::vector<Value*>> BuildLoop(ImportContext& ctx, const onnx::No
                                               const std::map<std::string, Value*>& values,
                                               const SubgraphImporter& import) {
   const onnx::GraphProto* body = GraphAttr(node, "body");
-  if (body == nullptr) return absl::InvalidArgumentError(Prefix(node) + "has no body graph");
+  if (body == nullptr) return absl::InvalidArgumentError(NodePrefix(node) + "has no body graph");
   const int num_carried = node.input_size() - 2;
   if (num_carried < 0 || body->input_size() != num_carried + 2 ||
       body->output_size() < num_carried + 1) {
-    return absl::InvalidArgumentError(
-        Prefix(node) + absl::StrCat("body has ", body->input_size(), " inputs and ",
-                                    body->output_size(), " outputs for ", num_carried,
-                                    " loop-carried values"));
+    return absl::InvalidArgumentError(NodePrefix(node) +
+                                      absl::StrCat("body has ", body->input_size(), " inputs and ",
+                                                   body->output_size(), " outputs for ",
+                                                   num_carried, " loop-carried values"));
   }
   const int num_scan = body->output_size() - 1 - num_carried;
   std::optional<int64_t> trip_count;
@@ -183,9 +179,10 @@ absl::StatusOr<std::vector<Value*>> BuildLoop(ImportContext& ctx, const onnx::No
     trip_count = ConstScalarValue(m);
     if (!trip_count) {
       return absl::UnimplementedError(
-          Prefix(node) + "the trip count M is only known at run time; Kiln unrolls loops whose "
-                         "trip count and condition are known at compile time (give it with "
-                         "--constant-input if it is a graph input)");
+          NodePrefix(node) +
+          "the trip count M is only known at run time; Kiln unrolls loops whose "
+          "trip count and condition are known at compile time (give it with "
+          "--constant-input if it is a graph input)");
     }
   }
   bool cond = true;
@@ -193,21 +190,23 @@ absl::StatusOr<std::vector<Value*>> BuildLoop(ImportContext& ctx, const onnx::No
     std::optional<int64_t> known = ConstScalarValue(c);
     if (!known) {
       return absl::UnimplementedError(
-          Prefix(node) + "the initial condition is only known at run time; Kiln unrolls loops "
-                         "whose trip count and condition are known at compile time (give it "
-                         "with --constant-input if it is a graph input)");
+          NodePrefix(node) +
+          "the initial condition is only known at run time; Kiln unrolls loops "
+          "whose trip count and condition are known at compile time (give it "
+          "with --constant-input if it is a graph input)");
     }
     cond = *known != 0;
   }
   if (!trip_count && InputOf(node, values, 1) == nullptr) {
-    return absl::InvalidArgumentError(Prefix(node) + "has neither a trip count nor a condition");
+    return absl::InvalidArgumentError(NodePrefix(node) +
+                                      "has neither a trip count nor a condition");
   }
   if (trip_count) KILN_RETURN_IF_ERROR(ChargeUnroll(node, *body, *trip_count));
   std::vector<Value*> carried;
   for (int i = 0; i < num_carried; ++i) {
     Value* v = InputOf(node, values, i + 2);
     if (v == nullptr) {
-      return absl::InvalidArgumentError(Prefix(node) +
+      return absl::InvalidArgumentError(NodePrefix(node) +
                                         absl::StrCat("loop-carried input ", i, " is missing"));
     }
     carried.push_back(v);
@@ -217,9 +216,8 @@ absl::StatusOr<std::vector<Value*>> BuildLoop(ImportContext& ctx, const onnx::No
   for (int64_t iter = 0; cond && (!trip_count || iter < *trip_count); ++iter) {
     if (!trip_count) KILN_RETURN_IF_ERROR(ChargeUnroll(node, *body, iter + 1));
     std::map<std::string, Value*> bound;
-    bound[body->input(0).name()] =
-        ctx.ConstScalar(absl::StrCat(name, "/iter", iter, "/iter_num"), DType::kInt64,
-                        static_cast<double>(iter));
+    bound[body->input(0).name()] = ctx.ConstScalar(absl::StrCat(name, "/iter", iter, "/iter_num"),
+                                                   DType::kInt64, static_cast<double>(iter));
     bound[body->input(1).name()] =
         ctx.ConstScalar(absl::StrCat(name, "/iter", iter, "/cond"), DType::kBool, 1);
     for (int i = 0; i < num_carried; ++i) bound[body->input(i + 2).name()] = carried[i];
@@ -228,9 +226,9 @@ absl::StatusOr<std::vector<Value*>> BuildLoop(ImportContext& ctx, const onnx::No
     std::optional<int64_t> next = ConstScalarValue(out[0]);
     if (!next) {
       return absl::UnimplementedError(
-          Prefix(node) + absl::StrCat("the condition after iteration ", iter,
-                                      " depends on run-time values; Kiln unrolls loops whose "
-                                      "trip count and condition are known at compile time"));
+          NodePrefix(node) + absl::StrCat("the condition after iteration ", iter,
+                                          " depends on run-time values; Kiln unrolls loops whose "
+                                          "trip count and condition are known at compile time"));
     }
     cond = *next != 0;
     for (int i = 0; i < num_carried; ++i) carried[i] = out[1 + i];
@@ -240,11 +238,10 @@ absl::StatusOr<std::vector<Value*>> BuildLoop(ImportContext& ctx, const onnx::No
   for (int k = 0; k < num_scan; ++k) {
     if (scans[k].empty()) {
       return absl::UnimplementedError(
-          Prefix(node) + absl::StrCat("runs zero iterations, so scan output ", k,
-                                      " is empty (zero-sized tensors are not supported)"));
+          NodePrefix(node) + absl::StrCat("runs zero iterations, so scan output ", k,
+                                          " is empty (zero-sized tensors are not supported)"));
     }
-    KILN_ASSIGN_OR_RETURN(Value * stacked,
-                          Stack(ctx, absl::StrCat(name, "/scan", k), scans[k], 0));
+    KILN_ASSIGN_OR_RETURN(Value * stacked, Stack(ctx, absl::StrCat(name, "/scan", k), scans[k], 0));
     outputs.push_back(stacked);
   }
   return outputs;
@@ -255,22 +252,21 @@ absl::StatusOr<std::vector<Value*>> BuildLoop(ImportContext& ctx, const onnx::No
 absl::StatusOr<std::vector<Value*>> ScanOnce(ImportContext& ctx, const onnx::NodeProto& node,
                                              const onnx::GraphProto& body,
                                              std::vector<Value*> states,
-                                             const std::vector<Value*>& inputs,
-                                             const Ints& in_axes, const Ints& in_reverse,
-                                             const Ints& out_axes, const Ints& out_reverse,
-                                             const std::string& name,
+                                             const std::vector<Value*>& inputs, const Ints& in_axes,
+                                             const Ints& in_reverse, const Ints& out_axes,
+                                             const Ints& out_reverse, const std::string& name,
                                              const SubgraphImporter& import) {
   const int num_states = static_cast<int>(states.size());
   const int num_inputs = static_cast<int>(inputs.size());
   const int num_outputs = body.output_size() - num_states;
-  if (num_inputs == 0) return absl::InvalidArgumentError(Prefix(node) + "has no scan input");
+  if (num_inputs == 0) return absl::InvalidArgumentError(NodePrefix(node) + "has no scan input");
   const int64_t length = inputs[0]->type().shape[in_axes[0]];
   for (int j = 1; j < num_inputs; ++j) {
     if (inputs[j]->type().shape[in_axes[j]] != length) {
       return absl::InvalidArgumentError(
-          Prefix(node) + absl::StrCat("scan input ", j, " has ",
-                                      inputs[j]->type().shape[in_axes[j]],
-                                      " elements along its scan axis, scan input 0 has ", length));
+          NodePrefix(node) +
+          absl::StrCat("scan input ", j, " has ", inputs[j]->type().shape[in_axes[j]],
+                       " elements along its scan axis, scan input 0 has ", length));
     }
   }
   KILN_RETURN_IF_ERROR(ChargeUnroll(node, body, length));
@@ -294,9 +290,9 @@ absl::StatusOr<std::vector<Value*>> ScanOnce(ImportContext& ctx, const onnx::Nod
     const int64_t rank = scans[k][0]->type().rank() + 1;
     int64_t axis = out_axes[k] < 0 ? out_axes[k] + rank : out_axes[k];
     if (axis < 0 || axis >= rank) {
-      return absl::InvalidArgumentError(
-          Prefix(node) + absl::StrCat("scan_output_axes[", k, "] = ", out_axes[k],
-                                      " is outside rank ", rank));
+      return absl::InvalidArgumentError(NodePrefix(node) + absl::StrCat("scan_output_axes[", k,
+                                                                        "] = ", out_axes[k],
+                                                                        " is outside rank ", rank));
     }
     KILN_ASSIGN_OR_RETURN(Value * stacked,
                           Stack(ctx, absl::StrCat(name, "/scan", k), scans[k], axis));
@@ -311,7 +307,7 @@ absl::StatusOr<std::vector<Value*>> BuildScan(ImportContext& ctx, const onnx::No
   const onnx::GraphProto* body = GraphAttr(node, "body");
   std::optional<int64_t> num_inputs = IntAttr(node, "num_scan_inputs");
   if (body == nullptr || !num_inputs) {
-    return absl::InvalidArgumentError(Prefix(node) + "needs a body graph and num_scan_inputs");
+    return absl::InvalidArgumentError(NodePrefix(node) + "needs a body graph and num_scan_inputs");
   }
   // Opset 8 has a leading sequence_lens input and a batch axis on every input and output.
   const bool batched = ctx.opset() < 9;
@@ -321,15 +317,16 @@ absl::StatusOr<std::vector<Value*>> BuildScan(ImportContext& ctx, const onnx::No
   if (num_states < 0 || *num_inputs < 1 || num_outputs < 0 ||
       body->input_size() != num_states + *num_inputs) {
     return absl::InvalidArgumentError(
-        Prefix(node) + absl::StrCat("body has ", body->input_size(), " inputs and ",
-                                    body->output_size(), " outputs for ", node.input_size(),
-                                    " Scan inputs with num_scan_inputs=", *num_inputs));
+        NodePrefix(node) + absl::StrCat("body has ", body->input_size(), " inputs and ",
+                                        body->output_size(), " outputs for ", node.input_size(),
+                                        " Scan inputs with num_scan_inputs=", *num_inputs));
   }
   std::vector<Value*> states, inputs;
   for (int i = first; i < node.input_size(); ++i) {
     Value* v = InputOf(node, values, i);
     if (v == nullptr) {
-      return absl::InvalidArgumentError(Prefix(node) + absl::StrCat("input ", i, " is missing"));
+      return absl::InvalidArgumentError(NodePrefix(node) +
+                                        absl::StrCat("input ", i, " is missing"));
     }
     (i - first < num_states ? states : inputs).push_back(v);
   }
@@ -337,9 +334,9 @@ absl::StatusOr<std::vector<Value*>> BuildScan(ImportContext& ctx, const onnx::No
     Ints v = IntsAttr(node, attr);
     if (v.empty()) v.assign(n, fallback);
     if (static_cast<int>(v.size()) != n) {
-      return absl::InvalidArgumentError(
-          Prefix(node) + absl::StrCat("attribute '", attr, "' has ", v.size(), " values, expected ",
-                                      n));
+      return absl::InvalidArgumentError(NodePrefix(node) + absl::StrCat("attribute '", attr,
+                                                                        "' has ", v.size(),
+                                                                        " values, expected ", n));
     }
     return v;
   };
@@ -349,13 +346,14 @@ absl::StatusOr<std::vector<Value*>> BuildScan(ImportContext& ctx, const onnx::No
       // sequence_lens must be the full length for every batch entry.
       if (!lens->is_constant()) {
         return absl::UnimplementedError(
-            Prefix(node) + "sequence_lens arrives at run time; Kiln unrolls a Scan at compile "
-                           "time and needs it constant");
+            NodePrefix(node) +
+            "sequence_lens arrives at run time; Kiln unrolls a Scan at compile "
+            "time and needs it constant");
       }
       for (int64_t b = 0; b < lens->type().NumElements(); ++b) {
         if (lens->constant()->GetAsInt64(b) != inputs[0]->type().shape[1]) {
           return absl::UnimplementedError(
-              Prefix(node) + "sequence_lens shorter than the scan axis is not supported");
+              NodePrefix(node) + "sequence_lens shorter than the scan axis is not supported");
         }
       }
     }
@@ -367,16 +365,17 @@ absl::StatusOr<std::vector<Value*>> BuildScan(ImportContext& ctx, const onnx::No
       const std::string entry = absl::StrCat(name, "/batch", b);
       std::vector<Value*> s, x;
       for (size_t i = 0; i < states.size(); ++i) {
-        KILN_ASSIGN_OR_RETURN(Value * v, Take(ctx, absl::StrCat(entry, "/state", i), states[i], b, 0));
+        KILN_ASSIGN_OR_RETURN(Value * v,
+                              Take(ctx, absl::StrCat(entry, "/state", i), states[i], b, 0));
         s.push_back(v);
       }
       for (size_t j = 0; j < inputs.size(); ++j) {
         KILN_ASSIGN_OR_RETURN(Value * v, Take(ctx, absl::StrCat(entry, "/in", j), inputs[j], b, 0));
         x.push_back(v);
       }
-      KILN_ASSIGN_OR_RETURN(std::vector<Value*> out,
-                            ScanOnce(ctx, node, *body, s, x, in_axes, reverse, out_axes,
-                                     out_reverse, entry, import));
+      KILN_ASSIGN_OR_RETURN(
+          std::vector<Value*> out,
+          ScanOnce(ctx, node, *body, s, x, in_axes, reverse, out_axes, out_reverse, entry, import));
       for (size_t k = 0; k < out.size(); ++k) per_batch[k].push_back(out[k]);
     }
     std::vector<Value*> outputs;
@@ -387,7 +386,8 @@ absl::StatusOr<std::vector<Value*>> BuildScan(ImportContext& ctx, const onnx::No
     }
     return outputs;
   }
-  KILN_ASSIGN_OR_RETURN(Ints in_axes, per_input("scan_input_axes", static_cast<int>(*num_inputs), 0));
+  KILN_ASSIGN_OR_RETURN(Ints in_axes,
+                        per_input("scan_input_axes", static_cast<int>(*num_inputs), 0));
   KILN_ASSIGN_OR_RETURN(Ints in_reverse,
                         per_input("scan_input_directions", static_cast<int>(*num_inputs), 0));
   KILN_ASSIGN_OR_RETURN(Ints out_axes, per_input("scan_output_axes", num_outputs, 0));
@@ -397,7 +397,7 @@ absl::StatusOr<std::vector<Value*>> BuildScan(ImportContext& ctx, const onnx::No
     if (in_axes[j] < 0) in_axes[j] += rank;
     if (in_axes[j] < 0 || in_axes[j] >= rank) {
       return absl::InvalidArgumentError(
-          Prefix(node) + absl::StrCat("scan_input_axes[", j, "] is outside rank ", rank));
+          NodePrefix(node) + absl::StrCat("scan_input_axes[", j, "] is outside rank ", rank));
     }
   }
   return ScanOnce(ctx, node, *body, states, inputs, in_axes, in_reverse, out_axes, out_reverse,

@@ -54,9 +54,8 @@ absl::StatusOr<AttrMap> ConvertAttrs(const onnx::NodeProto& node) {
         break;
       }
       default:
-        return absl::UnimplementedError(absl::StrCat("node '", NodeDisplayName(node), "' (",
-                                                     node.op_type(), "): attribute '", a.name(),
-                                                     "' has an unsupported kind"));
+        return absl::UnimplementedError(
+            NodePrefix(node) + absl::StrCat("attribute '", a.name(), "' has an unsupported kind"));
     }
   }
   return attrs;
@@ -93,8 +92,7 @@ absl::StatusOr<std::shared_ptr<const Tensor>> ConstantValue(const onnx::NodeProt
       return std::shared_ptr<const Tensor>(t);
     }
   }
-  return absl::UnimplementedError(absl::StrCat("node '", NodeDisplayName(node),
-                                               "' (Constant): unsupported value form"));
+  return absl::UnimplementedError(NodePrefix(node) + "unsupported value form");
 }
 
 absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& vi) {
@@ -230,8 +228,8 @@ absl::Status BuildNodes(const onnx::GraphProto& g, ImportContext& ctx, const Typ
     std::string display = NodeDisplayName(proto);
     for (const auto& in : proto.input()) {
       if (!in.empty() && !values.count(in)) {
-        return absl::InvalidArgumentError(absl::StrCat("node '", display, "' (", proto.op_type(),
-                                                       "): input '", in, "' is undefined"));
+        return absl::InvalidArgumentError(NodePrefix(proto) +
+                                          absl::StrCat("input '", in, "' is undefined"));
       }
     }
     BuiltOutputs outs;

@@ -38,8 +38,6 @@ std::vector<const onnx::ValueInfoProto*> GraphInputs(const onnx::GraphProto& g) 
   return inputs;
 }
 
-std::string DimsList(const std::vector<int64_t>& dims) { return absl::StrJoin(dims, ","); }
-
 // Where a dim_param got its value, for the error when another input gives it another one.
 struct Binding {
   int64_t value;
@@ -116,7 +114,7 @@ absl::Status BindInputShapes(const InputShapes& shapes, onnx::GraphProto& graph)
     if (given == shapes.end()) continue;
     const InputSignature sig = SignatureOf(*in);
     const std::vector<int64_t>& dims = given->second;
-    const std::string flag = absl::StrCat("--input-shape ", in->name(), "=", DimsList(dims));
+    const std::string flag = "--input-shape " + FormatInputShapes({{in->name(), dims}});
     if (in->type().has_tensor_type() && in->type().tensor_type().has_shape() &&
         sig.dims.size() != dims.size()) {
       return absl::InvalidArgumentError(absl::StrCat(flag, ": graph input '", in->name(),

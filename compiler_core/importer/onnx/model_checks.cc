@@ -25,10 +25,6 @@ bool IsDefaultDomain(const std::string& domain) {
   return domain.empty() || domain == "ai.onnx";
 }
 
-std::string Prefix(const onnx::NodeProto& node) {
-  return absl::StrCat("node '", NodeDisplayName(node), "' (", node.op_type(), "): ");
-}
-
 absl::Status InlineTensor(onnx::TensorProto& t, const std::string& base_dir) {
   if (t.data_location() != onnx::TensorProto::EXTERNAL) return absl::OkStatus();
   KILN_ASSIGN_OR_RETURN(auto tensor, TensorFromProto(t, base_dir));
@@ -45,6 +41,10 @@ std::string NodeDisplayName(const onnx::NodeProto& node) {
   if (!node.name().empty()) return node.name();
   if (node.output_size() > 0) return node.output(0);
   return node.op_type();
+}
+
+std::string NodePrefix(const onnx::NodeProto& node) {
+  return absl::StrCat("node '", NodeDisplayName(node), "' (", node.op_type(), "): ");
 }
 
 absl::StatusOr<int> CheckOpsets(const onnx::ModelProto& model) {
@@ -91,7 +91,7 @@ absl::Status CheckGraphOpsSupported(const onnx::GraphProto& graph) {
     if (!control_flow && !quant &&
         (!IsDefaultDomain(node.domain()) || !graph::OpKindFromName(node.op_type()))) {
       std::string domain = node.domain().empty() ? "ai.onnx" : node.domain();
-      return absl::UnimplementedError(Prefix(node) + absl::StrCat("unsupported op '",
+      return absl::UnimplementedError(NodePrefix(node) + absl::StrCat("unsupported op '",
                                                                   node.op_type(), "' (domain ",
                                                                   domain, ")"));
     }
@@ -99,7 +99,7 @@ absl::Status CheckGraphOpsSupported(const onnx::GraphProto& graph) {
       if (a.type() != onnx::AttributeProto::GRAPH) continue;
       if (!control_flow) {
         return absl::UnimplementedError(
-            Prefix(node) + absl::StrCat("graph attribute '", a.name(), "' is not supported"));
+            NodePrefix(node) + absl::StrCat("graph attribute '", a.name(), "' is not supported"));
       }
       KILN_RETURN_IF_ERROR(CheckGraphOpsSupported(a.g()));
     }
@@ -148,8 +148,8 @@ absl::Status SortNodes(onnx::GraphProto& graph) {
     for (const auto& out : graph.node(i).output()) {
       if (out.empty()) continue;
       if (producer.count(out) || outside.count(out)) {
-        return absl::InvalidArgumentError(
-            Prefix(graph.node(i)) + absl::StrCat("value '", out, "' is defined more than once"));
+        return absl::InvalidArgumentError(NodePrefix(graph.node(i)) +
+                                          absl::StrCat("value '", out, "' is defined more than once"));
       }
       producer[out] = i;
     }
@@ -170,7 +170,7 @@ absl::Status SortNodes(onnx::GraphProto& graph) {
       if (it == producer.end()) {
         if (outside.count(in)) continue;
         return absl::InvalidArgumentError(
-            Prefix(graph.node(i)) + absl::StrCat("input '", in, "' is undefined"));
+            NodePrefix(graph.node(i)) + absl::StrCat("input '", in, "' is undefined"));
       }
       ++pending[i];
       users[it->second].push_back(i);
@@ -192,7 +192,7 @@ absl::Status SortNodes(onnx::GraphProto& graph) {
   if (static_cast<int>(order.size()) != n) {
     for (int i = 0; i < n; ++i) {
       if (pending[i] > 0) {
-        return absl::InvalidArgumentError(Prefix(graph.node(i)) + "is on a cycle");
+        return absl::InvalidArgumentError(NodePrefix(graph.node(i)) + "is on a cycle");
       }
     }
   }

@@ -61,6 +61,9 @@ absl::StatusOr<std::map<std::string, onnx::TypeProto>> CheckAndInfer(onnx::Model
 /// Display name of a node: its name, or its first output's name when unnamed.
 std::string NodeDisplayName(const onnx::NodeProto& node);
 
+/// "node 'NAME' (OpType): ", NAME as NodeDisplayName gives it: the start of error messages.
+std::string NodePrefix(const onnx::NodeProto& node);
+
 }  // namespace kiln::importer
 
 #endif  // KILN_COMPILER_CORE_IMPORTER_ONNX_MODEL_CHECKS_H_

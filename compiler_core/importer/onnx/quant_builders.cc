@@ -25,9 +25,8 @@ class Builder {
   Builder(ImportContext& ctx, const OnnxNode& node) : ctx_(ctx), node_(node) {}
 
   absl::StatusOr<Value*> Op(OpKind op, std::vector<Value*> inputs, AttrMap attrs = {}) {
-    KILN_ASSIGN_OR_RETURN(graph::Node * n,
-                          ctx_.Emit(op, absl::StrCat(node_.name, "/", ++count_), std::move(inputs),
-                                    std::move(attrs)));
+    KILN_ASSIGN_OR_RETURN(graph::Node * n, ctx_.Emit(op, absl::StrCat(node_.name, "/", ++count_),
+                                                     std::move(inputs), std::move(attrs)));
     return n->output(0);
   }
   absl::StatusOr<Value*> Cast(Value* v, DType to) {
@@ -57,8 +56,8 @@ class Builder {
       KILN_ASSIGN_OR_RETURN(r, Op(OpKind::kAdd, {r, zero_point_f32}));
     }
     double lo = qtype == DType::kInt8 ? -128 : 0, hi = qtype == DType::kInt8 ? 127 : 255;
-    KILN_ASSIGN_OR_RETURN(r, Op(OpKind::kClip, {r, Scalar(DType::kFloat32, lo),
-                                                Scalar(DType::kFloat32, hi)}));
+    KILN_ASSIGN_OR_RETURN(
+        r, Op(OpKind::kClip, {r, Scalar(DType::kFloat32, lo), Scalar(DType::kFloat32, hi)}));
     return Cast(r, qtype);
   }
 
@@ -151,8 +150,7 @@ absl::StatusOr<BuiltOutputs> BuildDynamicQuantize(ImportContext& ctx, const Onnx
   KILN_ASSIGN_OR_RETURN(Value * hi, b.Op(OpKind::kReduceMax, {x}, reduce));
   KILN_ASSIGN_OR_RETURN(hi, b.Op(OpKind::kMax, {hi, zero}));
   KILN_ASSIGN_OR_RETURN(Value * range, b.Op(OpKind::kSub, {hi, lo}));
-  KILN_ASSIGN_OR_RETURN(Value * scale,
-                        b.Op(OpKind::kDiv, {range, b.Scalar(DType::kFloat32, 255)}));
+  KILN_ASSIGN_OR_RETURN(Value * scale, b.Op(OpKind::kDiv, {range, b.Scalar(DType::kFloat32, 255)}));
   // zero_point = cast(round(saturate(qmin - x_min / scale))), qmin = 0.
   KILN_ASSIGN_OR_RETURN(Value * zp, b.Op(OpKind::kDiv, {lo, scale}));
   KILN_ASSIGN_OR_RETURN(zp, b.Op(OpKind::kSub, {zero, zp}));
@@ -186,26 +184,6 @@ absl::StatusOr<Value*> IntegerMatMul(Builder& b, const OnnxNode& node, Value* a,
   return b.Op(OpKind::kMatMul, {ai, bi});
 }
 
-absl::StatusOr<BuiltOutputs> BuildQLinearMatMul(ImportContext& ctx, const OnnxNode& node) {
-  Builder b(ctx, node);
-  Value* y_zp = node.input(7);
-  const DType qtype = y_zp != nullptr ? y_zp->type().dtype : DType::kUInt8;
-  KILN_RETURN_IF_ERROR(CheckQuantType(node, qtype, "the output"));
-  KILN_ASSIGN_OR_RETURN(Value * acc,
-                        IntegerMatMul(b, node, node.input(0), node.input(2), node.input(3),
-                                      node.input(5)));
-  KILN_ASSIGN_OR_RETURN(Value * accf, b.Cast(acc, DType::kFloat32));
-  KILN_ASSIGN_OR_RETURN(Value * multiplier, b.Op(OpKind::kMul, {node.input(1), node.input(4)}));
-  KILN_ASSIGN_OR_RETURN(multiplier, b.Op(OpKind::kDiv, {multiplier, node.input(6)}));
-  KILN_ASSIGN_OR_RETURN(Value * scaled, b.Op(OpKind::kMul, {accf, multiplier}));
-  Value* zpf = nullptr;
-  if (y_zp != nullptr) {
-    KILN_ASSIGN_OR_RETURN(zpf, b.Cast(y_zp, DType::kFloat32));
-  }
-  KILN_ASSIGN_OR_RETURN(Value * y, b.Requantize(scaled, zpf, qtype));
-  return BuiltOutputs{y};
-}
-
 // ConvInteger: int32 Conv((x - x_zero_point), (w - w_zero_point)) with the node's window
 // attributes (resolved by the Conv builder); w_zero_point per output channel or scalar.
 absl::StatusOr<Value*> IntegerConv(ImportContext& ctx, Builder& b, const OnnxNode& node, Value* x,
@@ -228,6 +206,41 @@ absl::StatusOr<Value*> IntegerConv(ImportContext& ctx, Builder& b, const OnnxNod
   conv.inputs = {xi, wi};
   KILN_ASSIGN_OR_RETURN(BuiltOutputs out, BuildNode(ctx, conv));
   return out[0];
+}
+
+// QLinearMatMul and QLinearConv, whose inputs are both (a, a_scale, a_zero_point, b,
+// b_scale, b_zero_point, y_scale, y_zero_point[, int32 bias]): the int32 accumulator (plus the
+// bias), requantized with a_scale * b_scale / y_scale (per output channel when b_scale is).
+absl::StatusOr<BuiltOutputs> BuildQLinear(ImportContext& ctx, const OnnxNode& node, bool conv) {
+  Builder b(ctx, node);
+  Value* y_zp = node.input(7);
+  const DType qtype = y_zp != nullptr ? y_zp->type().dtype : DType::kUInt8;
+  KILN_RETURN_IF_ERROR(CheckQuantType(node, qtype, "the output"));
+  Value* acc = nullptr;
+  Value* b_scale = node.input(4);
+  if (conv) {
+    KILN_ASSIGN_OR_RETURN(
+        acc, IntegerConv(ctx, b, node, node.input(0), node.input(2), node.input(3), node.input(5)));
+    const int64_t rank = acc->type().rank();
+    if (Value* bias = node.input(8)) {
+      KILN_ASSIGN_OR_RETURN(Value * bi, b.AlongAxis(bias, 1, rank));
+      KILN_ASSIGN_OR_RETURN(acc, b.Op(OpKind::kAdd, {acc, bi}));
+    }
+    KILN_ASSIGN_OR_RETURN(b_scale, b.AlongAxis(b_scale, 1, rank));
+  } else {  // a per-column b_scale broadcasts along the last axis as it is
+    KILN_ASSIGN_OR_RETURN(
+        acc, IntegerMatMul(b, node, node.input(0), node.input(2), node.input(3), node.input(5)));
+  }
+  KILN_ASSIGN_OR_RETURN(Value * accf, b.Cast(acc, DType::kFloat32));
+  KILN_ASSIGN_OR_RETURN(Value * multiplier, b.Op(OpKind::kMul, {node.input(1), b_scale}));
+  KILN_ASSIGN_OR_RETURN(multiplier, b.Op(OpKind::kDiv, {multiplier, node.input(6)}));
+  KILN_ASSIGN_OR_RETURN(Value * scaled, b.Op(OpKind::kMul, {accf, multiplier}));
+  Value* zpf = nullptr;
+  if (y_zp != nullptr) {
+    KILN_ASSIGN_OR_RETURN(zpf, b.Cast(y_zp, DType::kFloat32));
+  }
+  KILN_ASSIGN_OR_RETURN(Value * y, b.Requantize(scaled, zpf, qtype));
+  return BuiltOutputs{y};
 }
 
 }  // namespace
@@ -255,34 +268,7 @@ absl::StatusOr<BuiltOutputs> BuildQuantOp(ImportContext& ctx, const OnnxNode& no
                                                  node.input(1), node.input(3)));
     return BuiltOutputs{y};
   }
-  if (op == "QLinearConv") {
-    // QLinearConv(x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, bias): the int32
-    // accumulator plus the int32 bias, requantized with x_scale * w_scale / y_scale (per
-    // output channel when w_scale is).
-    Builder b(ctx, node);
-    Value* y_zp = node.input(7);
-    const DType qtype = y_zp != nullptr ? y_zp->type().dtype : DType::kUInt8;
-    KILN_RETURN_IF_ERROR(CheckQuantType(node, qtype, "the output"));
-    KILN_ASSIGN_OR_RETURN(Value * acc, IntegerConv(ctx, b, node, node.input(0), node.input(2),
-                                                   node.input(3), node.input(5)));
-    const int64_t rank = acc->type().rank();
-    if (Value* bias = node.input(8)) {
-      KILN_ASSIGN_OR_RETURN(Value * bi, b.AlongAxis(bias, 1, rank));
-      KILN_ASSIGN_OR_RETURN(acc, b.Op(OpKind::kAdd, {acc, bi}));
-    }
-    KILN_ASSIGN_OR_RETURN(Value * accf, b.Cast(acc, DType::kFloat32));
-    KILN_ASSIGN_OR_RETURN(Value * w_scale, b.AlongAxis(node.input(4), 1, rank));
-    KILN_ASSIGN_OR_RETURN(Value * multiplier, b.Op(OpKind::kMul, {node.input(1), w_scale}));
-    KILN_ASSIGN_OR_RETURN(multiplier, b.Op(OpKind::kDiv, {multiplier, node.input(6)}));
-    KILN_ASSIGN_OR_RETURN(Value * scaled, b.Op(OpKind::kMul, {accf, multiplier}));
-    Value* zpf = nullptr;
-    if (y_zp != nullptr) {
-      KILN_ASSIGN_OR_RETURN(zpf, b.Cast(y_zp, DType::kFloat32));
-    }
-    KILN_ASSIGN_OR_RETURN(Value * y, b.Requantize(scaled, zpf, qtype));
-    return BuiltOutputs{y};
-  }
-  return BuildQLinearMatMul(ctx, node);
+  return BuildQLinear(ctx, node, /*conv=*/op == "QLinearConv");
 }
 
 }  // namespace kiln::importer

@@ -66,6 +66,15 @@ absl::StatusOr<ShapeProfiles> ProfilesOf(const std::vector<NamedShape>& given) {
   return profiles;
 }
 
+absl::StatusOr<InputShapes> SingleProfile(const ShapeProfiles& profiles, std::string_view what) {
+  if (profiles.size() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        std::string(what), " takes one shape profile, got ", profiles.size(), " (", FormatProfiles(profiles),
+        "); tune each profile on its own: its records apply to every profile with the workload"));
+  }
+  return profiles.empty() ? InputShapes{} : profiles.front();
+}
+
 std::vector<NamedShape> GivenShapes(const ShapeProfiles& profiles) {
   std::vector<NamedShape> given;
   for (const InputShapes& profile : profiles) {

@@ -39,6 +39,11 @@ absl::Status ParseInputShape(std::string_view spec, std::vector<NamedShape>& giv
 /// numbers of shapes, both more than one (naming the inputs and counts).
 absl::StatusOr<ShapeProfiles> ProfilesOf(const std::vector<NamedShape>& given);
 
+/// The one profile of `profiles` (no shapes when there is none), for `what` compiles a single
+/// variant (e.g. "kiln tune": a tune measures one shape). Errors (kInvalidArgument): several
+/// profiles, "<what> takes one shape profile, got N (...); tune each profile on its own: ...".
+absl::StatusOr<InputShapes> SingleProfile(const ShapeProfiles& profiles, std::string_view what);
+
 /// The shapes of `profiles` in profile order, each profile's inputs in name order (the inverse
 /// of ProfilesOf, for sending profiles in a CompileRequest).
 std::vector<NamedShape> GivenShapes(const ShapeProfiles& profiles);

@@ -38,7 +38,7 @@ bool IsLayoutAgnostic(OpKind op) {
 /// of quantized convolutions); the repacking below moves 4-byte words.
 bool IsBlockableType(DType t) { return t == DType::kFloat32 || t == DType::kInt32; }
 
-bool IsPlainF32(const Value* v) {
+bool IsPlainBlockable(const Value* v) {
   return v != nullptr && IsBlockableType(v->type().dtype) && v->type().rank() == 4;
 }
 
@@ -112,7 +112,7 @@ class Converter {
 
   /// The blocked result of `node`, inserted before it, or null if it stays plain.
   Value* Convert(Node& node) {
-    if (node.outputs().empty() || !IsPlainF32(node.output(0))) return nullptr;
+    if (node.outputs().empty() || !IsPlainBlockable(node.output(0))) return nullptr;
     for (size_t i = 1; i < node.outputs().size(); ++i) {
       if (!IsUnused(graph_, node.output(static_cast<int>(i)))) return nullptr;
     }
@@ -184,7 +184,7 @@ class Converter {
     Value* in = node.input(0);
     const Value* w = node.input(1);
     const Value* b = node.input(2);
-    if (!IsPlainF32(in) || w == nullptr || !w->is_constant() || w->type().rank() != 4 ||
+    if (!IsPlainBlockable(in) || w == nullptr || !w->is_constant() || w->type().rank() != 4 ||
         w->type().dtype != in->type().dtype || (b != nullptr && !b->is_constant()) ||
         !ExplicitPads(node)) {
       return nullptr;

@@ -35,6 +35,151 @@ std::vector<int64_t> ConstInts(const graph::Value* v) {
   return out;
 }
 
+/// Element `k` of the 1-D integer operand `v` of a node as an i64 expression: an immediate for
+/// a constant, a load (cast to i64) for a value that arrives at run time.
+Expr OperandElement(KernelBuilder& b, const graph::Value* v, int64_t k) {
+  if (v->is_constant()) return Idx(v->constant()->GetAsInt64(k));
+  Expr e = loop::Load(b.Input(v), {Idx(k)});
+  return e->dtype == DType::kInt64 ? e : loop::Cast(DType::kInt64, e);
+}
+
+Expr Sel(Expr c, Expr a, Expr b) { return loop::Select(std::move(c), std::move(a), std::move(b)); }
+Expr Lt(Expr a, Expr b) { return Bin(BinaryOp::kLt, std::move(a), std::move(b)); }
+Expr Eq(Expr a, Expr b) { return Bin(BinaryOp::kEq, std::move(a), std::move(b)); }
+Expr ClampTo(Expr a, int64_t lo, int64_t hi) { return Max(Min(std::move(a), Idx(hi)), Idx(lo)); }
+
+/// The "node 'y' (Slice): " prefix of a shape check's message.
+std::string NodeWhat(const graph::Node& node) {
+  return absl::StrCat("node '", node.name(), "' (", graph::OpName(node.op()), "): ");
+}
+
+/// Slice whose starts, ends, axes or steps arrive at run time (ONNX Slice-13 semantics, read
+/// from the operand buffers): per output dim d, the entry k whose axis (negative counts from the
+/// end) is d gives the start and step, clamped as the spec says (to [0, n] for positive steps,
+/// [0, n-1] for negative ones); a dim no entry names is copied whole. The shape check stores
+/// each dim's extent, max(0, ceil((end - start) / step)), or -1 for a step of 0; the load index
+/// is clamped, so nothing is read out of bounds whatever the values.
+absl::StatusOr<std::vector<Stmt>> LowerRuntimeSlice(KernelBuilder& b, const graph::Node& node,
+                                                    const Epilogue& epi) {
+  const graph::Value* xv = node.input(0);
+  const std::vector<int64_t>& xs = xv->type().shape;
+  const int64_t rank = static_cast<int64_t>(xs.size());
+  const graph::Value* sv = node.input(1);
+  const graph::Value* ev = node.input(2);
+  const graph::Value* av = node.input(3);
+  const graph::Value* pv = node.input(4);
+  if (sv == nullptr || ev == nullptr) return NoLowering(node, "a Slice without starts or ends");
+  const int64_t count = sv->type().NumElements();
+  for (const graph::Value* v : {ev, av, pv}) {
+    if (v != nullptr && v->type().NumElements() != count) {
+      return NoLowering(node, "starts, ends, axes and steps of different lengths");
+    }
+  }
+  std::vector<Expr> start(rank), step(rank), extent(rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t n = xs[d];
+    Expr raw_s = Idx(0), raw_e = Idx(n), st = Idx(1);
+    for (int64_t k = count - 1; k >= 0; --k) {  // the first entry naming d wins
+      Expr axis = av ? OperandElement(b, av, k) : Idx(k);
+      axis = Sel(Lt(axis, Idx(0)), IdxAdd(axis, rank), axis);
+      Expr hit = Eq(axis, Idx(d));
+      raw_s = Sel(hit, OperandElement(b, sv, k), raw_s);
+      raw_e = Sel(hit, OperandElement(b, ev, k), raw_e);
+      if (pv) st = Sel(hit, OperandElement(b, pv, k), st);
+    }
+    Expr pos = Lt(Idx(0), st);
+    Expr s0 = Sel(Lt(raw_s, Idx(0)), IdxAdd(raw_s, n), raw_s);
+    Expr e0 = Sel(Lt(raw_e, Idx(0)), IdxAdd(raw_e, n), raw_e);
+    Expr s = Sel(pos, ClampTo(s0, 0, n), ClampTo(s0, 0, n - 1));
+    Expr e = Sel(pos, ClampTo(e0, 0, n), ClampTo(e0, -1, n - 1));
+    Expr mag = Sel(pos, st, Idx(0) - st);  // |step|, 0 for a step of 0
+    Expr safe = Max(mag, Idx(1));
+    Expr span = Sel(pos, e - s, s - e);
+    Expr ext = Max(Bin(BinaryOp::kFloorDiv, span + safe - Idx(1), safe), Idx(0));
+    extent[d] = Sel(Eq(st, Idx(0)), Idx(-1), ext);
+    start[d] = s;
+    step[d] = st;
+  }
+  const std::vector<int64_t>& os = node.output(0)->type().shape;
+  std::vector<Stmt> nests = {b.ShapeCheck(extent, os, NodeWhat(node) + "starts/ends/axes/steps")};
+  loop::BufferRef x = b.Input(xv);
+  auto value = [&](const std::vector<Expr>& idx) {
+    std::vector<Expr> in_idx;
+    for (int64_t d = 0; d < rank; ++d) {
+      in_idx.push_back(IdxClamp(IdxAdd(start[d], idx[d] * step[d]), xs[d]));
+    }
+    return loop::Load(x, in_idx);
+  };
+  KILN_ASSIGN_OR_RETURN(Stmt nest, CopyNest(b, epi, "", os, nullptr, value));
+  nests.push_back(nest);
+  return nests;
+}
+
+/// Pad whose pads arrive at run time (ONNX Pad-13: [x1_begin, x2_begin, ..., x1_end, ...],
+/// negative values crop): output element i of dim d reads input i - begin_d through the mode's
+/// mapping (constant: outside is the fill value; reflect; edge), clamped. The shape check stores
+/// n_d + begin_d + end_d per dim.
+absl::StatusOr<std::vector<Stmt>> LowerRuntimePad(KernelBuilder& b, const graph::Node& node,
+                                                  const Epilogue& epi) {
+  const graph::Value* xv = node.input(0);
+  const graph::Value* pv = node.input(1);
+  const std::vector<int64_t>& xs = xv->type().shape;
+  const int64_t rank = static_cast<int64_t>(xs.size());
+  if (pv->type().NumElements() != 2 * rank) return NoLowering(node, "pads of this length");
+  const std::string mode = node.attrs().GetString("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge") {
+    return NoLowering(node, absl::StrCat("mode '", mode, "'"));
+  }
+  const DType dt = xv->type().dtype;
+  std::vector<Expr> begin(rank), dims(rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    begin[d] = OperandElement(b, pv, d);
+    dims[d] = IdxAdd(begin[d] + OperandElement(b, pv, rank + d), xs[d]);
+  }
+  const std::vector<int64_t>& os = node.output(0)->type().shape;
+  std::vector<Stmt> nests;
+  if (!pv->is_constant()) nests.push_back(b.ShapeCheck(dims, os, NodeWhat(node) + "pads"));
+  Expr fill;
+  if (const graph::Value* cv = node.input(2)) {
+    fill = cv->is_constant()
+               ? Const(cv->constant()->GetAsDouble(0), dt)
+               : loop::Load(b.Input(cv), std::vector<Expr>(cv->type().rank(), Idx(0)));
+  } else {
+    fill = Const(node.attrs().GetFloat("value", 0), dt);
+  }
+  loop::BufferRef x = b.Input(xv);
+  auto value = [&](const std::vector<Expr>& idx) {
+    std::vector<Expr> in_idx;
+    Expr cond;
+    for (int64_t d = 0; d < rank; ++d) {
+      const int64_t n = xs[d];
+      Expr j = idx[d] - begin[d];
+      if (mode == "constant") {
+        cond = AndCond(cond, Bin(BinaryOp::kGe, j, Idx(0)));
+        cond = AndCond(cond, Lt(j, Idx(n)));
+      } else if (mode == "reflect" && n > 1) {
+        // Reflection about the edges, period 2(n-1): fold j into [0, 2(n-1)) then mirror.
+        Expr m = Bin(BinaryOp::kFloorMod, j, Idx(2 * (n - 1)));
+        j = Sel(Lt(m, Idx(n)), m, Idx(2 * (n - 1)) - m);
+      }
+      in_idx.push_back(IdxClamp(j, n));
+    }
+    Expr v = loop::Load(x, in_idx);
+    return cond ? Sel(cond, v, fill) : v;
+  };
+  KILN_ASSIGN_OR_RETURN(Stmt nest, CopyNest(b, epi, "", os, nullptr, value));
+  nests.push_back(nest);
+  return nests;
+}
+
+/// True if any of inputs [first, last] of `node` is present and arrives at run time.
+bool HasRuntimeOperand(const graph::Node& node, int first, int last) {
+  for (int i = first; i <= last; ++i) {
+    if (node.input(i) != nullptr && !node.input(i)->is_constant()) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<std::vector<Stmt>> LowerConcat(KernelBuilder& b, const graph::Node& node,
                                               const Epilogue& epi) {
   const int64_t rank = node.output(0)->type().rank();
@@ -184,9 +329,12 @@ absl::StatusOr<std::vector<Stmt>> LowerDataMovement(KernelBuilder& b, const grap
   const std::vector<int64_t>& os = node.output(0)->type().shape;
   switch (node.op()) {
     case OpKind::kConcat: return LowerConcat(b, node, epi);
-    case OpKind::kPad: return LowerPad(b, node, epi);
+    case OpKind::kPad:
+      return HasRuntimeOperand(node, 1, 2) ? LowerRuntimePad(b, node, epi) : LowerPad(b, node, epi);
     case OpKind::kGather: return LowerGather(b, node, epi);
-    case OpKind::kSlice: return LowerSlice(b, node, epi);
+    case OpKind::kSlice:
+      return HasRuntimeOperand(node, 1, 4) ? LowerRuntimeSlice(b, node, epi)
+                                           : LowerSlice(b, node, epi);
     case OpKind::kTranspose: {
       const graph::Value* xv = node.input(0);
       std::vector<int64_t> perm = node.attrs().GetInts("perm");

@@ -1,6 +1,7 @@
 // Kernel assembly and index helpers shared by every op family's lowering.
 #include "compiler_core/lowering/kernel_builder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -70,6 +71,21 @@ loop::BufferRef KernelBuilder::Workspace(const std::string& name, DType dtype,
   return b;
 }
 
+Stmt KernelBuilder::ShapeCheck(const std::vector<Expr>& dims, const std::vector<int64_t>& expected,
+                               const std::string& what) {
+  const int64_t rank = static_cast<int64_t>(expected.size());
+  loop::BufferRef shape = Workspace("shape", DType::kInt64, {std::max<int64_t>(rank, 1)});
+  shape_checks_.push_back({shape->name, expected, what});
+  std::vector<Stmt> stores;
+  for (int64_t d = 0; d < rank; ++d) {
+    Expr e = dims[d]->dtype == DType::kInt64 ? dims[d] : loop::Cast(DType::kInt64, dims[d]);
+    stores.push_back(loop::Store(shape, {Idx(d)}, e));
+  }
+  if (stores.empty()) stores.push_back(loop::Store(shape, {Idx(0)}, Idx(0)));
+  // One iteration: the stores are scalar (never vectorized or parallelized).
+  return loop::For(NewVar("shape"), 1, loop::Block(std::move(stores)));
+}
+
 Var KernelBuilder::NewVar(const std::string& name) {
   std::string unique = name;
   for (int k = 1; var_names_.count(unique) != 0; ++k) unique = absl::StrCat(name, "_", k);
@@ -98,6 +114,7 @@ LoweredKernel KernelBuilder::Finish(std::vector<Stmt> nests) {
   k.param_values.insert(k.param_values.end(), extra_out_values_.begin(), extra_out_values_.end());
   k.results = {out_value_};
   k.results.insert(k.results.end(), extra_out_values_.begin(), extra_out_values_.end());
+  k.shape_checks = shape_checks_;
   return k;
 }
 

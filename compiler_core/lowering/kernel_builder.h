@@ -32,6 +32,12 @@ class KernelBuilder {
   loop::BufferRef ExtraOutput(const graph::Value* v);
   /// A kernel-private global scratch buffer; `name` is made unique.
   loop::BufferRef Workspace(const std::string& name, DType dtype, std::vector<int64_t> shape);
+  /// A shape check (LoweredKernel::ShapeCheck): returns the nest that stores `dims` (i64
+  /// expressions of run-time operand values, one per dim of `expected`) into a new workspace
+  /// "shape" that the runtime compares with `expected`, the compiled output shape. `what` names
+  /// the node and the operands (for the runtime's error).
+  loop::Stmt ShapeCheck(const std::vector<loop::Expr>& dims, const std::vector<int64_t>& expected,
+                        const std::string& what);
   /// A fresh loop variable named `name` (suffixed "_1", "_2", ... if taken).
   loop::Var NewVar(const std::string& name);
   /// One fresh variable per entry of `names`, each prefixed by `prefix` (e.g. "init.").
@@ -47,6 +53,7 @@ class KernelBuilder {
   std::vector<const graph::Value*> param_values_;
   std::map<const graph::Value*, loop::BufferRef> inputs_;
   std::vector<loop::BufferRef> workspaces_;
+  std::vector<LoweredKernel::ShapeCheck> shape_checks_;
   loop::BufferRef out_;
   const graph::Value* out_value_ = nullptr;
   std::vector<loop::BufferRef> extra_outs_;

@@ -64,6 +64,7 @@ absl::StatusOr<LoweredKernel> LowerGroup(const std::vector<const graph::Node*>& 
   for (const graph::Node* n : nodes) {
     for (size_t k = 1; k < n->outputs().size(); ++k) {
       if (n->output(k) != nullptr && n->op() != OpKind::kMaxPool && n->op() != OpKind::kTopK &&
+          n->op() != OpKind::kUnique &&
           n->op() != OpKind::kBatchNormalization && n->op() != OpKind::kDropout) {
         return NoLowering(*n, "multiple outputs");
       }

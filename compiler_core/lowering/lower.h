@@ -21,6 +21,17 @@ struct LoweredKernel {
   /// outputs of a multi-output anchor (TopK's indices, MaxPool's Indices). They are the last
   /// results.size() params.
   std::vector<const graph::Value*> results;
+
+  /// An output shape the kernel computes from operands that arrive at run time: before its
+  /// other nests, the kernel stores the shape (int64, one per dim) into the workspace named
+  /// `workspace`; the runtime compares it with `expected` after the call (artifact.proto
+  /// ShapeCheck).
+  struct ShapeCheck {
+    std::string workspace;
+    std::vector<int64_t> expected;
+    std::string what;  // "node 'y' (Slice): starts/ends/axes/steps"
+  };
+  std::vector<ShapeCheck> shape_checks;
 };
 
 /// Kernel layout produced by LowerGroup (schedules and default schedules rely on it):

@@ -176,7 +176,7 @@ absl::StatusOr<std::vector<Stmt>> LowerNnOp(KernelBuilder& b, const graph::Node&
       return LowerConvTranspose(b, node, epi);
     case OpKind::kNegativeLogLikelihoodLoss:
       return LowerNll(b, node, epi);
-    case OpKind::kGridSample: case OpKind::kRoiAlign:
+    case OpKind::kGridSample: case OpKind::kRoiAlign: case OpKind::kResizeTap:
       return LowerSampling(b, node, epi);
     default:
       if (node.info().fusion_class == graph::FusionClass::kElementwise ||

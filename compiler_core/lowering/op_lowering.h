@@ -96,10 +96,18 @@ absl::StatusOr<std::vector<loop::Stmt>> LowerNormalization(KernelBuilder& b,
 absl::StatusOr<std::vector<loop::Stmt>> LowerTopK(KernelBuilder& b, const graph::Node& node,
                                                   const Epilogue& epi);
 
+/// NonZero, Compress and Unique (data_dependent.cc): serial nests with a run-time shape check.
+absl::StatusOr<std::vector<loop::Stmt>> LowerDataDependent(KernelBuilder& b,
+                                                           const graph::Node& node,
+                                                           const Epilogue& epi);
+/// TfIdfVectorizer over integer tokens (tfidf.cc).
+absl::StatusOr<std::vector<loop::Stmt>> LowerTfIdfVectorizer(KernelBuilder& b,
+                                                             const graph::Node& node,
+                                                             const Epilogue& epi);
 /// Det (det.cc): Gaussian elimination with partial pivoting per matrix.
 absl::StatusOr<std::vector<loop::Stmt>> LowerDet(KernelBuilder& b, const graph::Node& node,
                                                  const Epilogue& epi);
-/// GridSample and RoiAlign (sampling.cc): per output element, interpolation taps whose
+/// GridSample, RoiAlign and ResizeTap (sampling.cc): per output element, interpolation taps whose
 /// indices are computed from the grid / rois (loads clamped in bounds).
 absl::StatusOr<std::vector<loop::Stmt>> LowerSampling(KernelBuilder& b, const graph::Node& node,
                                                       const Epilogue& epi);

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/nn_op_rules.h"
 #include "compiler_core/lowering/op_lowering.h"
 
 namespace kiln::lowering {
@@ -213,12 +214,89 @@ absl::StatusOr<std::vector<Stmt>> LowerRoiAlign(KernelBuilder& b, const graph::N
   return std::vector<Stmt>{Nest(vars, os, body)};
 }
 
+// ResizeTap (ops.def): one nest over the output; the tap's position and weight in f64 from the
+// loaded scale, as EvalResizeTap computes them.
+absl::StatusOr<std::vector<Stmt>> LowerResizeTap(KernelBuilder& b, const graph::Node& node) {
+  const graph::ResizeTapAttrs t(node.attrs());
+  const int64_t axis = t.axis, len = t.in, out = t.out, tap = t.tap;
+  const std::string &mode = t.mode, &nearest = t.nearest_mode, &coord = t.coord;
+  const double ca = t.cubic_a;
+  const bool exclude = t.exclude_outside, index = t.index;
+  if (coord == "tf_crop_and_resize") return NoLowering(node, "tf_crop_and_resize");
+  const std::vector<int64_t>& os = node.output(0)->type().shape;
+  std::vector<loop::Var> vars = b.NewVars("", AxisNames(os.size()));
+  const Expr j = ToF64(loop::VarRef(vars[index ? 0 : axis]));
+  const Expr scale = ToF64(loop::Load(b.Input(node.input(0)), {Idx(axis)}));
+  const double n = static_cast<double>(len);
+  const Expr width = scale * F(n);
+  Expr x;
+  if (coord == "align_corners") {
+    x = loop::Select(Bin(BinaryOp::kEq, width, F(1)), F(0), Div(j * F(n - 1), width - F(1)));
+  } else if (coord == "asymmetric") {
+    x = Div(j, scale);
+  } else if (coord == "tf_half_pixel_for_nn") {
+    x = Div(j + F(0.5), scale);
+  } else {
+    x = Div(j + F(0.5), scale) - F(0.5);
+    if (coord == "pytorch_half_pixel")
+      x = loop::Select(Bin(BinaryOp::kEq, width, F(1)), F(-0.5), x);
+  }
+  const Expr base = Floor(x), r = x - base, s = F(1) - r;
+  std::vector<Expr> pos, w;
+  if (mode == "nearest") {
+    Expr up = F(0);
+    Expr frac = Gt(r, F(0));
+    if (nearest == "ceil") {
+      up = loop::Select(frac, F(1), F(0));
+    } else if (nearest == "round_prefer_ceil") {
+      up = loop::Select(Bin(BinaryOp::kGe, r, F(0.5)), F(1), F(0));
+    } else if (nearest == "round_prefer_floor") {
+      up = loop::Select(Gt(r, F(0.5)), F(1), F(0));
+    }
+    pos = {base + up};
+    w = {F(1)};
+  } else if (mode == "linear") {
+    pos = {base, base + F(1)};
+    w = {s, r};
+  } else {
+    pos = {base - F(1), base, base + F(1), base + F(2)};
+    const Expr r1 = r + F(1), s1 = s + F(1);
+    w = {((F(ca) * r1 - F(5 * ca)) * r1 + F(8 * ca)) * r1 - F(4 * ca),
+         ((F(ca + 2) * r - F(ca + 3)) * r) * r + F(1), ((F(ca + 2) * s - F(ca + 3)) * s) * s + F(1),
+         ((F(ca) * s1 - F(5 * ca)) * s1 + F(8 * ca)) * s1 - F(4 * ca)};
+  }
+  if (tap < 0 || tap >= static_cast<int64_t>(pos.size())) return NoLowering(node, "this tap");
+  Expr value;
+  if (index) {
+    value = Index(pos[tap], len);
+  } else if (exclude) {
+    auto kept = [&](size_t k) {
+      return loop::Select(Or(Lt(pos[k], F(0)), Bin(BinaryOp::kGe, pos[k], F(n))), F(0), w[k]);
+    };
+    Expr sum = kept(0);
+    for (size_t k = 1; k < w.size(); ++k) sum = sum + kept(k);
+    value = loop::Cast(DType::kFloat32, Div(kept(tap), sum));
+  } else {
+    value = loop::Cast(DType::kFloat32, w[tap]);
+  }
+  std::vector<Stmt> nests;
+  if (index && tap == 0) {
+    // The output length the run-time scale gives, floor(scale * in), against the compiled one.
+    nests.push_back(
+        b.ShapeCheck({loop::Cast(DType::kInt64, Floor(scale * F(n)))}, {out},
+                     node.attrs().GetString("what", "node '" + node.name() + "' (ResizeTap)")));
+  }
+  nests.push_back(Nest(vars, os, loop::Store(b.out(), Refs(vars), value)));
+  return nests;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Stmt>> LowerSampling(KernelBuilder& b, const graph::Node& node,
                                                 const Epilogue& epi) {
   if (!epi.empty()) return NoLowering(node, "fused consumers");
   if (node.op() == OpKind::kGridSample) return LowerGridSample(b, node);
+  if (node.op() == OpKind::kResizeTap) return LowerResizeTap(b, node);
   return LowerRoiAlign(b, node);
 }
 

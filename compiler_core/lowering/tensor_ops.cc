@@ -635,6 +635,10 @@ absl::StatusOr<std::vector<Stmt>> LowerTensorOp(KernelBuilder& b, const graph::N
       return LowerEinsum(b, node, epi);
     case OpKind::kDet:
       return LowerDet(b, node, epi);
+    case OpKind::kTfIdfVectorizer:
+      return LowerTfIdfVectorizer(b, node, epi);
+    case OpKind::kNonZero: case OpKind::kCompress: case OpKind::kUnique:
+      return LowerDataDependent(b, node, epi);
     default:
       return LowerInjective(b, node, epi);
   }

@@ -1,6 +1,7 @@
 // Group lowering, argument binding and memory planning for the artifact's kernel sequence.
 #include "compiler_core/pipeline/kernel_plan.h"
 
+#include <algorithm>
 #include <map>
 #include <unordered_map>
 
@@ -298,6 +299,21 @@ class Planner {
       }
       if (kernel.lowered.func.init) {
         call->set_init_symbol(loop::InitSymbol(kernel.lowered.func.name));
+      }
+      for (const lowering::LoweredKernel::ShapeCheck& check : kernel.lowered.shape_checks) {
+        const auto& ws = kernel.lowered.func.workspaces;
+        auto it = std::find_if(ws.begin(), ws.end(), [&](const loop::BufferRef& b) {
+          return b->name == check.workspace;
+        });
+        if (it == ws.end() || persistent_offset_.count({k, check.workspace})) {
+          return absl::InternalError(absl::StrCat(kernel.lowered.func.name, ": shape check '",
+                                                  check.workspace,
+                                                  "' is not a scratch workspace after scheduling"));
+        }
+        kiln::v1::ShapeCheck* sc = call->add_shape_checks();
+        sc->set_arg(static_cast<int32_t>(params.size() + (it - ws.begin())));
+        for (int64_t d : check.expected) sc->add_expected(d);
+        sc->set_what(check.what);
       }
       plan.funcs.push_back(std::move(kernel.lowered.func));
     }

@@ -43,8 +43,12 @@ absl::StatusOr<TensorVec> EvalActivation(const graph::Node& node, const TensorVe
 absl::StatusOr<TensorVec> EvalNormalization(const graph::Node& node, const TensorVec& in);
 /// Det (eval_linalg.cc).
 absl::StatusOr<TensorVec> EvalDet(const graph::Node& node, const TensorVec& in);
-/// GridSample and RoiAlign (eval_sampling.cc), as onnx/reference/ops/op_grid_sample.py and
-/// op_roi_align.py.
+/// NonZero, Compress and Unique (eval_data_dependent.cc).
+absl::StatusOr<TensorVec> EvalDataDependent(const graph::Node& node, const TensorVec& in);
+/// TfIdfVectorizer over integer tokens (eval_text.cc).
+absl::StatusOr<TensorVec> EvalTfIdfVectorizer(const graph::Node& node, const TensorVec& in);
+/// GridSample, RoiAlign and ResizeTap (eval_sampling.cc), as onnx/reference/ops/op_grid_sample.py,
+/// op_roi_align.py and op_resize.py.
 absl::StatusOr<TensorVec> EvalSampling(const graph::Node& node, const TensorVec& in);
 /// LayoutTransform and blocked Conv/pool nodes (graph::IsLayoutNode; eval_layout.cc).
 absl::StatusOr<TensorVec> EvalLayout(const graph::Node& node, const TensorVec& in);

@@ -117,7 +117,7 @@ absl::StatusOr<TensorVec> EvalNnOp(const graph::Node& node, const TensorVec& in)
       return EvalConvTranspose(node, in);
     case OpKind::kNegativeLogLikelihoodLoss:
       return EvalNll(node, in);
-    case OpKind::kGridSample: case OpKind::kRoiAlign:
+    case OpKind::kGridSample: case OpKind::kRoiAlign: case OpKind::kResizeTap:
       return EvalSampling(node, in);
     default:
       return absl::UnimplementedError(NodePrefix(node) +

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "compiler_core/ir/graph/nn_op_rules.h"
 #include "compiler_core/reference/eval_internal.h"
 
 namespace kiln::reference {
@@ -200,10 +201,62 @@ absl::StatusOr<TensorVec> EvalRoiAlign(const graph::Node& node, const TensorVec&
   return TensorVec{FromDoubles(node.output(0)->type(), out)};
 }
 
+// ResizeTap (ops.def): the coordinate output position `j` maps to.
+double ResizeCoordinate(const std::string& coord, double j, int64_t in, double scale) {
+  const double width = scale * static_cast<double>(in);  // not the integer size, as the reference
+  if (coord == "align_corners")
+    return width == 1 ? 0.0 : j * static_cast<double>(in - 1) / (width - 1);
+  if (coord == "asymmetric") return j / scale;
+  if (coord == "tf_half_pixel_for_nn") return (j + 0.5) / scale;
+  if (coord == "pytorch_half_pixel" && width == 1) return -0.5;
+  return (j + 0.5) / scale - 0.5;  // half_pixel, pytorch_half_pixel
+}
+
+absl::StatusOr<TensorVec> EvalResizeTap(const graph::Node& node, const TensorVec& in) {
+  const graph::ResizeTapAttrs t(node.attrs());
+  const int64_t len = t.in, tap = t.tap;
+  const std::string &mode = t.mode, &nearest = t.nearest_mode, &coord = t.coord;
+  const double ca = t.cubic_a;
+  const bool exclude = t.exclude_outside, index = t.index;
+  const double scale = in[0]->GetAsDouble(t.axis);
+  std::vector<double> values;
+  for (int64_t j = 0; j < t.out; ++j) {
+    const double x = ResizeCoordinate(coord, static_cast<double>(j), len, scale);
+    const double b = std::floor(x), r = x - b;
+    std::vector<double> pos, w;
+    if (mode == "nearest") {
+      bool up = r > 0 && (nearest == "ceil" || (nearest == "round_prefer_ceil" && r >= 0.5) ||
+                          (nearest == "round_prefer_floor" && r > 0.5));
+      pos = {up ? b + 1 : b};
+      w = {1};
+    } else if (mode == "linear") {
+      pos = {b, b + 1};
+      w = {1 - r, r};
+    } else {
+      const double s = 1 - r;
+      pos = {b - 1, b, b + 1, b + 2};
+      w = {((ca * (r + 1) - 5 * ca) * (r + 1) + 8 * ca) * (r + 1) - 4 * ca,
+           ((ca + 2) * r - (ca + 3)) * r * r + 1, ((ca + 2) * s - (ca + 3)) * s * s + 1,
+           ((ca * (s + 1) - 5 * ca) * (s + 1) + 8 * ca) * (s + 1) - 4 * ca};
+    }
+    if (exclude) {
+      double sum = 0;
+      for (size_t k = 0; k < w.size(); ++k) {
+        if (pos[k] < 0 || pos[k] >= static_cast<double>(len)) w[k] = 0;
+        sum += w[k];
+      }
+      for (double& v : w) v /= sum;
+    }
+    values.push_back(index ? std::clamp(pos[tap], 0.0, static_cast<double>(len - 1)) : w[tap]);
+  }
+  return TensorVec{FromDoubles(node.output(0)->type(), values)};
+}
+
 }  // namespace
 
 absl::StatusOr<TensorVec> EvalSampling(const graph::Node& node, const TensorVec& in) {
   if (node.op() == OpKind::kGridSample) return EvalGridSample(node, in);
+  if (node.op() == OpKind::kResizeTap) return EvalResizeTap(node, in);
   return EvalRoiAlign(node, in);
 }
 

@@ -642,6 +642,10 @@ absl::StatusOr<TensorVec> EvalTensorOp(const graph::Node& node, const TensorVec&
       return EvalEinsum(node, in);
     case OpKind::kDet:
       return EvalDet(node, in);
+    case OpKind::kTfIdfVectorizer:
+      return EvalTfIdfVectorizer(node, in);
+    case OpKind::kNonZero: case OpKind::kCompress: case OpKind::kUnique:
+      return EvalDataDependent(node, in);
     default:
       return absl::UnimplementedError(NodePrefix(node) +
                                       "must be canonicalized by the importer before evaluation");

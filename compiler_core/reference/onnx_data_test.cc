@@ -71,8 +71,6 @@ std::string CaseOp(const fs::path& dir, const std::set<std::string>& ops) {
 // Cases that exercise features Kiln does not support by design (see the test's report).
 const std::set<std::string>& ExpectedFailures() {
   static const auto* kSet = new std::set<std::string>{
-      // Pad amounts given as a graph input: Kiln needs static shapes.
-      "test_constant_pad", "test_edge_pad", "test_reflect_pad",
       // Sequence and optional inputs: Kiln has tensors only.
       "test_identity_opt", "test_identity_sequence",
   };

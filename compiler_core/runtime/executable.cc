@@ -136,6 +136,36 @@ absl::Status ValidateManifest(const kiln::v1::Manifest& m, int64_t weights_size,
               absl::StrCat(where, " has unknown binding kind ", static_cast<int>(b.kind())));
       }
     }
+    for (int c = 0; c < call.shape_checks_size(); ++c) {
+      const kiln::v1::ShapeCheck& check = call.shape_checks(c);
+      const int64_t need = 8 * static_cast<int64_t>(check.expected_size());
+      if (check.arg() < 0 || check.arg() >= call.args_size() ||
+          call.args(check.arg()).kind() != kiln::v1::Binding::ARENA ||
+          call.args(check.arg()).size_bytes() < need) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "kernel ", k, " (", call.symbol(), ") shape check ", c, " reads argument ",
+            check.arg(), ", which is not an arena workspace of at least ", need, " bytes"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The first of `call`'s shape checks whose run-time shape (written by the call into its
+// workspace argument) differs from the compiled one, as kInvalidArgument; OK if all agree.
+absl::Status CheckShapes(const kiln::v1::KernelCall& call, const std::vector<void*>& args) {
+  for (const kiln::v1::ShapeCheck& check : call.shape_checks()) {
+    std::vector<int64_t> got(static_cast<size_t>(check.expected_size()));
+    if (!got.empty()) std::memcpy(got.data(), args[check.arg()], 8 * got.size());
+    std::vector<int64_t> want(check.expected().begin(), check.expected().end());
+    if (got != want) {
+      std::vector<std::string> dims;
+      for (int64_t d : got) dims.push_back(d < 0 ? "invalid" : absl::StrCat(d));
+      return absl::InvalidArgumentError(absl::StrCat(
+          check.what(), " given at run time give output shape [", absl::StrJoin(dims, ","),
+          "], but the artifact was compiled for ", ShapeString(want),
+          " (the shape ONNX shape inference or the declared graph output gave at compile time)"));
+    }
   }
   return absl::OkStatus();
 }
@@ -463,6 +493,7 @@ absl::StatusOr<std::vector<Tensor>> Executable::RunImpl(const std::vector<const 
                             std::chrono::steady_clock::now() - start)
                             .count();
     }
+    if (call.shape_checks_size() > 0) KILN_RETURN_IF_ERROR(CheckShapes(call, args));
   }
   return outputs;
 }

@@ -4,9 +4,11 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "onnx/onnx_pb.h"
 #include "tests/e2e/shared_data.h"
@@ -159,14 +161,14 @@ TEST_F(ErrorsTest, ShapeMismatch) {
 
 TEST_F(ErrorsTest, UnsupportedOpIsNamed) {
   onnx::ModelProto m = BaseModel({3, 3});
-  AddNode(m, "TfIdfVectorizer", {"x"}, {"y"}, "vectorizer");
+  AddNode(m, "StringNormalizer", {"x"}, {"y"}, "normalizer");
   AddValueInfo(m.mutable_graph()->add_output(), "y", {3, 3});
   CommandResult r =
-      RunKiln("compile " + WriteModel("tfidf.onnx", m) + " -o " + (dir_ / "o.kiln").string());
+      RunKiln("compile " + WriteModel("strnorm.onnx", m) + " -o " + (dir_ / "o.kiln").string());
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("UNIMPLEMENTED"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("vectorizer"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("TfIdfVectorizer"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("normalizer"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("StringNormalizer"), std::string::npos) << r.output;
 }
 
 TEST_F(ErrorsTest, BadTarget) {
@@ -211,6 +213,167 @@ TEST_F(ErrorsTest, CorruptedArtifactAndWrongInput) {
   f.write(&c, 1);
   f.close();
   ExpectError("inspect " + artifact, "checksum");
+}
+
+// A Slice whose starts and ends are graph inputs compiles for the declared output shape; run
+// time values that give that shape slice as ONNX says, other values are refused with the node,
+// the shape they give and the compiled one, and nothing is written.
+TEST_F(ErrorsTest, RuntimeSliceOperandsAreChecked) {
+  onnx::ModelProto m = BaseModel({6});
+  auto add_i64_input = [&](const std::string& name) {
+    auto* v = m.mutable_graph()->add_input();
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::INT64);
+    t->mutable_shape()->add_dim()->set_dim_value(1);
+  };
+  add_i64_input("starts");
+  add_i64_input("ends");
+  AddNode(m, "Slice", {"x", "starts", "ends"}, {"y"}, "s");
+  AddValueInfo(m.mutable_graph()->add_output(), "y", {3});
+  std::string model = WriteModel("slice.onnx", m);
+  std::string artifact = (dir_ / "slice.kiln").string();
+  CommandResult ok = RunKiln("compile " + model + " -o " + artifact);
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+
+  onnx::TensorProto x;
+  x.set_name("x");
+  x.add_dims(6);
+  x.set_data_type(onnx::TensorProto::FLOAT);
+  for (int i = 0; i < 6; ++i) x.add_float_data(10.0f * i);
+  std::string xf = Write("x.pb", x.SerializeAsString());
+  auto i64 = [&](const std::string& name, int64_t v) {
+    onnx::TensorProto t;
+    t.set_name(name);
+    t.add_dims(1);
+    t.set_data_type(onnx::TensorProto::INT64);
+    t.add_int64_data(v);
+    return Write(name + std::to_string(v) + ".pb", t.SerializeAsString());
+  };
+  // starts -2, ends 100: the last two elements... of a 3-element output is a mismatch; starts
+  // -4 (= 2) with ends 100 (clamped to 6) gives [2, 6): 4 elements, also refused; starts 1,
+  // ends -2 (= 4) gives [1, 4) = {10, 20, 30}.
+  std::string out = (dir_ / "out").string();
+  CommandResult run = RunKiln("run " + artifact + " --input x=" + xf + " --input starts=" +
+                              i64("starts", 1) + " --input ends=" + i64("ends", -2) +
+                              " --output-dir " + out);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  onnx::TensorProto y;
+  std::ifstream yf(out + "/y.pb", std::ios::binary);
+  ASSERT_TRUE(y.ParseFromIstream(&yf));
+  ASSERT_EQ(y.dims_size(), 1);
+  EXPECT_EQ(y.dims(0), 3);
+  std::vector<float> got(3);
+  if (y.float_data_size() == 3) {
+    for (int i = 0; i < 3; ++i) got[i] = y.float_data(i);
+  } else {
+    ASSERT_EQ(y.raw_data().size(), 12u);
+    std::memcpy(got.data(), y.raw_data().data(), 12);
+  }
+  EXPECT_EQ(got, (std::vector<float>{10, 20, 30}));
+
+  std::string bad = (dir_ / "bad").string();
+  ExpectError("run " + artifact + " --input x=" + xf + " --input starts=" + i64("starts", -4) +
+                  " --input ends=" + i64("ends", 100) + " --output-dir " + bad,
+              "node 's' (Slice): starts/ends/axes/steps given at run time give output shape "
+              "[4], but the artifact was compiled for [3]");
+  EXPECT_FALSE(fs::exists(bad + "/y.pb"));
+}
+
+
+// NonZero compiles for the declared output shape [2, 3]: data with three non-zero elements give
+// their row-major indices; data with two are refused naming the node and both shapes, and
+// nothing is written.
+TEST_F(ErrorsTest, DataDependentShapeIsChecked) {
+  onnx::ModelProto m = BaseModel({2, 2});
+  AddNode(m, "NonZero", {"x"}, {"y"}, "nz");
+  auto* y = m.mutable_graph()->add_output();
+  AddValueInfo(y, "y", {2, 3});
+  y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  std::string artifact = (dir_ / "nz.kiln").string();
+  CommandResult ok = RunKiln("compile " + WriteModel("nz.onnx", m) + " -o " + artifact);
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  auto input = [&](const std::string& name, std::vector<float> v) {
+    onnx::TensorProto x;
+    x.set_name("x");
+    x.add_dims(2);
+    x.add_dims(2);
+    x.set_data_type(onnx::TensorProto::FLOAT);
+    for (float f : v) x.add_float_data(f);
+    return Write(name, x.SerializeAsString());
+  };
+  std::string out = (dir_ / "out").string();
+  CommandResult run = RunKiln("run " + artifact + " --input x=" + input("three.pb", {1, 0, 2, 3}) +
+                              " --output-dir " + out);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  onnx::TensorProto got;
+  std::ifstream yf(out + "/y.pb", std::ios::binary);
+  ASSERT_TRUE(got.ParseFromIstream(&yf));
+  std::vector<int64_t> values(6);
+  if (got.int64_data_size() == 6) {
+    for (int i = 0; i < 6; ++i) values[i] = got.int64_data(i);
+  } else {
+    ASSERT_EQ(got.raw_data().size(), 48u);
+    std::memcpy(values.data(), got.raw_data().data(), 48);
+  }
+  EXPECT_EQ(values, (std::vector<int64_t>{0, 1, 1, 0, 0, 1}));  // (0,0), (1,0), (1,1)
+
+  std::string bad = (dir_ / "bad").string();
+  ExpectError("run " + artifact + " --input x=" + input("two.pb", {1, 0, 0, 3}) +
+                  " --output-dir " + bad,
+              "node 'nz' (NonZero): the data given at run time give output shape [2,2], but the "
+              "artifact was compiled for [2,3]");
+  EXPECT_FALSE(fs::exists(bad + "/y.pb"));
+}
+
+// A Resize whose scales are a graph input compiles for the declared output shape: scales that
+// give another size along an axis are refused, naming the node and the axis.
+TEST_F(ErrorsTest, RuntimeResizeScalesAreChecked) {
+  onnx::ModelProto m = BaseModel({1, 1, 2, 2});
+  m.mutable_opset_import(0)->set_version(13);
+  auto* s = m.mutable_graph()->add_input();
+  s->set_name("scales");
+  s->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  s->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(4);
+  AddNode(m, "Resize", {"x", "", "scales"}, {"y"}, "rs");
+  AddValueInfo(m.mutable_graph()->add_output(), "y", {1, 1, 4, 4});
+  std::string artifact = (dir_ / "rs.kiln").string();
+  CommandResult ok = RunKiln("compile " + WriteModel("rs.onnx", m) + " -o " + artifact);
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  onnx::TensorProto x;
+  x.set_name("x");
+  for (int d : {1, 1, 2, 2}) x.add_dims(d);
+  x.set_data_type(onnx::TensorProto::FLOAT);
+  for (float f : {1.f, 2.f, 3.f, 4.f}) x.add_float_data(f);
+  std::string xf = Write("x.pb", x.SerializeAsString());
+  auto scales = [&](const std::string& name, float h, float w) {
+    onnx::TensorProto t;
+    t.set_name("scales");
+    t.add_dims(4);
+    t.set_data_type(onnx::TensorProto::FLOAT);
+    for (float f : {1.f, 1.f, h, w}) t.add_float_data(f);
+    return Write(name, t.SerializeAsString());
+  };
+  // Nearest (the default mode), half_pixel, scale 2: each input element becomes a 2x2 block.
+  std::string out = (dir_ / "out").string();
+  CommandResult run = RunKiln("run " + artifact + " --input x=" + xf + " --input scales=" +
+                              scales("s2.pb", 2, 2) + " --output-dir " + out);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  onnx::TensorProto got;
+  std::ifstream yf(out + "/y.pb", std::ios::binary);
+  ASSERT_TRUE(got.ParseFromIstream(&yf));
+  std::vector<float> values(16);
+  if (got.float_data_size() == 16) {
+    for (int i = 0; i < 16; ++i) values[i] = got.float_data(i);
+  } else {
+    ASSERT_EQ(got.raw_data().size(), 64u);
+    std::memcpy(values.data(), got.raw_data().data(), 64);
+  }
+  EXPECT_EQ(values, (std::vector<float>{1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}));
+  ExpectError("run " + artifact + " --input x=" + xf + " --input scales=" +
+                  scales("s3.pb", 2, 3) + " --output-dir " + (dir_ / "bad").string(),
+              "node 'rs' (Resize): scales[3] given at run time give output shape [6], but the "
+              "artifact was compiled for [4]");
 }
 
 }  // namespace

@@ -96,6 +96,11 @@ absl::StatusOr<BuiltOutputs> BuildNode(ImportContext& ctx, const OnnxNode& node)
 /// Per-family builders, dispatched from BuildNode.
 absl::StatusOr<BuiltOutputs> BuildWindowOp(ImportContext& ctx, const OnnxNode& node);
 absl::StatusOr<BuiltOutputs> BuildShapeOp(ImportContext& ctx, const OnnxNode& node);
+/// NonZero, Compress and Unique, whose output shape depends on the data
+/// (data_dependent_builders.cc).
+absl::StatusOr<BuiltOutputs> BuildDataDependentOp(ImportContext& ctx, const OnnxNode& node);
+/// TfIdfVectorizer over integer tokens (text_builders.cc).
+absl::StatusOr<BuiltOutputs> BuildTfIdfVectorizer(ImportContext& ctx, const OnnxNode& node);
 /// Builders of the tensor, reduction and logic ops (tensor_builders.cc): every op with
 /// graph::IsTensorOp.
 absl::StatusOr<BuiltOutputs> BuildTensorOp(ImportContext& ctx, const OnnxNode& node);

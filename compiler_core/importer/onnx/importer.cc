@@ -16,6 +16,7 @@
 #include "compiler_core/importer/onnx/qdq_fusion.h"
 #include "compiler_core/importer/onnx/quant_builders.h"
 #include "compiler_core/importer/onnx/tensor_proto.h"
+#include "compiler_core/importer/onnx/training_builders.h"
 #include "compiler_core/ir/graph/verifier.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -247,12 +248,16 @@ absl::Status BuildNodes(const onnx::GraphProto& g, ImportContext& ctx, const Typ
       }
       node.proto = &proto;
       const bool quant = IsQuantOp(proto.op_type());
-      node.op = quant ? graph::OpKind::kIdentity : *graph::OpKindFromName(proto.op_type());
+      const bool training = IsTrainingOp(proto.domain(), proto.op_type());
+      node.op = quant || training ? graph::OpKind::kIdentity
+                                  : *graph::OpKindFromName(proto.op_type());
       node.name = display;
       node.attrs = std::move(attrs);
       for (const auto& in : proto.input()) node.inputs.push_back(in.empty() ? nullptr : values[in]);
       if (quant) {
         KILN_ASSIGN_OR_RETURN(outs, BuildQuantOp(ctx, node));
+      } else if (training) {
+        KILN_ASSIGN_OR_RETURN(outs, BuildTrainingOp(ctx, node));
       } else {
         KILN_ASSIGN_OR_RETURN(outs, BuildNode(ctx, node));
         KILN_RETURN_IF_ERROR(CheckBFloat16(node, outs));

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler_core/importer/onnx/quant_builders.h"
 #include "compiler_core/importer/onnx/tensor_proto.h"
+#include "compiler_core/importer/onnx/training_builders.h"
 #include "compiler_core/ir/graph/op.h"
 #include "compiler_core/support/status_macros.h"
 #include "onnx/checker.h"
@@ -49,9 +50,14 @@ std::string NodePrefix(const onnx::NodeProto& node) {
 
 absl::StatusOr<int> CheckOpsets(const onnx::ModelProto& model) {
   int opset = -1;
+  bool training = false;
   for (const auto& imp : model.opset_import()) {
     if (IsDefaultDomain(imp.domain())) opset = static_cast<int>(imp.version());
+    training |= imp.domain() == kTrainingDomain;
   }
+  // A model of training-domain ops alone (an optimizer step) has no default-domain nodes; the
+  // ops it decomposes into are Kiln's own.
+  if (opset < 0 && training) return kMaxOpset;
   if (opset < 0) {
     if (model.ir_version() >= 3 || model.opset_import_size() > 0) {
       return absl::InvalidArgumentError("model imports no default-domain (ai.onnx) opset");
@@ -88,7 +94,8 @@ absl::Status CheckGraphOpsSupported(const onnx::GraphProto& graph) {
   for (const auto& node : graph.node()) {
     const bool control_flow = IsDefaultDomain(node.domain()) && IsControlFlowOp(node.op_type());
     const bool quant = IsDefaultDomain(node.domain()) && IsQuantOp(node.op_type());
-    if (!control_flow && !quant &&
+    const bool training = IsTrainingOp(node.domain(), node.op_type());
+    if (!control_flow && !quant && !training &&
         (!IsDefaultDomain(node.domain()) || !graph::OpKindFromName(node.op_type()))) {
       std::string domain = node.domain().empty() ? "ai.onnx" : node.domain();
       return absl::UnimplementedError(NodePrefix(node) + absl::StrCat("unsupported op '",

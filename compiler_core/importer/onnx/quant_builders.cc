@@ -8,6 +8,8 @@
 // Per-axis scales and zero points (1-D along `axis`) are reshaped to broadcast against x.
 #include "compiler_core/importer/onnx/quant_builders.h"
 
+#include "compiler_core/importer/onnx/decomposer.h"
+
 #include "absl/strings/str_cat.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -19,25 +21,11 @@ using graph::OpKind;
 using graph::Value;
 using Ints = std::vector<int64_t>;
 
-// Emits the nodes of one decomposition, each named after the ONNX node.
-class Builder {
+// A decomposition with the quantization helpers.
+class Builder : public Decomposer {
  public:
-  Builder(ImportContext& ctx, const OnnxNode& node) : ctx_(ctx), node_(node) {}
+  using Decomposer::Decomposer;
 
-  absl::StatusOr<Value*> Op(OpKind op, std::vector<Value*> inputs, AttrMap attrs = {}) {
-    KILN_ASSIGN_OR_RETURN(graph::Node * n, ctx_.Emit(op, absl::StrCat(node_.name, "/", ++count_),
-                                                     std::move(inputs), std::move(attrs)));
-    return n->output(0);
-  }
-  absl::StatusOr<Value*> Cast(Value* v, DType to) {
-    if (v->type().dtype == to) return v;
-    AttrMap a;
-    a.Set("to", static_cast<int64_t>(DTypeToOnnx(to)));
-    return Op(OpKind::kCast, {v}, a);
-  }
-  Value* Scalar(DType dtype, double value) {
-    return ctx_.ConstScalar(absl::StrCat(node_.name, "/c", ++count_), dtype, value);
-  }
   // A 1-D per-axis parameter reshaped to [1,..,C,..,1] (C at `axis` of a rank-`rank` tensor);
   // a scalar or 1-element parameter as it is.
   absl::StatusOr<Value*> AlongAxis(Value* p, int64_t axis, int64_t rank) {
@@ -47,7 +35,7 @@ class Builder {
     AttrMap a;
     a.Set("allowzero", int64_t{0});
     return Op(OpKind::kReshape,
-              {p, ctx_.ConstI64(absl::StrCat(node_.name, "/shape", ++count_), shape)}, a);
+              {p, ctx().ConstI64(absl::StrCat(node().name, "/shape", ++shapes_), shape)}, a);
   }
   // saturate(round_half_even(v) + zero_point) in `qtype`, from float32 `v`.
   absl::StatusOr<Value*> Requantize(Value* v, Value* zero_point_f32, DType qtype) {
@@ -62,9 +50,7 @@ class Builder {
   }
 
  private:
-  ImportContext& ctx_;
-  const OnnxNode& node_;
-  int count_ = 0;
+  int shapes_ = 0;
 };
 
 absl::Status CheckQuantType(const OnnxNode& node, DType t, const char* what) {

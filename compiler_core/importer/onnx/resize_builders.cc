@@ -9,8 +9,9 @@
 // Static parameters: roi, scales and sizes must be constants, except that a runtime `sizes`
 // input is accepted when the output shape is statically known (ONNX shape inference or the
 // declared graph output): the scale is then output/input exactly, as the spec defines it for
-// `sizes`. Runtime `scales` are refused: the coordinate mapping depends on their exact values,
-// which the static output shape does not determine (floor(in * s) is the same for many s).
+// `sizes`. Runtime `scales` need the static output shape too, but the coordinate mapping
+// depends on their exact values (floor(in * s) is the same for many s): ResizeTap ops compute
+// the tables from them at run time (BuildRuntimeScalesResize).
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -219,6 +220,88 @@ absl::StatusOr<Value*> ResizeAxis(ImportContext& ctx, const std::string& name, V
   return acc;
 }
 
+// Resize whose scales arrive at run time: per axis (innermost first), ResizeTap ops compute each
+// tap's index and weight table from the scales at run time, and Gathers with weighted sums apply
+// them, as the constant tables do. The output shape must be statically known (ONNX shape
+// inference or the declared graph output); tap 0's index kernel of each axis checks it against
+// floor(scale * in) at run time.
+absl::StatusOr<BuiltOutputs> BuildRuntimeScalesResize(ImportContext& ctx, const OnnxNode& node,
+                                                      const ResizeParams& p) {
+  Value* x = node.input(0);
+  const TensorType& xt = x->type();
+  const int64_t rank = xt.rank();
+  Value* scales = node.input(node.op == OpKind::kUpsample || ctx.opset() < 11 ? 1 : 2);
+  if (p.coord == "tf_crop_and_resize") {
+    return absl::UnimplementedError(node.Prefix() +
+                                    "scales arrive at run time with "
+                                    "tf_crop_and_resize (its roi mapping needs "
+                                    "them constant)");
+  }
+  if (scales->type().dtype != DType::kFloat32 || scales->type().shape != Ints{rank}) {
+    return absl::InvalidArgumentError(node.Prefix() + absl::StrCat("scales have type ",
+                                                                   scales->type().ToString(),
+                                                                   "; expected f32 [", rank, "]"));
+  }
+  std::optional<TensorType> known = ctx.KnownType(node.proto->output(0));
+  if (!known || known->rank() != rank) {
+    return absl::UnimplementedError(node.Prefix() +
+                                    "scales arrive at run time and the output "
+                                    "shape is unknown (give the graph output a "
+                                    "static shape, or make scales a constant)");
+  }
+  const int64_t taps = p.mode == "nearest" ? 1 : p.mode == "linear" ? 2 : 4;
+  Value* cur = x;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    const int64_t in = xt.shape[d], out = known->shape[d];
+    if (in <= 0 || out <= 0) {
+      return absl::UnimplementedError(node.Prefix() + "empty input or output dims");
+    }
+    if (in == 1 && out == 1) continue;  // every tap reads position 0 and the weights sum to 1
+    AttrMap a;
+    a.Set("axis", d);
+    a.Set("in", in);
+    a.Set("out", out);
+    a.Set("mode", p.mode);
+    a.Set("coordinate_transformation_mode", p.coord);
+    a.Set("nearest_mode", p.nearest_mode);
+    a.Set("cubic_coeff_a", static_cast<float>(p.cubic_a));
+    a.Set("exclude_outside", int64_t{p.exclude_outside ? 1 : 0});
+    a.Set("what", absl::StrCat(node.Prefix(), "scales[", d, "]"));
+    AttrMap ga;
+    ga.Set("axis", d);
+    Value* acc = nullptr;
+    for (int64_t k = 0; k < taps; ++k) {
+      const std::string tn = absl::StrCat(node.name, "/axis", d, "_tap", k);
+      a.Set("tap", k);
+      a.Set("part", "index");
+      KILN_ASSIGN_OR_RETURN(Value * index,
+                            ctx.EmitValue(OpKind::kResizeTap, tn + "/index", {scales}, a));
+      KILN_ASSIGN_OR_RETURN(Value * term, ctx.EmitValue(OpKind::kGather, tn, {cur, index}, ga));
+      if (taps > 1) {
+        a.Set("part", "coeff");
+        KILN_ASSIGN_OR_RETURN(Value * w,
+                              ctx.EmitValue(OpKind::kResizeTap, tn + "/coeff", {scales}, a));
+        if (xt.dtype != DType::kFloat32) {
+          AttrMap c;
+          c.Set("to", static_cast<int64_t>(DTypeToOnnx(xt.dtype)));
+          KILN_ASSIGN_OR_RETURN(w, ctx.EmitValue(OpKind::kCast, tn + "/coeff_cast", {w}, c));
+        }
+        KILN_ASSIGN_OR_RETURN(term, ctx.EmitValue(OpKind::kMul, tn + "/weighted", {term, w}));
+      }
+      if (acc == nullptr) {
+        acc = term;
+      } else {
+        KILN_ASSIGN_OR_RETURN(acc, ctx.EmitValue(OpKind::kAdd, tn + "/sum", {acc, term}));
+      }
+    }
+    cur = acc;
+  }
+  if (cur == x) {
+    KILN_ASSIGN_OR_RETURN(cur, ctx.EmitValue(OpKind::kIdentity, node.name, {x}));
+  }
+  return BuiltOutputs{cur};
+}
+
 }  // namespace
 
 absl::StatusOr<BuiltOutputs> BuildResize(ImportContext& ctx, const OnnxNode& node) {
@@ -264,12 +347,7 @@ absl::StatusOr<BuiltOutputs> BuildResize(ImportContext& ctx, const OnnxNode& nod
     if (!sizes_given && runtime_scales) runtime_scales_used = true;
     runtime = runtime_sizes;
   }
-  if (runtime_scales_used) {
-    return absl::UnimplementedError(
-        node.Prefix() + "scales arrive at run time: the coordinate mapping depends on their "
-                        "exact values, which a static compile cannot know (give sizes, or make "
-                        "scales a constant)");
-  }
+  if (runtime_scales_used) return BuildRuntimeScalesResize(ctx, node, p);
   if (runtime_roi && p.coord == "tf_crop_and_resize") {
     return absl::UnimplementedError(node.Prefix() + "roi must be a constant");
   }

@@ -60,8 +60,64 @@ absl::StatusOr<BuiltOutputs> BuildSqueeze(ImportContext& ctx, const OnnxNode& no
   return Single(ctx.Emit(node.op, node.name, {x, ctx.ConstI64(node.name + "/axes", axes)}, {}));
 }
 
+bool IsRuntime(const Value* v) { return v != nullptr && !v->is_constant(); }
+
+// The static type of `node`'s output 0 when `what` arrives at run time: what ONNX shape
+// inference or the declared graph output gives (the kernel checks it at run time), or
+// kUnimplemented saying the output shape is unknown.
+absl::StatusOr<TensorType> RuntimeOperandType(const ImportContext& ctx, const OnnxNode& node,
+                                              const std::string& what) {
+  if (node.proto->output_size() > 0) {
+    if (std::optional<TensorType> t = ctx.KnownType(node.proto->output(0))) return *t;
+  }
+  return absl::UnimplementedError(node.Prefix() +
+                                  absl::StrCat(what, " arrive at run time and the output shape "
+                                                     "is unknown (give them as constants, or the "
+                                                     "graph output a static shape)"));
+}
+
+// Slice-10+ whose starts, ends, axes or steps arrive at run time: the operands are kept as
+// they are (constant axes normalized; absent axes and steps filled in) and the output shape is
+// the known static one, in attribute "shape".
+absl::StatusOr<BuiltOutputs> BuildRuntimeSlice(ImportContext& ctx, const OnnxNode& node) {
+  Value* x = node.input(0);
+  Value* starts = node.input(1);
+  Value* ends = node.input(2);
+  if (starts == nullptr || ends == nullptr) {
+    return absl::InvalidArgumentError(node.Prefix() + "missing starts or ends");
+  }
+  KILN_ASSIGN_OR_RETURN(TensorType out, RuntimeOperandType(ctx, node, "starts/ends/axes/steps"));
+  if (out.rank() != x->type().rank()) {
+    return absl::InvalidArgumentError(node.Prefix() + "the known output rank differs from the input's");
+  }
+  const int64_t count = starts->type().NumElements();
+  const std::string& n = node.name;
+  Value* axes = node.input(3);
+  if (axes == nullptr || axes->is_constant()) {
+    Ints a;
+    if (axes == nullptr) {
+      for (int64_t i = 0; i < count; ++i) a.push_back(i);
+    } else {
+      KILN_ASSIGN_OR_RETURN(a, ctx.ConstInts(node, 3));
+      for (int64_t& v : a) {
+        KILN_ASSIGN_OR_RETURN(v, NormalizeAxis(node, v, x->type().rank()));
+      }
+    }
+    axes = ctx.ConstI64(n + "/axes", a);
+  }
+  Value* steps = node.input(4);
+  if (steps == nullptr) steps = ctx.ConstI64(n + "/steps", Ints(static_cast<size_t>(count), 1));
+  AttrMap a;
+  a.Set("shape", out.shape);
+  return Single(ctx.Emit(OpKind::kSlice, n, {x, starts, ends, axes, steps}, a));
+}
+
 absl::StatusOr<BuiltOutputs> BuildSlice(ImportContext& ctx, const OnnxNode& node) {
   Value* x = node.input(0);
+  if (ctx.opset() >= 10 && (IsRuntime(node.input(1)) || IsRuntime(node.input(2)) ||
+                            IsRuntime(node.input(3)) || IsRuntime(node.input(4)))) {
+    return BuildRuntimeSlice(ctx, node);
+  }
   bool has_starts = false, has_ends = false, has_axes = false, has_steps = false;
   KILN_ASSIGN_OR_RETURN(Ints starts, Param(ctx, node, 1, 10, "starts", &has_starts));
   KILN_ASSIGN_OR_RETURN(Ints ends, Param(ctx, node, 2, 10, "ends", &has_ends));
@@ -104,6 +160,11 @@ absl::StatusOr<BuiltOutputs> BuildPad(ImportContext& ctx, const OnnxNode& node) 
       value = ctx.ConstScalar(node.name + "/value", x->type().dtype,
                               node.attrs.GetFloat("value", 0.0f));
     }
+  } else if (IsRuntime(node.input(1))) {
+    // Pads that arrive at run time: the known static output shape, checked by the kernel.
+    KILN_ASSIGN_OR_RETURN(TensorType out, RuntimeOperandType(ctx, node, "pads"));
+    a.Set("shape", out.shape);
+    return Single(ctx.Emit(OpKind::kPad, node.name, {x, node.input(1), node.input(2)}, a));
   } else {
     KILN_ASSIGN_OR_RETURN(pads, ctx.ConstInts(node, 1));
     value = node.input(2);

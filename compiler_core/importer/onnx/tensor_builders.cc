@@ -355,6 +355,10 @@ absl::StatusOr<BuiltOutputs> BuildTensorOp(ImportContext& ctx, const OnnxNode& n
     case OpKind::kHannWindow: case OpKind::kHammingWindow: case OpKind::kBlackmanWindow:
     case OpKind::kDFT: case OpKind::kSTFT: case OpKind::kMelWeightMatrix:
       return BuildSignalOp(ctx, node);
+    case OpKind::kTfIdfVectorizer:
+      return BuildTfIdfVectorizer(ctx, node);
+    case OpKind::kNonZero: case OpKind::kCompress: case OpKind::kUnique:
+      return BuildDataDependentOp(ctx, node);
     case OpKind::kEinsum:
       a.Set("equation", node.attrs.GetString("equation", ""));
       return Single(ctx.Emit(node.op, node.name, node.inputs, a));

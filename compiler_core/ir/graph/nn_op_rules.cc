@@ -243,6 +243,29 @@ absl::StatusOr<Types> RoiAlignRule(const Node& node) {
   return Types{TensorType{x->dtype, {rois->shape[0], x->shape[1], oh, ow}}};
 }
 
+// ResizeTap: scales f32 [R] → i64 [out] (part index) or f32 [1,..,out,..,1] (part coeff).
+absl::StatusOr<Types> ResizeTapRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* scales, In(node, 0));
+  KILN_RETURN_IF_ERROR(ExpectSameDType(node, 0, *scales, DType::kFloat32));
+  const AttrMap& a = node.attrs();
+  const int64_t rank = scales->rank() == 1 ? scales->shape[0] : -1;
+  const int64_t axis = a.GetInt("axis", -1), in = a.GetInt("in", 0), out = a.GetInt("out", 0);
+  const std::string mode = a.GetString("mode", "");
+  const int64_t taps = mode == "nearest" ? 1 : mode == "linear" ? 2 : mode == "cubic" ? 4 : 0;
+  const int64_t tap = a.GetInt("tap", -1);
+  const std::string part = a.GetString("part", "");
+  if (rank < 1 || axis < 0 || axis >= rank || in < 1 || out < 1 || taps == 0 || tap < 0 ||
+      tap >= taps || (part != "index" && part != "coeff")) {
+    return Invalid(node, absl::StrCat("scales ", scales->ToString(), ", axis ", axis, ", in ", in,
+                                      ", out ", out, ", mode '", mode, "', tap ", tap, ", part '",
+                                      part, "' do not describe a tap"));
+  }
+  if (part == "index") return Types{TensorType{DType::kInt64, {out}}};
+  Shape shape(static_cast<size_t>(rank), 1);
+  shape[axis] = out;
+  return Types{TensorType{DType::kFloat32, shape}};
+}
+
 }  // namespace
 
 std::vector<int64_t> NormalizedAxes(const Node& node) {
@@ -285,6 +308,8 @@ absl::StatusOr<std::vector<TensorType>> InferNnOpTypes(const Node& node) {
       return GridSampleRule(node);
     case OpKind::kRoiAlign:
       return RoiAlignRule(node);
+    case OpKind::kResizeTap:
+      return ResizeTapRule(node);
     default:
       return absl::UnimplementedError(
           Prefix(node) + "no shape rule (the importer decomposes this op into other ops)");

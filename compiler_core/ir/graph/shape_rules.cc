@@ -479,8 +479,54 @@ absl::StatusOr<Types> ConcatRule(const Node& node) {
   return Types{TensorType{first->dtype, out}};
 }
 
+// True if any of inputs [first, last] of `node` is present and not a constant: an operand that
+// arrives at run time.
+bool HasRuntimeOperand(const Node& node, int first, int last) {
+  for (int i = first; i <= last; ++i) {
+    if (node.input(i) != nullptr && !node.input(i)->is_constant()) return true;
+  }
+  return false;
+}
+
+// The output type of a node whose shape operands (inputs [first, last]) arrive at run time: the
+// static shape in attribute "shape" (what ONNX shape inference or the declared graph output
+// gave; the kernel checks it at run time), of `x`'s rank and dtype. Each runtime operand must
+// be a 1-D integer tensor; with `no_growth`, no dim may exceed `x`'s (Slice).
+absl::StatusOr<Types> RuntimeOperandShape(const Node& node, const TensorType& x, int first,
+                                          int last, bool no_growth) {
+  if (!node.attrs().Has("shape")) {
+    return Invalid(node, "an operand arrives at run time but the node has no static \"shape\"");
+  }
+  for (int i = first; i <= last; ++i) {
+    const Value* v = node.input(i);
+    if (v == nullptr) continue;
+    if (IsFloat(v->type().dtype) || v->type().dtype == DType::kBool || v->type().rank() != 1) {
+      return Invalid(node, absl::StrCat("input ", i, " must be a 1-D integer tensor, got ",
+                                        v->type().ToString()));
+    }
+  }
+  Shape out = node.attrs().GetInts("shape");
+  if (static_cast<int64_t>(out.size()) != x.rank()) {
+    return Invalid(node, absl::StrCat("static shape ", ShapeStr(out), " has rank ", out.size(),
+                                      ", the input ", x.rank()));
+  }
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    if (out[d] < 0 || (no_growth && out[d] > x.shape[d])) {
+      return Invalid(node, absl::StrCat("static shape ", ShapeStr(out), " does not fit input ",
+                                        ShapeStr(x.shape)));
+    }
+  }
+  return Types{TensorType{x.dtype, out}};
+}
+
 absl::StatusOr<Types> PadRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  if (HasRuntimeOperand(node, 1, 1)) {
+    if (const Value* c = node.input(2)) {
+      KILN_RETURN_IF_ERROR(ExpectSameDType(node, 2, c->type(), x->dtype));
+    }
+    return RuntimeOperandShape(node, *x, 1, 1, /*no_growth=*/false);
+  }
   bool present = false;
   KILN_ASSIGN_OR_RETURN(Shape pads, IntsFromInputOrAttr(node, 1, "pads", &present));
   if (static_cast<int64_t>(pads.size()) != 2 * x->rank()) {
@@ -531,6 +577,7 @@ absl::StatusOr<Types> GatherRule(const Node& node) {
 
 absl::StatusOr<Types> SliceRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  if (HasRuntimeOperand(node, 1, 4)) return RuntimeOperandShape(node, *x, 1, 4, true);
   bool has_starts = false, has_ends = false, has_axes = false, has_steps = false;
   KILN_ASSIGN_OR_RETURN(Shape starts, IntsFromInputOrAttr(node, 1, "starts", &has_starts));
   KILN_ASSIGN_OR_RETURN(Shape ends, IntsFromInputOrAttr(node, 2, "ends", &has_ends));

@@ -283,6 +283,93 @@ absl::StatusOr<Types> DetRule(const Node& node) {
   return Types{TensorType{x->dtype, Shape(x->shape.begin(), x->shape.end() - 2)}};
 }
 
+absl::StatusOr<Types> TfIdfVectorizerRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  if ((x->dtype != DType::kInt32 && x->dtype != DType::kInt64) || x->rank() < 1 || x->rank() > 2) {
+    return Invalid(node, absl::StrCat("input has type ", x->ToString(),
+                                      ", expected i32 or i64 [C] or [B, C]"));
+  }
+  KILN_ASSIGN_OR_RETURN(const TensorType* pool, In(node, 1));
+  KILN_ASSIGN_OR_RETURN(const TensorType* lengths, In(node, 2));
+  KILN_ASSIGN_OR_RETURN(const TensorType* indexes, In(node, 3));
+  KILN_ASSIGN_OR_RETURN(const TensorType* weights, In(node, 4));
+  if (pool->dtype != DType::kInt64 || pool->rank() != 2 ||
+      lengths->shape != Shape{pool->shape[0]} || indexes->shape != lengths->shape ||
+      weights->rank() != 1 || weights->dtype != DType::kFloat32) {
+    return Invalid(
+        node, absl::StrCat("tables have types ", pool->ToString(), ", ", lengths->ToString(), ", ",
+                           indexes->ToString(), ", ", weights->ToString(),
+                           "; expected i64 [J, L], [J], [J] and f32 [O]"));
+  }
+  Shape out = x->rank() == 2 ? Shape{x->shape[0], weights->shape[0]} : Shape{weights->shape[0]};
+  return Types{TensorType{DType::kFloat32, out}};
+}
+
+// The static output shape of a data-dependent op (attribute "shape"), of rank `rank`.
+absl::StatusOr<Shape> DataDependentShape(const Node& node, int64_t rank) {
+  if (!node.attrs().Has("shape")) {
+    return Invalid(node,
+                   "the output shape depends on the data and the node has no static "
+                   "\"shape\"");
+  }
+  Shape out = node.attrs().GetInts("shape");
+  if (static_cast<int64_t>(out.size()) != rank) {
+    return Invalid(node, absl::StrCat("static shape ", ShapeStr(out), " is not of rank ", rank));
+  }
+  for (int64_t d : out) {
+    if (d < 0) return Invalid(node, absl::StrCat("static shape ", ShapeStr(out), " is negative"));
+  }
+  return out;
+}
+
+// NonZero: X [d0..dr-1] → i64 [r, K], K <= numel(X).
+absl::StatusOr<Types> NonZeroRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  if (x->rank() < 1) return Invalid(node, "a scalar input is not supported");
+  KILN_ASSIGN_OR_RETURN(Shape out, DataDependentShape(node, 2));
+  if (out[0] != x->rank() || out[1] > x->NumElements()) {
+    return Invalid(
+        node, absl::StrCat("static shape ", ShapeStr(out), " does not fit input ", x->ToString()));
+  }
+  return Types{TensorType{DType::kInt64, out}};
+}
+
+// Compress: X [.., n, ..], bool condition [c] → [.., K, ..] with K <= min(c, n).
+absl::StatusOr<Types> CompressRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  KILN_ASSIGN_OR_RETURN(const TensorType* c, In(node, 1));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs().GetInt("axis", 0), x->rank()));
+  if (c->dtype != DType::kBool || c->rank() != 1) {
+    return Invalid(node, absl::StrCat("condition has type ", c->ToString(), ", expected bool [c]"));
+  }
+  KILN_ASSIGN_OR_RETURN(Shape out, DataDependentShape(node, x->rank()));
+  for (int64_t d = 0; d < x->rank(); ++d) {
+    if (d == axis ? out[d] > std::min(x->shape[d], c->shape[0]) : out[d] != x->shape[d]) {
+      return Invalid(node, absl::StrCat("static shape ", ShapeStr(out), " does not fit input ",
+                                        x->ToString(), " and condition ", c->ToString()));
+    }
+  }
+  return Types{TensorType{x->dtype, out}};
+}
+
+// Unique: X [.., n, ..] → Y [.., U, ..], indices [U], inverse_indices [n], counts [U].
+absl::StatusOr<Types> UniqueRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  if (x->rank() < 1) return Invalid(node, "a scalar input is not supported");
+  KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs().GetInt("axis", 0), x->rank()));
+  KILN_ASSIGN_OR_RETURN(Shape out, DataDependentShape(node, x->rank()));
+  for (int64_t d = 0; d < x->rank(); ++d) {
+    if (d == axis ? (out[d] > x->shape[d] || (out[d] == 0) != (x->shape[d] == 0))
+                  : out[d] != x->shape[d]) {
+      return Invalid(node, absl::StrCat("static shape ", ShapeStr(out), " does not fit input ",
+                                        x->ToString()));
+    }
+  }
+  const int64_t u = out[axis];
+  return Types{TensorType{x->dtype, out}, TensorType{DType::kInt64, {u}},
+               TensorType{DType::kInt64, {x->shape[axis]}}, TensorType{DType::kInt64, {u}}};
+}
+
 absl::StatusOr<Types> EinsumRule(const Node& node) {
   std::vector<Shape> shapes;
   for (int i = 0; i < node.num_inputs(); ++i) {
@@ -496,6 +583,14 @@ absl::StatusOr<std::vector<TensorType>> InferTensorOpTypes(const Node& node) {
       return EinsumRule(node);
     case OpKind::kDet:
       return DetRule(node);
+    case OpKind::kTfIdfVectorizer:
+      return TfIdfVectorizerRule(node);
+    case OpKind::kNonZero:
+      return NonZeroRule(node);
+    case OpKind::kCompress:
+      return CompressRule(node);
+    case OpKind::kUnique:
+      return UniqueRule(node);
     default:
       return absl::UnimplementedError(Prefix(node) + "no shape rule");
   }

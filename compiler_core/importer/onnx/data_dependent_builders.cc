@@ -1,0 +1,161 @@
+// Builders of the ops whose output shape depends on the data (NonZero, Compress, Unique). What
+// is constant is resolved here: NonZero of a constant folds, Compress with a constant condition
+// becomes a Gather of the selected positions. Otherwise the node is compiled for the output's
+// static shape (ONNX shape inference or the declared graph output; attribute "shape") and the
+// kernel checks at run time that the data give that shape. Without a static shape the node is
+// kUnimplemented, naming the data-dependent dim.
+#include "absl/strings/str_cat.h"
+#include "compiler_core/importer/onnx/import_context.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::importer {
+namespace {
+
+using graph::AttrMap;
+using graph::OpKind;
+using graph::Value;
+using Ints = std::vector<int64_t>;
+
+// The static type of output `i` of `node`, or kUnimplemented naming what the shape depends on.
+absl::StatusOr<TensorType> StaticOutput(const ImportContext& ctx, const OnnxNode& node, int i,
+                                        const std::string& depends) {
+  if (node.proto->output_size() > i) {
+    if (std::optional<TensorType> t = ctx.KnownType(node.proto->output(i))) return *t;
+  }
+  return absl::UnimplementedError(
+      node.Prefix() +
+      absl::StrCat(
+          "the output shape depends on the data (", depends,
+          ") and is not known statically; Kiln "
+          "compiles such ops for a static output shape (declare the graph output's shape, or make "
+          "the input a constant)"));
+}
+
+// `x` flattened to [numel] (for the ops that take no axis).
+absl::StatusOr<Value*> Flatten(ImportContext& ctx, const OnnxNode& node, Value* x) {
+  if (x->type().rank() == 1) return x;
+  return ctx.EmitReshape(node.name + "/flat", x, {x->type().NumElements()});
+}
+
+absl::StatusOr<BuiltOutputs> BuildNonZero(ImportContext& ctx, const OnnxNode& node) {
+  Value* x = node.input(0);
+  const int64_t rank = x->type().rank();
+  if (rank == 0) return absl::UnimplementedError(node.Prefix() + "a scalar input");
+  if (x->is_constant()) {
+    // Row-major positions of the non-zero elements, one column each.
+    const auto& t = *x->constant();
+    Ints flat;
+    for (int64_t i = 0; i < x->type().NumElements(); ++i) {
+      if (t.GetAsDouble(i) != 0) flat.push_back(i);
+    }
+    const int64_t k = static_cast<int64_t>(flat.size());
+    Ints table(static_cast<size_t>(rank * k));
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t rest = flat[j];
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        table[d * k + j] = rest % x->type().shape[d];
+        rest /= x->type().shape[d];
+      }
+    }
+    KILN_ASSIGN_OR_RETURN(
+        Value * out,
+        ctx.EmitReshape(node.name, ctx.ConstI64(node.name + "/indices", table), {rank, k}));
+    return BuiltOutputs{out};
+  }
+  KILN_ASSIGN_OR_RETURN(TensorType out,
+                        StaticOutput(ctx, node, 0, "the number of non-zero elements"));
+  AttrMap a;
+  a.Set("shape", out.shape);
+  return Single(ctx.Emit(OpKind::kNonZero, node.name, {x}, a));
+}
+
+absl::StatusOr<BuiltOutputs> BuildCompress(ImportContext& ctx, const OnnxNode& node) {
+  Value* x = node.input(0);
+  Value* cond = node.input(1);
+  if (cond == nullptr || cond->type().dtype != DType::kBool || cond->type().rank() != 1) {
+    return absl::InvalidArgumentError(node.Prefix() + "condition must be a 1-D bool tensor");
+  }
+  int64_t axis = 0;
+  if (node.attrs.Has("axis")) {
+    KILN_ASSIGN_OR_RETURN(axis,
+                          NormalizeAxis(node, node.attrs.GetInt("axis", 0), x->type().rank()));
+  } else {
+    KILN_ASSIGN_OR_RETURN(x, Flatten(ctx, node, x));
+  }
+  const int64_t n = std::min(x->type().shape[axis], cond->type().shape[0]);
+  AttrMap a;
+  a.Set("axis", axis);
+  if (cond->is_constant()) {
+    Ints picked;
+    for (int64_t p = 0; p < n; ++p) {
+      if (cond->constant()->GetAsDouble(p) != 0) picked.push_back(p);
+    }
+    if (picked.empty()) {
+      return absl::UnimplementedError(node.Prefix() +
+                                      "the constant condition selects nothing "
+                                      "(an empty output)");
+    }
+    return Single(
+        ctx.Emit(OpKind::kGather, node.name, {x, ctx.ConstI64(node.name + "/picked", picked)}, a));
+  }
+  KILN_ASSIGN_OR_RETURN(TensorType out,
+                        StaticOutput(ctx, node, 0, "the number of true conditions"));
+  if (!node.attrs.Has("axis") && out.rank() != 1) {
+    return absl::InvalidArgumentError(node.Prefix() + "without an axis the output is 1-D");
+  }
+  a.Set("shape", out.shape);
+  return Single(ctx.Emit(OpKind::kCompress, node.name, {x, cond}, a));
+}
+
+absl::StatusOr<BuiltOutputs> BuildUnique(ImportContext& ctx, const OnnxNode& node) {
+  Value* x = node.input(0);
+  int64_t axis = 0;
+  if (node.attrs.Has("axis")) {
+    KILN_ASSIGN_OR_RETURN(axis,
+                          NormalizeAxis(node, node.attrs.GetInt("axis", 0), x->type().rank()));
+  } else {
+    KILN_ASSIGN_OR_RETURN(x, Flatten(ctx, node, x));
+  }
+  // Y's shape, or the U of any other output (indices and counts are [U]).
+  std::optional<TensorType> y = ctx.KnownType(node.proto->output(0));
+  Ints shape = x->type().shape;
+  if (y && y->rank() == x->type().rank()) {
+    shape = y->shape;
+  } else {
+    bool found = false;
+    for (int i : {1, 3}) {
+      if (node.proto->output_size() <= i || node.proto->output(i).empty()) continue;
+      if (std::optional<TensorType> t = ctx.KnownType(node.proto->output(i)); t && t->rank() == 1) {
+        shape[axis] = t->shape[0];
+        found = true;
+        break;
+      }
+    }
+    if (!found) {
+      KILN_RETURN_IF_ERROR(StaticOutput(ctx, node, 0, "the number of distinct slices").status());
+    }
+  }
+  AttrMap a;
+  a.Set("axis", axis);
+  a.Set("sorted", node.attrs.GetInt("sorted", 1));
+  a.Set("shape", shape);
+  KILN_ASSIGN_OR_RETURN(graph::Node * u, ctx.Emit(OpKind::kUnique, node.name, {x}, a, 4));
+  return BuiltOutputs{u->output(0), u->output(1), u->output(2), u->output(3)};
+}
+
+}  // namespace
+
+absl::StatusOr<BuiltOutputs> BuildDataDependentOp(ImportContext& ctx, const OnnxNode& node) {
+  switch (node.op) {
+    case OpKind::kNonZero:
+      return BuildNonZero(ctx, node);
+    case OpKind::kCompress:
+      return BuildCompress(ctx, node);
+    case OpKind::kUnique:
+      return BuildUnique(ctx, node);
+    default:
+      return absl::InternalError(node.Prefix() + "not a data-dependent op");
+  }
+}
+
+}  // namespace kiln::importer

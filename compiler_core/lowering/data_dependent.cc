@@ -8,6 +8,9 @@
 // - Unique, O(n^2 * slice) compares for n slices: "rep" (the first slice equal to each one),
 //   then "pos" (each first occurrence's rank: the number of first occurrences before it, in
 //   order of occurrence or, sorted, lexicographically smaller), then the outputs.
+// - NonMaxSuppression, per batch and class: each box's rank in descending score order (ties:
+//   lower index first; O(N^2) compares), the boxes in that order, then the greedy pass that
+//   keeps a box (list "kept") unless a kept one overlaps it past the IoU threshold.
 #include "absl/strings/str_cat.h"
 #include "compiler_core/lowering/op_lowering.h"
 
@@ -222,6 +225,109 @@ absl::StatusOr<std::vector<Stmt>> LowerUnique(KernelBuilder& b, const graph::Nod
   };
 }
 
+// Scalar `i` of an optional 1-element input (rank 0 or 1), or `absent`.
+Expr ScalarOperand(KernelBuilder& b, const graph::Value* v, Expr absent) {
+  if (v == nullptr) return absent;
+  return loop::Load(b.Input(v), std::vector<Expr>(v->type().rank(), Idx(0)));
+}
+
+absl::StatusOr<std::vector<Stmt>> LowerNonMaxSuppression(KernelBuilder& b,
+                                                         const graph::Node& node) {
+  const std::vector<int64_t>& bs = node.input(0)->type().shape;
+  const int64_t batches = bs[0], n = bs[1], classes = node.input(1)->type().shape[1];
+  const int64_t k = node.output(0)->type().shape[0];
+  const bool center = node.attrs().GetInt("center_point_box", 0) != 0;
+  const DType f32 = DType::kFloat32;
+  loop::BufferRef boxes = b.Input(node.input(0));
+  loop::BufferRef scores = b.Input(node.input(1));
+  const Expr max_out = ScalarOperand(b, node.input(2), Idx(0));
+  const Expr iou = ScalarOperand(b, node.input(3), Const(0, f32));
+  const graph::Value* min_score = node.input(4);
+  loop::BufferRef rank = b.Workspace("rank", kI64, {n});
+  loop::BufferRef order = b.Workspace("order", kI64, {n});
+  loop::BufferRef kept = b.Workspace("kept", kI64, {n});
+  loop::BufferRef state = b.Workspace("state", kI64, {2});  // [kept count, selected count]
+  loop::BufferRef suppressed = b.Workspace("suppressed", kI8, {1});
+  const Expr nkept = loop::Load(state, {Idx(0)}), count = loop::Load(state, {Idx(1)});
+  loop::Var bv = b.NewVar("b"), cv = b.NewVar("c");
+  const Expr B = loop::VarRef(bv), C = loop::VarRef(cv);
+  auto score = [&](Expr i) { return loop::Load(scores, {B, C, std::move(i)}); };
+  auto serial = [](loop::Var v, int64_t extent, Stmt body) {
+    return loop::For(std::move(v), extent, std::move(body), loop::ForKind::kSerial, true);
+  };
+
+  // rank[i]: boxes before box i in descending score order.
+  loop::Var i1 = b.NewVar("rank.i"), j1 = b.NewVar("rank.j");
+  const Expr I1 = loop::VarRef(i1), J1 = loop::VarRef(j1);
+  Expr before = Bin(BinaryOp::kOr, Bin(BinaryOp::kGt, score(J1), score(I1)),
+                    And(Eq(score(J1), score(I1)), Lt(J1, I1)));
+  Stmt ranks = serial(
+      i1, n,
+      loop::Block(
+          {loop::Store(rank, {I1}, Idx(0)),
+           serial(j1, n,
+                  loop::IfThenElse(before,
+                                   loop::Store(rank, {I1}, IdxAdd(loop::Load(rank, {I1}), 1))))}));
+  loop::Var i2 = b.NewVar("order.i");
+  const Expr I2 = loop::VarRef(i2);
+  Stmt sort = serial(i2, n, loop::Store(order, {IdxClamp(loop::Load(rank, {I2}), n)}, I2));
+
+  // Corners (y1, x1, y2, x2), min before max, of box `i` of this batch.
+  auto corners = [&](const Expr& i) {
+    std::vector<Expr> v;
+    for (int64_t c = 0; c < 4; ++c) v.push_back(loop::Load(boxes, {B, i, Idx(c)}));
+    if (center) {  // [xc, yc, w, h]
+      Expr hw = v[2] * Const(0.5, f32), hh = v[3] * Const(0.5, f32);
+      return std::vector<Expr>{v[1] - hh, v[0] - hw, v[1] + hh, v[0] + hw};
+    }
+    return std::vector<Expr>{loop::Min(v[0], v[2]), loop::Min(v[1], v[3]), loop::Max(v[0], v[2]),
+                             loop::Max(v[1], v[3])};
+  };
+  loop::Var r = b.NewVar("r"), s = b.NewVar("s");
+  const Expr box = IdxClamp(loop::Load(order, {loop::VarRef(r)}), n);
+  const Expr other = IdxClamp(loop::Load(kept, {loop::VarRef(s)}), n);
+  const std::vector<Expr> p = corners(box), q = corners(other);
+  const Expr zero = Const(0, f32);
+  Expr ih = loop::Max(zero, loop::Min(p[2], q[2]) - loop::Max(p[0], q[0]));
+  Expr iw = loop::Max(zero, loop::Min(p[3], q[3]) - loop::Max(p[1], q[1]));
+  Expr inter = ih * iw;
+  Expr area_p = (p[2] - p[0]) * (p[3] - p[1]), area_q = (q[2] - q[0]) * (q[3] - q[1]);
+  Expr uni = area_p + area_q - inter;
+  Expr valid = And(And(Bin(BinaryOp::kGt, inter, zero), Bin(BinaryOp::kGt, area_p, zero)),
+                   And(Bin(BinaryOp::kGt, area_q, zero), Bin(BinaryOp::kGt, uni, zero)));
+  Expr overlaps = And(
+      valid,
+      Bin(BinaryOp::kGt, Bin(BinaryOp::kDiv, inter, loop::Select(valid, uni, Const(1, f32))), iou));
+  Stmt check = serial(s, n,
+                      loop::IfThenElse(And(Lt(loop::VarRef(s), nkept), overlaps),
+                                       loop::Store(suppressed, {Idx(0)}, I8(1))));
+  std::vector<Stmt> row;
+  const Expr slot = IdxClamp(count, std::max<int64_t>(k, 1));
+  row.push_back(loop::Store(b.out(), {slot, Idx(0)}, B));
+  row.push_back(loop::Store(b.out(), {slot, Idx(1)}, C));
+  row.push_back(loop::Store(b.out(), {slot, Idx(2)}, box));
+  Stmt keep = loop::Block({
+      loop::Store(kept, {IdxClamp(nkept, n)}, box),
+      loop::Store(state, {Idx(0)}, IdxAdd(nkept, 1)),
+      k > 0 ? loop::IfThenElse(Lt(count, Idx(k)), loop::Block(row)) : loop::Block({}),
+      loop::Store(state, {Idx(1)}, IdxAdd(count, 1)),
+  });
+  Expr candidate = Lt(nkept, max_out);
+  if (min_score != nullptr) {
+    candidate = And(candidate, Bin(BinaryOp::kGt, score(box), ScalarOperand(b, min_score, zero)));
+  }
+  Stmt greedy = serial(
+      r, n,
+      loop::IfThenElse(
+          candidate,
+          loop::Block({loop::Store(suppressed, {Idx(0)}, I8(0)), check,
+                       loop::IfThenElse(Eq(loop::Load(suppressed, {Idx(0)}), I8(0)), keep)})));
+  Stmt per_class = loop::Block({ranks, sort, loop::Store(state, {Idx(0)}, Idx(0)), greedy});
+  Stmt all = serial(bv, batches, serial(cv, classes, per_class));
+  return std::vector<Stmt>{Once(b, loop::Store(state, {Idx(1)}, Idx(0))), all,
+                           b.ShapeCheck({count, Idx(3)}, {k, 3}, What(node))};
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Stmt>> LowerDataDependent(KernelBuilder& b, const graph::Node& node,
@@ -234,6 +340,8 @@ absl::StatusOr<std::vector<Stmt>> LowerDataDependent(KernelBuilder& b, const gra
       return LowerCompress(b, node);
     case OpKind::kUnique:
       return LowerUnique(b, node);
+    case OpKind::kNonMaxSuppression:
+      return LowerNonMaxSuppression(b, node);
     default:
       return NoLowering(node, "this op");
   }

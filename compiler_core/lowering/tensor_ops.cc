@@ -638,6 +638,7 @@ absl::StatusOr<std::vector<Stmt>> LowerTensorOp(KernelBuilder& b, const graph::N
     case OpKind::kTfIdfVectorizer:
       return LowerTfIdfVectorizer(b, node, epi);
     case OpKind::kNonZero: case OpKind::kCompress: case OpKind::kUnique:
+    case OpKind::kNonMaxSuppression:
       return LowerDataDependent(b, node, epi);
     default:
       return LowerInjective(b, node, epi);

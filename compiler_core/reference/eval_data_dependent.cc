@@ -1,7 +1,9 @@
-// Reference kernels of NonZero, Compress and Unique (onnx/reference/ops/op_non_zero.py,
-// op_compress.py, op_unique.py; Unique sorts as numpy.unique). The data must give the node's
-// static output shape, else kInvalidArgument with both shapes.
+// Reference kernels of NonZero, Compress, Unique and NonMaxSuppression
+// (onnx/reference/ops/op_non_zero.py, op_compress.py, op_unique.py, op_non_max_suppression.py;
+// Unique sorts as numpy.unique, NonMaxSuppression follows ONNX Runtime). The data must give the
+// node's static output shape, else kInvalidArgument with both shapes.
 #include <algorithm>
+#include <array>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -127,6 +129,63 @@ absl::StatusOr<TensorVec> EvalUnique(const graph::Node& node, const Tensor& x) {
       FromDoubles(node.output(2)->type(), inverse), FromDoubles(node.output(3)->type(), counts)};
 }
 
+// Box `i` of `boxes` (at offset `at`) as corners (y1, x1, y2, x2), min before max.
+std::array<float, 4> Corners(const std::vector<double>& boxes, int64_t at, bool center) {
+  const float a = static_cast<float>(boxes[at]), b = static_cast<float>(boxes[at + 1]);
+  const float c = static_cast<float>(boxes[at + 2]), d = static_cast<float>(boxes[at + 3]);
+  if (center) return {b - d / 2, a - c / 2, b + d / 2, a + c / 2};  // [xc, yc, w, h]
+  return {std::min(a, c), std::min(b, d), std::max(a, c), std::max(b, d)};
+}
+
+// Whether a box suppresses another: IoU above the threshold (ONNX Runtime's SuppressByIOU).
+bool Suppresses(const std::array<float, 4>& p, const std::array<float, 4>& q, float threshold) {
+  const float ih = std::max(0.0f, std::min(p[2], q[2]) - std::max(p[0], q[0]));
+  const float iw = std::max(0.0f, std::min(p[3], q[3]) - std::max(p[1], q[1]));
+  const float inter = ih * iw;
+  const float area_p = (p[2] - p[0]) * (p[3] - p[1]), area_q = (q[2] - q[0]) * (q[3] - q[1]);
+  const float uni = area_p + area_q - inter;
+  if (inter <= 0 || area_p <= 0 || area_q <= 0 || uni <= 0) return false;
+  return inter / uni > threshold;
+}
+
+absl::StatusOr<TensorVec> EvalNonMaxSuppression(const graph::Node& node, const TensorVec& in) {
+  const Shape& bs = in[0]->type.shape;
+  const int64_t batches = bs[0], n = bs[1], classes = in[1]->type.shape[1];
+  auto input = [&](size_t i) { return i < in.size() ? in[i].get() : nullptr; };
+  const int64_t max_out = input(2) ? input(2)->GetAsInt64(0) : 0;
+  const float iou = input(3) ? static_cast<float>(input(3)->GetAsDouble(0)) : 0.0f;
+  const bool has_min = input(4) != nullptr;
+  const float min_score = has_min ? static_cast<float>(input(4)->GetAsDouble(0)) : 0.0f;
+  const bool center = node.attrs().GetInt("center_point_box", 0) != 0;
+  const std::vector<double> boxes = ToDoubles(*in[0]), scores = ToDoubles(*in[1]);
+  std::vector<double> rows;
+  for (int64_t b = 0; b < batches; ++b) {
+    for (int64_t c = 0; c < classes; ++c) {
+      const int64_t base = (b * classes + c) * n;
+      std::vector<int64_t> order;
+      for (int64_t i = 0; i < n; ++i) {
+        if (!has_min || static_cast<float>(scores[base + i]) > min_score) order.push_back(i);
+      }
+      std::stable_sort(order.begin(), order.end(), [&](int64_t p, int64_t q) {
+        return static_cast<float>(scores[base + p]) > static_cast<float>(scores[base + q]);
+      });
+      std::vector<std::array<float, 4>> kept;
+      for (int64_t i : order) {
+        if (static_cast<int64_t>(kept.size()) >= max_out) break;
+        std::array<float, 4> box = Corners(boxes, (b * n + i) * 4, center);
+        bool suppressed = false;
+        for (const auto& k : kept) suppressed = suppressed || Suppresses(box, k, iou);
+        if (suppressed) continue;
+        kept.push_back(box);
+        rows.insert(rows.end(),
+                    {static_cast<double>(b), static_cast<double>(c), static_cast<double>(i)});
+      }
+    }
+  }
+  KILN_RETURN_IF_ERROR(CheckShape(node, {static_cast<int64_t>(rows.size() / 3), 3}));
+  return TensorVec{FromDoubles(node.output(0)->type(), rows)};
+}
+
 }  // namespace
 
 absl::StatusOr<TensorVec> EvalDataDependent(const graph::Node& node, const TensorVec& in) {
@@ -137,6 +196,8 @@ absl::StatusOr<TensorVec> EvalDataDependent(const graph::Node& node, const Tenso
       return EvalCompress(node, *in[0], *in[1]);
     case OpKind::kUnique:
       return EvalUnique(node, *in[0]);
+    case OpKind::kNonMaxSuppression:
+      return EvalNonMaxSuppression(node, in);
     default:
       return absl::InternalError(NodePrefix(node) + "not a data-dependent op");
   }

@@ -645,6 +645,7 @@ absl::StatusOr<TensorVec> EvalTensorOp(const graph::Node& node, const TensorVec&
     case OpKind::kTfIdfVectorizer:
       return EvalTfIdfVectorizer(node, in);
     case OpKind::kNonZero: case OpKind::kCompress: case OpKind::kUnique:
+    case OpKind::kNonMaxSuppression:
       return EvalDataDependent(node, in);
     default:
       return absl::UnimplementedError(NodePrefix(node) +

@@ -244,6 +244,9 @@ struct Variant {
 struct Executable::Impl {
   Artifact artifact;  // manifest kept; code and weights cleared after loading
   std::vector<TensorType> input_types;  // the model's; -1 for a dim that varies by profile
+  /// Per graph input: whether some kernel reads it. An input no kernel reads (one whose type is
+  /// all that matters, as CastLike's target_type) is checked for its dtype only.
+  std::vector<bool> input_read;
   std::unique_ptr<CodeModule> code;
   std::vector<Variant> variants;  // one per profile, or one for a model without profiles
   AlignedBuffer weights;
@@ -311,7 +314,7 @@ struct Executable::Impl {
     for (Variant& v : variants) {
       bool match = true;
       for (size_t i = 0; match && i < inputs.size(); ++i) {
-        match = inputs[i]->type.shape == v.input_types[i].shape;
+        match = !input_read[i] || inputs[i]->type.shape == v.input_types[i].shape;
       }
       if (match) return &v;
     }
@@ -362,6 +365,14 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Load(Artifact artifact, 
   std::vector<const kiln::v1::Manifest*> variant_manifests;
   if (m.profiles_size() == 0) variant_manifests.push_back(&m);
   for (const kiln::v1::Manifest& p : m.profiles()) variant_manifests.push_back(&p);
+  impl.input_read.assign(static_cast<size_t>(m.inputs_size()), false);
+  for (const kiln::v1::Manifest* v : variant_manifests) {
+    for (const kiln::v1::KernelCall& call : v->kernels()) {
+      for (const kiln::v1::Binding& b : call.args()) {
+        if (b.kind() == kiln::v1::Binding::INPUT) impl.input_read[b.index()] = true;
+      }
+    }
+  }
   int64_t arena_bytes = 0;
   int kernel_calls = 0;
   for (const kiln::v1::Manifest* v : variant_manifests) {
@@ -451,8 +462,8 @@ absl::StatusOr<std::vector<Tensor>> Executable::RunImpl(const std::vector<const 
                                                      "'): expected dtype ", DTypeName(want.dtype),
                                                      ", got ", DTypeName(t->type.dtype)));
     }
-    bool shape_ok = t->type.shape.size() == want.shape.size();
-    for (size_t d = 0; shape_ok && d < want.shape.size(); ++d) {
+    bool shape_ok = t->type.shape.size() == want.shape.size() || !impl.input_read[i];
+    for (size_t d = 0; shape_ok && impl.input_read[i] && d < want.shape.size(); ++d) {
       shape_ok = want.shape[d] == -1 || want.shape[d] == t->type.shape[d];
     }
     if (!shape_ok) {

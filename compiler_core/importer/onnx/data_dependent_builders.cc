@@ -1,9 +1,9 @@
-// Builders of the ops whose output shape depends on the data (NonZero, Compress, Unique). What
-// is constant is resolved here: NonZero of a constant folds, Compress with a constant condition
-// becomes a Gather of the selected positions. Otherwise the node is compiled for the output's
-// static shape (ONNX shape inference or the declared graph output; attribute "shape") and the
-// kernel checks at run time that the data give that shape. Without a static shape the node is
-// kUnimplemented, naming the data-dependent dim.
+// Builders of the ops whose output shape depends on the data (NonZero, Compress, Unique,
+// NonMaxSuppression). What is constant is resolved here: NonZero of a constant folds, Compress
+// with a constant condition becomes a Gather of the selected positions. Otherwise the node is
+// compiled for the output's static shape (ONNX shape inference or the declared graph output;
+// attribute "shape") and the kernel checks at run time that the data give that shape. Without
+// a static shape the node is kUnimplemented, naming the data-dependent dim.
 #include "absl/strings/str_cat.h"
 #include "compiler_core/importer/onnx/import_context.h"
 #include "compiler_core/support/status_macros.h"
@@ -143,6 +143,14 @@ absl::StatusOr<BuiltOutputs> BuildUnique(ImportContext& ctx, const OnnxNode& nod
   return BuiltOutputs{u->output(0), u->output(1), u->output(2), u->output(3)};
 }
 
+absl::StatusOr<BuiltOutputs> BuildNonMaxSuppression(ImportContext& ctx, const OnnxNode& node) {
+  KILN_ASSIGN_OR_RETURN(TensorType out, StaticOutput(ctx, node, 0, "the number of selected boxes"));
+  AttrMap a;
+  a.Set("center_point_box", node.attrs.GetInt("center_point_box", 0));
+  a.Set("shape", out.shape);
+  return Single(ctx.Emit(OpKind::kNonMaxSuppression, node.name, node.inputs, a));
+}
+
 }  // namespace
 
 absl::StatusOr<BuiltOutputs> BuildDataDependentOp(ImportContext& ctx, const OnnxNode& node) {
@@ -153,6 +161,8 @@ absl::StatusOr<BuiltOutputs> BuildDataDependentOp(ImportContext& ctx, const Onnx
       return BuildCompress(ctx, node);
     case OpKind::kUnique:
       return BuildUnique(ctx, node);
+    case OpKind::kNonMaxSuppression:
+      return BuildNonMaxSuppression(ctx, node);
     default:
       return absl::InternalError(node.Prefix() + "not a data-dependent op");
   }

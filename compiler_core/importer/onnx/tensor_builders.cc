@@ -358,6 +358,7 @@ absl::StatusOr<BuiltOutputs> BuildTensorOp(ImportContext& ctx, const OnnxNode& n
     case OpKind::kTfIdfVectorizer:
       return BuildTfIdfVectorizer(ctx, node);
     case OpKind::kNonZero: case OpKind::kCompress: case OpKind::kUnique:
+    case OpKind::kNonMaxSuppression:
       return BuildDataDependentOp(ctx, node);
     case OpKind::kEinsum:
       a.Set("equation", node.attrs.GetString("equation", ""));

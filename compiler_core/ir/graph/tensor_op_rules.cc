@@ -370,6 +370,34 @@ absl::StatusOr<Types> UniqueRule(const Node& node) {
                TensorType{DType::kInt64, {x->shape[axis]}}, TensorType{DType::kInt64, {u}}};
 }
 
+// NonMaxSuppression: boxes [B, N, 4], scores [B, C, N] → i64 [K, 3], K <= B * C * N.
+absl::StatusOr<Types> NonMaxSuppressionRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* boxes, In(node, 0));
+  KILN_ASSIGN_OR_RETURN(const TensorType* scores, In(node, 1));
+  if (boxes->dtype != DType::kFloat32 || scores->dtype != DType::kFloat32 || boxes->rank() != 3 ||
+      boxes->shape[2] != 4 || scores->rank() != 3 || scores->shape[0] != boxes->shape[0] ||
+      scores->shape[2] != boxes->shape[1]) {
+    return Invalid(node, absl::StrCat("boxes ", boxes->ToString(), " and scores ",
+                                      scores->ToString(), " are not f32 [B, N, 4] and [B, C, N]"));
+  }
+  for (int i = 2; i < 5; ++i) {
+    const Value* v = node.input(i);
+    if (v != nullptr && v->type().NumElements() != 1) {
+      return Invalid(node, absl::StrCat("input ", i, " has type ", v->type().ToString(),
+                                        "; expected one element"));
+    }
+  }
+  if (node.input(2) != nullptr && node.input(2)->type().dtype != DType::kInt64) {
+    return Invalid(node, "max_output_boxes_per_class must be i64");
+  }
+  KILN_ASSIGN_OR_RETURN(Shape out, DataDependentShape(node, 2));
+  if (out[1] != 3 || out[0] > boxes->shape[0] * scores->shape[1] * boxes->shape[1]) {
+    return Invalid(node, absl::StrCat("static shape ", ShapeStr(out), " does not fit boxes ",
+                                      boxes->ToString(), " and scores ", scores->ToString()));
+  }
+  return Types{TensorType{DType::kInt64, out}};
+}
+
 absl::StatusOr<Types> EinsumRule(const Node& node) {
   std::vector<Shape> shapes;
   for (int i = 0; i < node.num_inputs(); ++i) {
@@ -591,6 +619,8 @@ absl::StatusOr<std::vector<TensorType>> InferTensorOpTypes(const Node& node) {
       return CompressRule(node);
     case OpKind::kUnique:
       return UniqueRule(node);
+    case OpKind::kNonMaxSuppression:
+      return NonMaxSuppressionRule(node);
     default:
       return absl::UnimplementedError(Prefix(node) + "no shape rule");
   }

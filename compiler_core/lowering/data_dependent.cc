@@ -328,6 +328,23 @@ absl::StatusOr<std::vector<Stmt>> LowerNonMaxSuppression(KernelBuilder& b,
                            b.ShapeCheck({count, Idx(3)}, {k, 3}, What(node))};
 }
 
+absl::StatusOr<std::vector<Stmt>> LowerRuntimeCheck(KernelBuilder& b, const graph::Node& node) {
+  const graph::Value* xv = node.input(0);
+  const graph::Value* vv = node.input(1);
+  const std::vector<int64_t> expected = node.attrs().GetInts("expected");
+  loop::BufferRef v = b.Input(vv);
+  std::vector<Expr> values;
+  for (int64_t i = 0; i < static_cast<int64_t>(expected.size()); ++i) {
+    values.push_back(
+        loop::Load(v, vv->type().rank() == 0 ? std::vector<Expr>{} : std::vector<Expr>{Idx(i)}));
+  }
+  const std::vector<int64_t>& xs = xv->type().shape;
+  std::vector<loop::Var> vars = b.NewVars("", AxisNames(xs.size()));
+  Stmt copy = Nest(vars, xs, loop::Store(b.out(), Refs(vars), loop::Load(b.Input(xv), Refs(vars))));
+  return std::vector<Stmt>{
+      b.ShapeCheck(values, expected, node.attrs().GetString("what", What(node))), copy};
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Stmt>> LowerDataDependent(KernelBuilder& b, const graph::Node& node,
@@ -342,6 +359,8 @@ absl::StatusOr<std::vector<Stmt>> LowerDataDependent(KernelBuilder& b, const gra
       return LowerUnique(b, node);
     case OpKind::kNonMaxSuppression:
       return LowerNonMaxSuppression(b, node);
+    case OpKind::kRuntimeCheck:
+      return LowerRuntimeCheck(b, node);
     default:
       return NoLowering(node, "this op");
   }

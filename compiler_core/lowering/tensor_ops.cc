@@ -639,6 +639,7 @@ absl::StatusOr<std::vector<Stmt>> LowerTensorOp(KernelBuilder& b, const graph::N
       return LowerTfIdfVectorizer(b, node, epi);
     case OpKind::kNonZero: case OpKind::kCompress: case OpKind::kUnique:
     case OpKind::kNonMaxSuppression:
+    case OpKind::kRuntimeCheck:
       return LowerDataDependent(b, node, epi);
     default:
       return LowerInjective(b, node, epi);

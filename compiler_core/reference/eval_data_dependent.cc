@@ -186,6 +186,18 @@ absl::StatusOr<TensorVec> EvalNonMaxSuppression(const graph::Node& node, const T
   return TensorVec{FromDoubles(node.output(0)->type(), rows)};
 }
 
+absl::StatusOr<TensorVec> EvalRuntimeCheck(const graph::Node& node, const TensorVec& in) {
+  const Shape expected = node.attrs().GetInts("expected");
+  std::vector<int64_t> got;
+  for (int64_t i = 0; i < in[1]->type.NumElements(); ++i) got.push_back(in[1]->GetAsInt64(i));
+  if (got != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        node.attrs().GetString("what", NodePrefix(node)), " give [", absl::StrJoin(got, ","),
+        "], but the node was compiled for [", absl::StrJoin(expected, ","), "]"));
+  }
+  return TensorVec{in[0]};
+}
+
 }  // namespace
 
 absl::StatusOr<TensorVec> EvalDataDependent(const graph::Node& node, const TensorVec& in) {
@@ -198,6 +210,8 @@ absl::StatusOr<TensorVec> EvalDataDependent(const graph::Node& node, const Tenso
       return EvalUnique(node, *in[0]);
     case OpKind::kNonMaxSuppression:
       return EvalNonMaxSuppression(node, in);
+    case OpKind::kRuntimeCheck:
+      return EvalRuntimeCheck(node, in);
     default:
       return absl::InternalError(NodePrefix(node) + "not a data-dependent op");
   }

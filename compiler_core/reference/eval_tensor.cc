@@ -646,6 +646,7 @@ absl::StatusOr<TensorVec> EvalTensorOp(const graph::Node& node, const TensorVec&
       return EvalTfIdfVectorizer(node, in);
     case OpKind::kNonZero: case OpKind::kCompress: case OpKind::kUnique:
     case OpKind::kNonMaxSuppression:
+    case OpKind::kRuntimeCheck:
       return EvalDataDependent(node, in);
     default:
       return absl::UnimplementedError(NodePrefix(node) +

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -226,18 +227,45 @@ TEST(CliTest, ControlFlowModelPassesCheck) {
   EXPECT_NE(ir.find("Where("), std::string::npos) << ir;
 }
 
-// A Loop whose trip count and condition are graph inputs: refused with the reason, and unrolled
-// once --constant-input gives them (check then feeds the remaining input by name).
-TEST(CliTest, ConstantInputsUnrollARuntimeLoop) {
+// A bidirectional RNN whose sequence_lens ([4, 1, 2]) arrive at run time
+// (tests/data/rnn_seq_lens, scripts/make-rnn-seq-lens-model: numpy references with ONNX
+// Runtime's semantics): steps past each entry's length keep its state and give zeros, and the
+// reverse direction runs over the first lens[b] inputs.
+TEST(CliTest, RecurrentSequenceLengthsAtRunTime) {
+  auto [rc, out] = Kiln("check tests/data/rnn_seq_lens");
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("PASS test_data_set_0/Y:"), std::string::npos) << out;
+  EXPECT_NE(out.find("PASS test_data_set_0/Y_h:"), std::string::npos) << out;
+}
+
+// A Loop whose trip count and condition are graph inputs is unrolled for the trip count its
+// declared scan output implies (5), and a run with another trip count is refused; it is also
+// unrolled once --constant-input gives them (check then feeds the remaining input by name).
+TEST(CliTest, RuntimeLoopTripCounts) {
   const std::string dir = "../shared/conformance/node/test_loop11";
   KILN_REQUIRE_PATH_OR_SKIP(dir);
   const std::string ds = dir + "/test_data_set_0";
   auto [plain_rc, plain_out] = Kiln("check " + dir);
-  EXPECT_EQ(plain_rc, 1);
-  EXPECT_EQ(plain_out,
-            "kiln: UNIMPLEMENTED: node 'res_y' (Loop): the trip count M is only known at run "
-            "time; Kiln unrolls loops whose trip count and condition are known at compile time "
-            "(give it with --constant-input if it is a graph input)\n");
+  EXPECT_EQ(plain_rc, 0) << plain_out;
+  const fs::path tmp = fs::temp_directory_path() / ("kiln_loop_" + std::to_string(getpid()));
+  fs::create_directories(tmp);
+  const std::string artifact = (tmp / "loop.kiln").string();
+  auto [compile_rc, compile_out] = Kiln("compile " + dir + "/model.onnx -o " + artifact);
+  ASSERT_EQ(compile_rc, 0) << compile_out;
+  std::shared_ptr<Tensor> three = Tensor::Zeros(TensorType{DType::kInt64, {}});
+  three->mutable_data<int64_t>()[0] = 3;
+  const std::string three_file = (tmp / "three.pb").string();
+  ASSERT_TRUE(importer::WriteTensorFile(three_file, "trip_count", *three).ok());
+  auto [run_rc, run_out] =
+      Kiln("run " + artifact + " --input trip_count=" + three_file + " --input cond=" + ds +
+           "/input_1.pb --input y=" + ds + "/input_2.pb --output-dir " + (tmp / "out").string());
+  EXPECT_EQ(run_rc, 1);
+  EXPECT_NE(run_out.find("node 'res_y' (Loop): the trip count (M, or 0 when the initial "
+                         "condition is false) given at run time give output shape [3], but the "
+                         "artifact was compiled for [5]"),
+            std::string::npos)
+      << run_out;
+  fs::remove_all(tmp);
   auto [rc, out] = Kiln("check " + dir + " --constant-input trip_count=" + ds +
                         "/input_0.pb --constant-input cond=" + ds + "/input_1.pb");
   ASSERT_EQ(rc, 0) << out;

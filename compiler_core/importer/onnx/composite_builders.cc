@@ -154,7 +154,17 @@ absl::StatusOr<BuiltOutputs> BuildReverseSequence(ImportContext& ctx, const Onnx
     return absl::InvalidArgumentError(
         node.Prefix() + absl::StrCat("sequence_lens must be i64 [", shape[batch_axis], "]"));
   }
-  const std::string& name = node.name;
+  KILN_ASSIGN_OR_RETURN(Value * y,
+                        ReverseWithinLengths(ctx, node.name, x, lens, time_axis, batch_axis));
+  return BuiltOutputs{y};
+}
+
+}  // namespace
+
+absl::StatusOr<Value*> ReverseWithinLengths(ImportContext& ctx, const std::string& name, Value* x,
+                                            Value* lens, int64_t time_axis, int64_t batch_axis) {
+  const Ints& shape = x->type().shape;
+  const int64_t rank = x->type().rank();
   // t varies along time_axis, len along batch_axis; both broadcast over the other dims.
   Ints t_shape(rank, 1), len_shape(rank, 1);
   t_shape[time_axis] = shape[time_axis];
@@ -174,10 +184,8 @@ absl::StatusOr<BuiltOutputs> BuildReverseSequence(ImportContext& ctx, const Onnx
                                                     {idx, ctx.ConstI64(name + "/shape", shape)}));
   AttrMap a;
   a.Set("axis", time_axis);
-  return Single(ctx.Emit(OpKind::kGatherElements, name, {x, full}, a));
+  return ctx.EmitValue(OpKind::kGatherElements, name, {x, full}, a);
 }
-
-}  // namespace
 
 absl::StatusOr<BuiltOutputs> BuildComposite(ImportContext& ctx, const OnnxNode& node) {
   switch (node.op) {

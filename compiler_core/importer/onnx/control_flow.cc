@@ -160,6 +160,42 @@ absl::StatusOr<std::vector<Value*>> BuildIf(ImportContext& ctx, const onnx::Node
   return outputs;
 }
 
+// A Loop whose trip count or initial condition arrives at run time is unrolled for the trip
+// count its static scan outputs imply (ONNX shape inference or the declared graph outputs give
+// their leading dim); kUnimplemented when it has none, naming the flag that makes it constant.
+absl::StatusOr<int64_t> StaticTripCount(const ImportContext& ctx, const onnx::NodeProto& node,
+                                        int num_carried, int num_scan, bool runtime_m) {
+  for (int k = 0; k < num_scan; ++k) {
+    if (node.output_size() <= num_carried + k) break;
+    std::optional<TensorType> t = ctx.KnownType(node.output(num_carried + k));
+    if (t && t->rank() >= 1 && t->shape[0] > 0) return t->shape[0];
+  }
+  return absl::UnimplementedError(
+      NodePrefix(node) +
+      absl::StrCat("the ", runtime_m ? "trip count M" : "initial condition",
+                   " is only known at run time and no scan output has a static shape that gives "
+                   "the number of iterations; Kiln unrolls loops (give it with --constant-input "
+                   "if it is a graph input)"));
+}
+
+// The run-time trip count of a Loop with trip count `m` and initial condition `c` (either may
+// be null): M when the condition holds, else 0. The body's condition must stay true, which the
+// unroller checks. kUnimplemented without M (a loop run by its condition alone).
+absl::StatusOr<Value*> RuntimeTrips(ImportContext& ctx, const onnx::NodeProto& node, Value* m,
+                                    Value* c) {
+  if (m == nullptr) {
+    return absl::UnimplementedError(NodePrefix(node) +
+                                    "a loop with no trip count whose condition "
+                                    "is only known at run time");
+  }
+  const std::string name = NodeDisplayName(node);
+  KILN_ASSIGN_OR_RETURN(Value * trips, ctx.EmitReshape(name + "/trips", m, {}));
+  if (c == nullptr) return trips;
+  KILN_ASSIGN_OR_RETURN(Value * cond, ctx.EmitReshape(name + "/cond", c, {}));
+  return ctx.EmitValue(OpKind::kWhere, name + "/runtime_trips",
+                       {cond, trips, ctx.ConstScalar(name + "/zero", DType::kInt64, 0)});
+}
+
 absl::StatusOr<std::vector<Value*>> BuildLoop(ImportContext& ctx, const onnx::NodeProto& node,
                                               const std::map<std::string, Value*>& values,
                                               const SubgraphImporter& import) {
@@ -175,27 +211,18 @@ absl::StatusOr<std::vector<Value*>> BuildLoop(ImportContext& ctx, const onnx::No
   }
   const int num_scan = body->output_size() - 1 - num_carried;
   std::optional<int64_t> trip_count;
-  if (Value* m = InputOf(node, values, 0)) {
-    trip_count = ConstScalarValue(m);
-    if (!trip_count) {
-      return absl::UnimplementedError(
-          NodePrefix(node) +
-          "the trip count M is only known at run time; Kiln unrolls loops whose "
-          "trip count and condition are known at compile time (give it with "
-          "--constant-input if it is a graph input)");
-    }
-  }
   bool cond = true;
-  if (Value* c = InputOf(node, values, 1)) {
-    std::optional<int64_t> known = ConstScalarValue(c);
-    if (!known) {
-      return absl::UnimplementedError(
-          NodePrefix(node) +
-          "the initial condition is only known at run time; Kiln unrolls loops "
-          "whose trip count and condition are known at compile time (give it "
-          "with --constant-input if it is a graph input)");
-    }
-    cond = *known != 0;
+  Value* runtime_trips = nullptr;  // the run-time trip count, checked against trip_count
+  Value* m = InputOf(node, values, 0);
+  Value* c = InputOf(node, values, 1);
+  const bool runtime_m = m != nullptr && !ConstScalarValue(m);
+  const bool runtime_c = c != nullptr && !ConstScalarValue(c);
+  if (runtime_m || runtime_c) {
+    KILN_ASSIGN_OR_RETURN(trip_count, StaticTripCount(ctx, node, num_carried, num_scan, runtime_m));
+    KILN_ASSIGN_OR_RETURN(runtime_trips, RuntimeTrips(ctx, node, m, c));
+  } else {
+    if (m != nullptr) trip_count = ConstScalarValue(m);
+    if (c != nullptr) cond = *ConstScalarValue(c) != 0;
   }
   if (!trip_count && InputOf(node, values, 1) == nullptr) {
     return absl::InvalidArgumentError(NodePrefix(node) +
@@ -243,6 +270,26 @@ absl::StatusOr<std::vector<Value*>> BuildLoop(ImportContext& ctx, const onnx::No
     }
     KILN_ASSIGN_OR_RETURN(Value * stacked, Stack(ctx, absl::StrCat(name, "/scan", k), scans[k], 0));
     outputs.push_back(stacked);
+  }
+  if (runtime_trips != nullptr) {
+    if (static_cast<int64_t>(scans.empty() ? 0 : scans[0].size()) != *trip_count) {
+      return absl::UnimplementedError(
+          NodePrefix(node) +
+          absl::StrCat("the loop's condition ends it after ", scans.empty() ? 0 : scans[0].size(),
+                       " iterations, but its static scan outputs imply ", *trip_count));
+    }
+    // Every output passes through the check that the run-time trip count is the unrolled one.
+    graph::AttrMap a;
+    a.Set("expected", Ints{*trip_count});
+    a.Set("what", NodePrefix(node) +
+                      "the trip count (M, or 0 when the initial condition is "
+                      "false)");
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      KILN_ASSIGN_OR_RETURN(graph::Node * check,
+                            ctx.Emit(OpKind::kRuntimeCheck, absl::StrCat(name, "/checked", i),
+                                     {outputs[i], runtime_trips}, a));
+      outputs[i] = check->output(0);
+    }
   }
   return outputs;
 }

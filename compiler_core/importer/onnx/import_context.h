@@ -96,6 +96,12 @@ absl::StatusOr<BuiltOutputs> BuildNode(ImportContext& ctx, const OnnxNode& node)
 /// Per-family builders, dispatched from BuildNode.
 absl::StatusOr<BuiltOutputs> BuildWindowOp(ImportContext& ctx, const OnnxNode& node);
 absl::StatusOr<BuiltOutputs> BuildShapeOp(ImportContext& ctx, const OnnxNode& node);
+/// `x` with its first lens[b] elements along `time_axis` reversed for each batch entry b along
+/// `batch_axis` (ReverseSequence; lens i64 [batch], may arrive at run time; time and batch axes 0
+/// and 1 in either order). Errors: those of the emitted ops.
+absl::StatusOr<graph::Value*> ReverseWithinLengths(ImportContext& ctx, const std::string& name,
+                                                   graph::Value* x, graph::Value* lens,
+                                                   int64_t time_axis, int64_t batch_axis);
 /// NonZero, Compress and Unique, whose output shape depends on the data
 /// (data_dependent_builders.cc).
 absl::StatusOr<BuiltOutputs> BuildDataDependentOp(ImportContext& ctx, const OnnxNode& node);

@@ -2,8 +2,8 @@
 // elementwise and Slice/Concat nodes: forward, reverse and bidirectional; activations (with
 // activation_alpha/beta), clip, GRU's linear_before_reset, LSTM peepholes, initial states,
 // layout 0/1. The input projection of the whole sequence is one MatMul per direction; each
-// step adds the recurrent MatMul. sequence_lens must be absent or a constant equal to the
-// sequence length for every batch entry.
+// step adds the recurrent MatMul. sequence_lens (constant or arriving at run time) masks the
+// steps past each batch entry's length, as ONNX Runtime does.
 #include "absl/strings/str_cat.h"
 #include "compiler_core/importer/onnx/import_context.h"
 #include "compiler_core/support/status_macros.h"
@@ -119,15 +119,22 @@ absl::StatusOr<BuiltOutputs> BuildRecurrent(ImportContext& ctx, const OnnxNode& 
   const int64_t hidden = node.attrs.GetInt("hidden_size", r->type().shape.back());
   const std::string direction = node.attrs.GetString("direction", "forward");
   const int64_t dirs = direction == "bidirectional" ? 2 : 1;
+  // sequence_lens absent or the full length everywhere: no masking. Otherwise (shorter
+  // constants, or values that arrive at run time) `lens` masks the steps (see the step loop).
+  Value* lens = nullptr;
   if (seq_lens != nullptr) {
-    if (!seq_lens->is_constant()) {
-      return absl::UnimplementedError(node.Prefix() + "sequence_lens must be a constant");
+    if (seq_lens->type().NumElements() != batch || IsFloat(seq_lens->type().dtype)) {
+      return absl::InvalidArgumentError(
+          node.Prefix() + absl::StrCat("sequence_lens has type ", seq_lens->type().ToString(),
+                                       "; expected an integer [", batch, "]"));
     }
-    for (int64_t b = 0; b < seq_lens->type().NumElements(); ++b) {
-      if (seq_lens->constant()->GetAsInt64(b) != seq) {
-        return absl::UnimplementedError(node.Prefix() +
-                                        "sequence_lens shorter than the sequence");
-      }
+    bool full = seq_lens->is_constant();
+    for (int64_t b = 0; full && b < batch; ++b) full = seq_lens->constant()->GetAsInt64(b) == seq;
+    if (!full) {
+      AttrMap c;
+      c.Set("to", static_cast<int64_t>(DTypeToOnnx(DType::kInt64)));
+      KILN_ASSIGN_OR_RETURN(lens, u.Op(OpKind::kCast, {seq_lens}, c));
+      KILN_ASSIGN_OR_RETURN(lens, ctx.EmitReshape(u.Name("lens"), lens, {batch}));
     }
   }
   if (layout == 1) {
@@ -176,9 +183,17 @@ absl::StatusOr<BuiltOutputs> BuildRecurrent(ImportContext& ctx, const OnnxNode& 
       }
     }
     const size_t act = static_cast<size_t>(d) * (lstm ? 3 : gru ? 2 : 1);
+    // With sequence lengths (ONNX Runtime's semantics), batch entry b runs lens[b] steps: the
+    // reverse direction reads its first lens[b] inputs reversed (and writes Y back in input
+    // order); a step past lens[b] keeps b's states and gives zeros in Y.
+    if (reverse && lens != nullptr) {
+      KILN_ASSIGN_OR_RETURN(xw, ReverseWithinLengths(ctx, u.Name("reversed_x"), xw, lens, 0, 1));
+    }
     std::vector<Value*> ys(seq, nullptr);
     for (int64_t step = 0; step < seq; ++step) {
-      int64_t t = reverse ? seq - 1 - step : step;
+      int64_t t = reverse && lens == nullptr ? seq - 1 - step : step;
+      Value* h_prev = h;
+      Value* c_prev = c;
       KILN_ASSIGN_OR_RETURN(Value* xt, u.Take(xw, t, 0));  // [B, G*H]
       auto gate = [&](Value* v, int64_t k) { return u.SliceAxis(v, 1, k * hidden, (k + 1) * hidden); };
       if (gru) {
@@ -247,9 +262,26 @@ absl::StatusOr<BuiltOutputs> BuildRecurrent(ImportContext& ctx, const OnnxNode& 
           KILN_ASSIGN_OR_RETURN(h, u.Mul(og, hc));
         }
       }
-      KILN_ASSIGN_OR_RETURN(ys[t], u.Unsqueeze(h, 0));
+      Value* y_step = h;
+      if (lens != nullptr) {
+        KILN_ASSIGN_OR_RETURN(
+            Value * live,
+            u.Op(
+                OpKind::kLess,
+                {ctx.ConstScalar(u.Name("step"), DType::kInt64, static_cast<double>(step)), lens}));
+        KILN_ASSIGN_OR_RETURN(live, u.Unsqueeze(live, 1));  // [B, 1]
+        KILN_ASSIGN_OR_RETURN(y_step, u.Op(OpKind::kWhere, {live, h, u.Zeros(state_type)}));
+        KILN_ASSIGN_OR_RETURN(h, u.Op(OpKind::kWhere, {live, h, h_prev}));
+        if (lstm) {
+          KILN_ASSIGN_OR_RETURN(c, u.Op(OpKind::kWhere, {live, c, c_prev}));
+        }
+      }
+      KILN_ASSIGN_OR_RETURN(ys[t], u.Unsqueeze(y_step, 0));
     }
     KILN_ASSIGN_OR_RETURN(Value* yd, u.Concat(ys, 0));  // [S, B, H]
+    if (reverse && lens != nullptr) {
+      KILN_ASSIGN_OR_RETURN(yd, ReverseWithinLengths(ctx, u.Name("reversed_y"), yd, lens, 0, 1));
+    }
     KILN_ASSIGN_OR_RETURN(yd, u.Unsqueeze(yd, 1));      // [S, 1, B, H]
     y_dirs.push_back(yd);
     KILN_ASSIGN_OR_RETURN(Value* hd, u.Unsqueeze(h, 0));

@@ -398,6 +398,19 @@ absl::StatusOr<Types> NonMaxSuppressionRule(const Node& node) {
   return Types{TensorType{DType::kInt64, out}};
 }
 
+// RuntimeCheck: x, i64 value [n] or scalar (n values in "expected") → x's type.
+absl::StatusOr<Types> RuntimeCheckRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  KILN_ASSIGN_OR_RETURN(const TensorType* v, In(node, 1));
+  const Shape expected = node.attrs().GetInts("expected");
+  if (v->dtype != DType::kInt64 || v->rank() > 1 ||
+      v->NumElements() != static_cast<int64_t>(expected.size())) {
+    return Invalid(node, absl::StrCat("value has type ", v->ToString(), " for ", expected.size(),
+                                      " expected values; expected i64"));
+  }
+  return Types{*x};
+}
+
 absl::StatusOr<Types> EinsumRule(const Node& node) {
   std::vector<Shape> shapes;
   for (int i = 0; i < node.num_inputs(); ++i) {
@@ -621,6 +634,8 @@ absl::StatusOr<std::vector<TensorType>> InferTensorOpTypes(const Node& node) {
       return UniqueRule(node);
     case OpKind::kNonMaxSuppression:
       return NonMaxSuppressionRule(node);
+    case OpKind::kRuntimeCheck:
+      return RuntimeCheckRule(node);
     default:
       return absl::UnimplementedError(Prefix(node) + "no shape rule");
   }

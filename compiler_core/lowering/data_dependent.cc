@@ -342,7 +342,8 @@ absl::StatusOr<std::vector<Stmt>> LowerRuntimeCheck(KernelBuilder& b, const grap
   std::vector<loop::Var> vars = b.NewVars("", AxisNames(xs.size()));
   Stmt copy = Nest(vars, xs, loop::Store(b.out(), Refs(vars), loop::Load(b.Input(xv), Refs(vars))));
   return std::vector<Stmt>{
-      b.ShapeCheck(values, expected, node.attrs().GetString("what", What(node))), copy};
+      b.ShapeCheck(values, expected, node.attrs().GetString("what", What(node)), /*values=*/true),
+      copy};
 }
 
 }  // namespace

@@ -72,10 +72,10 @@ loop::BufferRef KernelBuilder::Workspace(const std::string& name, DType dtype,
 }
 
 Stmt KernelBuilder::ShapeCheck(const std::vector<Expr>& dims, const std::vector<int64_t>& expected,
-                               const std::string& what) {
+                               const std::string& what, bool values) {
   const int64_t rank = static_cast<int64_t>(expected.size());
   loop::BufferRef shape = Workspace("shape", DType::kInt64, {std::max<int64_t>(rank, 1)});
-  shape_checks_.push_back({shape->name, expected, what});
+  shape_checks_.push_back({shape->name, expected, what, values});
   std::vector<Stmt> stores;
   for (int64_t d = 0; d < rank; ++d) {
     Expr e = dims[d]->dtype == DType::kInt64 ? dims[d] : loop::Cast(DType::kInt64, dims[d]);

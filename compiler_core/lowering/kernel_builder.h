@@ -37,7 +37,7 @@ class KernelBuilder {
   /// "shape" that the runtime compares with `expected`, the compiled output shape. `what` names
   /// the node and the operands (for the runtime's error).
   loop::Stmt ShapeCheck(const std::vector<loop::Expr>& dims, const std::vector<int64_t>& expected,
-                        const std::string& what);
+                        const std::string& what, bool values = false);
   /// A fresh loop variable named `name` (suffixed "_1", "_2", ... if taken).
   loop::Var NewVar(const std::string& name);
   /// One fresh variable per entry of `names`, each prefixed by `prefix` (e.g. "init.").

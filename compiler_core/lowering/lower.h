@@ -30,6 +30,7 @@ struct LoweredKernel {
     std::string workspace;
     std::vector<int64_t> expected;
     std::string what;  // "node 'y' (Slice): starts/ends/axes/steps"
+    bool values = false;  // checks values (RuntimeCheck), not an output shape
   };
   std::vector<ShapeCheck> shape_checks;
 };

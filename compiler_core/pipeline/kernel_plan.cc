@@ -314,6 +314,7 @@ class Planner {
         sc->set_arg(static_cast<int32_t>(params.size() + (it - ws.begin())));
         for (int64_t d : check.expected) sc->add_expected(d);
         sc->set_what(check.what);
+        sc->set_values(check.values);
       }
       plan.funcs.push_back(std::move(kernel.lowered.func));
     }

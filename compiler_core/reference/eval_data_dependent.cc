@@ -192,8 +192,8 @@ absl::StatusOr<TensorVec> EvalRuntimeCheck(const graph::Node& node, const Tensor
   for (int64_t i = 0; i < in[1]->type.NumElements(); ++i) got.push_back(in[1]->GetAsInt64(i));
   if (got != expected) {
     return absl::InvalidArgumentError(absl::StrCat(
-        node.attrs().GetString("what", NodePrefix(node)), " give [", absl::StrJoin(got, ","),
-        "], but the node was compiled for [", absl::StrJoin(expected, ","), "]"));
+        node.attrs().GetString("what", NodePrefix(node)), ": got [", absl::StrJoin(got, ","),
+        "], the node was compiled for [", absl::StrJoin(expected, ","), "]"));
   }
   return TensorVec{in[0]};
 }

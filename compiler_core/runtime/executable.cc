@@ -158,6 +158,13 @@ absl::Status CheckShapes(const kiln::v1::KernelCall& call, const std::vector<voi
     std::vector<int64_t> got(static_cast<size_t>(check.expected_size()));
     if (!got.empty()) std::memcpy(got.data(), args[check.arg()], 8 * got.size());
     std::vector<int64_t> want(check.expected().begin(), check.expected().end());
+    if (got != want && check.values()) {
+      return absl::InvalidArgumentError(absl::StrCat(check.what(), ": got [",
+                                                     absl::StrJoin(got, ","),
+                                                     "] at run time, "
+                                                     "the artifact was compiled for [",
+                                                     absl::StrJoin(want, ","), "]"));
+    }
     if (got != want) {
       std::vector<std::string> dims;
       for (int64_t d : got) dims.push_back(d < 0 ? "invalid" : absl::StrCat(d));

@@ -376,5 +376,64 @@ TEST_F(ErrorsTest, RuntimeResizeScalesAreChecked) {
               "artifact was compiled for [4]");
 }
 
+// A ReduceSum whose axes are a graph input, [3,2,2] -> [3,2] without keepdims: axes {1} and {2}
+// both fit, so both reductions are compiled and the run-time axes select one (negative axes
+// count from the end); axes that fit neither are refused.
+TEST_F(ErrorsTest, RuntimeReduceAxesAreSelectedAndChecked) {
+  onnx::ModelProto m = BaseModel({3, 2, 2});
+  auto* axes = m.mutable_graph()->add_input();
+  axes->set_name("axes");
+  axes->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  axes->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(1);
+  onnx::NodeProto* n = AddNode(m, "ReduceSum", {"x", "axes"}, {"y"}, "sum");
+  auto* keep = n->add_attribute();
+  keep->set_name("keepdims");
+  keep->set_type(onnx::AttributeProto::INT);
+  keep->set_i(0);
+  AddValueInfo(m.mutable_graph()->add_output(), "y", {3, 2});
+  std::string artifact = (dir_ / "sum.kiln").string();
+  CommandResult ok = RunKiln("compile " + WriteModel("sum.onnx", m) + " -o " + artifact);
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  onnx::TensorProto x;
+  x.set_name("x");
+  for (int d : {3, 2, 2}) x.add_dims(d);
+  x.set_data_type(onnx::TensorProto::FLOAT);
+  for (int i = 0; i < 12; ++i) x.add_float_data(static_cast<float>(i));
+  std::string xf = Write("x.pb", x.SerializeAsString());
+  auto run = [&](int64_t axis) {
+    onnx::TensorProto t;
+    t.set_name("axes");
+    t.add_dims(1);
+    t.set_data_type(onnx::TensorProto::INT64);
+    t.add_int64_data(axis);
+    std::string out = (dir_ / ("out" + std::to_string(axis + 5))).string();
+    CommandResult r =
+        RunKiln("run " + artifact + " --input x=" + xf + " --input axes=" +
+                Write("axes" + std::to_string(axis + 5) + ".pb", t.SerializeAsString()) +
+                " --output-dir " + out);
+    std::vector<float> values;
+    onnx::TensorProto y;
+    std::ifstream yf(out + "/y.pb", std::ios::binary);
+    if (r.exit_code == 0 && y.ParseFromIstream(&yf)) {
+      values.resize(6);
+      if (y.float_data_size() == 6) {
+        for (int i = 0; i < 6; ++i) values[i] = y.float_data(i);
+      } else if (y.raw_data().size() == 24) {
+        std::memcpy(values.data(), y.raw_data().data(), 24);
+      }
+    }
+    return std::make_pair(r, values);
+  };
+  // x[i][j][k] = 4i + 2j + k.
+  EXPECT_EQ(run(1).second, (std::vector<float>{2, 4, 10, 12, 18, 20}));
+  EXPECT_EQ(run(-1).second, (std::vector<float>{1, 5, 9, 13, 17, 21}));
+  auto [bad, none] = run(0);
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("node 'sum' (ReduceSum): the axes given at run time must be one of "
+                            "the sets the static shapes allow ({1}, {2}; 1 = they are): got [0]"),
+            std::string::npos)
+      << bad.output;
+}
+
 }  // namespace
 }  // namespace kiln

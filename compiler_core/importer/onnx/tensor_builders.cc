@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "compiler_core/importer/onnx/import_context.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -46,47 +48,130 @@ absl::StatusOr<std::optional<Ints>> MaybeConstInts(const ImportContext& ctx,
   return std::optional<Ints>(std::move(v));
 }
 
-// The reduced axes that turn `in` into `out`, when the shapes determine them: with keepdims
-// every dim that became 1; without, every way of dropping dims must drop the same non-1 dims.
-std::optional<Ints> AxesFromShapes(const Ints& in, const Ints& out, bool keep) {
-  int64_t r = static_cast<int64_t>(in.size());
-  if (keep) {
-    if (out.size() != in.size()) return std::nullopt;
-    Ints axes;
+// The axis sets (bit masks over the rank-r input) whose reduction turns shape `in` into `out`
+// (with or without keepdims); empty past rank 16.
+std::vector<uint32_t> AxisSetsFromShapes(const Ints& in, const Ints& out, bool keep) {
+  const int64_t r = static_cast<int64_t>(in.size());
+  std::vector<uint32_t> sets;
+  if (r > 16) return sets;
+  for (uint32_t mask = 1; mask < (1u << r); ++mask) {
+    Ints shape;
     for (int64_t d = 0; d < r; ++d) {
-      if (out[d] != in[d]) {
-        if (out[d] != 1) return std::nullopt;
-        axes.push_back(d);
+      if (!(mask & (1u << d))) {
+        shape.push_back(in[d]);
+      } else if (keep) {
+        shape.push_back(1);
       }
     }
-    return axes;
+    if (shape == out) sets.push_back(mask);
   }
-  int64_t drop = r - static_cast<int64_t>(out.size());
-  if (drop < 0 || r > 16) return std::nullopt;
-  std::optional<Ints> found;
-  for (uint32_t mask = 0; mask < (1u << r); ++mask) {
-    if (__builtin_popcount(mask) != drop) continue;
-    Ints kept, axes, big;
-    for (int64_t d = 0; d < r; ++d) {
-      if (mask & (1u << d)) {
-        axes.push_back(d);
-        if (in[d] != 1) big.push_back(d);
-      } else {
-        kept.push_back(in[d]);
+  return sets;
+}
+
+// A reduction whose axes arrive at run time (their count is static, their values are not): one
+// reduction per axis set the static input and output shapes allow (sets that differ only in
+// size-1 dims compute the same values, so once), selected at run time by the axes' bit mask
+// (negative axes count from the end); a RuntimeCheck refuses axes that are none of the sets.
+absl::StatusOr<BuiltOutputs> BuildRuntimeAxesReduce(ImportContext& ctx, const OnnxNode& node,
+                                                    bool keep) {
+  Value* x = node.input(0);
+  const Ints& in = x->type().shape;
+  const int64_t rank = x->type().rank();
+  KILN_ASSIGN_OR_RETURN(TensorType out, OutputType(ctx, node, 0, "axes"));
+  const std::vector<uint32_t> sets = AxisSetsFromShapes(in, out.shape, keep);
+  // One reduction per set of non-1 axes.
+  std::map<Ints, std::vector<uint32_t>> by_big;
+  std::vector<std::string> allowed;
+  for (uint32_t mask : sets) {
+    Ints big, all;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (!(mask & (1u << d))) continue;
+      all.push_back(d);
+      if (in[d] != 1) big.push_back(d);
+    }
+    by_big[big].push_back(mask);
+    allowed.push_back(absl::StrCat("{", absl::StrJoin(all, ","), "}"));
+  }
+  if (sets.empty() || by_big.size() > 8) {
+    return absl::UnimplementedError(
+        node.Prefix() +
+        absl::StrCat("axes arrive at run time and the static shapes allow ", sets.size(),
+                     " axis sets (Kiln compiles one reduction per set, at most 8)"));
+  }
+  const std::string& n = node.name;
+  // mask = sum over the given axes of 2^axis (normalized).
+  AttrMap cast_i64, cast_f32;
+  cast_i64.Set("to", static_cast<int64_t>(DTypeToOnnx(DType::kInt64)));
+  cast_f32.Set("to", static_cast<int64_t>(DTypeToOnnx(DType::kFloat32)));
+  KILN_ASSIGN_OR_RETURN(Value * axes,
+                        ctx.EmitValue(OpKind::kCast, n + "/axes", {node.input(1)}, cast_i64));
+  KILN_ASSIGN_OR_RETURN(Value * negative,
+                        ctx.EmitValue(OpKind::kLess, n + "/negative",
+                                      {axes, ctx.ConstScalar(n + "/zero", DType::kInt64, 0)}));
+  KILN_ASSIGN_OR_RETURN(Value * shifted,
+                        ctx.EmitValue(OpKind::kAdd, n + "/shifted",
+                                      {axes, ctx.ConstScalar(n + "/rank", DType::kInt64,
+                                                             static_cast<double>(rank))}));
+  KILN_ASSIGN_OR_RETURN(
+      Value * norm, ctx.EmitValue(OpKind::kWhere, n + "/normalized", {negative, shifted, axes}));
+  KILN_ASSIGN_OR_RETURN(Value * normf,
+                        ctx.EmitValue(OpKind::kCast, n + "/normalized_f32", {norm}, cast_f32));
+  KILN_ASSIGN_OR_RETURN(Value * bits,
+                        ctx.EmitValue(OpKind::kPow, n + "/bits",
+                                      {ctx.ConstScalar(n + "/two", DType::kFloat32, 2), normf}));
+  KILN_ASSIGN_OR_RETURN(bits, ctx.EmitValue(OpKind::kCast, n + "/bits_i64", {bits}, cast_i64));
+  AttrMap sum;
+  sum.Set("axes", Ints{0});
+  sum.Set("keepdims", int64_t{0});
+  KILN_ASSIGN_OR_RETURN(Value * mask, ctx.EmitValue(OpKind::kReduceSum, n + "/mask", {bits}, sum));
+  Value* result = nullptr;
+  Value* known = nullptr;  // the mask is one of `sets`
+  int k = 0;
+  for (const auto& [big, masks] : by_big) {
+    AttrMap a;
+    Ints axes_k = big;
+    if (axes_k.empty()) {  // only size-1 dims reduced: the values are x's, reshaped
+      for (int64_t d = 0; d < rank; ++d) {
+        if (masks[0] & (1u << d)) axes_k.push_back(d);
       }
     }
-    if (kept != out) continue;
-    if (found) {
-      Ints fb;
-      for (int64_t d : *found) {
-        if (in[d] != 1) fb.push_back(d);
+    a.Set("axes", axes_k);
+    a.Set("keepdims", int64_t{keep ? 1 : 0});
+    const std::string kn = absl::StrCat(n, "/axes_set", k++);
+    KILN_ASSIGN_OR_RETURN(Value * reduced, ctx.EmitValue(node.op, kn, {x}, a));
+    if (reduced->type().shape != out.shape) {
+      KILN_ASSIGN_OR_RETURN(reduced, ctx.EmitReshape(kn + "/shape", reduced, out.shape));
+    }
+    Value* hit = nullptr;
+    for (uint32_t m : masks) {
+      KILN_ASSIGN_OR_RETURN(
+          Value * eq,
+          ctx.EmitValue(OpKind::kEqual, absl::StrCat(kn, "/is", m),
+                        {mask, ctx.ConstScalar(absl::StrCat(kn, "/m", m), DType::kInt64, m)}));
+      if (hit != nullptr) {
+        KILN_ASSIGN_OR_RETURN(eq,
+                              ctx.EmitValue(OpKind::kOr, absl::StrCat(kn, "/or", m), {hit, eq}));
       }
-      if (fb != big) return std::nullopt;
+      hit = eq;
+    }
+    if (result == nullptr) {
+      result = reduced;
     } else {
-      found = axes;
+      KILN_ASSIGN_OR_RETURN(result,
+                            ctx.EmitValue(OpKind::kWhere, kn + "/select", {hit, reduced, result}));
     }
+    if (known != nullptr) {
+      KILN_ASSIGN_OR_RETURN(hit, ctx.EmitValue(OpKind::kOr, kn + "/known", {known, hit}));
+    }
+    known = hit;
   }
-  return found;
+  KILN_ASSIGN_OR_RETURN(Value * ok, ctx.EmitValue(OpKind::kCast, n + "/ok", {known}, cast_i64));
+  AttrMap check;
+  check.Set("expected", Ints{1});
+  check.Set("what", node.Prefix() + absl::StrCat("the axes given at run time must be one of the "
+                                                 "sets the static shapes allow (",
+                                                 absl::StrJoin(allowed, ", "), "; 1 = they are)"));
+  return Single(ctx.Emit(OpKind::kRuntimeCheck, n, {result, ok}, check));
 }
 
 absl::StatusOr<BuiltOutputs> BuildReduce(ImportContext& ctx, const OnnxNode& node) {
@@ -100,14 +185,9 @@ absl::StatusOr<BuiltOutputs> BuildReduce(ImportContext& ctx, const OnnxNode& nod
     if (c) {
       axes = *c;
     } else {
-      KILN_ASSIGN_OR_RETURN(TensorType out, OutputType(ctx, node, 0, "axes"));
-      std::optional<Ints> inferred = AxesFromShapes(x->type().shape, out.shape, keep);
-      if (!inferred) {
-        return absl::UnimplementedError(
-            node.Prefix() + "axes arrive at run time and the output shape does not determine them");
-      }
-      axes = *inferred;
-      noop = true;  // the inferred list is exact, even when empty
+      // An empty axes tensor is known to be empty whatever arrives.
+      if (node.input(1)->type().NumElements() != 0) return BuildRuntimeAxesReduce(ctx, node, keep);
+      axes.clear();
     }
   }
   if (axes.empty()) {

@@ -123,6 +123,56 @@ absl::StatusOr<std::vector<importer::NamedTensor>> ReadInputFiles(const fs::path
   return tensors;
 }
 
+// Whether `spec` is element k of a sequence graph input or output ("name[k]"): its k, or -1.
+int64_t SequenceElement(const kiln::v1::TensorSpec& spec) {
+  std::optional<std::pair<std::string, int64_t>> e =
+      importer::ParseSequenceElementName(spec.name());
+  return e ? e->second : -1;
+}
+
+bool HasSequences(const google::protobuf::RepeatedPtrField<kiln::v1::TensorSpec>& specs) {
+  for (const kiln::v1::TensorSpec& spec : specs) {
+    if (SequenceElement(spec) >= 0) return true;
+  }
+  return false;
+}
+
+// The data set's files read as `specs` (the manifest's inputs or outputs) lay them out: one
+// file per graph input or output, a SequenceProto for a sequence (specs "name[0]".."name[L-1]"),
+// a TensorProto otherwise; one tensor per spec, in spec order. Errors: a file that is missing
+// or unreadable, or a sequence of another length than compiled.
+absl::StatusOr<std::vector<importer::NamedTensor>> ReadFilesAs(
+    const std::vector<fs::path>& files,
+    const google::protobuf::RepeatedPtrField<kiln::v1::TensorSpec>& specs) {
+  std::vector<importer::NamedTensor> out;
+  size_t f = 0;
+  for (int i = 0; i < specs.size(); ++i) {
+    const int64_t k = SequenceElement(specs[i]);
+    if (k > 0) continue;  // read with element 0
+    if (f >= files.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("no data set file for '", specs[i].name(), "' (", files.size(), " files)"));
+    }
+    if (k < 0) {
+      KILN_ASSIGN_OR_RETURN(importer::NamedTensor t, importer::ReadTensorFile(files[f++].string()));
+      out.push_back(std::move(t));
+      continue;
+    }
+    int64_t length = 1;
+    while (i + length < specs.size() && SequenceElement(specs[i + length]) == length) ++length;
+    KILN_ASSIGN_OR_RETURN(std::vector<importer::NamedTensor> elements,
+                          importer::ReadSequenceFile(files[f].string()));
+    if (static_cast<int64_t>(elements.size()) != length) {
+      return absl::InvalidArgumentError(absl::StrCat(files[f].string(), ": a sequence of ",
+                                                     elements.size(), " tensors, compiled for ",
+                                                     length, " ('", specs[i].name(), "'...)"));
+    }
+    ++f;
+    for (auto& e : elements) out.push_back(std::move(e));
+  }
+  return out;
+}
+
 // The file tensor that feeds each of `m`'s inputs: by position when there is one file per
 // input, else (inputs compiled as constants leave extra files) by tensor name; null where no
 // file has the name.
@@ -143,6 +193,26 @@ std::vector<importer::NamedTensor*> FeedsOf(const kiln::v1::Manifest& m,
   return feeds;
 }
 
+// The tensors of data set `ds` (read into `inputs`) that feed `m`'s inputs, in order.
+absl::StatusOr<std::vector<const Tensor*>> FeedPointers(
+    const fs::path& ds, const kiln::v1::Manifest& m, std::vector<importer::NamedTensor>& inputs) {
+  std::vector<importer::NamedTensor*> feeds = FeedsOf(m, inputs);
+  std::vector<const Tensor*> input_ptrs;
+  for (int i = 0; i < m.inputs_size(); ++i) {
+    const kiln::v1::TensorSpec& in = m.inputs(i);
+    if (feeds[i] == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(ds.string(), ": no input file holds input '", in.name(), "' (",
+                       inputs.size(), " input files for ", m.inputs_size(),
+                       " inputs: the others were compiled as "
+                       "constants, so the files are matched by tensor name)"));
+    }
+    AdoptBFloat16(in, feeds[i]->tensor);
+    input_ptrs.push_back(&feeds[i]->tensor);
+  }
+  return input_ptrs;
+}
+
 // Runs `data_sets` through `artifact` and compares every output with its reference.
 absl::StatusOr<std::vector<OutputComparison>> CheckDataSets(const std::vector<fs::path>& data_sets,
                                                             const runtime::Artifact& artifact,
@@ -152,8 +222,26 @@ absl::StatusOr<std::vector<OutputComparison>> CheckDataSets(const std::vector<fs
   const kiln::v1::Manifest& m = exe->manifest();
   std::vector<OutputComparison> comparisons;
   for (const fs::path& ds : data_sets) {
-    KILN_ASSIGN_OR_RETURN(std::vector<importer::NamedTensor> inputs, ReadInputFiles(ds));
+    std::vector<importer::NamedTensor> inputs;
+    if (HasSequences(m.inputs())) {
+      KILN_ASSIGN_OR_RETURN(inputs, ReadFilesAs(NumberedFiles(ds, "input_"), m.inputs()));
+    } else {
+      KILN_ASSIGN_OR_RETURN(inputs, ReadInputFiles(ds));
+    }
     std::vector<fs::path> output_files = NumberedFiles(ds, "output_");
+    if (HasSequences(m.outputs())) {
+      KILN_ASSIGN_OR_RETURN(std::vector<importer::NamedTensor> expected,
+                            ReadFilesAs(output_files, m.outputs()));
+      KILN_ASSIGN_OR_RETURN(std::vector<const Tensor*> feeds, FeedPointers(ds, m, inputs));
+      KILN_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, exe->Run(feeds));
+      for (int i = 0; i < m.outputs_size(); ++i) {
+        OutputComparison c = CompareTensors(outputs[i], expected[i].tensor, tolerance);
+        c.data_set = ds.filename().string();
+        c.name = m.outputs(i).name();
+        comparisons.push_back(std::move(c));
+      }
+      continue;
+    }
     if (static_cast<int>(inputs.size()) < m.inputs_size()) {
       return absl::InvalidArgumentError(absl::StrCat(ds.string(), ": has ", inputs.size(),
                                                      " input files, the model has ",
@@ -164,19 +252,7 @@ absl::StatusOr<std::vector<OutputComparison>> CheckDataSets(const std::vector<fs
                                                      " output files, the model has ",
                                                      m.outputs_size(), " outputs"));
     }
-    std::vector<importer::NamedTensor*> feeds = FeedsOf(m, inputs);
-    std::vector<const Tensor*> input_ptrs;
-    for (int i = 0; i < m.inputs_size(); ++i) {
-      const kiln::v1::TensorSpec& in = m.inputs(i);
-      if (feeds[i] == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            ds.string(), ": no input file holds input '", in.name(), "' (", inputs.size(),
-            " input files for ", m.inputs_size(), " inputs: the others were compiled as "
-            "constants, so the files are matched by tensor name)"));
-      }
-      AdoptBFloat16(in, feeds[i]->tensor);
-      input_ptrs.push_back(&feeds[i]->tensor);
-    }
+    KILN_ASSIGN_OR_RETURN(std::vector<const Tensor*> input_ptrs, FeedPointers(ds, m, inputs));
     KILN_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, exe->Run(input_ptrs));
     for (size_t i = 0; i < output_files.size(); ++i) {
       KILN_ASSIGN_OR_RETURN(importer::NamedTensor expected,

@@ -435,5 +435,78 @@ TEST_F(ErrorsTest, RuntimeReduceAxesAreSelectedAndChecked) {
       << bad.output;
 }
 
+// A sequence graph input compiles with its length and element shapes given as input shapes
+// "seq[k]" (its elements become the graph inputs "seq[0]", "seq[1]", ...); without them, or
+// with a gap in the numbering, it is refused naming the flag. SplitToSequence, SequenceAt,
+// SequenceInsert and ConcatFromSequence become list operations and Slice/Concat nodes.
+TEST_F(ErrorsTest, SequenceInputsTakeTheirShapesAsInputShapes) {
+  onnx::ModelProto m = BaseModel({2});
+  auto* seq = m.mutable_graph()->add_input();
+  seq->set_name("seq");
+  auto* elem = seq->mutable_type()->mutable_sequence_type()->mutable_elem_type();
+  elem->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  // out = Concat(seq[1], x, seq[0]) along axis 0, via an insert and a split of x.
+  AddNode(m, "SplitToSequence", {"x"}, {"parts"}, "split");  // x -> [x0], [x1]
+  auto axis0 = [](onnx::NodeProto* n) {
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name("axis");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(0);
+  };
+  axis0(AddNode(m, "ConcatFromSequence", {"parts"}, {"x_again"}, "rejoin"));
+  AddNode(m, "SequenceInsert", {"seq", "x_again", "one"}, {"seq3"}, "insert");
+  auto* one = m.mutable_graph()->add_initializer();
+  one->set_name("one");
+  one->set_data_type(onnx::TensorProto::INT64);
+  one->add_int64_data(1);
+  AddNode(m, "SequenceAt", {"seq3", "two"}, {"last"}, "at");
+  auto* two = m.mutable_graph()->add_initializer();
+  two->set_name("two");
+  two->set_data_type(onnx::TensorProto::INT64);
+  two->add_int64_data(2);
+  axis0(AddNode(m, "ConcatFromSequence", {"seq3"}, {"y"}, "concat"));
+  AddValueInfo(m.mutable_graph()->add_output(), "y", {5});
+  AddValueInfo(m.mutable_graph()->add_output(), "last", {2});
+  std::string model = WriteModel("seq.onnx", m);
+  std::string artifact = (dir_ / "seq.kiln").string();
+  ExpectError("compile " + model + " -o " + artifact,
+              "graph input 'seq' is a sequence: give its length and element shapes with "
+              "--input-shape seq[0]=D0,D1,... --input-shape seq[1]=...");
+  ExpectError("compile " + model + " -o " + artifact +
+                  " --input-shape 'seq[0]=1' "
+                  "--input-shape 'seq[2]=1'",
+              "--input-shape seq[2]: the elements of sequence input 'seq' must be numbered from "
+              "0 without gaps (1 given before the gap)");
+  CommandResult ok = RunKiln("compile " + model + " -o " + artifact +
+                             " --input-shape 'seq[0]=1' --input-shape 'seq[1]=2'");
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  auto tensor = [&](const std::string& name, std::vector<float> v) {
+    onnx::TensorProto t;
+    t.set_name(name);
+    t.add_dims(static_cast<int64_t>(v.size()));
+    t.set_data_type(onnx::TensorProto::FLOAT);
+    for (float f : v) t.add_float_data(f);
+    return Write(name + ".pb", t.SerializeAsString());
+  };
+  std::string out = (dir_ / "out").string();
+  CommandResult run = RunKiln("run " + artifact + " --input x=" + tensor("x", {1, 2}) +
+                              " --input 'seq[0]=" + tensor("s0", {7}) + "' --input 'seq[1]=" +
+                              tensor("s1", {8, 9}) + "' --output-dir " + out);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto read = [&](const std::string& name) {
+    onnx::TensorProto t;
+    std::ifstream f(out + "/" + name + ".pb", std::ios::binary);
+    std::vector<float> v;
+    if (!t.ParseFromIstream(&f)) return v;
+    if (t.float_data_size() > 0)
+      return std::vector<float>(t.float_data().begin(), t.float_data().end());
+    v.resize(t.raw_data().size() / 4);
+    std::memcpy(v.data(), t.raw_data().data(), t.raw_data().size());
+    return v;
+  };
+  EXPECT_EQ(read("y"), (std::vector<float>{7, 1, 2, 8, 9}));  // seq[0], x, seq[1]
+  EXPECT_EQ(read("last"), (std::vector<float>{8, 9}));        // element 2 after the insert
+}
+
 }  // namespace
 }  // namespace kiln

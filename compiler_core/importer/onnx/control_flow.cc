@@ -232,6 +232,12 @@ absl::StatusOr<std::vector<Value*>> BuildLoop(ImportContext& ctx, const onnx::No
   std::vector<Value*> carried;
   for (int i = 0; i < num_carried; ++i) {
     Value* v = InputOf(node, values, i + 2);
+    if (v == nullptr && ctx.Sequence(node.input(i + 2)) != nullptr) {
+      return absl::UnimplementedError(NodePrefix(node) + absl::StrCat("loop-carried value ", i,
+                                                                      " ('", node.input(i + 2),
+                                                                      "') is a sequence; unrolled "
+                                                                      "loops carry tensors only"));
+    }
     if (v == nullptr) {
       return absl::InvalidArgumentError(NodePrefix(node) +
                                         absl::StrCat("loop-carried input ", i, " is missing"));

@@ -75,12 +75,22 @@ class ImportContext {
   void SetKnownType(const std::string& name, TensorType type) {
     known_types_[name] = std::move(type);
   }
+  /// The elements of the sequence named `name` (sequence_builders.h), or null when no
+  /// sequence has that name.
+  const std::vector<graph::Value*>* Sequence(const std::string& name) const {
+    auto it = sequences_.find(name);
+    return it == sequences_.end() ? nullptr : &it->second;
+  }
+  void SetSequence(const std::string& name, std::vector<graph::Value*> elements) {
+    sequences_[name] = std::move(elements);
+  }
 
  private:
   graph::Graph& graph_;
   int opset_;
   std::set<std::string> used_;
   std::map<std::string, TensorType> known_types_;
+  std::map<std::string, std::vector<graph::Value*>> sequences_;
 };
 
 /// The first output of a just-emitted node, as a builder's result.

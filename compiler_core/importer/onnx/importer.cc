@@ -15,6 +15,8 @@
 #include "compiler_core/importer/onnx/model_checks.h"
 #include "compiler_core/importer/onnx/qdq_fusion.h"
 #include "compiler_core/importer/onnx/quant_builders.h"
+#include "compiler_core/importer/onnx/sequence_builders.h"
+#include "compiler_core/importer/onnx/tensor_file.h"
 #include "compiler_core/importer/onnx/tensor_proto.h"
 #include "compiler_core/importer/onnx/training_builders.h"
 #include "compiler_core/ir/graph/verifier.h"
@@ -126,6 +128,46 @@ absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& vi) {
   return type;
 }
 
+// The element types of sequence graph input `vi`: one per element "name[k]" the options give
+// (contiguous from 0), with the sequence's element type. kUnimplemented naming the flag when
+// none is given.
+absl::StatusOr<std::vector<TensorType>> SequenceInputTypes(const onnx::ValueInfoProto& vi,
+                                                           const ImportOptions& options) {
+  const std::string& name = vi.name();
+  const auto& elem = vi.type().sequence_type().elem_type();
+  std::optional<DType> dtype =
+      elem.has_tensor_type() ? DTypeFromOnnx(elem.tensor_type().elem_type()) : std::nullopt;
+  if (!dtype) {
+    return absl::UnimplementedError(absl::StrCat("graph input '", name,
+                                                 "' is a sequence of non-tensors or of an "
+                                                 "unsupported element type"));
+  }
+  std::vector<TensorType> types;
+  for (int64_t k = 0;; ++k) {
+    auto it = options.input_shapes.find(SequenceElementName(name, k));
+    if (it == options.input_shapes.end()) break;
+    types.push_back(TensorType{*dtype, it->second});
+  }
+  for (const auto& [given, dims] : options.input_shapes) {
+    std::optional<std::pair<std::string, int64_t>> e = ParseSequenceElementName(given);
+    if (e && e->first == name && e->second >= static_cast<int64_t>(types.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--input-shape ", given, ": the elements of sequence input '", name,
+          "' must be numbered from 0 without gaps (", types.size(), " given before the gap)"));
+    }
+  }
+  if (types.empty()) {
+    return absl::UnimplementedError(
+        absl::StrCat("graph input '", name,
+                     "' is a sequence: give its length and element shapes with "
+                     "--input-shape ",
+                     name, "[0]=D0,D1,... --input-shape ", name,
+                     "[1]=... (kiln check "
+                     "takes them from the data set)"));
+  }
+  return types;
+}
+
 // The static type ONNX knows for a value, if fully known.
 std::optional<TensorType> KnownType(const TypeMap& types, const std::string& name) {
   auto it = types.find(name);
@@ -191,6 +233,12 @@ absl::StatusOr<std::vector<Value*>> ImportSubgraph(ImportContext& ctx,
   std::vector<Value*> outputs;
   for (const auto& out : body.output()) {
     auto it = scope.find(out.name());
+    if (it == scope.end() && ctx.Sequence(out.name()) != nullptr) {
+      return absl::UnimplementedError(absl::StrCat("subgraph '", body.name(), "' output '",
+                                                   out.name(),
+                                                   "' is a sequence; If, Loop and "
+                                                   "Scan bodies give tensors only"));
+    }
     if (it == scope.end() || it->second == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("subgraph '", body.name(), "' output '", out.name(), "' is undefined"));
@@ -228,13 +276,27 @@ absl::Status BuildNodes(const onnx::GraphProto& g, ImportContext& ctx, const Typ
   for (const auto& proto : g.node()) {
     std::string display = NodeDisplayName(proto);
     for (const auto& in : proto.input()) {
-      if (!in.empty() && !values.count(in)) {
+      if (!in.empty() && !values.count(in) && ctx.Sequence(in) == nullptr) {
         return absl::InvalidArgumentError(NodePrefix(proto) +
                                           absl::StrCat("input '", in, "' is undefined"));
       }
     }
     BuiltOutputs outs;
     OnnxNode node;
+    const bool sequence_in = proto.input_size() > 0 && ctx.Sequence(proto.input(0)) != nullptr;
+    if (IsSequenceOp(proto.op_type()) || (proto.op_type() == "Identity" && sequence_in)) {
+      if (proto.op_type() == "Identity") {
+        ctx.SetSequence(proto.output(0), *ctx.Sequence(proto.input(0)));
+        continue;
+      }
+      SubgraphImporter import = [&](const onnx::GraphProto& body,
+                                    const std::map<std::string, Value*>& bound,
+                                    const std::string& sub_prefix) {
+        return ImportSubgraph(ctx, values, body, bound, sub_prefix);
+      };
+      KILN_RETURN_IF_ERROR(BuildSequenceOp(ctx, proto, values, import, prefix));
+      continue;
+    }
     if (IsControlFlowOp(proto.op_type())) {
       node.proto = &proto;
       node.name = display;
@@ -328,8 +390,13 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxBytes(std::string_view bytes,
   std::set<std::string> initializers;
   for (const auto& init : g.initializer()) initializers.insert(init.name());
   std::map<std::string, TensorType> input_types;
+  std::map<std::string, std::vector<TensorType>> sequence_inputs;
   for (const auto& in : g.input()) {
     if (initializers.count(in.name())) continue;  // an initializer listed as input (IR < 4)
+    if (in.type().has_sequence_type()) {
+      KILN_ASSIGN_OR_RETURN(sequence_inputs[in.name()], SequenceInputTypes(in, options));
+      continue;
+    }
     KILN_ASSIGN_OR_RETURN(input_types[in.name()], InputType(in));
   }
   KILN_ASSIGN_OR_RETURN(TypeMap types, CheckAndInfer(model));
@@ -352,6 +419,16 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxBytes(std::string_view bytes,
   }
   for (const auto& in : g.input()) {
     if (initializers.count(in.name())) continue;
+    if (auto seq = sequence_inputs.find(in.name()); seq != sequence_inputs.end()) {
+      std::vector<Value*> elements;
+      for (size_t k = 0; k < seq->second.size(); ++k) {
+        const std::string name = SequenceElementName(in.name(), static_cast<int64_t>(k));
+        KILN_RETURN_IF_ERROR(CheckSize(seq->second[k], absl::StrCat("graph input '", name, "'")));
+        elements.push_back(graph->AddInput(name, seq->second[k]));
+      }
+      ctx.SetSequence(in.name(), std::move(elements));
+      continue;
+    }
     const TensorType& type = input_types[in.name()];
     KILN_RETURN_IF_ERROR(CheckSize(type, absl::StrCat("graph input '", in.name(), "'")));
     values[in.name()] = graph->AddInput(in.name(), type);
@@ -360,6 +437,17 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxBytes(std::string_view bytes,
 
   std::vector<Value*> outputs;
   for (const auto& out : g.output()) {
+    if (const std::vector<Value*>* seq = ctx.Sequence(out.name())) {
+      // A sequence output: its elements, each the graph output "name[k]".
+      for (size_t k = 0; k < seq->size(); ++k) {
+        const std::string name = SequenceElementName(out.name(), static_cast<int64_t>(k));
+        KILN_ASSIGN_OR_RETURN(Value * v,
+                              ctx.EmitValue(graph::OpKind::kIdentity, name, {(*seq)[k]}));
+        v->set_name(name);
+        outputs.push_back(v);
+      }
+      continue;
+    }
     auto it = values.find(out.name());
     if (it == values.end()) {
       return absl::InvalidArgumentError(

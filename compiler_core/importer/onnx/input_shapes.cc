@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "compiler_core/importer/onnx/model_checks.h"
 #include "compiler_core/importer/onnx/tensor_file.h"
+#include "compiler_core/support/status_macros.h"
 #include "onnx/onnx_pb.h"
 
 namespace kiln::importer {
@@ -20,6 +21,7 @@ namespace {
 InputSignature SignatureOf(const onnx::ValueInfoProto& vi) {
   InputSignature s;
   s.name = vi.name();
+  s.sequence = vi.type().has_sequence_type();
   if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return s;
   for (const auto& d : vi.type().tensor_type().shape().dim()) {
     s.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
@@ -87,6 +89,15 @@ absl::StatusOr<InputShapes> DataSetInputShapes(const std::vector<InputSignature>
                                                const std::string& data_set_dir) {
   InputShapes shapes;
   for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].sequence) {
+      KILN_ASSIGN_OR_RETURN(std::vector<NamedTensor> elements,
+                            ReadSequenceFile(absl::StrCat(data_set_dir, "/input_", i, ".pb")));
+      for (size_t k = 0; k < elements.size(); ++k) {
+        shapes[SequenceElementName(inputs[i].name, static_cast<int64_t>(k))] =
+            elements[k].tensor.type.shape;
+      }
+      continue;
+    }
     if (!inputs[i].symbolic()) continue;
     absl::StatusOr<NamedTensor> t =
         ReadTensorFile(absl::StrCat(data_set_dir, "/input_", i, ".pb"));
@@ -99,8 +110,15 @@ absl::StatusOr<InputShapes> DataSetInputShapes(const std::vector<InputSignature>
 absl::Status BindInputShapes(const InputShapes& shapes, onnx::GraphProto& graph) {
   std::vector<const onnx::ValueInfoProto*> inputs = GraphInputs(graph);
   std::vector<std::string> names;
-  for (const auto* in : inputs) names.push_back(in->name());
+  std::set<std::string> sequences;
+  for (const auto* in : inputs) {
+    names.push_back(in->name());
+    if (in->type().has_sequence_type()) sequences.insert(in->name());
+  }
   for (const auto& [name, dims] : shapes) {
+    // "seq[k]": element k of a sequence input (the importer checks the elements).
+    std::optional<std::pair<std::string, int64_t>> element = ParseSequenceElementName(name);
+    if (element && sequences.count(element->first)) continue;
     if (std::find(names.begin(), names.end(), name) == names.end()) {
       return absl::InvalidArgumentError(absl::StrCat("--input-shape: '", name,
                                                      "' is not a graph input (inputs: ",

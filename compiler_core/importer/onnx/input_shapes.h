@@ -22,6 +22,9 @@ struct InputSignature {
   std::string name;
   std::vector<int64_t> dims;
   std::vector<std::string> dim_params;  // per dim; empty string for a fixed or unknown dim
+  /// A sequence of tensors: its length and element shapes are input shapes "name[k]" (one per
+  /// element; the importer makes each element a graph input of that name).
+  bool sequence = false;
   bool symbolic() const;
   /// "[batch,seq,256]" ("?" for an unknown dim).
   std::string DimsText() const;
@@ -36,7 +39,8 @@ absl::StatusOr<std::vector<InputSignature>> ReadInputSignaturesFile(const std::s
 
 /// The shapes of the symbolic inputs among `inputs`, read from the ONNX test data set
 /// `data_set_dir` (input_N.pb in graph input order): what `kiln check` and the benches compile
-/// a symbolic model at. Empty when no input is symbolic. Errors: kNotFound or
+/// a symbolic model at; a sequence input gives one shape per element, "name[k]". Empty when no
+/// input is symbolic or a sequence. Errors: kNotFound or
 /// kInvalidArgument for a missing or unreadable input_N.pb.
 absl::StatusOr<InputShapes> DataSetInputShapes(const std::vector<InputSignature>& inputs,
                                                const std::string& data_set_dir);

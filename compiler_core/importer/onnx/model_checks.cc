@@ -8,13 +8,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/importer/onnx/quant_builders.h"
+#include "compiler_core/importer/onnx/sequence_builders.h"
 #include "compiler_core/importer/onnx/tensor_proto.h"
 #include "compiler_core/importer/onnx/training_builders.h"
 #include "compiler_core/ir/graph/op.h"
 #include "compiler_core/support/status_macros.h"
 #include "onnx/checker.h"
-#include "onnx/version_converter/convert.h"
 #include "onnx/shape_inference/implementation.h"
+#include "onnx/version_converter/convert.h"
 
 namespace kiln::importer {
 namespace {
@@ -95,7 +96,8 @@ absl::Status CheckGraphOpsSupported(const onnx::GraphProto& graph) {
     const bool control_flow = IsDefaultDomain(node.domain()) && IsControlFlowOp(node.op_type());
     const bool quant = IsDefaultDomain(node.domain()) && IsQuantOp(node.op_type());
     const bool training = IsTrainingOp(node.domain(), node.op_type());
-    if (!control_flow && !quant && !training &&
+    const bool sequence = IsDefaultDomain(node.domain()) && IsSequenceOp(node.op_type());
+    if (!control_flow && !quant && !training && !sequence &&
         (!IsDefaultDomain(node.domain()) || !graph::OpKindFromName(node.op_type()))) {
       std::string domain = node.domain().empty() ? "ai.onnx" : node.domain();
       return absl::UnimplementedError(NodePrefix(node) + absl::StrCat("unsupported op '",
@@ -104,7 +106,7 @@ absl::Status CheckGraphOpsSupported(const onnx::GraphProto& graph) {
     }
     for (const auto& a : node.attribute()) {
       if (a.type() != onnx::AttributeProto::GRAPH) continue;
-      if (!control_flow) {
+      if (!control_flow && node.op_type() != "SequenceMap") {
         return absl::UnimplementedError(
             NodePrefix(node) + absl::StrCat("graph attribute '", a.name(), "' is not supported"));
       }

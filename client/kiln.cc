@@ -294,7 +294,9 @@ std::string BindingText(const kiln::v1::Binding& b) {
 std::string SpecText(const kiln::v1::TensorSpec& s) {
   std::vector<std::string> dims;
   for (int64_t d : s.shape()) dims.push_back(d < 0 ? "?" : absl::StrCat(d));
-  return absl::StrCat(s.name(), ": ", s.dtype(), "[", absl::StrJoin(dims, ","), "]");
+  return absl::StrCat(
+      s.name(), ": ", s.dtype(), "[", absl::StrJoin(dims, ","), "]",
+      s.bounded() ? " (an upper bound: each run returns the shape its data give)" : "");
 }
 
 // The kernels and memory plan of a manifest (the model's, or one shape profile's), each line

@@ -36,6 +36,14 @@ std::string What(const graph::Node& node) {
   return absl::StrCat("node '", node.name(), "' (", graph::OpName(node.op()), "): the data");
 }
 
+/// The output-shape check of a data-dependent op: against the static shape, or, for a bounded
+/// output (attribute "bounded"), the run-time shape of the graph output it is.
+Stmt OutputShapeCheck(KernelBuilder& b, const graph::Node& node, const std::vector<Expr>& dims,
+                      const std::vector<int64_t>& shape) {
+  if (node.attrs().GetInt("bounded", 0) != 0) return b.BoundedShape(dims, shape, What(node));
+  return b.ShapeCheck(dims, shape, What(node));
+}
+
 /// A serial one-iteration loop around `s` (a top-level nest of its own).
 Stmt Once(KernelBuilder& b, Stmt s) { return loop::For(b.NewVar("once"), 1, std::move(s)); }
 
@@ -90,7 +98,7 @@ absl::StatusOr<std::vector<Stmt>> LowerNonZero(KernelBuilder& b, const graph::No
       Nest(vars, xs, loop::IfThenElse(Ne(loop::Load(x, idx), Const(0, xv->type().dtype)), found),
            std::vector<bool>(xs.size(), true));
   return std::vector<Stmt>{Once(b, loop::Store(count, {Idx(0)}, Idx(0))), scan,
-                           b.ShapeCheck({Idx(rank), cnt}, {rank, k}, What(node))};
+                           OutputShapeCheck(b, node, {Idx(rank), cnt}, {rank, k})};
 }
 
 absl::StatusOr<std::vector<Stmt>> LowerCompress(KernelBuilder& b, const graph::Node& node) {
@@ -121,7 +129,7 @@ absl::StatusOr<std::vector<Stmt>> LowerCompress(KernelBuilder& b, const graph::N
     dims.push_back(d == axis ? cnt : Idx(os[d]));
   }
   return std::vector<Stmt>{Once(b, loop::Store(count, {Idx(0)}, Idx(0))), scan,
-                           b.ShapeCheck(dims, os, What(node))};
+                           OutputShapeCheck(b, node, dims, os)};
 }
 
 absl::StatusOr<std::vector<Stmt>> LowerUnique(KernelBuilder& b, const graph::Node& node) {
@@ -325,7 +333,7 @@ absl::StatusOr<std::vector<Stmt>> LowerNonMaxSuppression(KernelBuilder& b,
   Stmt per_class = loop::Block({ranks, sort, loop::Store(state, {Idx(0)}, Idx(0)), greedy});
   Stmt all = serial(bv, batches, serial(cv, classes, per_class));
   return std::vector<Stmt>{Once(b, loop::Store(state, {Idx(1)}, Idx(0))), all,
-                           b.ShapeCheck({count, Idx(3)}, {k, 3}, What(node))};
+                           OutputShapeCheck(b, node, {count, Idx(3)}, {k, 3})};
 }
 
 absl::StatusOr<std::vector<Stmt>> LowerRuntimeCheck(KernelBuilder& b, const graph::Node& node) {

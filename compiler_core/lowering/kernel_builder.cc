@@ -86,6 +86,13 @@ Stmt KernelBuilder::ShapeCheck(const std::vector<Expr>& dims, const std::vector<
   return loop::For(NewVar("shape"), 1, loop::Block(std::move(stores)));
 }
 
+Stmt KernelBuilder::BoundedShape(const std::vector<Expr>& dims, const std::vector<int64_t>& bound,
+                                 const std::string& what) {
+  Stmt s = ShapeCheck(dims, bound, what);
+  shape_checks_.back().bounded = true;
+  return s;
+}
+
 Var KernelBuilder::NewVar(const std::string& name) {
   std::string unique = name;
   for (int k = 1; var_names_.count(unique) != 0; ++k) unique = absl::StrCat(name, "_", k);

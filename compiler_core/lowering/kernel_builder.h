@@ -38,6 +38,10 @@ class KernelBuilder {
   /// the node and the operands (for the runtime's error).
   loop::Stmt ShapeCheck(const std::vector<loop::Expr>& dims, const std::vector<int64_t>& expected,
                         const std::string& what, bool values = false);
+  /// A bounded shape check: the kernel's result (a graph output) is sized for `bound` and its
+  /// run-time shape is `dims` (each within the bound).
+  loop::Stmt BoundedShape(const std::vector<loop::Expr>& dims, const std::vector<int64_t>& bound,
+                          const std::string& what);
   /// A fresh loop variable named `name` (suffixed "_1", "_2", ... if taken).
   loop::Var NewVar(const std::string& name);
   /// One fresh variable per entry of `names`, each prefixed by `prefix` (e.g. "init.").

@@ -31,6 +31,9 @@ struct LoweredKernel {
     std::vector<int64_t> expected;
     std::string what;  // "node 'y' (Slice): starts/ends/axes/steps"
     bool values = false;  // checks values (RuntimeCheck), not an output shape
+    /// `expected` is an upper bound: the kernel's result is a graph output whose run-time shape
+    /// is the stored one (ShapeCheck.bounded).
+    bool bounded = false;
   };
   std::vector<ShapeCheck> shape_checks;
 };

@@ -315,6 +315,18 @@ class Planner {
         for (int64_t d : check.expected) sc->add_expected(d);
         sc->set_what(check.what);
         sc->set_values(check.values);
+        if (check.bounded) {
+          const auto& outs = graph_.outputs();
+          auto out = std::find(outs.begin(), outs.end(), kernel.lowered.results[0]);
+          if (out == outs.end()) {
+            return absl::InternalError(absl::StrCat(kernel.lowered.func.name, ": ", check.what,
+                                                    ": a bounded output that is not a graph "
+                                                    "output"));
+          }
+          sc->set_bounded(true);
+          sc->set_output(static_cast<int32_t>(out - outs.begin()));
+          m.mutable_outputs(static_cast<int>(out - outs.begin()))->set_bounded(true);
+        }
       }
       plan.funcs.push_back(std::move(kernel.lowered.func));
     }

@@ -146,18 +146,69 @@ absl::Status ValidateManifest(const kiln::v1::Manifest& m, int64_t weights_size,
             "kernel ", k, " (", call.symbol(), ") shape check ", c, " reads argument ",
             check.arg(), ", which is not an arena workspace of at least ", need, " bytes"));
       }
+      if (check.bounded() && (check.output() < 0 || check.output() >= m.outputs_size() ||
+                              m.outputs(check.output()).shape_size() != check.expected_size())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "kernel ", k, " (", call.symbol(), ") shape check ", c, " bounds output ",
+            check.output(), ", which is not a graph output of rank ", check.expected_size()));
+      }
     }
   }
   return absl::OkStatus();
 }
 
+// The run-time shape of a bounded graph output (ShapeCheck.bounded): output index and shape.
+struct OutputTrim {
+  int output;
+  std::vector<int64_t> shape;
+};
+
+// `t` (laid out for its bound shape) cut to the leading `shape` box, compacted row-major.
+void TrimToShape(Tensor& t, const std::vector<int64_t>& shape) {
+  const std::vector<int64_t> bound = t.type.shape;
+  const int64_t esize = DTypeSize(t.type.dtype);
+  Tensor out{TensorType{t.type.dtype, shape}, {}};
+  out.bytes.resize(static_cast<size_t>(out.type.NumBytes()));
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const int64_t rows = rank == 0 ? 1 : out.type.NumElements() / std::max<int64_t>(shape.back(), 1);
+  const int64_t row_bytes = rank == 0 ? esize : shape.back() * esize;
+  if (out.type.NumElements() > 0) {
+    std::vector<int64_t> idx(static_cast<size_t>(std::max<int64_t>(rank - 1, 0)), 0);
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t src = 0;  // element offset of (idx..., 0) in the bound layout
+      for (int64_t d = 0; d + 1 < rank; ++d) src = src * bound[d] + idx[d];
+      if (rank > 0) src *= bound[rank - 1];
+      std::memcpy(out.bytes.data() + r * row_bytes, t.bytes.data() + src * esize,
+                  static_cast<size_t>(row_bytes));
+      for (int64_t d = rank - 2; d >= 0; --d) {  // next row index
+        if (++idx[d] < shape[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+  t = std::move(out);
+}
+
 // The first of `call`'s shape checks whose run-time shape (written by the call into its
-// workspace argument) differs from the compiled one, as kInvalidArgument; OK if all agree.
-absl::Status CheckShapes(const kiln::v1::KernelCall& call, const std::vector<void*>& args) {
+// workspace argument) differs from the compiled one, as kInvalidArgument; OK if all agree. A
+// bounded check's shape is appended to `trims` instead (an error if outside the bound).
+absl::Status CheckShapes(const kiln::v1::KernelCall& call, const std::vector<void*>& args,
+                         std::vector<OutputTrim>& trims) {
   for (const kiln::v1::ShapeCheck& check : call.shape_checks()) {
     std::vector<int64_t> got(static_cast<size_t>(check.expected_size()));
     if (!got.empty()) std::memcpy(got.data(), args[check.arg()], 8 * got.size());
     std::vector<int64_t> want(check.expected().begin(), check.expected().end());
+    if (check.bounded()) {
+      for (size_t d = 0; d < got.size(); ++d) {
+        if (got[d] < 0 || got[d] > want[d]) {
+          return absl::InternalError(absl::StrCat(check.what(), " give output shape [",
+                                                  absl::StrJoin(got, ","), "] outside its bound ",
+                                                  ShapeString(want)));
+        }
+      }
+      trims.push_back({check.output(), std::move(got)});
+      continue;
+    }
     if (got != want && check.values()) {
       return absl::InvalidArgumentError(absl::StrCat(check.what(), ": got [",
                                                      absl::StrJoin(got, ","),
@@ -495,6 +546,7 @@ absl::StatusOr<std::vector<Tensor>> Executable::RunImpl(const std::vector<const 
     outputs[i].bytes.assign(static_cast<size_t>(outputs[i].type.NumBytes()), 0);
   }
   if (kernel_ms != nullptr) kernel_ms->assign(static_cast<size_t>(vm.kernels_size()), 0.0);
+  std::vector<OutputTrim> trims;
 
   for (int k = 0; k < vm.kernels_size(); ++k) {
     const kiln::v1::KernelCall& call = vm.kernels(k);
@@ -511,8 +563,9 @@ absl::StatusOr<std::vector<Tensor>> Executable::RunImpl(const std::vector<const 
                             std::chrono::steady_clock::now() - start)
                             .count();
     }
-    if (call.shape_checks_size() > 0) KILN_RETURN_IF_ERROR(CheckShapes(call, args));
+    if (call.shape_checks_size() > 0) KILN_RETURN_IF_ERROR(CheckShapes(call, args, trims));
   }
+  for (const OutputTrim& trim : trims) TrimToShape(outputs[trim.output], trim.shape);
   return outputs;
 }
 

@@ -508,5 +508,69 @@ TEST_F(ErrorsTest, SequenceInputsTakeTheirShapesAsInputShapes) {
   EXPECT_EQ(read("last"), (std::vector<float>{8, 9}));        // element 2 after the insert
 }
 
+// A NonZero whose graph output has a symbolic dim is compiled for the upper bound [2, 4] and
+// each run returns the shape its data give; one whose output feeds another node needs a static
+// shape, and its error says so.
+TEST_F(ErrorsTest, DataDependentGraphOutputIsBounded) {
+  onnx::ModelProto m = BaseModel({2, 2});
+  AddNode(m, "NonZero", {"x"}, {"y"}, "nz");
+  auto* y = m.mutable_graph()->add_output();
+  y->set_name("y");
+  auto* t = y->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::INT64);
+  t->mutable_shape()->add_dim()->set_dim_value(2);
+  t->mutable_shape()->add_dim()->set_dim_param("n");
+  std::string artifact = (dir_ / "nz.kiln").string();
+  CommandResult ok = RunKiln("compile " + WriteModel("nz.onnx", m) + " -o " + artifact);
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  CommandResult inspect = RunKiln("inspect " + artifact);
+  EXPECT_NE(inspect.output.find("output: y: i64[2,4] (an upper bound: each run returns the "
+                                "shape its data give)"),
+            std::string::npos)
+      << inspect.output;
+  auto run = [&](const std::string& name, std::vector<float> v) {
+    onnx::TensorProto x;
+    x.set_name("x");
+    x.add_dims(2);
+    x.add_dims(2);
+    x.set_data_type(onnx::TensorProto::FLOAT);
+    for (float f : v) x.add_float_data(f);
+    std::string out = (dir_ / name).string();
+    CommandResult r =
+        RunKiln("run " + artifact + " --input x=" + Write(name + ".pb", x.SerializeAsString()) +
+                " --output-dir " + out);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    onnx::TensorProto got;
+    std::ifstream f(out + "/y.pb", std::ios::binary);
+    EXPECT_TRUE(got.ParseFromIstream(&f));
+    std::vector<int64_t> shape(got.dims().begin(), got.dims().end());
+    std::vector<int64_t> values(got.int64_data().begin(), got.int64_data().end());
+    if (values.empty() && !got.raw_data().empty()) {
+      values.resize(got.raw_data().size() / 8);
+      std::memcpy(values.data(), got.raw_data().data(), got.raw_data().size());
+    }
+    return std::make_pair(shape, values);
+  };
+  auto [shape3, values3] = run("three", {1, 0, 2, 3});
+  EXPECT_EQ(shape3, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(values3, (std::vector<int64_t>{0, 1, 1, 0, 0, 1}));
+  auto [shape1, values1] = run("one", {0, 0, 0, 5});
+  EXPECT_EQ(shape1, (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(values1, (std::vector<int64_t>{1, 1}));
+
+  onnx::ModelProto fed = BaseModel({2, 2});
+  AddNode(fed, "NonZero", {"x"}, {"nz_out"}, "nz");
+  AddNode(fed, "Transpose", {"nz_out"}, {"y"}, "t");
+  auto* fy = fed.mutable_graph()->add_output();
+  fy->set_name("y");
+  auto* fyt = fy->mutable_type()->mutable_tensor_type();
+  fyt->set_elem_type(onnx::TensorProto::INT64);
+  fyt->mutable_shape()->add_dim()->set_dim_param("n");
+  fyt->mutable_shape()->add_dim()->set_dim_value(2);
+  ExpectError("compile " + WriteModel("fed.onnx", fed) + " -o " + (dir_ / "fed.kiln").string(),
+              "node 'nz' (NonZero): the output shape depends on the data (the number of non-zero "
+              "elements) and is not known statically");
+}
+
 }  // namespace
 }  // namespace kiln

@@ -16,19 +16,40 @@ using graph::OpKind;
 using graph::Value;
 using Ints = std::vector<int64_t>;
 
-// The static type of output `i` of `node`, or kUnimplemented naming what the shape depends on.
-absl::StatusOr<TensorType> StaticOutput(const ImportContext& ctx, const OnnxNode& node, int i,
-                                        const std::string& depends) {
-  if (node.proto->output_size() > i) {
-    if (std::optional<TensorType> t = ctx.KnownType(node.proto->output(i))) return *t;
-  }
+// kUnimplemented: the output shape of `node` depends on `depends` and is not known.
+absl::Status Unknown(const OnnxNode& node, const std::string& depends) {
   return absl::UnimplementedError(
       node.Prefix() +
       absl::StrCat(
           "the output shape depends on the data (", depends,
           ") and is not known statically; Kiln "
           "compiles such ops for a static output shape (declare the graph output's shape, or make "
-          "the input a constant)"));
+          "the input a constant), or with an upper bound when the output is a graph output that "
+          "no node reads"));
+}
+
+// The static type of output `i` of `node`, or kUnimplemented naming what the shape depends on.
+absl::StatusOr<TensorType> StaticOutput(const ImportContext& ctx, const OnnxNode& node, int i,
+                                        const std::string& depends) {
+  if (node.proto->output_size() > i) {
+    if (std::optional<TensorType> t = ctx.KnownType(node.proto->output(i))) return *t;
+  }
+  return Unknown(node, depends);
+}
+
+// Output 0's static shape in attribute "shape"; without one, when output 0 is a graph output
+// that no node reads, `bound` (its upper bound) with attribute "bounded": the run returns the
+// output with the shape its data give.
+absl::Status SetOutputShape(const ImportContext& ctx, const OnnxNode& node, AttrMap& a,
+                            const Ints& bound, const std::string& depends) {
+  if (std::optional<TensorType> t = ctx.KnownType(node.proto->output(0))) {
+    a.Set("shape", t->shape);
+    return absl::OkStatus();
+  }
+  if (!ctx.IsUnreadGraphOutput(node.proto->output(0))) return Unknown(node, depends);
+  a.Set("shape", bound);
+  a.Set("bounded", int64_t{1});
+  return absl::OkStatus();
 }
 
 // `x` flattened to [numel] (for the ops that take no axis).
@@ -62,10 +83,9 @@ absl::StatusOr<BuiltOutputs> BuildNonZero(ImportContext& ctx, const OnnxNode& no
         ctx.EmitReshape(node.name, ctx.ConstI64(node.name + "/indices", table), {rank, k}));
     return BuiltOutputs{out};
   }
-  KILN_ASSIGN_OR_RETURN(TensorType out,
-                        StaticOutput(ctx, node, 0, "the number of non-zero elements"));
   AttrMap a;
-  a.Set("shape", out.shape);
+  KILN_RETURN_IF_ERROR(SetOutputShape(ctx, node, a, {rank, x->type().NumElements()},
+                                      "the number of non-zero elements"));
   return Single(ctx.Emit(OpKind::kNonZero, node.name, {x}, a));
 }
 
@@ -98,12 +118,14 @@ absl::StatusOr<BuiltOutputs> BuildCompress(ImportContext& ctx, const OnnxNode& n
     return Single(
         ctx.Emit(OpKind::kGather, node.name, {x, ctx.ConstI64(node.name + "/picked", picked)}, a));
   }
-  KILN_ASSIGN_OR_RETURN(TensorType out,
-                        StaticOutput(ctx, node, 0, "the number of true conditions"));
-  if (!node.attrs.Has("axis") && out.rank() != 1) {
-    return absl::InvalidArgumentError(node.Prefix() + "without an axis the output is 1-D");
+  Ints bound = x->type().shape;
+  bound[axis] = n;
+  KILN_RETURN_IF_ERROR(SetOutputShape(ctx, node, a, bound, "the number of true conditions"));
+  if (a.GetInts("shape").size() != bound.size()) {
+    return absl::InvalidArgumentError(node.Prefix() + absl::StrCat("the output has rank ",
+                                                                   a.GetInts("shape").size(),
+                                                                   ", the input ", bound.size()));
   }
-  a.Set("shape", out.shape);
   return Single(ctx.Emit(OpKind::kCompress, node.name, {x, cond}, a));
 }
 
@@ -144,10 +166,17 @@ absl::StatusOr<BuiltOutputs> BuildUnique(ImportContext& ctx, const OnnxNode& nod
 }
 
 absl::StatusOr<BuiltOutputs> BuildNonMaxSuppression(ImportContext& ctx, const OnnxNode& node) {
-  KILN_ASSIGN_OR_RETURN(TensorType out, StaticOutput(ctx, node, 0, "the number of selected boxes"));
+  Value* boxes = node.input(0);
+  Value* scores = node.input(1);
+  if (boxes == nullptr || scores == nullptr || boxes->type().rank() != 3 ||
+      scores->type().rank() != 3) {
+    return absl::InvalidArgumentError(node.Prefix() + "boxes and scores must be rank 3");
+  }
   AttrMap a;
   a.Set("center_point_box", node.attrs.GetInt("center_point_box", 0));
-  a.Set("shape", out.shape);
+  // At most every box of every batch and class.
+  const Ints bound = {boxes->type().shape[0] * scores->type().shape[1] * boxes->type().shape[1], 3};
+  KILN_RETURN_IF_ERROR(SetOutputShape(ctx, node, a, bound, "the number of selected boxes"));
   return Single(ctx.Emit(OpKind::kNonMaxSuppression, node.name, node.inputs, a));
 }
 

@@ -75,6 +75,12 @@ class ImportContext {
   void SetKnownType(const std::string& name, TensorType type) {
     known_types_[name] = std::move(type);
   }
+  /// Whether `name` is a graph output that no node reads (a data-dependent op may then size it
+  /// by an upper bound and return its run-time shape).
+  bool IsUnreadGraphOutput(const std::string& name) const {
+    return unread_outputs_.count(name) != 0;
+  }
+  void SetUnreadGraphOutputs(std::set<std::string> names) { unread_outputs_ = std::move(names); }
   /// The elements of the sequence named `name` (sequence_builders.h), or null when no
   /// sequence has that name.
   const std::vector<graph::Value*>* Sequence(const std::string& name) const {
@@ -91,6 +97,7 @@ class ImportContext {
   std::set<std::string> used_;
   std::map<std::string, TensorType> known_types_;
   std::map<std::string, std::vector<graph::Value*>> sequences_;
+  std::set<std::string> unread_outputs_;
 };
 
 /// The first output of a just-emitted node, as a builder's result.

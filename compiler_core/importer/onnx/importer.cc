@@ -411,6 +411,17 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxBytes(std::string_view bytes,
     for (const auto& in : node.input()) ctx.MarkUsed(in);
   }
   for (const auto& out : g.output()) ctx.MarkUsed(out.name());
+  {
+    std::set<std::string> read, unread;
+    for (const auto& node : g.node()) {
+      for (const auto& in : node.input()) read.insert(in);
+      OuterScopeNames(node, read);
+    }
+    for (const auto& out : g.output()) {
+      if (!read.count(out.name())) unread.insert(out.name());
+    }
+    ctx.SetUnreadGraphOutputs(std::move(unread));
+  }
 
   std::map<std::string, Value*> values;
   for (const auto& init : g.initializer()) {

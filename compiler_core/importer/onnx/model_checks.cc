@@ -139,6 +139,10 @@ void AddOuterScopeNames(const onnx::NodeProto& node, std::set<std::string>& name
 
 }  // namespace
 
+void OuterScopeNames(const onnx::NodeProto& node, std::set<std::string>& names) {
+  AddOuterScopeNames(node, names);
+}
+
 bool IsControlFlowOp(const std::string& op_type) {
   return op_type == "If" || op_type == "Loop" || op_type == "Scan";
 }

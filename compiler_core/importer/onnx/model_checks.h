@@ -4,6 +4,7 @@
 #define KILN_COMPILER_CORE_IMPORTER_ONNX_MODEL_CHECKS_H_
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -63,6 +64,10 @@ std::string NodeDisplayName(const onnx::NodeProto& node);
 
 /// "node 'NAME' (OpType): ", NAME as NodeDisplayName gives it: the start of error messages.
 std::string NodePrefix(const onnx::NodeProto& node);
+
+/// Adds to `names` the names that `node`'s subgraphs read from enclosing scopes (outer-scope
+/// values, ONNX IR spec "Names Within a Graph").
+void OuterScopeNames(const onnx::NodeProto& node, std::set<std::string>& names);
 
 }  // namespace kiln::importer
 

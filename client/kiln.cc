@@ -220,20 +220,41 @@ int Run(int argc, char** argv) {
   }
   std::vector<std::string> input_names;
   for (const auto& in : m.inputs()) input_names.push_back(in.name());
+  auto has_input = [&](const std::string& name) {
+    return std::find(input_names.begin(), input_names.end(), name) != input_names.end();
+  };
+  // Each file read: a tensor, or (for a sequence input "NAME" compiled as NAME[0], NAME[1], ...)
+  // an onnx.SequenceProto whose elements feed NAME[k].
+  std::map<std::string, importer::NamedTensor> given;
   for (const auto& [name, file] : files) {
-    if (std::find(input_names.begin(), input_names.end(), name) == input_names.end()) {
+    if (has_input(name)) {
+      auto t = importer::ReadTensorFile(file);
+      if (!t.ok()) return FailStatus(t.status());
+      given[name] = std::move(*t);
+      continue;
+    }
+    if (!has_input(importer::SequenceElementName(name, 0))) {
       return Fail("run: the model has no input named '" + name + "' (its inputs: " +
                   absl::StrJoin(input_names, ", ") + ")");
+    }
+    auto elements = importer::ReadSequenceFile(file);
+    if (!elements.ok()) return FailStatus(elements.status());
+    int64_t compiled = 0;
+    while (has_input(importer::SequenceElementName(name, compiled))) ++compiled;
+    if (static_cast<int64_t>(elements->size()) != compiled) {
+      return Fail(absl::StrCat("run: --input ", name, ": a sequence of ", elements->size(),
+                               " tensors, the artifact was compiled for ", compiled));
+    }
+    for (size_t k = 0; k < elements->size(); ++k) {
+      given[importer::SequenceElementName(name, static_cast<int64_t>(k))] =
+          std::move((*elements)[k]);
     }
   }
   std::vector<importer::NamedTensor> inputs;
   for (const auto& in : m.inputs()) {
-    auto it = files.find(in.name());
-    if (it == files.end()) return Fail("run: missing --input " + in.name() + "=FILE.pb");
-    auto t = importer::ReadTensorFile(it->second);
-    if (!t.ok()) return FailStatus(t.status());
-    inputs.push_back(std::move(*t));
-    files.erase(it);
+    auto it = given.find(in.name());
+    if (it == given.end()) return Fail("run: missing --input " + in.name() + "=FILE.pb");
+    inputs.push_back(std::move(it->second));
   }
   std::vector<const Tensor*> ptrs;
   for (const auto& t : inputs) ptrs.push_back(&t.tensor);
@@ -243,6 +264,26 @@ int Run(int argc, char** argv) {
   std::filesystem::create_directories(out_dir, ec);
   if (ec) return Fail("run: cannot create '" + out_dir + "': " + ec.message());
   for (int i = 0; i < m.outputs_size(); ++i) {
+    // A sequence output (NAME[0], NAME[1], ...) is written as one SequenceProto NAME.pb.
+    std::optional<std::pair<std::string, int64_t>> seq =
+        importer::ParseSequenceElementName(m.outputs(i).name());
+    if (seq && seq->second == 0) {
+      std::vector<const Tensor*> elements;
+      std::vector<std::string> types;
+      for (int k = i; k < m.outputs_size(); ++k) {
+        auto e = importer::ParseSequenceElementName(m.outputs(k).name());
+        if (!e || e->first != seq->first || e->second != k - i) break;
+        elements.push_back(&(*outputs)[k]);
+        types.push_back((*outputs)[k].type.ToString());
+      }
+      std::string path =
+          (std::filesystem::path(out_dir) / (SafeFileName(seq->first) + ".pb")).string();
+      absl::Status st = importer::WriteSequenceFile(path, seq->first, elements);
+      if (!st.ok()) return FailStatus(st);
+      std::cout << "wrote " << path << " sequence(" << absl::StrJoin(types, ", ") << ")\n";
+      i += static_cast<int>(elements.size()) - 1;
+      continue;
+    }
     std::string path = (std::filesystem::path(out_dir) / (SafeFileName(m.outputs(i).name()) + ".pb")).string();
     absl::Status st = importer::WriteTensorFile(path, m.outputs(i).name(), (*outputs)[i]);
     if (!st.ok()) return FailStatus(st);

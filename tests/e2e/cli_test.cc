@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "client/check.h"
 #include "compiler_core/importer/onnx/tensor_file.h"
 #include "tests/e2e/kiln_cli.h"
@@ -236,6 +238,48 @@ TEST(CliTest, RecurrentSequenceLengthsAtRunTime) {
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("PASS test_data_set_0/Y:"), std::string::npos) << out;
   EXPECT_NE(out.find("PASS test_data_set_0/Y_h:"), std::string::npos) << out;
+}
+
+// A model with sequence inputs and outputs (SequenceMap over two sequences): compiled with each
+// element's shape as an input shape, run on the data set's SequenceProto files, its sequence
+// output written as one SequenceProto that matches the reference.
+TEST(CliTest, SequenceInputsAndOutputsRun) {
+  const std::string dir = "../shared/conformance/node/test_sequence_map_add_2_sequences";
+  KILN_REQUIRE_PATH_OR_SKIP(dir);
+  const std::string ds = dir + "/test_data_set_0";
+  const fs::path tmp = fs::temp_directory_path() / ("kiln_seq_" + std::to_string(getpid()));
+  fs::create_directories(tmp);
+  auto x0 = importer::ReadSequenceFile(ds + "/input_0.pb");
+  ASSERT_TRUE(x0.ok()) << x0.status();
+  std::string shapes;
+  for (const char* name : {"x0", "x1"}) {
+    for (size_t k = 0; k < x0->size(); ++k) {
+      shapes += absl::StrCat(" --input-shape '", name, "[", k,
+                             "]=", absl::StrJoin((*x0)[k].tensor.type.shape, ","), "'");
+    }
+  }
+  const std::string artifact = (tmp / "seq.kiln").string();
+  auto [compile_rc, compile_out] = Kiln("compile " + dir + "/model.onnx -o " + artifact + shapes);
+  ASSERT_EQ(compile_rc, 0) << compile_out;
+  auto [run_rc, run_out] =
+      Kiln("run " + artifact + " --input x0=" + ds + "/input_0.pb --input x1=" + ds +
+           "/input_1.pb --output-dir " + (tmp / "out").string());
+  ASSERT_EQ(run_rc, 0) << run_out;
+  auto got = importer::ReadSequenceFile((tmp / "out" / "y0.pb").string());
+  auto want = importer::ReadSequenceFile(ds + "/output_0.pb");
+  ASSERT_TRUE(got.ok() && want.ok());
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t k = 0; k < got->size(); ++k) {
+    client::OutputComparison c =
+        client::CompareTensors((*got)[k].tensor, (*want)[k].tensor, client::Tolerance{});
+    EXPECT_TRUE(c.pass) << "element " << k << ": " << client::FormatComparison(c);
+  }
+  auto [bad_rc, bad_out] =
+      Kiln("run " + artifact + " --input x0=" + ds + "/input_1.pb --input x1=" + ds +
+           "/input_0.pb --input x2=" + ds + "/input_0.pb --output-dir " + (tmp / "bad").string());
+  EXPECT_EQ(bad_rc, 1);
+  EXPECT_NE(bad_out.find("run: the model has no input named 'x2'"), std::string::npos) << bad_out;
+  fs::remove_all(tmp);
 }
 
 // A Loop whose trip count and condition are graph inputs is unrolled for the trip count its

@@ -51,6 +51,22 @@ absl::StatusOr<std::vector<NamedTensor>> ReadSequenceFile(const std::string& pat
   return out;
 }
 
+absl::Status WriteSequenceFile(const std::string& path, const std::string& name,
+                               const std::vector<const Tensor*>& elements) {
+  onnx::SequenceProto proto;
+  proto.set_name(name);
+  proto.set_elem_type(onnx::SequenceProto::TENSOR);
+  for (size_t k = 0; k < elements.size(); ++k) {
+    *proto.add_tensor_values() =
+        TensorToProto(SequenceElementName(name, static_cast<int64_t>(k)), *elements[k]);
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out || !proto.SerializeToOstream(&out)) {
+    return absl::InternalError(absl::StrCat("cannot write sequence file '", path, "'"));
+  }
+  return absl::OkStatus();
+}
+
 std::string SequenceElementName(const std::string& name, int64_t k) {
   return absl::StrCat(name, "[", k, "]");
 }

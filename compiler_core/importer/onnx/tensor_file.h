@@ -32,6 +32,9 @@ absl::StatusOr<std::vector<NamedTensor>> ReadSequenceFile(const std::string& pat
 std::string SequenceElementName(const std::string& name, int64_t k);
 /// The sequence name and element index of a "name[k]" element name, if it is one.
 std::optional<std::pair<std::string, int64_t>> ParseSequenceElementName(const std::string& name);
+/// Writes `elements` as an onnx.SequenceProto of tensors named `name`.
+absl::Status WriteSequenceFile(const std::string& path, const std::string& name,
+                               const std::vector<const Tensor*>& elements);
 /// Writes `tensor` as a TensorProto with raw_data.
 absl::Status WriteTensorFile(const std::string& path, const std::string& name,
                              const Tensor& tensor);

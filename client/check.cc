@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -304,7 +305,29 @@ absl::StatusOr<std::vector<CheckCompile>> PlanCheckCompiles(
           .push_back(ds.string());
     }
   } else {
-    for (const fs::path& ds : data_sets) groups[given].push_back(ds.string());
+    // Sequence inputs the given shapes leave out take their element shapes from each data set
+    // (a single given profile; with several, the elements must be given too).
+    KILN_ASSIGN_OR_RETURN(std::vector<importer::InputSignature> inputs,
+                          importer::ReadInputSignaturesFile(model.string()));
+    std::set<std::string> sequences;
+    for (const importer::InputSignature& in : inputs) {
+      if (in.sequence && given.size() == 1 &&
+          !given[0].count(importer::SequenceElementName(in.name, 0))) {
+        sequences.insert(in.name);
+      }
+    }
+    for (const fs::path& ds : data_sets) {
+      importer::ShapeProfiles profiles = given;
+      if (!sequences.empty()) {
+        KILN_ASSIGN_OR_RETURN(importer::InputShapes shapes,
+                              importer::DataSetInputShapes(inputs, ds.string()));
+        for (const auto& [name, dims] : shapes) {
+          auto element = importer::ParseSequenceElementName(name);
+          if (element && sequences.count(element->first)) profiles[0][name] = dims;
+        }
+      }
+      groups[profiles].push_back(ds.string());
+    }
   }
   std::vector<CheckCompile> compiles;
   for (auto& [shapes, group] : groups) {
@@ -340,7 +363,12 @@ absl::StatusOr<std::vector<OutputComparison>> CheckCompiled(const CheckCompile& 
   for (const std::string& dir : compile.data_sets) {
     const fs::path ds(dir);
     std::vector<std::string> shapes;
-    KILN_ASSIGN_OR_RETURN(std::vector<importer::NamedTensor> tensors, ReadInputFiles(ds));
+    std::vector<importer::NamedTensor> tensors;
+    if (HasSequences(m.inputs())) {
+      KILN_ASSIGN_OR_RETURN(tensors, ReadFilesAs(NumberedFiles(ds, "input_"), m.inputs()));
+    } else {
+      KILN_ASSIGN_OR_RETURN(tensors, ReadInputFiles(ds));
+    }
     // The files as CheckDataSets feeds them.
     std::vector<importer::NamedTensor*> feeds = FeedsOf(m, tensors);
     for (int i = 0; i < m.inputs_size(); ++i) {

@@ -76,6 +76,13 @@ absl::StatusOr<std::vector<Stmt>> LowerRuntimeSlice(KernelBuilder& b, const grap
     }
   }
   std::vector<Expr> start(rank), step(rank), extent(rank);
+  // An axis outside [-rank, rank) makes every extent invalid (-1): the run is refused.
+  Expr bad_axis;
+  for (int64_t k = 0; k < count && av != nullptr; ++k) {
+    Expr axis = OperandElement(b, av, k);
+    Expr out = Bin(BinaryOp::kOr, Lt(axis, Idx(-rank)), Bin(BinaryOp::kGe, axis, Idx(rank)));
+    bad_axis = bad_axis ? Bin(BinaryOp::kOr, bad_axis, out) : out;
+  }
   for (int64_t d = 0; d < rank; ++d) {
     const int64_t n = xs[d];
     Expr raw_s = Idx(0), raw_e = Idx(n), st = Idx(1);
@@ -97,6 +104,7 @@ absl::StatusOr<std::vector<Stmt>> LowerRuntimeSlice(KernelBuilder& b, const grap
     Expr span = Sel(pos, e - s, s - e);
     Expr ext = Max(Bin(BinaryOp::kFloorDiv, span + safe - Idx(1), safe), Idx(0));
     extent[d] = Sel(Eq(st, Idx(0)), Idx(-1), ext);
+    if (bad_axis) extent[d] = Sel(bad_axis, Idx(-1), extent[d]);
     start[d] = s;
     step[d] = st;
   }

@@ -218,10 +218,16 @@ absl::Status CheckShapes(const kiln::v1::KernelCall& call, const std::vector<voi
     }
     if (got != want) {
       std::vector<std::string> dims;
-      for (int64_t d : got) dims.push_back(d < 0 ? "invalid" : absl::StrCat(d));
+      bool invalid = false;
+      for (int64_t d : got) {
+        dims.push_back(d < 0 ? "invalid" : absl::StrCat(d));
+        invalid = invalid || d < 0;
+      }
       return absl::InvalidArgumentError(absl::StrCat(
-          check.what(), " given at run time give output shape [", absl::StrJoin(dims, ","),
-          "], but the artifact was compiled for ", ShapeString(want),
+          check.what(), " given at run time give output shape [", absl::StrJoin(dims, ","), "]",
+          invalid ? " (a value outside its range, such as an axis out of range or a step of 0)"
+                  : "",
+          ", but the artifact was compiled for ", ShapeString(want),
           " (the shape ONNX shape inference or the declared graph output gave at compile time)"));
     }
   }

@@ -6,6 +6,7 @@
 #include "compiler_core/importer/onnx/control_flow.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <utility>
 
@@ -100,8 +101,10 @@ absl::StatusOr<Value*> Take(ImportContext& ctx, const std::string& name, Value* 
 // Counts body copies against kMaxUnrolledNodes.
 absl::Status ChargeUnroll(const onnx::NodeProto& node, const onnx::GraphProto& body,
                           int64_t iterations) {
-  const int64_t nodes = iterations * std::max(1, body.node_size());
-  if (nodes > kMaxUnrolledNodes) {
+  const int64_t per = std::max(1, body.node_size());
+  if (iterations > kMaxUnrolledNodes / per) {  // iterations * per > the limit, without overflow
+    const std::string nodes = iterations > INT64_MAX / per ? std::string("more than 2^63")
+                                                           : absl::StrCat(iterations * per);
     return absl::UnimplementedError(
         NodePrefix(node) + absl::StrCat("unrolling ", iterations, " iterations of a ",
                                         body.node_size(), "-node body would import ", nodes,
@@ -218,7 +221,21 @@ absl::StatusOr<std::vector<Value*>> BuildLoop(ImportContext& ctx, const onnx::No
   const bool runtime_m = m != nullptr && !ConstScalarValue(m);
   const bool runtime_c = c != nullptr && !ConstScalarValue(c);
   if (runtime_m || runtime_c) {
-    KILN_ASSIGN_OR_RETURN(trip_count, StaticTripCount(ctx, node, num_carried, num_scan, runtime_m));
+    if (!runtime_m && m != nullptr) {
+      // A constant M with a run-time condition: M iterations, or none; the scan outputs' static
+      // shapes (if any) must agree with M.
+      trip_count = ConstScalarValue(m);
+      absl::StatusOr<int64_t> implied = StaticTripCount(ctx, node, num_carried, num_scan, false);
+      if (implied.ok() && *implied != *trip_count) {
+        return absl::InvalidArgumentError(NodePrefix(node) +
+                                          absl::StrCat("the trip count M is ", *trip_count,
+                                                       " but the static scan outputs imply ",
+                                                       *implied, " iterations"));
+      }
+    } else {
+      KILN_ASSIGN_OR_RETURN(trip_count,
+                            StaticTripCount(ctx, node, num_carried, num_scan, runtime_m));
+    }
     KILN_ASSIGN_OR_RETURN(runtime_trips, RuntimeTrips(ctx, node, m, c));
   } else {
     if (m != nullptr) trip_count = ConstScalarValue(m);

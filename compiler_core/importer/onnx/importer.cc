@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "compiler_core/importer/onnx/control_flow.h"
 #include "compiler_core/importer/onnx/import_context.h"
 #include "compiler_core/importer/onnx/model_checks.h"
@@ -144,8 +145,30 @@ absl::StatusOr<std::vector<TensorType>> SequenceInputTypes(const onnx::ValueInfo
   }
   std::vector<TensorType> types;
   for (int64_t k = 0;; ++k) {
-    auto it = options.input_shapes.find(SequenceElementName(name, k));
+    const std::string element = SequenceElementName(name, k);
+    auto it = options.input_shapes.find(element);
     if (it == options.input_shapes.end()) break;
+    // The declared element shape, if any, fixes the rank and the dims with values.
+    if (elem.tensor_type().has_shape()) {
+      const auto& declared = elem.tensor_type().shape();
+      bool ok = declared.dim_size() == static_cast<int>(it->second.size());
+      for (int d = 0; ok && d < declared.dim_size(); ++d) {
+        ok = !declared.dim(d).has_dim_value() || declared.dim(d).dim_value() == it->second[d];
+      }
+      if (!ok) {
+        std::vector<std::string> dims;
+        for (const auto& d : declared.dim()) {
+          dims.push_back(d.has_dim_value()       ? absl::StrCat(d.dim_value())
+                         : d.dim_param().empty() ? "?"
+                                                 : d.dim_param());
+        }
+        return absl::InvalidArgumentError(
+            absl::StrCat("--input-shape ", element, "=", absl::StrJoin(it->second, ","),
+                         ": the elements of "
+                         "sequence input '",
+                         name, "' are declared [", absl::StrJoin(dims, ","), "]"));
+      }
+    }
     types.push_back(TensorType{*dtype, it->second});
   }
   for (const auto& [given, dims] : options.input_shapes) {
@@ -163,7 +186,7 @@ absl::StatusOr<std::vector<TensorType>> SequenceInputTypes(const onnx::ValueInfo
                      "--input-shape ",
                      name, "[0]=D0,D1,... --input-shape ", name,
                      "[1]=... (kiln check "
-                     "takes them from the data set)"));
+                     "takes them from the data set; an empty sequence input is not supported)"));
   }
   return types;
 }

@@ -119,6 +119,13 @@ absl::Status BindInputShapes(const InputShapes& shapes, onnx::GraphProto& graph)
     // "seq[k]": element k of a sequence input (the importer checks the elements).
     std::optional<std::pair<std::string, int64_t>> element = ParseSequenceElementName(name);
     if (element && sequences.count(element->first)) continue;
+    if (sequences.count(name)) {
+      return absl::InvalidArgumentError(absl::StrCat("--input-shape ", name, ": '", name,
+                                                     "' is a sequence input; give each element's "
+                                                     "shape: --input-shape '",
+                                                     name, "[0]=D0,D1,...' --input-shape '", name,
+                                                     "[1]=...'"));
+    }
     if (std::find(names.begin(), names.end(), name) == names.end()) {
       return absl::InvalidArgumentError(absl::StrCat("--input-shape: '", name,
                                                      "' is not a graph input (inputs: ",

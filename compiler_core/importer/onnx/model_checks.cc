@@ -341,6 +341,9 @@ absl::Status BindConstantInputs(const std::map<std::string, std::string>& consta
       if (init.name() == name) index = -1;  // an initializer listed as an input
     }
     if (index < 0) return bad("the model has no graph input of that name");
+    if (!graph.input(index).type().has_tensor_type()) {
+      return bad("the input is not a tensor (a sequence or optional input cannot be a constant)");
+    }
     onnx::TensorProto tensor;
     if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
         !tensor.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {

@@ -15,6 +15,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "compiler_core/importer/onnx/import_context.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -251,12 +252,16 @@ absl::StatusOr<BuiltOutputs> BuildRuntimeScalesResize(ImportContext& ctx, const 
   }
   const int64_t taps = p.mode == "nearest" ? 1 : p.mode == "linear" ? 2 : 4;
   Value* cur = x;
+  Ints unresized;  // axes of length 1 in and out: no taps, but their scales are checked
   for (int64_t d = rank - 1; d >= 0; --d) {
     const int64_t in = xt.shape[d], out = known->shape[d];
     if (in <= 0 || out <= 0) {
       return absl::UnimplementedError(node.Prefix() + "empty input or output dims");
     }
-    if (in == 1 && out == 1) continue;  // every tap reads position 0 and the weights sum to 1
+    if (in == 1 && out == 1) {  // every tap reads position 0 and the weights sum to 1
+      unresized.insert(unresized.begin(), d);
+      continue;
+    }
     AttrMap a;
     a.Set("axis", d);
     a.Set("in", in);
@@ -295,6 +300,27 @@ absl::StatusOr<BuiltOutputs> BuildRuntimeScalesResize(ImportContext& ctx, const 
       }
     }
     cur = acc;
+  }
+  if (!unresized.empty()) {
+    // floor(scale) must be 1 on each: the output keeps length 1 there.
+    const std::string n = node.name + "/unresized";
+    AttrMap ga, cast;
+    ga.Set("axis", int64_t{0});
+    cast.Set("to", static_cast<int64_t>(DTypeToOnnx(DType::kInt64)));
+    KILN_ASSIGN_OR_RETURN(Value * s,
+                          ctx.EmitValue(OpKind::kGather, n + "/scales",
+                                        {scales, ctx.ConstI64(n + "/axes", unresized)}, ga));
+    KILN_ASSIGN_OR_RETURN(s, ctx.EmitValue(OpKind::kFloor, n + "/floor", {s}));
+    KILN_ASSIGN_OR_RETURN(s, ctx.EmitValue(OpKind::kCast, n + "/lengths", {s}, cast));
+    std::vector<std::string> names;
+    for (int64_t d : unresized) names.push_back(absl::StrCat("scales[", d, "]"));
+    AttrMap check;
+    check.Set("expected", Ints(unresized.size(), 1));
+    check.Set("what", node.Prefix() + absl::StrCat("the output lengths floor(scale * 1) of the "
+                                                   "axes of length 1 (",
+                                                   absl::StrJoin(names, ", "), ")"));
+    KILN_ASSIGN_OR_RETURN(
+        cur, ctx.EmitValue(OpKind::kRuntimeCheck, node.name + "/checked", {cur, s}, check));
   }
   if (cur == x) {
     KILN_ASSIGN_OR_RETURN(cur, ctx.EmitValue(OpKind::kIdentity, node.name, {x}));

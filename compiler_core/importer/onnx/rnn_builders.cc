@@ -299,6 +299,30 @@ absl::StatusOr<BuiltOutputs> BuildRecurrent(ImportContext& ctx, const OnnxNode& 
   }
   BuiltOutputs outs{y, yh};
   if (lstm) outs.push_back(yc);
+  if (lens != nullptr && !seq_lens->is_constant()) {
+    // As ONNX Runtime: every length must be in [1, seq_length]; each output checks it.
+    AttrMap to_i64;
+    to_i64.Set("to", static_cast<int64_t>(DTypeToOnnx(DType::kInt64)));
+    KILN_ASSIGN_OR_RETURN(
+        Value * lo,
+        u.Op(OpKind::kGreaterOrEqual, {lens, ctx.ConstScalar(u.Name("one"), DType::kInt64, 1)}));
+    KILN_ASSIGN_OR_RETURN(
+        Value * hi, u.Op(OpKind::kLessOrEqual, {lens, ctx.ConstScalar(u.Name("seq"), DType::kInt64,
+                                                                      static_cast<double>(seq))}));
+    KILN_ASSIGN_OR_RETURN(Value * ok, u.Op(OpKind::kAnd, {lo, hi}));
+    KILN_ASSIGN_OR_RETURN(ok, u.Op(OpKind::kCast, {ok}, to_i64));
+    AttrMap all;
+    all.Set("axes", Ints{0});
+    all.Set("keepdims", int64_t{0});
+    KILN_ASSIGN_OR_RETURN(ok, u.Op(OpKind::kReduceMin, {ok}, all));
+    AttrMap check;
+    check.Set("expected", Ints{1});
+    check.Set("what", node.Prefix() + absl::StrCat("every sequence_lens value must be in [1, ", seq,
+                                                   "] (1 = it is)"));
+    for (Value*& out : outs) {
+      KILN_ASSIGN_OR_RETURN(out, u.Op(OpKind::kRuntimeCheck, {out, ok}, check));
+    }
+  }
   return outs;
 }
 

@@ -90,7 +90,7 @@ absl::StatusOr<BuiltOutputs> BuildRuntimeAxesReduce(ImportContext& ctx, const On
       if (in[d] != 1) big.push_back(d);
     }
     by_big[big].push_back(mask);
-    allowed.push_back(absl::StrCat("{", absl::StrJoin(all, ","), "}"));
+    allowed.push_back(absl::StrCat("{", absl::StrJoin(all, ","), "} = ", mask));
   }
   if (sets.empty() || by_big.size() > 8) {
     return absl::UnimplementedError(
@@ -114,6 +114,20 @@ absl::StatusOr<BuiltOutputs> BuildRuntimeAxesReduce(ImportContext& ctx, const On
                                                              static_cast<double>(rank))}));
   KILN_ASSIGN_OR_RETURN(
       Value * norm, ctx.EmitValue(OpKind::kWhere, n + "/normalized", {negative, shifted, axes}));
+  // An axis outside [0, rank) after normalizing counts as bit `rank`, which no allowed set has.
+  KILN_ASSIGN_OR_RETURN(Value * low,
+                        ctx.EmitValue(OpKind::kLess, n + "/below",
+                                      {norm, ctx.ConstScalar(n + "/zero2", DType::kInt64, 0)}));
+  KILN_ASSIGN_OR_RETURN(Value * high,
+                        ctx.EmitValue(OpKind::kGreaterOrEqual, n + "/above",
+                                      {norm, ctx.ConstScalar(n + "/rank2", DType::kInt64,
+                                                             static_cast<double>(rank))}));
+  KILN_ASSIGN_OR_RETURN(Value * outside, ctx.EmitValue(OpKind::kOr, n + "/outside", {low, high}));
+  KILN_ASSIGN_OR_RETURN(
+      norm, ctx.EmitValue(
+                OpKind::kWhere, n + "/in_range",
+                {outside, ctx.ConstScalar(n + "/rank3", DType::kInt64, static_cast<double>(rank)),
+                 norm}));
   KILN_ASSIGN_OR_RETURN(Value * normf,
                         ctx.EmitValue(OpKind::kCast, n + "/normalized_f32", {norm}, cast_f32));
   KILN_ASSIGN_OR_RETURN(Value * bits,
@@ -165,13 +179,21 @@ absl::StatusOr<BuiltOutputs> BuildRuntimeAxesReduce(ImportContext& ctx, const On
     }
     known = hit;
   }
-  KILN_ASSIGN_OR_RETURN(Value * ok, ctx.EmitValue(OpKind::kCast, n + "/ok", {known}, cast_i64));
+  // The check's value: the given axes' bit mask, or the first allowed one when they fit.
+  KILN_ASSIGN_OR_RETURN(
+      Value * shown,
+      ctx.EmitValue(OpKind::kWhere, n + "/shown",
+                    {known, ctx.ConstScalar(n + "/first", DType::kInt64, sets[0]), mask}));
   AttrMap check;
-  check.Set("expected", Ints{1});
-  check.Set("what", node.Prefix() + absl::StrCat("the axes given at run time must be one of the "
-                                                 "sets the static shapes allow (",
-                                                 absl::StrJoin(allowed, ", "), "; 1 = they are)"));
-  return Single(ctx.Emit(OpKind::kRuntimeCheck, n, {result, ok}, check));
+  check.Set("expected", Ints{static_cast<int64_t>(sets[0])});
+  check.Set("what", node.Prefix() + absl::StrCat("the axes given at run time, as a bit mask (the "
+                                                 "sum of 2^axis; ",
+                                                 1u << rank,
+                                                 " for an axis "
+                                                 "out of range), must be one of the sets the "
+                                                 "static shapes allow (",
+                                                 absl::StrJoin(allowed, ", "), ")"));
+  return Single(ctx.Emit(OpKind::kRuntimeCheck, n, {result, shown}, check));
 }
 
 absl::StatusOr<BuiltOutputs> BuildReduce(ImportContext& ctx, const OnnxNode& node) {

@@ -238,6 +238,26 @@ TEST(CliTest, RecurrentSequenceLengthsAtRunTime) {
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("PASS test_data_set_0/Y:"), std::string::npos) << out;
   EXPECT_NE(out.find("PASS test_data_set_0/Y_h:"), std::string::npos) << out;
+  // A length past the sequence is refused, as ONNX Runtime refuses it.
+  const fs::path tmp = fs::temp_directory_path() / ("kiln_rnn_" + std::to_string(getpid()));
+  fs::create_directories(tmp);
+  const std::string artifact = (tmp / "rnn.kiln").string();
+  auto [compile_rc, compile_out] =
+      Kiln("compile tests/data/rnn_seq_lens/model.onnx -o " + artifact);
+  ASSERT_EQ(compile_rc, 0) << compile_out;
+  std::shared_ptr<Tensor> lens = Tensor::Zeros(TensorType{DType::kInt32, {3}});
+  for (int b = 0; b < 3; ++b) lens->mutable_data<int32_t>()[b] = b == 0 ? 5 : 1;
+  const std::string lens_file = (tmp / "lens.pb").string();
+  ASSERT_TRUE(importer::WriteTensorFile(lens_file, "sequence_lens", *lens).ok());
+  auto [run_rc, run_out] =
+      Kiln("run " + artifact + " --input X=tests/data/rnn_seq_lens/test_data_set_0/input_0.pb " +
+           "--input sequence_lens=" + lens_file + " --output-dir " + (tmp / "out").string());
+  EXPECT_EQ(run_rc, 1);
+  EXPECT_NE(run_out.find("node 'rnn' (RNN): every sequence_lens value must be in [1, 4] (1 = it "
+                         "is): got [0] at run time"),
+            std::string::npos)
+      << run_out;
+  fs::remove_all(tmp);
 }
 
 // A model with sequence inputs and outputs (SequenceMap over two sequences): compiled with each
@@ -309,6 +329,14 @@ TEST(CliTest, RuntimeLoopTripCounts) {
                          "for [5]"),
             std::string::npos)
       << run_out;
+  // A constant trip count that contradicts the declared scan output is a compile error.
+  auto [const_rc, const_out] = Kiln("compile " + dir + "/model.onnx -o " + artifact +
+                                    " --constant-input trip_count=" + three_file);
+  EXPECT_EQ(const_rc, 1);
+  EXPECT_NE(const_out.find("node 'res_y' (Loop): the trip count M is 3 but the static scan "
+                           "outputs imply 5 iterations"),
+            std::string::npos)
+      << const_out;
   fs::remove_all(tmp);
   auto [rc, out] = Kiln("check " + dir + " --constant-input trip_count=" + ds +
                         "/input_0.pb --constant-input cond=" + ds + "/input_1.pb");

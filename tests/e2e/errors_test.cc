@@ -374,6 +374,17 @@ TEST_F(ErrorsTest, RuntimeResizeScalesAreChecked) {
                   scales("s3.pb", 2, 3) + " --output-dir " + (dir_ / "bad").string(),
               "node 'rs' (Resize): scales[3] given at run time give output shape [6], but the "
               "artifact was compiled for [4]");
+  // The axes of length 1 have no taps, but their scales are checked as well.
+  onnx::TensorProto batch2;
+  batch2.set_name("scales");
+  batch2.add_dims(4);
+  batch2.set_data_type(onnx::TensorProto::FLOAT);
+  for (float f : {2.f, 1.f, 2.f, 2.f}) batch2.add_float_data(f);
+  ExpectError("run " + artifact + " --input x=" + xf +
+                  " --input scales=" + Write("batch2.pb", batch2.SerializeAsString()) +
+                  " --output-dir " + (dir_ / "bad2").string(),
+              "node 'rs' (Resize): the output lengths floor(scale * 1) of the axes of length 1 "
+              "(scales[0], scales[1]): got [2,1] at run time, the artifact was compiled for [1,1]");
 }
 
 // A ReduceSum whose axes are a graph input, [3,2,2] -> [3,2] without keepdims: axes {1} and {2}

@@ -1,7 +1,10 @@
-// NonZero, Compress and Unique: serial nests (every loop a reduction: each step reads what the
-// earlier ones wrote) over i64 counters in workspaces. Each kernel also stores the output shape
-// the data give (KernelBuilder::ShapeCheck), which the runtime compares with the compiled one;
-// every store index is clamped, so data that give another shape never write out of bounds.
+// NonZero, Compress, Unique and NonMaxSuppression: serial nests (every loop a reduction: each
+// step reads what the earlier ones wrote) over i64 counters in workspaces. Each kernel also
+// stores the output shape the data give (KernelBuilder::ShapeCheck), which the runtime compares
+// with the compiled one, or, for an output sized by its upper bound ("bounded"), trims the
+// graph output to (KernelBuilder::BoundedShape); every store index is clamped, so data that
+// give another shape never write out of bounds. RuntimeCheck copies its input and stores the
+// values to check.
 // - NonZero: one pass in row-major order; a non-zero element writes its index into column
 //   "count" and bumps the count.
 // - Compress: one pass over the condition; a true position copies its slice into slot "count".

@@ -96,7 +96,8 @@ absl::StatusOr<std::vector<loop::Stmt>> LowerNormalization(KernelBuilder& b,
 absl::StatusOr<std::vector<loop::Stmt>> LowerTopK(KernelBuilder& b, const graph::Node& node,
                                                   const Epilogue& epi);
 
-/// NonZero, Compress and Unique (data_dependent.cc): serial nests with a run-time shape check.
+/// NonZero, Compress, Unique, NonMaxSuppression and RuntimeCheck (data_dependent.cc): serial
+/// nests with a run-time shape or value check.
 absl::StatusOr<std::vector<loop::Stmt>> LowerDataDependent(KernelBuilder& b,
                                                            const graph::Node& node,
                                                            const Epilogue& epi);

@@ -43,7 +43,7 @@ absl::StatusOr<TensorVec> EvalActivation(const graph::Node& node, const TensorVe
 absl::StatusOr<TensorVec> EvalNormalization(const graph::Node& node, const TensorVec& in);
 /// Det (eval_linalg.cc).
 absl::StatusOr<TensorVec> EvalDet(const graph::Node& node, const TensorVec& in);
-/// NonZero, Compress and Unique (eval_data_dependent.cc).
+/// NonZero, Compress, Unique, NonMaxSuppression and RuntimeCheck (eval_data_dependent.cc).
 absl::StatusOr<TensorVec> EvalDataDependent(const graph::Node& node, const TensorVec& in);
 /// TfIdfVectorizer over integer tokens (eval_text.cc).
 absl::StatusOr<TensorVec> EvalTfIdfVectorizer(const graph::Node& node, const TensorVec& in);

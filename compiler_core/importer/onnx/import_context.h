@@ -119,7 +119,7 @@ absl::StatusOr<BuiltOutputs> BuildShapeOp(ImportContext& ctx, const OnnxNode& no
 absl::StatusOr<graph::Value*> ReverseWithinLengths(ImportContext& ctx, const std::string& name,
                                                    graph::Value* x, graph::Value* lens,
                                                    int64_t time_axis, int64_t batch_axis);
-/// NonZero, Compress and Unique, whose output shape depends on the data
+/// NonZero, Compress, Unique and NonMaxSuppression, whose output shape depends on the data
 /// (data_dependent_builders.cc).
 absl::StatusOr<BuiltOutputs> BuildDataDependentOp(ImportContext& ctx, const OnnxNode& node);
 /// TfIdfVectorizer over integer tokens (text_builders.cc).

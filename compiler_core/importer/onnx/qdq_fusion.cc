@@ -9,16 +9,17 @@
 #include <string>
 #include <vector>
 
+#include "compiler_core/importer/onnx/model_checks.h"
 #include "compiler_core/importer/onnx/tensor_proto.h"
 
 namespace kiln::importer {
 namespace {
 
 struct GraphIndex {
-  std::map<std::string, int> producer;             // value → node index
-  std::map<std::string, int> uses;                  // value → number of node inputs reading it
+  std::map<std::string, int> producer;  // value → node index
+  std::map<std::string, int> uses;      // value → number of node inputs reading it
   std::map<std::string, const onnx::TensorProto*> initializers;
-  std::set<std::string> outputs;                    // graph outputs
+  std::set<std::string> outputs;  // graph outputs
 };
 
 GraphIndex Index(const onnx::GraphProto& g) {
@@ -113,9 +114,8 @@ std::optional<std::vector<onnx::NodeProto>> TryFuse(const onnx::GraphProto& g, c
   auto zp_or_empty = [](const onnx::NodeProto& dq) {
     return dq.input_size() > 2 ? dq.input(2) : std::string();
   };
-  for (const std::string& in :
-       {dx->input(0), dx->input(1), zp_or_empty(*dx), dw->input(0), dw->input(1),
-        zp_or_empty(*dw), q.input(1), q.input(2)}) {
+  for (const std::string& in : {dx->input(0), dx->input(1), zp_or_empty(*dx), dw->input(0),
+                                dw->input(1), zp_or_empty(*dw), q.input(1), q.input(2)}) {
     fused.add_input(in);
   }
   if (conv->input_size() > 2 && !conv->input(2).empty()) {
@@ -157,6 +157,31 @@ std::optional<std::vector<onnx::NodeProto>> TryFuse(const onnx::GraphProto& g, c
   return out;
 }
 
+// Removes the nodes of `g` none of whose outputs is read (by a node, a subgraph, or as a graph
+// output), until none is left; ONNX nodes have no side effects.
+void DropDeadNodes(onnx::GraphProto& g) {
+  for (bool changed = true; changed;) {
+    std::set<std::string> read;
+    for (const auto& out : g.output()) read.insert(out.name());
+    for (const auto& n : g.node()) {
+      for (const auto& in : n.input()) read.insert(in);
+      OuterScopeNames(n, read);
+    }
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> live;
+    changed = false;
+    for (const auto& n : g.node()) {
+      bool used = n.output_size() == 0;
+      for (const auto& out : n.output()) used = used || (!out.empty() && read.count(out));
+      if (used) {
+        *live.Add() = n;
+      } else {
+        changed = true;
+      }
+    }
+    g.mutable_node()->Swap(&live);
+  }
+}
+
 }  // namespace
 
 int FuseQdqConvs(onnx::GraphProto& g, int opset) {
@@ -169,9 +194,9 @@ int FuseQdqConvs(onnx::GraphProto& g, int opset) {
     if (auto fused = TryFuse(g, ix, q, opset)) replacements[i] = std::move(*fused);
   }
   if (replacements.empty()) return 0;
-  // The Conv and Relu the fused nodes replace are left for dead-code elimination: their outputs
-  // have no reader any more, and the graph stays topologically sorted because each fused node
-  // takes its Q node's place.
+  // Each fused node takes its Q node's place, so the graph stays topologically sorted; the Conv,
+  // Relu and weight DequantizeLinear nodes it replaces are then dropped (their outputs have no
+  // reader any more), so they are never imported.
   google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
   for (int i = 0; i < g.node_size(); ++i) {
     auto it = replacements.find(i);
@@ -182,6 +207,7 @@ int FuseQdqConvs(onnx::GraphProto& g, int opset) {
     }
   }
   g.mutable_node()->Swap(&nodes);
+  DropDeadNodes(g);
   return static_cast<int>(replacements.size());
 }
 

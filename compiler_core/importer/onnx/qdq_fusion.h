@@ -13,8 +13,10 @@ namespace kiln::importer {
 /// x_scale * w_scale) if any, by QLinearConv (and Max(y, y_zero_point) for the Relu) writing the
 /// QuantizeLinear's output: the integer arithmetic of ONNX Runtime's QDQ transformer (exact int32
 /// accumulation, one float requantization by x_scale * w_scale / y_scale), where the QDQ
-/// graph's float semantics would round twice. The replaced Conv and Relu are left unread for
-/// dead-code elimination. A pattern whose intermediate values have other readers, or whose
+/// graph's float semantics would round twice. When any pattern was fused, every node whose
+/// outputs nothing reads any more (the replaced Conv, Relu and weight DequantizeLinear) is
+/// removed from `graph`, so it is never imported. A pattern whose intermediate values have other
+/// readers, or whose
 /// parameters are not constants, is left as it is. `opset` is the model's default-domain opset
 /// (QLinearConv needs 10, Max on 8-bit integers 12). Returns the number of fused convolutions.
 int FuseQdqConvs(onnx::GraphProto& graph, int opset);

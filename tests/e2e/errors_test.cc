@@ -4,12 +4,12 @@
 #include <sys/wait.h>
 
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "compiler_core/importer/onnx/tensor_file.h"
 #include "onnx/onnx_pb.h"
 #include "tests/e2e/shared_data.h"
 
@@ -82,6 +82,15 @@ class ErrorsTest : public ::testing::Test {
     return Write(name, m.SerializeAsString());
   }
 
+  // The dims and values of the tensor file `path` that `kiln run` wrote (empty if unreadable).
+  template <typename T>
+  static std::pair<std::vector<int64_t>, std::vector<T>> ReadOutput(const std::string& path) {
+    absl::StatusOr<importer::NamedTensor> t = importer::ReadTensorFile(path);
+    if (!t.ok()) return {};
+    const T* data = t->tensor.data<T>();
+    return {t->tensor.type.shape, std::vector<T>(data, data + t->tensor.type.NumElements())};
+  }
+
   void ExpectError(const std::string& args, const std::string& expected_substring) {
     CommandResult r = RunKiln(args);
     EXPECT_EQ(r.exit_code, 1) << "kiln " << args << " must fail cleanly; output:\n" << r.output;
@@ -129,8 +138,9 @@ TEST_F(ErrorsTest, UnknownPrintStageAndInputName) {
   ExpectError("compile " + model + " -o " + artifact + " --print-ir-after=fuson",
               "--print-ir-after: unknown stage 'fuson'");
   ASSERT_EQ(RunKiln("compile " + model + " -o " + artifact).exit_code, 0);
-  ExpectError("run " + artifact + " --input z=" + model + " --output-dir " + (dir_ / "out").string(),
-              "the model has no input named 'z' (its inputs: x)");
+  ExpectError(
+      "run " + artifact + " --input z=" + model + " --output-dir " + (dir_ / "out").string(),
+      "the model has no input named 'z' (its inputs: x)");
 }
 
 TEST_F(ErrorsTest, GraphWithCycle) {
@@ -198,8 +208,8 @@ TEST_F(ErrorsTest, CorruptedArtifactAndWrongInput) {
   t.set_data_type(onnx::TensorProto::FLOAT);
   for (int i = 0; i < 3; ++i) t.add_float_data(1.0f);
   std::string input = Write("x.pb", t.SerializeAsString());
-  ExpectError("run " + artifact + " --input x=" + input + " --output-dir " + (dir_ / "out").string(),
-              "x");
+  ExpectError(
+      "run " + artifact + " --input x=" + input + " --output-dir " + (dir_ / "out").string(), "x");
 
   // Flip one byte in the middle of the artifact: detected by the checksum, never run.
   std::fstream f(artifact, std::ios::in | std::ios::out | std::ios::binary);
@@ -254,22 +264,12 @@ TEST_F(ErrorsTest, RuntimeSliceOperandsAreChecked) {
   // -4 (= 2) with ends 100 (clamped to 6) gives [2, 6): 4 elements, also refused; starts 1,
   // ends -2 (= 4) gives [1, 4) = {10, 20, 30}.
   std::string out = (dir_ / "out").string();
-  CommandResult run = RunKiln("run " + artifact + " --input x=" + xf + " --input starts=" +
-                              i64("starts", 1) + " --input ends=" + i64("ends", -2) +
-                              " --output-dir " + out);
+  CommandResult run =
+      RunKiln("run " + artifact + " --input x=" + xf + " --input starts=" + i64("starts", 1) +
+              " --input ends=" + i64("ends", -2) + " --output-dir " + out);
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  onnx::TensorProto y;
-  std::ifstream yf(out + "/y.pb", std::ios::binary);
-  ASSERT_TRUE(y.ParseFromIstream(&yf));
-  ASSERT_EQ(y.dims_size(), 1);
-  EXPECT_EQ(y.dims(0), 3);
-  std::vector<float> got(3);
-  if (y.float_data_size() == 3) {
-    for (int i = 0; i < 3; ++i) got[i] = y.float_data(i);
-  } else {
-    ASSERT_EQ(y.raw_data().size(), 12u);
-    std::memcpy(got.data(), y.raw_data().data(), 12);
-  }
+  auto [shape, got] = ReadOutput<float>(out + "/y.pb");
+  EXPECT_EQ(shape, (std::vector<int64_t>{3}));
   EXPECT_EQ(got, (std::vector<float>{10, 20, 30}));
 
   std::string bad = (dir_ / "bad").string();
@@ -279,7 +279,6 @@ TEST_F(ErrorsTest, RuntimeSliceOperandsAreChecked) {
               "[4], but the artifact was compiled for [3]");
   EXPECT_FALSE(fs::exists(bad + "/y.pb"));
 }
-
 
 // NonZero compiles for the declared output shape [2, 3]: data with three non-zero elements give
 // their row-major indices; data with two are refused naming the node and both shapes, and
@@ -306,23 +305,15 @@ TEST_F(ErrorsTest, DataDependentShapeIsChecked) {
   CommandResult run = RunKiln("run " + artifact + " --input x=" + input("three.pb", {1, 0, 2, 3}) +
                               " --output-dir " + out);
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  onnx::TensorProto got;
-  std::ifstream yf(out + "/y.pb", std::ios::binary);
-  ASSERT_TRUE(got.ParseFromIstream(&yf));
-  std::vector<int64_t> values(6);
-  if (got.int64_data_size() == 6) {
-    for (int i = 0; i < 6; ++i) values[i] = got.int64_data(i);
-  } else {
-    ASSERT_EQ(got.raw_data().size(), 48u);
-    std::memcpy(values.data(), got.raw_data().data(), 48);
-  }
+  auto [shape, values] = ReadOutput<int64_t>(out + "/y.pb");
+  EXPECT_EQ(shape, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(values, (std::vector<int64_t>{0, 1, 1, 0, 0, 1}));  // (0,0), (1,0), (1,1)
 
   std::string bad = (dir_ / "bad").string();
-  ExpectError("run " + artifact + " --input x=" + input("two.pb", {1, 0, 0, 3}) +
-                  " --output-dir " + bad,
-              "node 'nz' (NonZero): the data given at run time give output shape [2,2], but the "
-              "artifact was compiled for [2,3]");
+  ExpectError(
+      "run " + artifact + " --input x=" + input("two.pb", {1, 0, 0, 3}) + " --output-dir " + bad,
+      "node 'nz' (NonZero): the data given at run time give output shape [2,2], but the "
+      "artifact was compiled for [2,3]");
   EXPECT_FALSE(fs::exists(bad + "/y.pb"));
 }
 
@@ -356,22 +347,14 @@ TEST_F(ErrorsTest, RuntimeResizeScalesAreChecked) {
   };
   // Nearest (the default mode), half_pixel, scale 2: each input element becomes a 2x2 block.
   std::string out = (dir_ / "out").string();
-  CommandResult run = RunKiln("run " + artifact + " --input x=" + xf + " --input scales=" +
-                              scales("s2.pb", 2, 2) + " --output-dir " + out);
+  CommandResult run = RunKiln("run " + artifact + " --input x=" + xf +
+                              " --input scales=" + scales("s2.pb", 2, 2) + " --output-dir " + out);
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  onnx::TensorProto got;
-  std::ifstream yf(out + "/y.pb", std::ios::binary);
-  ASSERT_TRUE(got.ParseFromIstream(&yf));
-  std::vector<float> values(16);
-  if (got.float_data_size() == 16) {
-    for (int i = 0; i < 16; ++i) values[i] = got.float_data(i);
-  } else {
-    ASSERT_EQ(got.raw_data().size(), 64u);
-    std::memcpy(values.data(), got.raw_data().data(), 64);
-  }
+  auto [shape, values] = ReadOutput<float>(out + "/y.pb");
+  EXPECT_EQ(shape, (std::vector<int64_t>{1, 1, 4, 4}));
   EXPECT_EQ(values, (std::vector<float>{1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}));
-  ExpectError("run " + artifact + " --input x=" + xf + " --input scales=" +
-                  scales("s3.pb", 2, 3) + " --output-dir " + (dir_ / "bad").string(),
+  ExpectError("run " + artifact + " --input x=" + xf + " --input scales=" + scales("s3.pb", 2, 3) +
+                  " --output-dir " + (dir_ / "bad").string(),
               "node 'rs' (Resize): scales[3] given at run time give output shape [6], but the "
               "artifact was compiled for [4]");
   // The axes of length 1 have no taps, but their scales are checked as well.
@@ -422,17 +405,7 @@ TEST_F(ErrorsTest, RuntimeReduceAxesAreSelectedAndChecked) {
         RunKiln("run " + artifact + " --input x=" + xf + " --input axes=" +
                 Write("axes" + std::to_string(axis + 5) + ".pb", t.SerializeAsString()) +
                 " --output-dir " + out);
-    std::vector<float> values;
-    onnx::TensorProto y;
-    std::ifstream yf(out + "/y.pb", std::ios::binary);
-    if (r.exit_code == 0 && y.ParseFromIstream(&yf)) {
-      values.resize(6);
-      if (y.float_data_size() == 6) {
-        for (int i = 0; i < 6; ++i) values[i] = y.float_data(i);
-      } else if (y.raw_data().size() == 24) {
-        std::memcpy(values.data(), y.raw_data().data(), 24);
-      }
-    }
+    std::vector<float> values = ReadOutput<float>(out + "/y.pb").second;
     return std::make_pair(r, values);
   };
   // x[i][j][k] = 4i + 2j + k.
@@ -507,15 +480,7 @@ TEST_F(ErrorsTest, SequenceInputsTakeTheirShapesAsInputShapes) {
                               tensor("s1", {8, 9}) + "' --output-dir " + out);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   auto read = [&](const std::string& name) {
-    onnx::TensorProto t;
-    std::ifstream f(out + "/" + name + ".pb", std::ios::binary);
-    std::vector<float> v;
-    if (!t.ParseFromIstream(&f)) return v;
-    if (t.float_data_size() > 0)
-      return std::vector<float>(t.float_data().begin(), t.float_data().end());
-    v.resize(t.raw_data().size() / 4);
-    std::memcpy(v.data(), t.raw_data().data(), t.raw_data().size());
-    return v;
+    return ReadOutput<float>(out + "/" + name + ".pb").second;
   };
   EXPECT_EQ(read("y"), (std::vector<float>{7, 1, 2, 8, 9}));  // seq[0], x, seq[1]
   EXPECT_EQ(read("last"), (std::vector<float>{8, 9}));        // element 2 after the insert
@@ -553,15 +518,7 @@ TEST_F(ErrorsTest, DataDependentGraphOutputIsBounded) {
         RunKiln("run " + artifact + " --input x=" + Write(name + ".pb", x.SerializeAsString()) +
                 " --output-dir " + out);
     EXPECT_EQ(r.exit_code, 0) << r.output;
-    onnx::TensorProto got;
-    std::ifstream f(out + "/y.pb", std::ios::binary);
-    EXPECT_TRUE(got.ParseFromIstream(&f));
-    std::vector<int64_t> shape(got.dims().begin(), got.dims().end());
-    std::vector<int64_t> values(got.int64_data().begin(), got.int64_data().end());
-    if (values.empty() && !got.raw_data().empty()) {
-      values.resize(got.raw_data().size() / 8);
-      std::memcpy(values.data(), got.raw_data().data(), got.raw_data().size());
-    }
+    auto [shape, values] = ReadOutput<int64_t>(out + "/y.pb");
     return std::make_pair(shape, values);
   };
   auto [shape3, values3] = run("three", {1, 0, 2, 3});

@@ -174,6 +174,14 @@ absl::StatusOr<std::vector<importer::NamedTensor>> ReadFilesAs(
   return out;
 }
 
+// The input files of data set `ds` for `m`: with sequence inputs laid out as `m` has them
+// (ReadFilesAs), else every input_N.pb (FeedsOf matches them to the inputs).
+absl::StatusOr<std::vector<importer::NamedTensor>> ReadDataSetInputs(
+    const fs::path& ds, const kiln::v1::Manifest& m) {
+  if (HasSequences(m.inputs())) return ReadFilesAs(NumberedFiles(ds, "input_"), m.inputs());
+  return ReadInputFiles(ds);
+}
+
 // The file tensor that feeds each of `m`'s inputs: by position when there is one file per
 // input, else (inputs compiled as constants leave extra files) by tensor name; null where no
 // file has the name.
@@ -223,45 +231,27 @@ absl::StatusOr<std::vector<OutputComparison>> CheckDataSets(const std::vector<fs
   const kiln::v1::Manifest& m = exe->manifest();
   std::vector<OutputComparison> comparisons;
   for (const fs::path& ds : data_sets) {
-    std::vector<importer::NamedTensor> inputs;
-    if (HasSequences(m.inputs())) {
-      KILN_ASSIGN_OR_RETURN(inputs, ReadFilesAs(NumberedFiles(ds, "input_"), m.inputs()));
-    } else {
-      KILN_ASSIGN_OR_RETURN(inputs, ReadInputFiles(ds));
-    }
+    KILN_ASSIGN_OR_RETURN(std::vector<importer::NamedTensor> inputs, ReadDataSetInputs(ds, m));
     std::vector<fs::path> output_files = NumberedFiles(ds, "output_");
-    if (HasSequences(m.outputs())) {
-      KILN_ASSIGN_OR_RETURN(std::vector<importer::NamedTensor> expected,
-                            ReadFilesAs(output_files, m.outputs()));
-      KILN_ASSIGN_OR_RETURN(std::vector<const Tensor*> feeds, FeedPointers(ds, m, inputs));
-      KILN_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, exe->Run(feeds));
-      for (int i = 0; i < m.outputs_size(); ++i) {
-        OutputComparison c = CompareTensors(outputs[i], expected[i].tensor, tolerance);
-        c.data_set = ds.filename().string();
-        c.name = m.outputs(i).name();
-        comparisons.push_back(std::move(c));
-      }
-      continue;
-    }
-    if (static_cast<int>(inputs.size()) < m.inputs_size()) {
+    if (!HasSequences(m.inputs()) && static_cast<int>(inputs.size()) < m.inputs_size()) {
       return absl::InvalidArgumentError(absl::StrCat(ds.string(), ": has ", inputs.size(),
                                                      " input files, the model has ",
                                                      m.inputs_size(), " inputs"));
     }
-    if (static_cast<int>(output_files.size()) != m.outputs_size()) {
+    if (!HasSequences(m.outputs()) && static_cast<int>(output_files.size()) != m.outputs_size()) {
       return absl::InvalidArgumentError(absl::StrCat(ds.string(), ": has ", output_files.size(),
                                                      " output files, the model has ",
                                                      m.outputs_size(), " outputs"));
     }
+    KILN_ASSIGN_OR_RETURN(std::vector<importer::NamedTensor> expected,
+                          ReadFilesAs(output_files, m.outputs()));
     KILN_ASSIGN_OR_RETURN(std::vector<const Tensor*> input_ptrs, FeedPointers(ds, m, inputs));
     KILN_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, exe->Run(input_ptrs));
-    for (size_t i = 0; i < output_files.size(); ++i) {
-      KILN_ASSIGN_OR_RETURN(importer::NamedTensor expected,
-                            importer::ReadTensorFile(output_files[i].string()));
-      AdoptBFloat16(m.outputs(static_cast<int>(i)), expected.tensor);
-      OutputComparison c = CompareTensors(outputs[i], expected.tensor, tolerance);
+    for (int i = 0; i < m.outputs_size(); ++i) {
+      AdoptBFloat16(m.outputs(i), expected[i].tensor);
+      OutputComparison c = CompareTensors(outputs[i], expected[i].tensor, tolerance);
       c.data_set = ds.filename().string();
-      c.name = m.outputs(static_cast<int>(i)).name();
+      c.name = m.outputs(i).name();
       comparisons.push_back(std::move(c));
     }
   }
@@ -363,12 +353,7 @@ absl::StatusOr<std::vector<OutputComparison>> CheckCompiled(const CheckCompile& 
   for (const std::string& dir : compile.data_sets) {
     const fs::path ds(dir);
     std::vector<std::string> shapes;
-    std::vector<importer::NamedTensor> tensors;
-    if (HasSequences(m.inputs())) {
-      KILN_ASSIGN_OR_RETURN(tensors, ReadFilesAs(NumberedFiles(ds, "input_"), m.inputs()));
-    } else {
-      KILN_ASSIGN_OR_RETURN(tensors, ReadInputFiles(ds));
-    }
+    KILN_ASSIGN_OR_RETURN(std::vector<importer::NamedTensor> tensors, ReadDataSetInputs(ds, m));
     // The files as CheckDataSets feeds them.
     std::vector<importer::NamedTensor*> feeds = FeedsOf(m, tensors);
     for (int i = 0; i < m.inputs_size(); ++i) {

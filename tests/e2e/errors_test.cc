@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "compiler_core/importer/onnx/tensor_file.h"
@@ -80,6 +81,24 @@ class ErrorsTest : public ::testing::Test {
   }
   std::string WriteModel(const std::string& name, const onnx::ModelProto& m) {
     return Write(name, m.SerializeAsString());
+  }
+
+  // Writes a TensorProto named `name` (f32 for float values, i64 for int64 ones) of `dims` holding
+  // `values` as `file` in the test directory; returns its path.
+  template <typename T>
+  std::string WriteTensor(const std::string& file, const std::string& name,
+                          const std::vector<int64_t>& dims, const std::vector<T>& values) {
+    onnx::TensorProto t;
+    t.set_name(name);
+    for (int64_t d : dims) t.add_dims(d);
+    if constexpr (std::is_same_v<T, float>) {
+      t.set_data_type(onnx::TensorProto::FLOAT);
+      for (float v : values) t.add_float_data(v);
+    } else {
+      t.set_data_type(onnx::TensorProto::INT64);
+      for (int64_t v : values) t.add_int64_data(v);
+    }
+    return Write(file, t.SerializeAsString());
   }
 
   // The dims and values of the tensor file `path` that `kiln run` wrote (empty if unreadable).
@@ -246,19 +265,9 @@ TEST_F(ErrorsTest, RuntimeSliceOperandsAreChecked) {
   CommandResult ok = RunKiln("compile " + model + " -o " + artifact);
   ASSERT_EQ(ok.exit_code, 0) << ok.output;
 
-  onnx::TensorProto x;
-  x.set_name("x");
-  x.add_dims(6);
-  x.set_data_type(onnx::TensorProto::FLOAT);
-  for (int i = 0; i < 6; ++i) x.add_float_data(10.0f * i);
-  std::string xf = Write("x.pb", x.SerializeAsString());
+  std::string xf = WriteTensor<float>("x.pb", "x", {6}, {0, 10, 20, 30, 40, 50});
   auto i64 = [&](const std::string& name, int64_t v) {
-    onnx::TensorProto t;
-    t.set_name(name);
-    t.add_dims(1);
-    t.set_data_type(onnx::TensorProto::INT64);
-    t.add_int64_data(v);
-    return Write(name + std::to_string(v) + ".pb", t.SerializeAsString());
+    return WriteTensor<int64_t>(name + std::to_string(v) + ".pb", name, {1}, {v});
   };
   // starts -2, ends 100: the last two elements... of a 3-element output is a mismatch; starts
   // -4 (= 2) with ends 100 (clamped to 6) gives [2, 6): 4 elements, also refused; starts 1,
@@ -293,13 +302,7 @@ TEST_F(ErrorsTest, DataDependentShapeIsChecked) {
   CommandResult ok = RunKiln("compile " + WriteModel("nz.onnx", m) + " -o " + artifact);
   ASSERT_EQ(ok.exit_code, 0) << ok.output;
   auto input = [&](const std::string& name, std::vector<float> v) {
-    onnx::TensorProto x;
-    x.set_name("x");
-    x.add_dims(2);
-    x.add_dims(2);
-    x.set_data_type(onnx::TensorProto::FLOAT);
-    for (float f : v) x.add_float_data(f);
-    return Write(name, x.SerializeAsString());
+    return WriteTensor<float>(name, "x", {2, 2}, v);
   };
   std::string out = (dir_ / "out").string();
   CommandResult run = RunKiln("run " + artifact + " --input x=" + input("three.pb", {1, 0, 2, 3}) +
@@ -331,41 +334,25 @@ TEST_F(ErrorsTest, RuntimeResizeScalesAreChecked) {
   std::string artifact = (dir_ / "rs.kiln").string();
   CommandResult ok = RunKiln("compile " + WriteModel("rs.onnx", m) + " -o " + artifact);
   ASSERT_EQ(ok.exit_code, 0) << ok.output;
-  onnx::TensorProto x;
-  x.set_name("x");
-  for (int d : {1, 1, 2, 2}) x.add_dims(d);
-  x.set_data_type(onnx::TensorProto::FLOAT);
-  for (float f : {1.f, 2.f, 3.f, 4.f}) x.add_float_data(f);
-  std::string xf = Write("x.pb", x.SerializeAsString());
-  auto scales = [&](const std::string& name, float h, float w) {
-    onnx::TensorProto t;
-    t.set_name("scales");
-    t.add_dims(4);
-    t.set_data_type(onnx::TensorProto::FLOAT);
-    for (float f : {1.f, 1.f, h, w}) t.add_float_data(f);
-    return Write(name, t.SerializeAsString());
+  std::string xf = WriteTensor<float>("x.pb", "x", {1, 1, 2, 2}, {1, 2, 3, 4});
+  auto scales = [&](const std::string& name, float n, float h, float w) {
+    return WriteTensor<float>(name, "scales", {4}, {n, 1, h, w});
   };
   // Nearest (the default mode), half_pixel, scale 2: each input element becomes a 2x2 block.
   std::string out = (dir_ / "out").string();
-  CommandResult run = RunKiln("run " + artifact + " --input x=" + xf +
-                              " --input scales=" + scales("s2.pb", 2, 2) + " --output-dir " + out);
+  CommandResult run = RunKiln("run " + artifact + " --input x=" + xf + " --input scales=" +
+                              scales("s2.pb", 1, 2, 2) + " --output-dir " + out);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   auto [shape, values] = ReadOutput<float>(out + "/y.pb");
   EXPECT_EQ(shape, (std::vector<int64_t>{1, 1, 4, 4}));
   EXPECT_EQ(values, (std::vector<float>{1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}));
-  ExpectError("run " + artifact + " --input x=" + xf + " --input scales=" + scales("s3.pb", 2, 3) +
-                  " --output-dir " + (dir_ / "bad").string(),
+  ExpectError("run " + artifact + " --input x=" + xf + " --input scales=" +
+                  scales("s3.pb", 1, 2, 3) + " --output-dir " + (dir_ / "bad").string(),
               "node 'rs' (Resize): scales[3] given at run time give output shape [6], but the "
               "artifact was compiled for [4]");
   // The axes of length 1 have no taps, but their scales are checked as well.
-  onnx::TensorProto batch2;
-  batch2.set_name("scales");
-  batch2.add_dims(4);
-  batch2.set_data_type(onnx::TensorProto::FLOAT);
-  for (float f : {2.f, 1.f, 2.f, 2.f}) batch2.add_float_data(f);
-  ExpectError("run " + artifact + " --input x=" + xf +
-                  " --input scales=" + Write("batch2.pb", batch2.SerializeAsString()) +
-                  " --output-dir " + (dir_ / "bad2").string(),
+  ExpectError("run " + artifact + " --input x=" + xf + " --input scales=" +
+                  scales("batch2.pb", 2, 2, 2) + " --output-dir " + (dir_ / "bad2").string(),
               "node 'rs' (Resize): the output lengths floor(scale * 1) of the axes of length 1 "
               "(scales[0], scales[1]): got [2,1] at run time, the artifact was compiled for [1,1]");
 }
@@ -388,23 +375,15 @@ TEST_F(ErrorsTest, RuntimeReduceAxesAreSelectedAndChecked) {
   std::string artifact = (dir_ / "sum.kiln").string();
   CommandResult ok = RunKiln("compile " + WriteModel("sum.onnx", m) + " -o " + artifact);
   ASSERT_EQ(ok.exit_code, 0) << ok.output;
-  onnx::TensorProto x;
-  x.set_name("x");
-  for (int d : {3, 2, 2}) x.add_dims(d);
-  x.set_data_type(onnx::TensorProto::FLOAT);
-  for (int i = 0; i < 12; ++i) x.add_float_data(static_cast<float>(i));
-  std::string xf = Write("x.pb", x.SerializeAsString());
+  std::vector<float> iota(12);
+  for (int i = 0; i < 12; ++i) iota[i] = static_cast<float>(i);
+  std::string xf = WriteTensor<float>("x.pb", "x", {3, 2, 2}, iota);
   auto run = [&](int64_t axis) {
-    onnx::TensorProto t;
-    t.set_name("axes");
-    t.add_dims(1);
-    t.set_data_type(onnx::TensorProto::INT64);
-    t.add_int64_data(axis);
     std::string out = (dir_ / ("out" + std::to_string(axis + 5))).string();
-    CommandResult r =
-        RunKiln("run " + artifact + " --input x=" + xf + " --input axes=" +
-                Write("axes" + std::to_string(axis + 5) + ".pb", t.SerializeAsString()) +
-                " --output-dir " + out);
+    CommandResult r = RunKiln(
+        "run " + artifact + " --input x=" + xf + " --input axes=" +
+        WriteTensor<int64_t>("axes" + std::to_string(axis + 5) + ".pb", "axes", {1}, {axis}) +
+        " --output-dir " + out);
     std::vector<float> values = ReadOutput<float>(out + "/y.pb").second;
     return std::make_pair(r, values);
   };
@@ -431,7 +410,7 @@ TEST_F(ErrorsTest, SequenceInputsTakeTheirShapesAsInputShapes) {
   seq->set_name("seq");
   auto* elem = seq->mutable_type()->mutable_sequence_type()->mutable_elem_type();
   elem->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-  // out = Concat(seq[1], x, seq[0]) along axis 0, via an insert and a split of x.
+  // y = Concat(seq[0], x, seq[1]) along axis 0: x split and rejoined, then inserted at 1.
   AddNode(m, "SplitToSequence", {"x"}, {"parts"}, "split");  // x -> [x0], [x1]
   auto axis0 = [](onnx::NodeProto* n) {
     onnx::AttributeProto* a = n->add_attribute();
@@ -467,12 +446,7 @@ TEST_F(ErrorsTest, SequenceInputsTakeTheirShapesAsInputShapes) {
                              " --input-shape 'seq[0]=1' --input-shape 'seq[1]=2'");
   ASSERT_EQ(ok.exit_code, 0) << ok.output;
   auto tensor = [&](const std::string& name, std::vector<float> v) {
-    onnx::TensorProto t;
-    t.set_name(name);
-    t.add_dims(static_cast<int64_t>(v.size()));
-    t.set_data_type(onnx::TensorProto::FLOAT);
-    for (float f : v) t.add_float_data(f);
-    return Write(name + ".pb", t.SerializeAsString());
+    return WriteTensor<float>(name + ".pb", name, {static_cast<int64_t>(v.size())}, v);
   };
   std::string out = (dir_ / "out").string();
   CommandResult run = RunKiln("run " + artifact + " --input x=" + tensor("x", {1, 2}) +
@@ -507,16 +481,10 @@ TEST_F(ErrorsTest, DataDependentGraphOutputIsBounded) {
             std::string::npos)
       << inspect.output;
   auto run = [&](const std::string& name, std::vector<float> v) {
-    onnx::TensorProto x;
-    x.set_name("x");
-    x.add_dims(2);
-    x.add_dims(2);
-    x.set_data_type(onnx::TensorProto::FLOAT);
-    for (float f : v) x.add_float_data(f);
     std::string out = (dir_ / name).string();
-    CommandResult r =
-        RunKiln("run " + artifact + " --input x=" + Write(name + ".pb", x.SerializeAsString()) +
-                " --output-dir " + out);
+    CommandResult r = RunKiln("run " + artifact +
+                              " --input x=" + WriteTensor<float>(name + ".pb", "x", {2, 2}, v) +
+                              " --output-dir " + out);
     EXPECT_EQ(r.exit_code, 0) << r.output;
     auto [shape, values] = ReadOutput<int64_t>(out + "/y.pb");
     return std::make_pair(shape, values);

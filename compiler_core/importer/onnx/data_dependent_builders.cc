@@ -28,15 +28,6 @@ absl::Status Unknown(const OnnxNode& node, const std::string& depends) {
           "no node reads"));
 }
 
-// The static type of output `i` of `node`, or kUnimplemented naming what the shape depends on.
-absl::StatusOr<TensorType> StaticOutput(const ImportContext& ctx, const OnnxNode& node, int i,
-                                        const std::string& depends) {
-  if (node.proto->output_size() > i) {
-    if (std::optional<TensorType> t = ctx.KnownType(node.proto->output(i))) return *t;
-  }
-  return Unknown(node, depends);
-}
-
 // Output 0's static shape in attribute "shape"; without one, when output 0 is a graph output
 // that no node reads, `bound` (its upper bound) with attribute "bounded": the run returns the
 // output with the shape its data give.
@@ -52,10 +43,16 @@ absl::Status SetOutputShape(const ImportContext& ctx, const OnnxNode& node, Attr
   return absl::OkStatus();
 }
 
-// `x` flattened to [numel] (for the ops that take no axis).
-absl::StatusOr<Value*> Flatten(ImportContext& ctx, const OnnxNode& node, Value* x) {
-  if (x->type().rank() == 1) return x;
-  return ctx.EmitReshape(node.name + "/flat", x, {x->type().NumElements()});
+// The node's "axis", normalized; without one (Compress, Unique), 0 with `x` flattened to
+// [numel].
+absl::StatusOr<int64_t> AxisOrFlatten(ImportContext& ctx, const OnnxNode& node, Value*& x) {
+  if (node.attrs.Has("axis")) {
+    return NormalizeAxis(node, node.attrs.GetInt("axis", 0), x->type().rank());
+  }
+  if (x->type().rank() != 1) {
+    KILN_ASSIGN_OR_RETURN(x, ctx.EmitReshape(node.name + "/flat", x, {x->type().NumElements()}));
+  }
+  return 0;
 }
 
 absl::StatusOr<BuiltOutputs> BuildNonZero(ImportContext& ctx, const OnnxNode& node) {
@@ -95,13 +92,7 @@ absl::StatusOr<BuiltOutputs> BuildCompress(ImportContext& ctx, const OnnxNode& n
   if (cond == nullptr || cond->type().dtype != DType::kBool || cond->type().rank() != 1) {
     return absl::InvalidArgumentError(node.Prefix() + "condition must be a 1-D bool tensor");
   }
-  int64_t axis = 0;
-  if (node.attrs.Has("axis")) {
-    KILN_ASSIGN_OR_RETURN(axis,
-                          NormalizeAxis(node, node.attrs.GetInt("axis", 0), x->type().rank()));
-  } else {
-    KILN_ASSIGN_OR_RETURN(x, Flatten(ctx, node, x));
-  }
+  KILN_ASSIGN_OR_RETURN(int64_t axis, AxisOrFlatten(ctx, node, x));
   const int64_t n = std::min(x->type().shape[axis], cond->type().shape[0]);
   AttrMap a;
   a.Set("axis", axis);
@@ -131,13 +122,7 @@ absl::StatusOr<BuiltOutputs> BuildCompress(ImportContext& ctx, const OnnxNode& n
 
 absl::StatusOr<BuiltOutputs> BuildUnique(ImportContext& ctx, const OnnxNode& node) {
   Value* x = node.input(0);
-  int64_t axis = 0;
-  if (node.attrs.Has("axis")) {
-    KILN_ASSIGN_OR_RETURN(axis,
-                          NormalizeAxis(node, node.attrs.GetInt("axis", 0), x->type().rank()));
-  } else {
-    KILN_ASSIGN_OR_RETURN(x, Flatten(ctx, node, x));
-  }
+  KILN_ASSIGN_OR_RETURN(int64_t axis, AxisOrFlatten(ctx, node, x));
   // Y's shape, or the U of any other output (indices and counts are [U]).
   std::optional<TensorType> y = ctx.KnownType(node.proto->output(0));
   Ints shape = x->type().shape;
@@ -154,7 +139,7 @@ absl::StatusOr<BuiltOutputs> BuildUnique(ImportContext& ctx, const OnnxNode& nod
       }
     }
     if (!found) {
-      KILN_RETURN_IF_ERROR(StaticOutput(ctx, node, 0, "the number of distinct slices").status());
+      return Unknown(node, "the number of distinct slices");
     }
   }
   AttrMap a;

@@ -105,29 +105,21 @@ absl::StatusOr<BuiltOutputs> BuildRuntimeAxesReduce(ImportContext& ctx, const On
   cast_f32.Set("to", static_cast<int64_t>(DTypeToOnnx(DType::kFloat32)));
   KILN_ASSIGN_OR_RETURN(Value * axes,
                         ctx.EmitValue(OpKind::kCast, n + "/axes", {node.input(1)}, cast_i64));
+  Value* zero = ctx.ConstScalar(n + "/zero", DType::kInt64, 0);
+  Value* rank_v = ctx.ConstScalar(n + "/rank", DType::kInt64, static_cast<double>(rank));
   KILN_ASSIGN_OR_RETURN(Value * negative,
-                        ctx.EmitValue(OpKind::kLess, n + "/negative",
-                                      {axes, ctx.ConstScalar(n + "/zero", DType::kInt64, 0)}));
+                        ctx.EmitValue(OpKind::kLess, n + "/negative", {axes, zero}));
   KILN_ASSIGN_OR_RETURN(Value * shifted,
-                        ctx.EmitValue(OpKind::kAdd, n + "/shifted",
-                                      {axes, ctx.ConstScalar(n + "/rank", DType::kInt64,
-                                                             static_cast<double>(rank))}));
+                        ctx.EmitValue(OpKind::kAdd, n + "/shifted", {axes, rank_v}));
   KILN_ASSIGN_OR_RETURN(
       Value * norm, ctx.EmitValue(OpKind::kWhere, n + "/normalized", {negative, shifted, axes}));
   // An axis outside [0, rank) after normalizing counts as bit `rank`, which no allowed set has.
-  KILN_ASSIGN_OR_RETURN(Value * low,
-                        ctx.EmitValue(OpKind::kLess, n + "/below",
-                                      {norm, ctx.ConstScalar(n + "/zero2", DType::kInt64, 0)}));
+  KILN_ASSIGN_OR_RETURN(Value * low, ctx.EmitValue(OpKind::kLess, n + "/below", {norm, zero}));
   KILN_ASSIGN_OR_RETURN(Value * high,
-                        ctx.EmitValue(OpKind::kGreaterOrEqual, n + "/above",
-                                      {norm, ctx.ConstScalar(n + "/rank2", DType::kInt64,
-                                                             static_cast<double>(rank))}));
+                        ctx.EmitValue(OpKind::kGreaterOrEqual, n + "/above", {norm, rank_v}));
   KILN_ASSIGN_OR_RETURN(Value * outside, ctx.EmitValue(OpKind::kOr, n + "/outside", {low, high}));
-  KILN_ASSIGN_OR_RETURN(
-      norm, ctx.EmitValue(
-                OpKind::kWhere, n + "/in_range",
-                {outside, ctx.ConstScalar(n + "/rank3", DType::kInt64, static_cast<double>(rank)),
-                 norm}));
+  KILN_ASSIGN_OR_RETURN(norm,
+                        ctx.EmitValue(OpKind::kWhere, n + "/in_range", {outside, rank_v, norm}));
   KILN_ASSIGN_OR_RETURN(Value * normf,
                         ctx.EmitValue(OpKind::kCast, n + "/normalized_f32", {norm}, cast_f32));
   KILN_ASSIGN_OR_RETURN(Value * bits,

@@ -63,12 +63,14 @@ std::vector<std::string> SplitAll(const Args& args, const std::string& flag) {
   return out;
 }
 
-absl::StatusOr<importer::ShapeProfiles> ShapeProfilesFrom(const Args& args) {
+absl::StatusOr<importer::ShapeProfiles> ShapeProfilesFrom(const Args& args,
+                                                          importer::InputShapes* min_shapes) {
   std::vector<importer::NamedShape> given;
   for (const std::string& spec : args.GetAll("--input-shape")) {
-    absl::Status parsed = importer::ParseInputShape(spec, given);
+    absl::Status parsed = importer::ParseInputShape(spec, given, min_shapes);
     if (!parsed.ok()) return parsed;
   }
+  if (min_shapes != nullptr) return importer::BoundedProfilesOf(given, *min_shapes);
   return importer::ProfilesOf(given);
 }
 

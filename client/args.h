@@ -45,8 +45,11 @@ Args ParseArgs(int argc, char** argv, int first, const std::vector<std::string>&
 std::vector<std::string> SplitAll(const Args& args, const std::string& flag);
 
 /// The shape profiles of the command line's `--input-shape NAME=D0,D1,...` flags
-/// (importer::ParseInputShape, importer::ProfilesOf): empty without the flag.
-absl::StatusOr<importer::ShapeProfiles> ShapeProfilesFrom(const Args& args);
+/// (importer::ParseInputShape, importer::ProfilesOf): empty without the flag. With
+/// `min_shapes`, dims may be ranges MIN..MAX (bounded dims; one profile only), whose minimums
+/// go there (importer::BoundedProfilesOf); without, a range is an error.
+absl::StatusOr<importer::ShapeProfiles> ShapeProfilesFrom(
+    const Args& args, importer::InputShapes* min_shapes = nullptr);
 
 /// Every `--constant-input NAME=FILE.pb`: input name → the file's bytes (a serialized
 /// onnx.TensorProto, checked by the import). Errors: kInvalidArgument for a value without

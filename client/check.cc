@@ -331,7 +331,9 @@ absl::StatusOr<std::vector<OutputComparison>> CheckCompiled(const CheckCompile& 
                                                             std::vector<std::string>* skipped,
                                                             const Tolerance& tolerance) {
   std::vector<fs::path> matching;
-  if (!compile.skip_other_shapes) {
+  // An artifact with bounded dims runs every data set; one outside the bounds fails with the
+  // runtime's error.
+  if (!compile.skip_other_shapes || artifact.manifest.bound_symbols_size() > 0) {
     matching.assign(compile.data_sets.begin(), compile.data_sets.end());
     return CheckDataSets(matching, artifact, tolerance);
   }
@@ -396,9 +398,13 @@ absl::StatusOr<CheckReport> CheckModelDir(const std::string& dir,
                           CheckCompiled(compile, compiled.artifact, &report.skipped, tolerance));
     report.outputs.insert(report.outputs.end(), outputs.begin(), outputs.end());
     if (!compile.shape_profiles.empty()) {
-      report.input_shapes.push_back(absl::StrFormat(
-          "%s (compiled in %.0f ms, graph %s)", importer::FormatProfiles(compile.shape_profiles),
-          compiled.timings.total_ms, compiled.graph_hash.substr(0, 16)));
+      report.input_shapes.push_back(
+          absl::StrFormat("%s (compiled in %.0f ms, graph %s)",
+                          options.bounded_min_shapes.empty()
+                              ? importer::FormatProfiles(compile.shape_profiles)
+                              : importer::FormatBoundedShapes(compile.shape_profiles.front(),
+                                                              options.bounded_min_shapes),
+                          compiled.timings.total_ms, compiled.graph_hash.substr(0, 16)));
     }
     if (&compile == &compiles.front()) report.compile = std::move(compiled);
   }

@@ -62,7 +62,10 @@ shared by several inputs takes one value, so naming one input may fix the others
 of such a model takes the shapes from DIR/test_data_set_*/ when none is given (one compile per
 distinct set of input shapes). Giving an input several shapes compiles one shape profile per
 shape (the k-th shape of each input, an input given once in all) into one artifact; it runs the
-profile whose input shapes match and refuses other shapes, listing the compiled ones.
+profile whose input shapes match and refuses other shapes, listing the compiled ones. A dim
+given as a range MIN..MAX (--input-shape input=1..4,1..64,256; one profile) is a bounded dim:
+one variant runs every length within the range, its kernels working on tensors padded to the
+bound (the memory plan sized for it), and each output has the shape its inputs give.
 --constant-input compiles a graph input as the constant in FILE.pb (an onnx.TensorProto), so
 what it determines folds (an If's condition, a Loop's trip count); check DIR then feeds each
 data set's other inputs by name.
@@ -75,7 +78,8 @@ absl::StatusOr<pipeline::CompileOptions> OptionsFrom(const Args& args) {
   options.target = args.Get("--target", "host");
   options.print_ir_after = SplitAll(args, "--print-ir-after");
   options.disabled_passes = SplitAll(args, "--disable-pass");
-  KILN_ASSIGN_OR_RETURN(options.shape_profiles, ShapeProfilesFrom(args));
+  KILN_ASSIGN_OR_RETURN(options.shape_profiles,
+                        ShapeProfilesFrom(args, &options.bounded_min_shapes));
   KILN_ASSIGN_OR_RETURN(options.constant_inputs, ConstantInputsFrom(args));
   return options;
 }
@@ -328,13 +332,29 @@ std::string BindingText(const kiln::v1::Binding& b) {
     case kiln::v1::Binding::OUTPUT: return absl::StrCat("output", b.index());
     case kiln::v1::Binding::WEIGHT: return absl::StrCat("weights+", b.offset());
     case kiln::v1::Binding::PERSISTENT: return absl::StrCat("persistent+", b.offset());
+    case kiln::v1::Binding::DIMS:
+      return "dims";
     default: return absl::StrCat("arena+", b.offset());
   }
 }
 
-std::string SpecText(const kiln::v1::TensorSpec& s) {
+// A tensor spec, e.g. "input: f32[1,3,224,224]"; a bounded dim (TensorSpec.lengths, symbols of
+// `m`) prints as its range, "1..64", or its length in symbols, "4*input:0".
+std::string SpecText(const kiln::v1::TensorSpec& s, const kiln::v1::Manifest* m = nullptr) {
   std::vector<std::string> dims;
-  for (int64_t d : s.shape()) dims.push_back(d < 0 ? "?" : absl::StrCat(d));
+  for (int d = 0; d < s.shape_size(); ++d) {
+    const int sym = m != nullptr && d < s.lengths_size() ? s.lengths(d).symbol() : -1;
+    if (sym < 0 || sym >= m->bound_symbols_size()) {
+      dims.push_back(s.shape(d) < 0 ? "?" : absl::StrCat(s.shape(d)));
+      continue;
+    }
+    const kiln::v1::DimLength& l = s.lengths(d);
+    const kiln::v1::BoundSymbol& b = m->bound_symbols(sym);
+    dims.push_back(l.mul() == 1 && l.div() == 1
+                       ? absl::StrCat(b.min(), "..", b.max())
+                       : absl::StrCat(l.mul() == 1 ? "" : absl::StrCat(l.mul(), "*"), b.name(),
+                                      l.div() == 1 ? "" : absl::StrCat("/", l.div())));
+  }
   return absl::StrCat(
       s.name(), ": ", s.dtype(), "[", absl::StrJoin(dims, ","), "]",
       s.bounded() ? " (an upper bound: each run returns the shape its data give)" : "");
@@ -399,8 +419,16 @@ int Inspect(int argc, char** argv) {
             << "code:             " << artifact->code.size() << " bytes (ELF shared object)\n"
             << "weights:          " << m.weights_bytes() << " bytes\n";
   if (m.profiles_size() == 0) PrintMemorySizes(m, "");
-  for (const auto& in : m.inputs()) std::cout << "input:  " << SpecText(in) << "\n";
-  for (const auto& out : m.outputs()) std::cout << "output: " << SpecText(out) << "\n";
+  for (const auto& in : m.inputs()) std::cout << "input:  " << SpecText(in, &m) << "\n";
+  for (const auto& out : m.outputs()) std::cout << "output: " << SpecText(out, &m) << "\n";
+  if (m.bound_symbols_size() > 0) {
+    std::vector<std::string> symbols;
+    for (const auto& b : m.bound_symbols()) {
+      symbols.push_back(absl::StrCat(b.name(), "=", b.min(), "..", b.max()));
+    }
+    std::cout << "bounded dims:     " << absl::StrJoin(symbols, " ")
+              << " (tensors padded to the maximums; kernels read the lengths at run time)\n";
+  }
   if (m.profiles_size() == 0) {
     PrintKernelsAndMemory(m, "");
     return 0;

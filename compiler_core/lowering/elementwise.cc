@@ -145,6 +145,18 @@ absl::StatusOr<Expr> Compute(KernelBuilder& b, const graph::Node& node,
       return acc;
     }
     case OpKind::kBatchNormalization: return BatchNorm(b, node, out_idx, computed);
+    case OpKind::kBoundMask: {
+      // x where the index along "axis" is below the run-time length dims[symbol] * mul / div.
+      Expr v = x();
+      const graph::AttrMap& a = node.attrs();
+      Expr dim = loop::Load(b.Input(node.input(1)), {Idx(a.GetInt("symbol", 0))});
+      Expr length = IdxMul(dim, a.GetInt("mul", 1));
+      if (a.GetInt("div", 1) != 1) {
+        length = loop::Binary(BinaryOp::kFloorDiv, length, Idx(a.GetInt("div", 1)));
+      }
+      Expr inside = loop::Binary(BinaryOp::kLt, out_idx[a.GetInt("axis", 0)], length);
+      return loop::Select(inside, v, Const(a.GetFloat("fill", 0), v->dtype));
+    }
     default:
       if (graph::IsNnOp(node.op())) return LowerActivation(b, node, out_idx, computed);
       return LowerTensorElementwise(b, node, out_idx, computed);

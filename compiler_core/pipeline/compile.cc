@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -13,10 +14,10 @@
 #include "compiler_core/ir/graph/printer.h"
 #include "compiler_core/ir/loop/verifier.h"
 #include "compiler_core/passes/graph/pass.h"
+#include "compiler_core/pipeline/compiler_version.h"
 #include "compiler_core/pipeline/kernel_plan.h"
 #include "compiler_core/pipeline/profiles.h"
 #include "compiler_core/runtime/abi.h"
-#include "compiler_core/pipeline/compiler_version.h"
 #include "compiler_core/support/sha256.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -64,7 +65,8 @@ void PrintIr(const CompileOptions& options, const std::string& stage, const std:
 }  // namespace
 
 absl::StatusOr<PlannedGraph> PlanGraph(std::unique_ptr<graph::Graph> graph,
-                                       const CompileOptions& options) {
+                                       const CompileOptions& options,
+                                       const passes::BoundedDims* bounded) {
   auto print = [&](const std::string& stage, const std::string& ir) {
     PrintIr(options, stage, ir);
   };
@@ -84,6 +86,10 @@ absl::StatusOr<PlannedGraph> PlanGraph(std::unique_ptr<graph::Graph> graph,
   CompileResult& result = planned.result;
   KILN_ASSIGN_OR_RETURN(result.target, codegen::ResolveTarget(options.target));
   result.graph_hash = graph::GraphHash(*graph);
+  if (bounded != nullptr) {
+    result.graph_hash = Sha256Hex(absl::StrCat(result.graph_hash, "\nbounded ",
+                                               passes::FormatBoundSymbols(bounded->symbols)));
+  }
   if (print_stage("import")) print("import", graph::PrintGraph(*graph));
 
   auto passes_start = std::chrono::steady_clock::now();
@@ -105,7 +111,7 @@ absl::StatusOr<PlannedGraph> PlanGraph(std::unique_ptr<graph::Graph> graph,
       options.schedules != nullptr ? *options.schedules : default_schedules;
   KILN_ASSIGN_OR_RETURN(KernelPlan plan,
                         BuildKernelPlan(*graph, result.target, schedules, print_stage, print,
-                                        options.on_stage));
+                                        options.on_stage, bounded));
   result.timings.lower_ms = MsSince(lower_start);
   // Always on: verifying costs far below 1% of a compile (one walk per kernel).
   ScopedStageTimer verify_timer(options.on_stage, "verify: loop IR");
@@ -154,9 +160,10 @@ absl::Status GenerateCode(KernelPlan& plan, const CompileOptions& options, Compi
 }  // namespace
 
 absl::StatusOr<CompileResult> CompileGraph(std::unique_ptr<graph::Graph> graph,
-                                           const CompileOptions& options) {
+                                           const CompileOptions& options,
+                                           const passes::BoundedDims* bounded) {
   auto start = std::chrono::steady_clock::now();
-  KILN_ASSIGN_OR_RETURN(PlannedGraph planned, PlanGraph(std::move(graph), options));
+  KILN_ASSIGN_OR_RETURN(PlannedGraph planned, PlanGraph(std::move(graph), options, bounded));
   CompileResult result = std::move(planned.result);
   StampManifest(planned.plan.manifest, result.graph_hash, result.target, planned.graph->name());
   KILN_RETURN_IF_ERROR(GenerateCode(planned.plan, options, result));
@@ -181,10 +188,34 @@ absl::StatusOr<CompileResult> CompileProfiles(const GraphImporter& import,
     importer::InputShapes shapes;
     if (!options.shape_profiles.empty()) shapes = options.shape_profiles.front();
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<graph::Graph> graph, import_profile(shapes, "import"));
-    KILN_ASSIGN_OR_RETURN(CompileResult result, CompileGraph(std::move(graph), options));
+    std::optional<passes::BoundedDims> bounded;
+    if (!options.bounded_min_shapes.empty()) {
+      KILN_ASSIGN_OR_RETURN(importer::InputShapes probe_shapes,
+                            passes::ProbeShapes(shapes, options.bounded_min_shapes));
+      absl::StatusOr<std::unique_ptr<graph::Graph>> probe =
+          import_profile(probe_shapes, "import: bounded-dims probe");
+      if (!probe.ok()) {
+        return absl::Status(probe.status().code(),
+                            absl::StrCat("bounded dims: the model with each bounded dim one below "
+                                         "its maximum (",
+                                         importer::FormatInputShapes(probe_shapes),
+                                         ") does not import: ", probe.status().message()));
+      }
+      ScopedStageTimer timer(options.on_stage, "bounded dims");
+      KILN_ASSIGN_OR_RETURN(bounded,
+                            passes::BoundDims(*graph, **probe, options.bounded_min_shapes));
+    }
+    KILN_ASSIGN_OR_RETURN(CompileResult result,
+                          CompileGraph(std::move(graph), options, bounded ? &*bounded : nullptr));
     result.timings.import_ms = import_ms;
     result.timings.total_ms = MsSince(start);
     return result;
+  }
+  if (!options.bounded_min_shapes.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bounded dims and several shape profiles (",
+                     importer::FormatProfiles(options.shape_profiles),
+                     ") cannot be combined; give one bounded profile"));
   }
   CompileResult result;
   std::vector<KernelPlan> plans;

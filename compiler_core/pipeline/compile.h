@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "compiler_core/importer/onnx/input_shapes.h"
 #include "compiler_core/ir/graph/graph.h"
+#include "compiler_core/passes/graph/bounded_dims.h"
 #include "compiler_core/pipeline/compiler_version.h"
 #include "compiler_core/pipeline/kernel_plan.h"
 #include "compiler_core/runtime/artifact.h"
@@ -32,6 +33,11 @@ struct CompileOptions {
   /// the graph hash: two shapes are two artifacts, and several profiles are one artifact with
   /// a variant per profile.
   importer::ShapeProfiles shape_profiles;
+  /// Bounded dims (`--input-shape x=1..4,1..64,256`): per input, the minimum of every dim, for
+  /// the one profile in `shape_profiles`, which holds the maximums. Empty: no bounded dim. The
+  /// graph is compiled at the maximums with every bounded dim's length read at run time
+  /// (passes::BoundDims); the artifact's Manifest.bound_symbols give the ranges.
+  importer::InputShapes bounded_min_shapes;
   /// Graph inputs compiled as constants (`--constant-input NAME=FILE.pb`): input name →
   /// serialized onnx.TensorProto (importer::ImportOptions::constant_inputs). Their values are
   /// part of the graph hash.
@@ -82,7 +88,9 @@ using GraphImporter =
 /// with no shapes, when there is none). With several profiles the artifact holds one variant
 /// per profile (MergeProfilePlans: Manifest.profiles, one shared object and weights section),
 /// its graph hash is graph::ProfilesGraphHash of the profiles' hashes and its tuning digest
-/// the SHA-256 of theirs. Errors: CompileGraph's; with several profiles, prefixed with the
+/// the SHA-256 of theirs. With `options.bounded_min_shapes` the one profile's bounded dims are
+/// compiled into one variant (passes::BoundDims over the import at the maximums and a probe
+/// import at passes::ProbeShapes). Errors: CompileGraph's; with several profiles, prefixed with the
 /// failing profile's index and shapes.
 absl::StatusOr<CompileResult> CompileProfiles(const GraphImporter& import,
                                               const CompileOptions& options);
@@ -98,8 +106,11 @@ struct PlannedGraph {
 
 /// The stages of CompileGraph before code generation (for the tuner, which needs the kernels
 /// only). Errors as CompileGraph's, without codegen's.
+/// `bounded`: what passes::BoundDims left on `graph` (bounded dims), or null; the graph hash
+/// then also covers the symbols' ranges.
 absl::StatusOr<PlannedGraph> PlanGraph(std::unique_ptr<graph::Graph> graph,
-                                       const CompileOptions& options);
+                                       const CompileOptions& options,
+                                       const passes::BoundedDims* bounded = nullptr);
 /// Imports `model_path` and plans it (PlanGraph). Errors: the importer's and PlanGraph's;
 /// kInvalidArgument for more than one shape profile (the tuner plans one).
 absl::StatusOr<PlannedGraph> PlanModelFile(const std::string& model_path,
@@ -107,7 +118,8 @@ absl::StatusOr<PlannedGraph> PlanModelFile(const std::string& model_path,
 
 /// Compiles an already imported graph (consumed: passes rewrite it).
 absl::StatusOr<CompileResult> CompileGraph(std::unique_ptr<graph::Graph> graph,
-                                           const CompileOptions& options);
+                                           const CompileOptions& options,
+                                           const passes::BoundedDims* bounded = nullptr);
 
 }  // namespace kiln::pipeline
 

@@ -40,12 +40,20 @@ class Planner {
           const schedule::ScheduleSource& schedules,
           const std::function<bool(const std::string&)>& print_stage,
           const std::function<void(const std::string&, const std::string&)>& print,
-          const StageTimeFn& on_stage)
-      : graph_(graph), target_(target), schedules_(schedules), print_stage_(print_stage),
-        print_(print), on_stage_(on_stage) {}
+          const StageTimeFn& on_stage, const passes::BoundedDims* bounded)
+      : graph_(graph),
+        target_(target),
+        schedules_(schedules),
+        print_stage_(print_stage),
+        print_(print),
+        on_stage_(on_stage),
+        bounded_(bounded) {}
 
   absl::StatusOr<KernelPlan> Build() {
-    for (size_t i = 0; i < graph_.inputs().size(); ++i) input_index_[graph_.inputs()[i]] = i;
+    for (size_t i = 0; i < graph_.inputs().size(); ++i) {
+      if (IsDims(graph_.inputs()[i])) continue;
+      input_index_[graph_.inputs()[i]] = i;
+    }
     KILN_RETURN_IF_ERROR(LowerGroups());
     KILN_RETURN_IF_ERROR(AddOutputCopies());
     {
@@ -181,8 +189,11 @@ class Planner {
     weights_.resize(AlignUp(static_cast<int64_t>(weights_.size())), '\0');
   }
 
+  bool IsDims(const Value* v) const { return bounded_ != nullptr && v == bounded_->dims; }
+
   bool InArena(const Value* root) const {
-    return !root->is_constant() && !input_index_.count(root) && !output_index_.count(root);
+    return !root->is_constant() && !input_index_.count(root) && !output_index_.count(root) &&
+           !IsDims(root);
   }
 
   void PlanArena() {
@@ -240,7 +251,9 @@ class Planner {
     kiln::v1::Binding b;
     const Value* r = Root(v);
     b.set_size_bytes(v->type().NumBytes());
-    if (auto it = input_index_.find(r); it != input_index_.end()) {
+    if (IsDims(r)) {
+      b.set_kind(kiln::v1::Binding::DIMS);
+    } else if (auto it = input_index_.find(r); it != input_index_.end()) {
       b.set_kind(kiln::v1::Binding::INPUT);
       b.set_index(static_cast<int64_t>(it->second));
     } else if (r->is_constant()) {
@@ -260,8 +273,32 @@ class Planner {
     KernelPlan plan;
     kiln::v1::Manifest& m = plan.manifest;
     std::string applied_records;  // "<workload key> <record digest>\n" per tuned kernel
-    for (const Value* in : graph_.inputs()) *m.add_inputs() = Spec(in);
+    for (const Value* in : graph_.inputs()) {
+      if (!IsDims(in)) *m.add_inputs() = Spec(in);
+    }
     for (const Value* out : graph_.outputs()) *m.add_outputs() = Spec(out);
+    if (bounded_ != nullptr) {
+      for (const passes::BoundSymbol& s : bounded_->symbols) {
+        kiln::v1::BoundSymbol* bs = m.add_bound_symbols();
+        bs->set_name(s.name);
+        bs->set_min(s.min);
+        bs->set_max(s.max);
+      }
+      auto lengths = [](kiln::v1::TensorSpec* spec, const std::vector<passes::DimLength>& dims) {
+        for (const passes::DimLength& d : dims) {
+          kiln::v1::DimLength* l = spec->add_lengths();
+          l->set_symbol(d.symbol);
+          l->set_mul(d.mul);
+          l->set_div(d.div);
+        }
+      };
+      for (size_t i = 0; i < bounded_->inputs.size(); ++i) {
+        lengths(m.mutable_inputs(static_cast<int>(i)), bounded_->inputs[i]);
+      }
+      for (size_t i = 0; i < bounded_->outputs.size(); ++i) {
+        lengths(m.mutable_outputs(static_cast<int>(i)), bounded_->outputs[i]);
+      }
+    }
     for (size_t k = 0; k < kernels_.size(); ++k) {
       Kernel& kernel = kernels_[k];
       kiln::v1::KernelCall* call = m.add_kernels();
@@ -363,6 +400,7 @@ class Planner {
   const std::function<bool(const std::string&)>& print_stage_;
   const std::function<void(const std::string&, const std::string&)>& print_;
   const StageTimeFn& on_stage_;
+  const passes::BoundedDims* bounded_;
 
   std::vector<Kernel> kernels_;
   std::unordered_map<const Value*, const Value*> view_source_;
@@ -385,8 +423,8 @@ absl::StatusOr<KernelPlan> BuildKernelPlan(
     const graph::Graph& graph, const Target& target, const schedule::ScheduleSource& schedules,
     const std::function<bool(const std::string&)>& print_stage,
     const std::function<void(const std::string&, const std::string&)>& print,
-    const StageTimeFn& on_stage) {
-  return Planner(graph, target, schedules, print_stage, print, on_stage).Build();
+    const StageTimeFn& on_stage, const passes::BoundedDims* bounded) {
+  return Planner(graph, target, schedules, print_stage, print, on_stage, bounded).Build();
 }
 
 }  // namespace kiln::pipeline

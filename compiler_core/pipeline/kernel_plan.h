@@ -8,11 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "compiler_core/support/stage_timer.h"
 #include "absl/status/statusor.h"
 #include "compiler_core/ir/graph/graph.h"
 #include "compiler_core/ir/loop/loop_ir.h"
+#include "compiler_core/passes/graph/bounded_dims.h"
 #include "compiler_core/schedule/schedule_source.h"
+#include "compiler_core/support/stage_timer.h"
 #include "compiler_core/support/target.h"
 #include "kiln/v1/artifact.pb.h"
 
@@ -32,13 +33,16 @@ struct KernelPlan {
 /// `print` receives loop IR for the stages "lower" and "schedule" when `print_stage` says so.
 /// `on_stage` receives the time of each kernel's lowering ("lower: kernel_N OPS") and
 /// scheduling ("schedule: ..."), and of weight packing and memory planning.
+/// With `bounded` (passes::BoundDims ran on `graph`), its "kiln.dims" input is bound as
+/// Binding.DIMS rather than a manifest input, and the manifest gets the bound symbols and the
+/// inputs' and outputs' dim lengths.
 /// Errors: kUnimplemented from lowering (naming the node), kInternal if a default schedule
 /// fails.
 absl::StatusOr<KernelPlan> BuildKernelPlan(
     const graph::Graph& graph, const Target& target, const schedule::ScheduleSource& schedules,
     const std::function<bool(const std::string&)>& print_stage,
     const std::function<void(const std::string&, const std::string&)>& print,
-    const StageTimeFn& on_stage = {});
+    const StageTimeFn& on_stage = {}, const passes::BoundedDims* bounded = nullptr);
 
 }  // namespace kiln::pipeline
 

@@ -198,6 +198,22 @@ absl::StatusOr<TensorVec> EvalRuntimeCheck(const graph::Node& node, const Tensor
   return TensorVec{in[0]};
 }
 
+// BoundMask: x with the elements at or past dims[symbol] * mul / div along "axis" set to "fill".
+absl::StatusOr<TensorVec> EvalBoundMask(const graph::Node& node, const TensorVec& in) {
+  const graph::AttrMap& a = node.attrs();
+  const int64_t axis = a.GetInt("axis", 0);
+  const int64_t length =
+      in[1]->GetAsInt64(a.GetInt("symbol", 0)) * a.GetInt("mul", 1) / a.GetInt("div", 1);
+  auto out = std::make_shared<Tensor>(*in[0]);
+  const Shape& shape = out->type.shape;
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
+  for (int64_t i = 0; i < out->type.NumElements(); ++i) {
+    if ((i / inner) % shape[axis] >= length) StoreDouble(*out, i, a.GetFloat("fill", 0));
+  }
+  return TensorVec{out};
+}
+
 }  // namespace
 
 absl::StatusOr<TensorVec> EvalDataDependent(const graph::Node& node, const TensorVec& in) {
@@ -212,6 +228,8 @@ absl::StatusOr<TensorVec> EvalDataDependent(const graph::Node& node, const Tenso
       return EvalNonMaxSuppression(node, in);
     case OpKind::kRuntimeCheck:
       return EvalRuntimeCheck(node, in);
+    case OpKind::kBoundMask:
+      return EvalBoundMask(node, in);
     default:
       return absl::InternalError(NodePrefix(node) + "not a data-dependent op");
   }

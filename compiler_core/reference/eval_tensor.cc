@@ -647,6 +647,7 @@ absl::StatusOr<TensorVec> EvalTensorOp(const graph::Node& node, const TensorVec&
     case OpKind::kNonZero: case OpKind::kCompress: case OpKind::kUnique:
     case OpKind::kNonMaxSuppression:
     case OpKind::kRuntimeCheck:
+    case OpKind::kBoundMask:
       return EvalDataDependent(node, in);
     default:
       return absl::UnimplementedError(NodePrefix(node) +

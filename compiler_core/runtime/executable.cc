@@ -87,6 +87,35 @@ absl::Status ValidateManifest(const kiln::v1::Manifest& m, int64_t weights_size,
   };
   KILN_RETURN_IF_ERROR(check_specs(m.inputs(), "input"));
   KILN_RETURN_IF_ERROR(check_specs(m.outputs(), "output"));
+  for (const kiln::v1::BoundSymbol& sym : m.bound_symbols()) {
+    if (sym.min() < 0 || sym.max() < sym.min()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bound symbol '", sym.name(), "' has range ", sym.min(), "..", sym.max()));
+    }
+  }
+  auto check_lengths = [&](const auto& specs, const char* what) -> absl::Status {
+    for (int i = 0; i < specs.size(); ++i) {
+      const kiln::v1::TensorSpec& spec = specs[i];
+      if (spec.lengths_size() == 0) continue;
+      bool ok = spec.lengths_size() == spec.shape_size();
+      for (int d = 0; ok && d < spec.lengths_size(); ++d) {
+        const kiln::v1::DimLength& l = spec.lengths(d);
+        ok = l.symbol() == -1 ||
+             (l.symbol() >= 0 && l.symbol() < m.bound_symbols_size() && l.mul() >= 1 &&
+              l.div() >= 1 &&
+              m.bound_symbols(l.symbol()).max() * l.mul() / l.div() <= spec.shape(d));
+      }
+      if (!ok) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, " ", i, " ('", spec.name(), "') has dim lengths that do not fit its shape ",
+            ShapeString({spec.shape().begin(), spec.shape().end()}), " and the ",
+            m.bound_symbols_size(), " bound symbols"));
+      }
+    }
+    return absl::OkStatus();
+  };
+  KILN_RETURN_IF_ERROR(check_lengths(m.inputs(), "input"));
+  KILN_RETURN_IF_ERROR(check_lengths(m.outputs(), "output"));
   for (int k = 0; k < m.kernels_size(); ++k) {
     const kiln::v1::KernelCall& call = m.kernels(k);
     for (int a = 0; a < call.args_size(); ++a) {
@@ -129,6 +158,13 @@ absl::Status ValidateManifest(const kiln::v1::Manifest& m, int64_t weights_size,
             return absl::InvalidArgumentError(absl::StrCat(
                 where, " binds persistent [", b.offset(), ", +", b.size_bytes(), ") outside the ",
                 m.persistent_bytes(), "-byte persistent buffer"));
+          }
+          break;
+        case kiln::v1::Binding::DIMS:
+          if (b.size_bytes() < 0 || b.size_bytes() > 8 * int64_t{m.bound_symbols_size()}) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                where, " binds ", b.size_bytes(), " bytes of bound symbol values, the model has ",
+                m.bound_symbols_size(), " symbols"));
           }
           break;
         default:
@@ -187,6 +223,34 @@ void TrimToShape(Tensor& t, const std::vector<int64_t>& shape) {
     }
   }
   t = std::move(out);
+}
+
+// Copies `t` (row-major, its own shape) into `padded` (row-major, `bound`, the same rank and
+// every dim within it): the leading box of `padded` holds `t`; the rest keeps its contents.
+void PadToBound(const Tensor& t, const std::vector<int64_t>& bound, Tensor& padded) {
+  const std::vector<int64_t>& shape = t.type.shape;
+  const int64_t esize = DTypeSize(t.type.dtype);
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  if (t.type.NumElements() == 0) return;
+  const int64_t row_bytes = rank == 0 ? esize : shape.back() * esize;
+  const int64_t rows = rank == 0 ? 1 : t.type.NumElements() / shape.back();
+  std::vector<int64_t> idx(static_cast<size_t>(std::max<int64_t>(rank - 1, 0)), 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t dst = 0;
+    for (int64_t d = 0; d + 1 < rank; ++d) dst = dst * bound[d] + idx[d];
+    if (rank > 0) dst *= bound[rank - 1];
+    std::memcpy(padded.bytes.data() + dst * esize, t.bytes.data() + r * row_bytes,
+                static_cast<size_t>(row_bytes));
+    for (int64_t d = rank - 2; d >= 0; --d) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+// "input:1=1..64" for messages.
+std::string SymbolText(const kiln::v1::BoundSymbol& s) {
+  return absl::StrCat(s.name(), " (", s.min(), "..", s.max(), ")");
 }
 
 // The first of `call`'s shape checks whose run-time shape (written by the call into its
@@ -316,6 +380,56 @@ struct Executable::Impl {
   AlignedBuffer weights;
   AlignedBuffer arena;  // shared by the variants (one runs at a time), sized for the largest
   std::unique_ptr<ThreadPool> pool;
+  /// Bounded dims (Manifest.bound_symbols): each run's symbol values (Binding.DIMS) and, per
+  /// graph input with dim lengths, the buffer padded to its bound shape that kernels read
+  /// (empty for other inputs).
+  std::vector<int64_t> symbol_values;
+  std::vector<Tensor> padded_inputs;
+
+  /// Checks bounded input `i` of shape `t` against its dims' lengths and records the symbols'
+  /// values in `symbol_values` (`set`: which are known). Errors: kInvalidArgument naming the
+  /// input, the dim and the range.
+  absl::Status ReadBoundedInput(int i, const Tensor& t, std::vector<bool>& set) {
+    const kiln::v1::Manifest& m = artifact.manifest;
+    const kiln::v1::TensorSpec& spec = m.inputs(i);
+    const std::vector<int64_t> bound(spec.shape().begin(), spec.shape().end());
+    std::vector<std::string> want;
+    for (int d = 0; d < spec.lengths_size(); ++d) {
+      const int sym = spec.lengths(d).symbol();
+      want.push_back(
+          sym < 0 ? absl::StrCat(bound[d])
+                  : absl::StrCat(m.bound_symbols(sym).min(), "..", m.bound_symbols(sym).max()));
+    }
+    auto bad = [&](const std::string& why) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input ", i, " ('", spec.name(), "'): got shape ", ShapeString(t.type.shape),
+                       ", expected [", absl::StrJoin(want, ","), "]: ", why));
+    };
+    if (t.type.rank() != static_cast<int64_t>(bound.size())) return bad("another rank");
+    for (size_t d = 0; d < bound.size(); ++d) {
+      const kiln::v1::DimLength& l = spec.lengths(static_cast<int>(d));
+      const int64_t got = t.type.shape[d];
+      if (l.symbol() < 0) {
+        if (got != bound[d]) return bad(absl::StrCat("dim ", d, " is fixed at ", bound[d]));
+        continue;
+      }
+      const kiln::v1::BoundSymbol& sym = m.bound_symbols(l.symbol());
+      if (got * l.div() % l.mul() != 0) {
+        return bad(absl::StrCat("dim ", d, " must be a multiple of ", l.mul()));
+      }
+      const int64_t value = got * l.div() / l.mul();
+      if (value < sym.min() || value > sym.max()) {
+        return bad(absl::StrCat("dim ", d, " is outside the bounded range of ", SymbolText(sym)));
+      }
+      if (set[l.symbol()] && symbol_values[l.symbol()] != value) {
+        return bad(absl::StrCat("dim ", d, " is ", SymbolText(sym),
+                                ", which an earlier dim set to ", symbol_values[l.symbol()]));
+      }
+      symbol_values[l.symbol()] = value;
+      set[l.symbol()] = true;
+    }
+    return absl::OkStatus();
+  }
 
   /// The pointer `b` binds: into the weights, the arena or `v`'s persistent buffer, or the
   /// run's input or output tensor (null while there is none: at load).
@@ -333,6 +447,8 @@ struct Executable::Impl {
         return arena.get() + b.offset();
       case kiln::v1::Binding::PERSISTENT:
         return v.persistent.get() + b.offset();
+      case kiln::v1::Binding::DIMS:
+        return const_cast<int64_t*>(symbol_values.data());
       default:
         return nullptr;  // rejected by ValidateManifest
     }
@@ -425,6 +541,13 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Load(Artifact artifact, 
   Artifact& a = impl.artifact;
   const kiln::v1::Manifest& m = a.manifest;
   impl.input_types = TypesOf(m.inputs());
+  impl.symbol_values.assign(static_cast<size_t>(m.bound_symbols_size()), 0);
+  impl.padded_inputs.resize(static_cast<size_t>(m.inputs_size()));
+  for (int i = 0; i < m.inputs_size(); ++i) {
+    if (m.inputs(i).lengths_size() == 0) continue;
+    impl.padded_inputs[i].type = impl.input_types[i];
+    impl.padded_inputs[i].bytes.assign(static_cast<size_t>(impl.input_types[i].NumBytes()), 0);
+  }
 
   std::vector<const kiln::v1::Manifest*> variant_manifests;
   if (m.profiles_size() == 0) variant_manifests.push_back(&m);
@@ -514,6 +637,8 @@ absl::StatusOr<std::vector<Tensor>> Executable::RunImpl(const std::vector<const 
     return absl::InvalidArgumentError(
         absl::StrCat("expected ", m.inputs_size(), " inputs, got ", inputs.size()));
   }
+  std::vector<bool> symbol_set(impl.symbol_values.size(), false);
+  std::vector<const Tensor*> feeds = inputs;
   for (int i = 0; i < m.inputs_size(); ++i) {
     const Tensor* t = inputs[i];
     const TensorType& want = impl.input_types[i];
@@ -525,6 +650,17 @@ absl::StatusOr<std::vector<Tensor>> Executable::RunImpl(const std::vector<const 
       return absl::InvalidArgumentError(absl::StrCat("input ", i, " ('", name,
                                                      "'): expected dtype ", DTypeName(want.dtype),
                                                      ", got ", DTypeName(t->type.dtype)));
+    }
+    if (m.inputs(i).lengths_size() > 0) {
+      KILN_RETURN_IF_ERROR(impl.ReadBoundedInput(i, *t, symbol_set));
+      if (static_cast<int64_t>(t->bytes.size()) != t->type.NumBytes()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input ", i, " ('", name, "') holds ", t->bytes.size(), " bytes of data, expected ",
+            t->type.NumBytes(), " for ", t->type.ToString()));
+      }
+      PadToBound(*t, want.shape, impl.padded_inputs[i]);
+      feeds[i] = &impl.padded_inputs[i];
+      continue;
     }
     bool shape_ok = t->type.shape.size() == want.shape.size() || !impl.input_read[i];
     for (size_t d = 0; shape_ok && impl.input_read[i] && d < want.shape.size(); ++d) {
@@ -558,7 +694,7 @@ absl::StatusOr<std::vector<Tensor>> Executable::RunImpl(const std::vector<const 
     const kiln::v1::KernelCall& call = vm.kernels(k);
     std::vector<void*>& args = v.args[k];
     for (int a = 0; a < call.args_size(); ++a) {
-      args[a] = impl.Resolve(call.args(a), v, &inputs, &outputs);
+      args[a] = impl.Resolve(call.args(a), v, &feeds, &outputs);
     }
     if (kernel_ms == nullptr) {
       v.kernels[k](&impl.context, args.data());
@@ -572,6 +708,16 @@ absl::StatusOr<std::vector<Tensor>> Executable::RunImpl(const std::vector<const 
     if (call.shape_checks_size() > 0) KILN_RETURN_IF_ERROR(CheckShapes(call, args, trims));
   }
   for (const OutputTrim& trim : trims) TrimToShape(outputs[trim.output], trim.shape);
+  for (int o = 0; o < vm.outputs_size(); ++o) {
+    const kiln::v1::TensorSpec& spec = vm.outputs(o);
+    if (spec.lengths_size() == 0) continue;
+    std::vector<int64_t> shape(spec.shape().begin(), spec.shape().end());
+    for (int d = 0; d < spec.lengths_size(); ++d) {
+      const kiln::v1::DimLength& l = spec.lengths(d);
+      if (l.symbol() >= 0) shape[d] = impl.symbol_values[l.symbol()] * l.mul() / l.div();
+    }
+    TrimToShape(outputs[o], shape);
+  }
   return outputs;
 }
 

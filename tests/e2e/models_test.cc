@@ -153,6 +153,23 @@ TEST_P(SymbolicBatchTest, PassesAtBatch1And4) {
     std::cout << name << " " << c.data_set << " " << c.name << ": max_abs_err=" << c.max_abs_error
               << "\n";
   }
+
+  // One compile with the batch bounded (--input-shape x=1..4,...) runs both data sets.
+  pipeline::CompileOptions bounded;
+  std::vector<int64_t> max = x->tensor.type.shape, min = max;
+  max[0] = 4;
+  bounded.shape_profiles = {{{x->name, max}}};
+  bounded.bounded_min_shapes = {{x->name, min}};
+  report = client::CheckModelDir(dir.string(), bounded);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->input_shapes.size(), 1u);
+  EXPECT_NE(report->input_shapes[0].find("=1..4,"), std::string::npos) << report->input_shapes[0];
+  ASSERT_EQ(report->outputs.size(), 2u);
+  for (const client::OutputComparison& c : report->outputs) {
+    EXPECT_TRUE(c.pass) << name << " bounded " << c.data_set << "/" << c.name << ": " << c.error;
+    std::cout << name << " bounded " << c.data_set << " " << c.name
+              << ": max_abs_err=" << c.max_abs_error << "\n";
+  }
   std::filesystem::remove_all(dir);
 }
 INSTANTIATE_TEST_SUITE_P(Shared, SymbolicBatchTest,
@@ -161,6 +178,31 @@ INSTANTIATE_TEST_SUITE_P(Shared, SymbolicBatchTest,
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });
+
+// transformer_encoder_dyn (batch and sequence symbolic; data sets at (1,64), (2,16), (3,40)) in
+// one artifact two ways: three shape profiles, and one bounded profile input=1..4,1..64,256
+// whose kernels mask the padding of the sequence dim before Softmax and the attention matmul.
+TEST(ModelsTest, TransformerEncoderDynProfilesAndBoundedDims) {
+  const std::string dir = "../shared/models/transformer_encoder_dyn";
+  KILN_REQUIRE_PATH_OR_SKIP(dir);
+  pipeline::CompileOptions profiles;
+  profiles.shape_profiles = {
+      {{"input", {1, 64, 256}}}, {{"input", {2, 16, 256}}}, {{"input", {3, 40, 256}}}};
+  pipeline::CompileOptions bounded;
+  bounded.shape_profiles = {{{"input", {4, 64, 256}}}};
+  bounded.bounded_min_shapes = {{"input", {1, 1, 256}}};
+  for (const pipeline::CompileOptions* options : {&profiles, &bounded}) {
+    auto report = client::CheckModelDir(dir, *options);
+    ASSERT_TRUE(report.ok()) << report.status();
+    ASSERT_EQ(report->input_shapes.size(), 1u) << "one artifact";
+    ASSERT_EQ(report->outputs.size(), 3u) << report->input_shapes[0];
+    for (const client::OutputComparison& c : report->outputs) {
+      EXPECT_TRUE(c.pass) << report->input_shapes[0] << " " << c.data_set << ": " << c.error;
+      std::cout << report->input_shapes[0] << " " << c.data_set
+                << ": max_abs_err=" << c.max_abs_error << "\n";
+    }
+  }
+}
 
 // The full-size classic CNNs of the ONNX "light" suite (weights made by ConstantOfShape).
 class LightModelsTest : public ::testing::TestWithParam<std::string> {};

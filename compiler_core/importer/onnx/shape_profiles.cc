@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "compiler_core/support/status_macros.h"
 
 namespace kiln::importer {
 namespace {
@@ -15,29 +16,64 @@ std::string DimsList(const std::vector<int64_t>& dims) { return absl::StrJoin(di
 
 }  // namespace
 
-absl::Status ParseInputShape(std::string_view spec_view, std::vector<NamedShape>& given) {
+absl::Status ParseInputShape(std::string_view spec_view, std::vector<NamedShape>& given,
+                             InputShapes* min_shapes) {
   const std::string spec(spec_view);
   const size_t eq = spec.find('=');
   auto bad = [&](const std::string& why) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--input-shape '", spec, "': ", why, " (expected NAME=D0,D1,...)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--input-shape '", spec, "': ", why,
+        min_shapes != nullptr ? " (expected NAME=D0,D1,..., a dim either N or MIN..MAX)"
+                              : " (expected NAME=D0,D1,...)"));
   };
   if (eq == std::string::npos) return bad("no '='");
   std::string name(spec.substr(0, eq));
   if (name.empty()) return bad("empty input name");
-  std::vector<int64_t> dims;
+  std::vector<int64_t> dims, mins;
+  bool bounded = false;
   const std::string rest = spec.substr(eq + 1);
   if (!rest.empty()) {
     for (absl::string_view part : absl::StrSplit(rest, ',')) {
-      int64_t d = 0;
-      if (!absl::SimpleAtoi(part, &d) || d < 1) {
+      int64_t lo = 0, hi = 0;
+      const size_t dots = part.find("..");
+      if (dots != absl::string_view::npos) {
+        if (min_shapes == nullptr) {
+          return bad(
+              absl::StrCat("dim '", part, "' is a range; this command takes fixed dims only"));
+        }
+        if (!absl::SimpleAtoi(part.substr(0, dots), &lo) ||
+            !absl::SimpleAtoi(part.substr(dots + 2), &hi) || lo < 1 || hi < lo) {
+          return bad(absl::StrCat("dim '", part, "' is not a range MIN..MAX of integers with ",
+                                  "1 <= MIN <= MAX"));
+        }
+        bounded = bounded || lo < hi;
+      } else if (!absl::SimpleAtoi(part, &hi) || hi < 1) {
         return bad(absl::StrCat("dim '", part, "' is not an integer >= 1"));
+      } else {
+        lo = hi;
       }
-      dims.push_back(d);
+      dims.push_back(hi);
+      mins.push_back(lo);
     }
+  }
+  if (bounded) {
+    if (min_shapes->count(name))
+      return bad(absl::StrCat("input '", name, "' has bounded dims twice"));
+    (*min_shapes)[name] = std::move(mins);
   }
   given.emplace_back(std::move(name), std::move(dims));
   return absl::OkStatus();
+}
+
+absl::StatusOr<ShapeProfiles> BoundedProfilesOf(const std::vector<NamedShape>& given,
+                                                const InputShapes& min_shapes) {
+  KILN_ASSIGN_OR_RETURN(ShapeProfiles profiles, ProfilesOf(given));
+  if (!min_shapes.empty() && profiles.size() > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--input-shape: bounded dims (MIN..MAX) and several shape profiles (",
+                     FormatProfiles(profiles), ") cannot be combined; give one bounded profile"));
+  }
+  return profiles;
 }
 
 absl::StatusOr<ShapeProfiles> ProfilesOf(const std::vector<NamedShape>& given) {
@@ -86,6 +122,21 @@ std::vector<NamedShape> GivenShapes(const ShapeProfiles& profiles) {
 std::string FormatInputShapes(const InputShapes& shapes) {
   std::vector<std::string> parts;
   for (const auto& [name, dims] : shapes) parts.push_back(absl::StrCat(name, "=", DimsList(dims)));
+  return absl::StrJoin(parts, " ");
+}
+
+std::string FormatBoundedShapes(const InputShapes& max_shapes, const InputShapes& min_shapes) {
+  std::vector<std::string> parts;
+  for (const auto& [name, dims] : max_shapes) {
+    auto mins = min_shapes.find(name);
+    std::vector<std::string> text;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      const bool ranged =
+          mins != min_shapes.end() && d < mins->second.size() && mins->second[d] < dims[d];
+      text.push_back(ranged ? absl::StrCat(mins->second[d], "..", dims[d]) : absl::StrCat(dims[d]));
+    }
+    parts.push_back(absl::StrCat(name, "=", absl::StrJoin(text, ",")));
+  }
   return absl::StrJoin(parts, " ");
 }
 

@@ -29,9 +29,18 @@ using ShapeProfiles = std::vector<InputShapes>;
 using NamedShape = std::pair<std::string, std::vector<int64_t>>;
 
 /// Parses one `--input-shape` value, "NAME=D0,D1,..." (a scalar input: "NAME="), and appends it
-/// to `given`. Errors (kInvalidArgument, quoting `spec`): no '=', an empty name, a dim that is
-/// not an integer >= 1.
-absl::Status ParseInputShape(std::string_view spec, std::vector<NamedShape>& given);
+/// to `given`. With `min_shapes`, a dim may also be a range "MIN..MAX" (a bounded dim: the
+/// artifact runs any length within it); `given` then holds MAX and `min_shapes[NAME]` every
+/// dim's MIN (its value for a fixed dim), set only when some dim is a range. Errors
+/// (kInvalidArgument, quoting `spec`): no '=', an empty name, a dim that is not an integer >= 1
+/// or a range 1 <= MIN <= MAX, a range without `min_shapes`, bounded dims of one input twice.
+absl::Status ParseInputShape(std::string_view spec, std::vector<NamedShape>& given,
+                             InputShapes* min_shapes = nullptr);
+
+/// ProfilesOf(given); with bounded dims (non-empty `min_shapes`) only one profile is allowed.
+/// Errors: ProfilesOf's; kInvalidArgument for bounded dims with several profiles.
+absl::StatusOr<ShapeProfiles> BoundedProfilesOf(const std::vector<NamedShape>& given,
+                                                const InputShapes& min_shapes);
 
 /// Groups shapes as given into profiles: the k-th shape given for an input belongs to profile
 /// k, an input given once belongs to every profile, and a profile equal to an earlier one is
@@ -50,6 +59,10 @@ std::vector<NamedShape> GivenShapes(const ShapeProfiles& profiles);
 
 /// "a=1,3,224,224 b=2" (inputs in name order), the text of error messages and reports.
 std::string FormatInputShapes(const InputShapes& shapes);
+
+/// FormatInputShapes with each bounded dim (below its maximum in `min_shapes`) as "MIN..MAX":
+/// "x=1..4,3,224,224".
+std::string FormatBoundedShapes(const InputShapes& max_shapes, const InputShapes& min_shapes);
 
 /// Profiles separated by " | ": "x=1,3,224,224 | x=8,3,224,224".
 std::string FormatProfiles(const ShapeProfiles& profiles);

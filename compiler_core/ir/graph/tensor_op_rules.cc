@@ -411,6 +411,26 @@ absl::StatusOr<Types> RuntimeCheckRule(const Node& node) {
   return Types{*x};
 }
 
+// BoundMask: x, i64 dims [S] → x's type; "axis" a dim of x, "symbol" in [0, S).
+absl::StatusOr<Types> BoundMaskRule(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
+  KILN_ASSIGN_OR_RETURN(const TensorType* dims, In(node, 1));
+  const int64_t axis = node.attrs().GetInt("axis", -1);
+  const int64_t symbol = node.attrs().GetInt("symbol", -1);
+  if (dims->dtype != DType::kInt64 || dims->rank() != 1) {
+    return Invalid(node, absl::StrCat("dims has type ", dims->ToString(), ", expected i64[S]"));
+  }
+  if (axis < 0 || axis >= x->rank() || symbol < 0 || symbol >= dims->shape[0] ||
+      node.attrs().GetInt("mul", 0) < 1 || node.attrs().GetInt("div", 0) < 1) {
+    return Invalid(node, absl::StrCat("axis ", axis, ", symbol ", symbol,
+                                      ", mul and div must "
+                                      "name a dim of ",
+                                      x->ToString(), ", one of ", dims->shape[0],
+                                      " symbols and positive factors"));
+  }
+  return Types{*x};
+}
+
 absl::StatusOr<Types> EinsumRule(const Node& node) {
   std::vector<Shape> shapes;
   for (int i = 0; i < node.num_inputs(); ++i) {
@@ -636,6 +656,8 @@ absl::StatusOr<std::vector<TensorType>> InferTensorOpTypes(const Node& node) {
       return NonMaxSuppressionRule(node);
     case OpKind::kRuntimeCheck:
       return RuntimeCheckRule(node);
+    case OpKind::kBoundMask:
+      return BoundMaskRule(node);
     default:
       return absl::UnimplementedError(Prefix(node) + "no shape rule");
   }

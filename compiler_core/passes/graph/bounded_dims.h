@@ -1,0 +1,84 @@
+// Bounded dims (`--input-shape input=1..4,1..64,256`): one graph that runs every input length
+// within the bounds. The graph is imported at the bounds (the maximums) and every tensor is
+// stored padded to its bound shape; the elements past a bounded dim's run-time length are
+// padding with unspecified values. Ops that keep positions apart along a dim (elementwise,
+// transpose, reshapes that keep the bounded dim outermost in its group, matmul along M/N, conv
+// along the batch) compute garbage in the padding and never read it into the valid region; an
+// op that reduces along a bounded dim (Softmax, MatMul's K, ReduceSum/Max/...) reads its
+// operand through a BoundMask that overwrites the padding with the reduction's identity (0 for
+// sums and products of masked pairs, -inf for max and softmax). This is XLA's dynamic padder
+// (xla/service/dynamic_padder.cc: PadWithScalar before reductions) on Kiln's graph IR.
+//
+// Each dim of a value is tracked as a list of factors (row-major), each with a static bound and
+// a run-time length that is the bound (static) or symbol * mul / div; a reshape that merges a
+// bounded dim with inner static dims keeps a prefix (one factor), one that merges two bounded
+// dims gives a composite dim (several factors; valid elements not a prefix) that may only pass
+// through position-wise ops.
+#ifndef KILN_COMPILER_CORE_PASSES_GRAPH_BOUNDED_DIMS_H_
+#define KILN_COMPILER_CORE_PASSES_GRAPH_BOUNDED_DIMS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler_core/ir/graph/graph.h"
+
+namespace kiln::passes {
+
+/// A bounded dim of the graph inputs: "input:1" (input name, dim index; dims that meet in an
+/// elementwise op are one symbol, named after the first) and its range.
+struct BoundSymbol {
+  std::string name;
+  int64_t min = 1;
+  int64_t max = 1;
+};
+
+/// The run-time length of one dim: its bound when `symbol` is -1, else the symbol's value *
+/// mul / div (exact).
+struct DimLength {
+  int symbol = -1;
+  int64_t mul = 1;
+  int64_t div = 1;
+  bool operator==(const DimLength&) const = default;
+};
+
+/// What BoundDims leaves for the kernel plan and the runtime.
+struct BoundedDims {
+  std::vector<BoundSymbol> symbols;
+  /// The graph input "kiln.dims", i64[symbols]: the symbols' values, filled by the runtime.
+  const graph::Value* dims = nullptr;
+  /// Per graph input other than `dims` and per graph output, each dim's run-time length; empty
+  /// for a static tensor.
+  std::vector<std::vector<DimLength>> inputs;
+  std::vector<std::vector<DimLength>> outputs;
+};
+
+/// The shapes to import the probe graph at: `max_shapes` with every bounded dim (min < max in
+/// `min_shapes`) one below its maximum. Errors (kInvalidArgument): an input in `min_shapes`
+/// without a shape in `max_shapes` or of another rank.
+absl::StatusOr<std::map<std::string, std::vector<int64_t>>> ProbeShapes(
+    const std::map<std::string, std::vector<int64_t>>& max_shapes,
+    const std::map<std::string, std::vector<int64_t>>& min_shapes);
+
+/// Makes `graph` (imported at the maximum shapes) run every length within the bounds: adds the
+/// graph input "kiln.dims" and a BoundMask before each op that reduces along a bounded dim, and
+/// returns the symbols and the inputs' and outputs' dim lengths. `probe` is the same model
+/// imported at ProbeShapes; both are constant-folded first. A constant that differs between the two
+/// (a bounded dim's length folded into a value, as Shape → Gather → Div does) may only be a
+/// Reshape's target shape. Errors (kInvalidArgument, naming the node): the graph's structure or a
+/// constant differs between the two imports where that is not allowed; an op that reads a bounded
+/// dim where it has no rule (Concat, Conv's spatial dims, LayerNormalization or ReduceMean over it,
+/// ...); a bounded dim meeting a static one or another bounded dim of another bound; a graph output
+/// dim that mixes bounded dims.
+absl::StatusOr<BoundedDims> BoundDims(
+    graph::Graph& graph, graph::Graph& probe,
+    const std::map<std::string, std::vector<int64_t>>& min_shapes);
+
+/// "input:1=1..4" per symbol, for hashes and messages.
+std::string FormatBoundSymbols(const std::vector<BoundSymbol>& symbols);
+
+}  // namespace kiln::passes
+
+#endif  // KILN_COMPILER_CORE_PASSES_GRAPH_BOUNDED_DIMS_H_

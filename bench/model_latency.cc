@@ -131,8 +131,10 @@ double Percentile(std::vector<double> v, double p) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    return Fail("usage: kiln-bench-model DIR [--threads N] [--warmup W] [--runs R] [--target T] "
-                "[--json] [--records FILE.jsonl] [--profile [TOP]] [--serve]");
+    return Fail(
+        "usage: kiln-bench-model DIR [--threads N] [--warmup W] [--runs R] [--target T] "
+        "[--json] [--records FILE.jsonl] [--profile [TOP]] [--serve] [--data-set N] "
+        "[--input-shape NAME=D0,D1,... (a dim may be MIN..MAX)]");
   }
   std::string dir = argv[1];
   int threads = 0, warmup = 10, runs = 50;
@@ -140,6 +142,8 @@ int main(int argc, char** argv) {
   int top = 15;
   std::string records_path;
   kiln::pipeline::CompileOptions options;
+  std::vector<kiln::importer::NamedShape> given_shapes;
+  int data_set = 0;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&](int* out) { return i + 1 < argc && absl::SimpleAtoi(argv[++i], out); };
@@ -149,6 +153,13 @@ int main(int argc, char** argv) {
     if (a == "--target" && i + 1 < argc) { options.target = argv[++i]; continue; }
     if (a == "--records" && i + 1 < argc) { records_path = argv[++i]; continue; }
     if (a == "--json") { json = true; continue; }
+    if (a == "--data-set" && next(&data_set)) continue;
+    if (a == "--input-shape" && i + 1 < argc) {
+      absl::Status parsed =
+          kiln::importer::ParseInputShape(argv[++i], given_shapes, &options.bounded_min_shapes);
+      if (!parsed.ok()) return Fail(std::string(parsed.message()));
+      continue;
+    }
     if (a == "--serve") { g_serve = true; continue; }
     if (a == "--profile") {
       profile = true;
@@ -164,12 +175,20 @@ int main(int argc, char** argv) {
     records = std::move(*loaded);
     options.schedules = records->source.get();
   }
-  // A model with symbolic input dims runs at the shapes of its test_data_set_0 inputs.
+  // A model with symbolic input dims runs at the shapes of its test_data_set_N inputs, or is
+  // compiled for the given --input-shape (bounded dims included).
+  const std::string data_dir = dir + "/test_data_set_" + std::to_string(data_set);
   auto signatures = kiln::importer::ReadInputSignaturesFile(dir + "/model.onnx");
   if (!signatures.ok()) return Fail(std::string(signatures.status().message()));
-  auto shapes = kiln::importer::DataSetInputShapes(*signatures, dir + "/test_data_set_0");
+  auto shapes = kiln::importer::DataSetInputShapes(*signatures, data_dir);
   if (!shapes.ok()) return Fail(std::string(shapes.status().message()));
-  if (!shapes->empty()) options.shape_profiles = {*shapes};
+  if (!given_shapes.empty()) {
+    auto profiles = kiln::importer::BoundedProfilesOf(given_shapes, options.bounded_min_shapes);
+    if (!profiles.ok()) return Fail(std::string(profiles.status().message()));
+    options.shape_profiles = *profiles;
+  } else if (!shapes->empty()) {
+    options.shape_profiles = {*shapes};
+  }
   auto compiled = kiln::pipeline::CompileModelFile(dir + "/model.onnx", options);
   if (!compiled.ok()) return Fail(std::string(compiled.status().message()));
   double compile_ms = compiled->timings.total_ms;
@@ -177,7 +196,7 @@ int main(int argc, char** argv) {
   if (!exe.ok()) return Fail(std::string(exe.status().message()));
   std::vector<kiln::importer::NamedTensor> inputs;
   for (int i = 0; i < (*exe)->manifest().inputs_size(); ++i) {
-    auto t = kiln::importer::ReadTensorFile(dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb");
+    auto t = kiln::importer::ReadTensorFile(data_dir + "/input_" + std::to_string(i) + ".pb");
     if (!t.ok()) return Fail(std::string(t.status().message()));
     inputs.push_back(std::move(*t));
   }

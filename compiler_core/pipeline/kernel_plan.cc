@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,7 @@
 #include "compiler_core/ir/loop/printer.h"
 #include "compiler_core/lowering/lower.h"
 #include "compiler_core/pipeline/memory_plan.h"
+#include "compiler_core/schedule/bound_loops.h"
 #include "compiler_core/schedule/schedule.h"
 #include "compiler_core/support/sha256.h"
 #include "compiler_core/support/status_macros.h"
@@ -141,6 +143,7 @@ class Planner {
                                                 fused_ops, ") failed: ", st.message()));
       }
     }
+    if (bounded_ != nullptr) BoundKernelLoops(lowered);
     if (print_stage_("schedule")) print_("schedule", loop::PrintFunc(lowered.func));
     k.fused_ops = std::move(fused_ops);
     k.schedule = choice.schedule.ToString();
@@ -150,6 +153,57 @@ class Planner {
     k.lowered = std::move(lowered);
     kernels_.push_back(std::move(k));
     return absl::OkStatus();
+  }
+
+  // Bounded dims: loops whose later iterations only store into the padding of the kernel's
+  // results stop at the run's lengths (schedule::BoundLoops), read from the kernel's dims param
+  // (a BoundMask's operand, or a new first param bound to Binding.DIMS).
+  void BoundKernelLoops(lowering::LoweredKernel& lk) const {
+    loop::Func& f = lk.func;
+    loop::BufferRef dims;
+    std::set<std::string> names;
+    for (size_t p = 0; p < f.params.size(); ++p) {
+      if (lk.param_values[p] == bounded_->dims) dims = f.params[p];
+      names.insert(f.params[p]->name);
+    }
+    for (const loop::BufferRef& w : f.workspaces) names.insert(w->name);
+    const bool new_dims = dims == nullptr;
+    if (new_dims) {
+      std::string name = "dims";
+      for (int k = 1; names.count(name); ++k) name = absl::StrCat("dims_", k);
+      dims =
+          loop::MakeBuffer(name, DType::kInt64, {static_cast<int64_t>(bounded_->symbols.size())});
+    }
+    schedule::BufferLengths lengths;
+    for (size_t p = 0; p < f.params.size(); ++p) {
+      const Value* v = lk.param_values[p];
+      auto it = bounded_->values.find(v);
+      if (it == bounded_->values.end() || it->second.shape != v->type().shape ||
+          f.params[p]->shape != v->type().shape) {
+        continue;
+      }
+      std::vector<loop::Expr> exprs;
+      bool any = false;
+      for (const passes::DimLength& l : it->second.dims) {
+        if (l.symbol < 0) {
+          exprs.push_back(nullptr);
+          continue;
+        }
+        loop::Expr len = loop::Load(dims, {loop::IntImm(l.symbol)});
+        if (l.mul != 1) len = len * loop::IntImm(l.mul);
+        if (l.div != 1) len = loop::Binary(loop::BinaryOp::kFloorDiv, len, loop::IntImm(l.div));
+        exprs.push_back(std::move(len));
+        any = true;
+      }
+      if (any) lengths[f.params[p].get()] = std::move(exprs);
+    }
+    loop::Stmt body = schedule::BoundLoops(f, lengths);
+    if (body == f.body) return;
+    f.body = std::move(body);
+    if (new_dims) {
+      f.params.insert(f.params.begin(), dims);
+      lk.param_values.insert(lk.param_values.begin(), bounded_->dims);
+    }
   }
 
   // Every graph output needs a kernel that writes it into the caller's output buffer. A value

@@ -23,6 +23,7 @@ struct UseCollector {
   void Visit(const loop::Stmt& s) {
     if (!s) return;
     if (s->buffer) buffers.insert(s->buffer.get());
+    Visit(s->limit);
     for (const loop::Expr& i : s->indices) Visit(i);
     Visit(s->value);
     Visit(s->cond);
@@ -174,7 +175,7 @@ void KernelEmitter::EmitParallelFor(const loop::StmtNode& s) {
   llvm::Value* pool = b_.CreateLoad(b_.getPtrTy(), b_.CreateStructGEP(ctx_ty, fs_.ctx, 1));
   llvm::FunctionType* pf_ty = llvm::FunctionType::get(
       b_.getVoidTy(), {b_.getPtrTy(), b_.getPtrTy(), b_.getPtrTy(), b_.getInt64Ty()}, false);
-  b_.CreateCall(pf_ty, pf, {pool, task, closure, b_.getInt64(s.extent)});
+  b_.CreateCall(pf_ty, pf, {pool, task, closure, LoopEnd(s)});
   llvm::IRBuilderBase::InsertPoint caller_ip = b_.saveIP();
 
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", task));

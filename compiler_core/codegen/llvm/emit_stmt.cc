@@ -87,9 +87,22 @@ void KernelEmitter::EmitLoop(llvm::Value* begin, llvm::Value* end, bool nonempty
   b_.SetInsertPoint(exit_bb);
 }
 
+llvm::Value* KernelEmitter::LoopEnd(const loop::StmtNode& s) {
+  if (!s.limit) return b_.getInt64(s.extent);
+  llvm::Value* limit = EmitExpr(s.limit);
+  llvm::Value* end =
+      b_.CreateSelect(b_.CreateICmpSLT(limit, b_.getInt64(s.extent)), limit, b_.getInt64(s.extent));
+  return b_.CreateSelect(b_.CreateICmpSGT(end, b_.getInt64(0)), end, b_.getInt64(0), "end");
+}
+
 void KernelEmitter::EmitSerialFor(const loop::StmtNode& s) {
   const loop::VarNode* var = s.loop_var.get();
-  if (s.extent == 1) {
+  if (s.limit) {
+    EmitLoop(b_.getInt64(0), LoopEnd(s), /*nonempty=*/false, [&](llvm::Value* iv) {
+      fs_.vars[var] = iv;
+      EmitStmt(s.body);
+    });
+  } else if (s.extent == 1) {
     fs_.vars[var] = b_.getInt64(0);
     EmitStmt(s.body);
   } else {

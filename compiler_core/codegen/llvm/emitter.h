@@ -58,6 +58,8 @@ class KernelEmitter {
   // ---- emit_stmt.cc: statements and memory.
   void EmitStmt(const loop::Stmt& s);
   void EmitFor(const loop::StmtNode& s);
+  /// The end of loop `s`'s iterations: its extent, or min(extent, limit) clamped at 0.
+  llvm::Value* LoopEnd(const loop::StmtNode& s);
   void EmitSerialFor(const loop::StmtNode& s);
   void EmitUnrolledFor(const loop::StmtNode& s);
   void EmitIf(const loop::StmtNode& s);

@@ -217,19 +217,4 @@ bool IsNonNegative(const Expr& expr) {
   }
 }
 
-bool SameExpr(const Expr& a, const Expr& b) {
-  if (a == b) return true;
-  if (!a || !b) return false;
-  if (a->kind != b->kind || a->dtype != b->dtype || a->int_value != b->int_value ||
-      a->float_value != b->float_value || a->var != b->var || a->binary_op != b->binary_op ||
-      a->unary_op != b->unary_op || a->buffer != b->buffer ||
-      a->operands.size() != b->operands.size()) {
-    return false;
-  }
-  for (size_t i = 0; i < a->operands.size(); ++i) {
-    if (!SameExpr(a->operands[i], b->operands[i])) return false;
-  }
-  return true;
-}
-
 }  // namespace kiln::codegen

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compiler_core/ir/loop/loop_ir.h"
+#include "compiler_core/ir/loop/visitor.h"
 
 namespace kiln::codegen {
 
@@ -37,8 +38,7 @@ bool CanVectorizeBody(const loop::Stmt& body, const loop::VarNode* var);
 /// immediates, +, *, min, max, and floor div/mod by positive constants.
 bool IsNonNegative(const loop::Expr& expr);
 
-/// Structural equality of two expressions (same vars by identity, same buffers by identity).
-bool SameExpr(const loop::Expr& a, const loop::Expr& b);
+using loop::SameExpr;
 
 }  // namespace kiln::codegen
 

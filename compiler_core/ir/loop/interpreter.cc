@@ -356,7 +356,8 @@ class Interpreter {
       case StmtKind::kFor: {
         int64_t& slot = vars_[s->loop_var.get()];
         int64_t saved = slot;
-        for (int64_t i = 0; i < s->extent && status_.ok(); ++i) {
+        const int64_t end = s->limit ? std::min(s->extent, Eval(s->limit).i) : s->extent;
+        for (int64_t i = 0; i < end && status_.ok(); ++i) {
           vars_[s->loop_var.get()] = i;
           Exec(s->body);
         }

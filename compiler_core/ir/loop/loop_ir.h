@@ -1,6 +1,7 @@
 // The loop IR: buffers, scalar expressions and loop-nest statements that one fused kernel
 // lowers to. Nodes are immutable and shared (shared_ptr<const ...>); transformations build new
-// trees. All loops start at 0 and have a static extent (Kiln compiles static shapes).
+// trees. All loops start at 0 and have a static extent (Kiln compiles static shapes); a loop
+// may also carry a run-time limit on its iterations (bounded dims).
 #ifndef KILN_COMPILER_CORE_IR_LOOP_LOOP_IR_H_
 #define KILN_COMPILER_CORE_IR_LOOP_LOOP_IR_H_
 
@@ -117,9 +118,12 @@ using Stmt = std::shared_ptr<const StmtNode>;
 /// A statement. One node type with a kind tag; which fields are meaningful depends on `kind`.
 struct StmtNode {
   StmtKind kind;
-  // kFor: for loop_var in [0, extent) { body }
+  // kFor: for loop_var in [0, extent) { body }; with `limit` (i64, may be null) the loop stops
+  // before min(extent, limit): a run-time bound (a bounded dim's length; schedule::BoundLoops)
+  // on a serial or parallel loop, reading only enclosing loops' variables and params.
   Var loop_var;
   int64_t extent = 0;
+  Expr limit;
   ForKind for_kind = ForKind::kSerial;
   /// True if the loop iterates a reduction axis (a loop-carried dependence through the store
   /// it accumulates into): it may not be vectorized or parallelized.

@@ -228,12 +228,21 @@ class Parser {
       Next();
       is_reduction = true;
     }
+    Expr limit;
+    if (Peek().Is("limit")) {
+      Next();
+      KILN_ASSIGN_OR_RETURN(limit, ParseExpr());
+    }
     Var var = MakeVar(std::string(name.text));
     vars_.push_back(var);
     absl::StatusOr<Stmt> body = ParseBody();
     vars_.pop_back();
     if (!body.ok()) return body.status();
-    return For(std::move(var), extent, *std::move(body), kind, is_reduction);
+    Stmt loop = For(std::move(var), extent, *std::move(body), kind, is_reduction);
+    if (!limit) return loop;
+    auto limited = std::make_shared<StmtNode>(*loop);
+    limited->limit = std::move(limit);
+    return Stmt(limited);
   }
   /// "%buf[i, j] = value".
   absl::StatusOr<Stmt> ParseStore() {

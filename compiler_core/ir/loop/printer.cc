@@ -124,7 +124,8 @@ std::string PrintStmt(const Stmt& s, int indent) {
                              ? ""
                              : absl::StrCat(ForKindName(s->for_kind), " ");
       return absl::StrCat(pad, kind, "for ", s->loop_var->name, " in 0..", s->extent,
-                          s->is_reduction ? " reduce" : "", " {\n",
+                          s->is_reduction ? " reduce" : "",
+                          s->limit ? absl::StrCat(" limit ", PrintExpr(s->limit)) : "", " {\n",
                           PrintStmt(s->body, indent + 2), pad, "}\n");
     }
     case StmtKind::kStore:

@@ -154,6 +154,17 @@ class Verifier final : public Visitor {
                                     "' is already bound by an enclosing loop"));
       }
     }
+    if (s->limit) {
+      if (s->limit->dtype != DType::kInt64) return Fail(s, "the limit is not i64");
+      if (s->for_kind != ForKind::kSerial && s->for_kind != ForKind::kParallel) {
+        return Fail(s, "only serial and parallel loops may have a limit");
+      }
+      if (AnyExpr(s->limit, [&](const Expr& e) {
+            return e->kind == ExprKind::kVar && e->var.get() == var;
+          })) {
+        return Fail(s, "the limit reads the loop's own variable");
+      }
+    }
     if (s->for_kind == ForKind::kVectorized) {
       if (s->is_reduction) return Fail(s, "a vectorized loop must not be a reduction");
       bool has_inner = false;

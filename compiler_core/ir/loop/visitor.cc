@@ -9,8 +9,10 @@
 namespace kiln::loop {
 namespace {
 
-/// The expressions a statement holds directly: store indices and value, an if's condition.
+/// The expressions a statement holds directly: a loop's limit, store indices and value, an if's
+/// condition.
 void ForEachOwnExpr(const StmtNode& s, const std::function<void(const Expr&)>& fn) {
+  if (s.limit) fn(s.limit);
   for (const Expr& i : s.indices) fn(i);
   if (s.value) fn(s.value);
   if (s.cond) fn(s.cond);
@@ -55,6 +57,20 @@ bool AnyExpr(const Expr& expr, const std::function<bool(const Expr&)>& pred) {
   return false;
 }
 
+bool SameExpr(const Expr& a, const Expr& b) {
+  if (a == b) return true;
+  if (!a || !b || a->kind != b->kind || a->dtype != b->dtype || a->int_value != b->int_value ||
+      a->float_value != b->float_value || a->var != b->var || a->binary_op != b->binary_op ||
+      a->unary_op != b->unary_op || a->buffer != b->buffer ||
+      a->operands.size() != b->operands.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a->operands.size(); ++i) {
+    if (!SameExpr(a->operands[i], b->operands[i])) return false;
+  }
+  return true;
+}
+
 void Visitor::VisitStmt(const Stmt& stmt) {
   if (!stmt) return;
   ForEachOwnExpr(*stmt, [&](const Expr& e) { VisitExpr(e); });
@@ -84,6 +100,7 @@ Stmt StmtMutator::MutateChildren(const Stmt& s) {
     return n;
   };
   // Expressions first, then statements in execution order (as the Visitor does).
+  Expr limit = expr(s->limit);
   std::vector<Expr> indices;
   for (const Expr& i : s->indices) indices.push_back(expr(i));
   Expr value = expr(s->value);
@@ -95,6 +112,7 @@ Stmt StmtMutator::MutateChildren(const Stmt& s) {
   for (const Stmt& c : s->stmts) stmts.push_back(stmt(c));
   if (!changed) return s;
   auto n = std::make_shared<StmtNode>(*s);
+  n->limit = std::move(limit);
   n->indices = std::move(indices);
   n->value = std::move(value);
   n->cond = std::move(cond);

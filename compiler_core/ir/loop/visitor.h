@@ -21,6 +21,9 @@ void VisitExprs(const Stmt& stmt, const std::function<void(const Expr&)>& fn);
 /// True if `pred` holds for `expr` or any expression nested in it (stops at the first match).
 bool AnyExpr(const Expr& expr, const std::function<bool(const Expr&)>& pred);
 
+/// Structural equality of two expressions (same vars by identity, same buffers by identity).
+bool SameExpr(const Expr& a, const Expr& b);
+
 /// A read-only walk with hooks. The defaults recurse: VisitStmt visits the statement's own
 /// expressions (VisitExpr) and then its child statements (VisitStmt); VisitExpr visits the
 /// operands. Override a hook to act on a node (e.g. push a scope), and call the base version

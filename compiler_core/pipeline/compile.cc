@@ -103,15 +103,21 @@ absl::StatusOr<PlannedGraph> PlanGraph(std::unique_ptr<graph::Graph> graph,
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> pass_names,
                         EnabledPasses(options.disabled_passes));
   KILN_RETURN_IF_ERROR(passes::RunPasses(*graph, pass_names, pass_options));
+  std::optional<passes::BoundedDims> final_bounded;
+  if (bounded != nullptr) {
+    final_bounded = *bounded;
+    passes::RecomputeValueLengths(*graph, *final_bounded);
+  }
   result.timings.passes_ms = MsSince(passes_start);
 
   auto lower_start = std::chrono::steady_clock::now();
   const schedule::DefaultScheduleSource default_schedules;
   const schedule::ScheduleSource& schedules =
       options.schedules != nullptr ? *options.schedules : default_schedules;
-  KILN_ASSIGN_OR_RETURN(KernelPlan plan,
-                        BuildKernelPlan(*graph, result.target, schedules, print_stage, print,
-                                        options.on_stage, bounded));
+  KILN_ASSIGN_OR_RETURN(
+      KernelPlan plan,
+      BuildKernelPlan(*graph, result.target, schedules, print_stage, print, options.on_stage,
+                      final_bounded ? &*final_bounded : nullptr));
   result.timings.lower_ms = MsSince(lower_start);
   // Always on: verifying costs far below 1% of a compile (one walk per kernel).
   ScopedStageTimer verify_timer(options.on_stage, "verify: loop IR");

@@ -115,6 +115,42 @@ class Analysis {
   Analysis(Graph& graph, const std::set<const Value*>& varying)
       : graph_(graph), varying_(varying) {}
 
+  /// After the graph passes: the lengths of every value of the final graph, from the inputs'
+  /// lengths in `bounded` (masks are in place already). An op without a rule, or one a pass
+  /// introduced, leaves its outputs without lengths (computed in full).
+  void Recompute(BoundedDims& bounded) {
+    recompute_ = true;
+    dims_ = bounded.dims;
+    for (size_t s = 0; s < bounded.symbols.size(); ++s) {
+      symbols_.push_back(bounded.symbols[s]);
+      parent_.push_back(static_cast<int>(s));
+    }
+    for (size_t i = 0; i < bounded.inputs.size() && i < graph_.inputs().size(); ++i) {
+      const Value* in = graph_.inputs()[i];
+      if (bounded.inputs[i].empty()) continue;
+      Extents e = StaticExtents(in->type().shape);
+      for (size_t d = 0; d < e.size() && d < bounded.inputs[i].size(); ++d) {
+        const DimLength& l = bounded.inputs[i][d];
+        if (l.symbol >= 0) e[d] = Dim{Factor{in->type().shape[d], l.symbol, l.mul, l.div}};
+      }
+      ext_[in] = std::move(e);
+    }
+    for (Node* node : graph_.nodes()) {
+      if (!Visit(*node).ok()) {
+        for (const Value* o : node->outputs()) ext_.erase(o);
+      }
+    }
+    bounded.values.clear();
+    for (const auto& [v, raw] : ext_) {
+      BoundedDims::ValueLengths& vl = bounded.values[v];
+      vl.shape = v->type().shape;
+      for (const Dim& d : Get(v)) {
+        vl.dims.push_back(IsPlain(d) ? DimLength{Find(d[0].symbol), d[0].mul, d[0].div}
+                                     : DimLength{});
+      }
+    }
+  }
+
   absl::StatusOr<BoundedDims> Run(const std::map<std::string, std::vector<int64_t>>& min_shapes) {
     dims_ = graph_.AddInput("kiln.dims", TensorType{DType::kInt64, {0}});
     std::vector<Value*> user_inputs(graph_.inputs().begin(), graph_.inputs().end() - 1);
@@ -256,7 +292,7 @@ class Analysis {
   /// Two dims that must have the same run-time length: equal, or plain dims of the same bound
   /// and scale whose symbols are then one.
   absl::StatusOr<Dim> Merge(const Node& node, const Dim& a, const Dim& b, const std::string& what) {
-    if (a == b) return a;
+    if (a == b || (IsStatic(a) && IsStatic(b))) return a;
     if (IsPlain(a) && IsPlain(b) && a[0].bound == b[0].bound && a[0].mul == b[0].mul &&
         a[0].div == b[0].div) {
       parent_[Find(b[0].symbol)] = Find(a[0].symbol);
@@ -335,6 +371,7 @@ class Analysis {
 
   /// Inserts a BoundMask of input `i` of `node` along `axis` (a plain bounded dim of it).
   void Mask(Node& node, int i, int64_t axis, const Dim& dim, float fill) {
+    if (recompute_) return;  // the masks are in place
     Value* x = node.input(i);
     graph::AttrMap attrs;
     attrs.Set("axis", axis);
@@ -390,7 +427,13 @@ class Analysis {
     const Value* av = node.input(0);
     const Value* bv = node.input(1);
     Extents a = Get(av), b = Get(bv);
-    const int64_t ra = av->type().rank(), rb = bv->type().rank();
+    const int64_t ra = av->type().rank();
+    int64_t rb = bv->type().rank();
+    if (node.attrs().Has("b_layout")) {
+      // B packed into panels by matmul-pack (a constant): its logical [K, N] is static.
+      b = StaticExtents({av->type().shape.back(), node.output(0)->type().shape.back()});
+      rb = 2;
+    }
     bool ta = false, tb = false;
     if (node.op() == OpKind::kGemm) {
       ta = node.attrs().GetInt("transA", 0) != 0;
@@ -463,6 +506,25 @@ class Analysis {
     const std::vector<int64_t>& out_shape = node.output(0)->type().shape;
     const graph::FusionClass fc = node.info().fusion_class;
     switch (node.op()) {
+      case OpKind::kBoundMask: {
+        // The padding along the masked axis holds the fill: every position is needed.
+        Extents e = Get(x);
+        e[node.attrs().GetInt("axis", 0)] =
+            StaticExtents({x->type().shape[node.attrs().GetInt("axis", 0)]})[0];
+        Set(node.output(0), std::move(e));
+        return absl::OkStatus();
+      }
+      case OpKind::kLayoutTransform: {
+        // NCHW <-> NCHW<x>c: the batch dim stays dim 0; the others must be static.
+        const Extents in = Get(x);
+        for (size_t d = 1; d < in.size(); ++d) {
+          if (!IsStatic(in[d])) return Unsupported(node, "a bounded dim other than the batch");
+        }
+        Extents e = StaticExtents(out_shape);
+        if (!e.empty() && !in.empty()) e[0] = in[0];
+        Set(node.output(0), std::move(e));
+        return absl::OkStatus();
+      }
       case OpKind::kBatchNormalization: {
         for (int i = 1; i < node.num_inputs(); ++i) {
           if (node.input(i) != nullptr && !AllStatic(Get(node.input(i)))) {
@@ -723,6 +785,7 @@ class Analysis {
   std::vector<int> parent_;  // union-find over symbols_
   std::unordered_map<const Value*, Extents> ext_;
   std::vector<Node*> masks_;
+  bool recompute_ = false;
 };
 
 /// The constants of `graph` that differ from their counterparts in `probe` (the same model at
@@ -800,6 +863,10 @@ absl::StatusOr<BoundedDims> BoundDims(
   KILN_RETURN_IF_ERROR(RunPasses(probe, {"constant-folding"}));
   KILN_ASSIGN_OR_RETURN(std::set<const Value*> varying, VaryingConstants(graph, probe));
   return Analysis(graph, varying).Run(min_shapes);
+}
+
+void RecomputeValueLengths(graph::Graph& graph, BoundedDims& bounded) {
+  Analysis(graph, {}).Recompute(bounded);
 }
 
 std::string FormatBoundSymbols(const std::vector<BoundSymbol>& symbols) {

@@ -87,6 +87,11 @@ absl::StatusOr<BoundedDims> BoundDims(
     graph::Graph& graph, graph::Graph& probe,
     const std::map<std::string, std::vector<int64_t>>& min_shapes);
 
+/// Recomputes `bounded.values` over `graph` after the graph passes (which replace values, e.g.
+/// blocked-layout convolutions), from the inputs' lengths; BoundMask outputs are needed in full
+/// along their axis. Ops without a rule leave their outputs out (computed in full).
+void RecomputeValueLengths(graph::Graph& graph, BoundedDims& bounded);
+
 /// "input:1=1..4" per symbol, for hashes and messages.
 std::string FormatBoundSymbols(const std::vector<BoundSymbol>& symbols);
 

@@ -154,7 +154,13 @@ absl::StatusOr<Expr> Compute(KernelBuilder& b, const graph::Node& node,
       if (a.GetInt("div", 1) != 1) {
         length = loop::Binary(BinaryOp::kFloorDiv, length, Idx(a.GetInt("div", 1)));
       }
-      Expr inside = loop::Binary(BinaryOp::kLt, out_idx[a.GetInt("axis", 0)], length);
+      const int64_t axis = a.GetInt("axis", 0);
+      Expr inside = loop::Binary(BinaryOp::kLt, out_idx[axis], length);
+      if (a.GetInt("rescale", 0) != 0) {
+        // bound / length: a mean over the bound then averages the valid elements only.
+        const double bound = static_cast<double>(node.input(0)->type().shape[axis]);
+        v = v * loop::Binary(BinaryOp::kDiv, Const(bound, v->dtype), loop::Cast(v->dtype, length));
+      }
       return loop::Select(inside, v, Const(a.GetFloat("fill", 0), v->dtype));
     }
     default:

@@ -66,6 +66,21 @@ ModelBuilder ReshapeRows() {
   return b;
 }
 
+/// x [B, S, 4] → mean over S (ReduceMean, keepdims 0) [B, 4] and over S and the last dim [B].
+ModelBuilder MeanPool() {
+  ModelBuilder b(13);
+  Declare(b.g()->add_input(), "x", {-1, -1, 4});
+  auto* m = b.Node("ReduceMean", {"x"}, {"pooled"});
+  SetInts(m, "axes", {1});
+  SetInt(m, "keepdims", 0);
+  auto* m2 = b.Node("ReduceMean", {"x"}, {"both"});
+  SetInts(m2, "axes", {1, 2});
+  SetInt(m2, "keepdims", 0);
+  Declare(b.g()->add_output(), "pooled", {-1, 4});
+  Declare(b.g()->add_output(), "both", {-1});
+  return b;
+}
+
 absl::StatusOr<CompileResult> Compile(const ModelBuilder& b, const importer::InputShapes& max,
                                       const importer::InputShapes& min = {}) {
   CompileOptions options;
@@ -138,6 +153,16 @@ TEST(BoundedDimsTest, ReshapeKeepsTheBoundedDimOutermost) {
   for (int64_t n : {2, 3, 8}) ExpectMatchesStatic(b, *bounded, {n, 6});
 }
 
+TEST(BoundedDimsTest, MeanOverABoundedDimAveragesTheLengthOnly) {
+  const ModelBuilder b = MeanPool();
+  absl::StatusOr<CompileResult> bounded = Compile(b, {{"x", {3, 10, 4}}}, {{"x", {1, 1, 4}}});
+  ASSERT_TRUE(bounded.ok()) << bounded.status();
+  for (const std::vector<int64_t>& shape :
+       std::vector<std::vector<int64_t>>{{1, 1, 4}, {2, 7, 4}, {3, 10, 4}}) {
+    ExpectMatchesStatic(b, *bounded, shape);
+  }
+}
+
 TEST(BoundedDimsTest, RunOutsideTheBoundsIsRefused) {
   absl::StatusOr<CompileResult> bounded = Compile(ReshapeRows(), {{"x", {8, 6}}}, {{"x", {2, 6}}});
   ASSERT_TRUE(bounded.ok()) << bounded.status();
@@ -196,15 +221,18 @@ std::string BoundedError(const ModelBuilder& b, const std::vector<int64_t>& max)
 
 TEST(BoundedDimsTest, OpsWithoutARuleAreClearErrors) {
   {
-    ModelBuilder b(13);
-    Declare(b.g()->add_input(), "x", {-1, 4});
-    auto* n = b.Node("ReduceMean", {"x"}, {"y"}, "mean");
-    SetInts(n, "axes", {0});
-    Declare(b.g()->add_output(), "y", {1, 4});
-    EXPECT_EQ(BoundedError(b, {8, 4}),
-              "node 'mean' (ReduceMean): it averages over dim 0 of length x:0 (bound 8); bounded "
-              "dims (--input-shape MIN..MAX) cannot pass through it yet: give fixed shapes or one "
-              "shape profile per shape");
+    ModelBuilder b(17);
+    Declare(b.g()->add_input(), "x", {4, -1});
+    b.Init("scale", {1}, {1.0f});
+    SetInt(b.Node("LayerNormalization", {"x", "scale"}, {"y"}, "norm"), "axis", 0);
+    Declare(b.g()->add_output(), "y", {4, -1});
+    std::vector<int64_t> max = {4, 8}, min = {4, 1};
+    absl::StatusOr<CompileResult> compiled = Compile(b, {{"x", max}}, {{"x", min}});
+    ASSERT_FALSE(compiled.ok());
+    EXPECT_EQ(compiled.status().message(),
+              "node 'norm' (LayerNormalization): it normalizes over dim 1 of length x:1 (bound "
+              "8); bounded dims (--input-shape MIN..MAX) cannot pass through it yet: give fixed "
+              "shapes or one shape profile per shape");
   }
   {
     ModelBuilder b(13);

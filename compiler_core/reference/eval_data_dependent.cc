@@ -209,7 +209,13 @@ absl::StatusOr<TensorVec> EvalBoundMask(const graph::Node& node, const TensorVec
   int64_t inner = 1;
   for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
   for (int64_t i = 0; i < out->type.NumElements(); ++i) {
-    if ((i / inner) % shape[axis] >= length) StoreDouble(*out, i, a.GetFloat("fill", 0));
+    if ((i / inner) % shape[axis] >= length) {
+      StoreDouble(*out, i, a.GetFloat("fill", 0));
+    } else if (a.GetInt("rescale", 0) != 0) {
+      StoreDouble(
+          *out, i,
+          out->GetAsDouble(i) * static_cast<double>(shape[axis]) / static_cast<double>(length));
+    }
   }
   return TensorVec{out};
 }

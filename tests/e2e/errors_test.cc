@@ -289,6 +289,68 @@ TEST_F(ErrorsTest, RuntimeSliceOperandsAreChecked) {
   EXPECT_FALSE(fs::exists(bad + "/y.pb"));
 }
 
+// Bounded dims from the command line: x [N, 3] compiled with N=1..4 runs at N=2 (the column
+// sums read only the 2 rows, the Relu output has 2 rows), and N=5 or a wrong fixed dim are
+// refused with the range, writing nothing.
+TEST_F(ErrorsTest, BoundedDimsAreCheckedAtRunTime) {
+  onnx::ModelProto m = BaseModel({3});
+  auto* dims =
+      m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  dims->mutable_dim(0)->set_dim_param("N");
+  dims->add_dim()->set_dim_value(3);
+  onnx::TensorProto* axes = m.mutable_graph()->add_initializer();
+  axes->set_name("axes");
+  axes->set_data_type(onnx::TensorProto::INT64);
+  axes->add_dims(1);
+  axes->add_int64_data(0);
+  auto* sum = AddNode(m, "ReduceSum", {"x", "axes"}, {"y"}, "sum");
+  auto* keep = sum->add_attribute();
+  keep->set_name("keepdims");
+  keep->set_type(onnx::AttributeProto::INT);
+  keep->set_i(0);
+  AddNode(m, "Relu", {"x"}, {"z"}, "relu");
+  AddValueInfo(m.mutable_graph()->add_output(), "y", {3});
+  AddValueInfo(m.mutable_graph()->add_output(), "z", {1, 3});
+  m.mutable_graph()
+      ->mutable_output(1)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
+      ->set_dim_param("N");
+  std::string model = WriteModel("bounded.onnx", m);
+  std::string artifact = (dir_ / "bounded.kiln").string();
+  CommandResult ok = RunKiln("compile " + model + " --input-shape x=1..4,3 -o " + artifact);
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  CommandResult inspect = RunKiln("inspect " + artifact);
+  EXPECT_NE(inspect.output.find("input:  x: f32[1..4,3]"), std::string::npos) << inspect.output;
+  EXPECT_NE(inspect.output.find("bounded dims:     x:0=1..4"), std::string::npos) << inspect.output;
+
+  std::string out = (dir_ / "out").string();
+  std::string x2 = WriteTensor<float>("x2.pb", "x", {2, 3}, {1, -2, 3, 4, 5, -6});
+  CommandResult run = RunKiln("run " + artifact + " --input x=" + x2 + " --output-dir " + out);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto [ys, y] = ReadOutput<float>(out + "/y.pb");
+  EXPECT_EQ(ys, (std::vector<int64_t>{3}));
+  EXPECT_EQ(y, (std::vector<float>{5, 3, -3}));
+  auto [zs, z] = ReadOutput<float>(out + "/z.pb");
+  EXPECT_EQ(zs, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(z, (std::vector<float>{1, 0, 3, 4, 5, 0}));
+
+  std::string bad = (dir_ / "bad").string();
+  std::string x5 = WriteTensor<float>("x5.pb", "x", {5, 3}, std::vector<float>(15, 1.0f));
+  ExpectError("run " + artifact + " --input x=" + x5 + " --output-dir " + bad,
+              "input 0 ('x'): got shape [5,3], expected [1..4,3]: dim 0 is outside the bounded "
+              "range of x:0 (1..4)");
+  std::string x24 = WriteTensor<float>("x24.pb", "x", {2, 4}, std::vector<float>(8, 1.0f));
+  ExpectError("run " + artifact + " --input x=" + x24 + " --output-dir " + bad,
+              "input 0 ('x'): got shape [2,4], expected [1..4,3]: dim 1 is fixed at 3");
+  EXPECT_FALSE(fs::exists(bad + "/y.pb"));
+  ExpectError("compile " + model + " --input-shape x=3..2,3 -o " + artifact,
+              "--input-shape 'x=3..2,3': dim '3..2' is not a range MIN..MAX of integers with 1 "
+              "<= MIN <= MAX");
+}
+
 // NonZero compiles for the declared output shape [2, 3]: data with three non-zero elements give
 // their row-major indices; data with two are refused naming the node and both shapes, and
 // nothing is written.

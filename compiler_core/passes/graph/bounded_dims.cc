@@ -370,7 +370,7 @@ class Analysis {
   }
 
   /// Inserts a BoundMask of input `i` of `node` along `axis` (a plain bounded dim of it).
-  void Mask(Node& node, int i, int64_t axis, const Dim& dim, float fill) {
+  void Mask(Node& node, int i, int64_t axis, const Dim& dim, float fill, bool rescale = false) {
     if (recompute_) return;  // the masks are in place
     Value* x = node.input(i);
     graph::AttrMap attrs;
@@ -379,6 +379,7 @@ class Analysis {
     attrs.Set("mul", dim[0].mul);
     attrs.Set("div", dim[0].div);
     attrs.Set("fill", fill);
+    if (rescale) attrs.Set("rescale", int64_t{1});
     Node* mask =
         graph_.InsertNodeBefore(&node, OpKind::kBoundMask, absl::StrCat(node.name(), "/mask", i),
                                 {x, const_cast<Value*>(dims_)}, {x->type()}, std::move(attrs));
@@ -388,7 +389,8 @@ class Analysis {
   }
 
   /// Masks input `i` along every reduced axis that is bounded (composite: an error).
-  absl::Status MaskReduced(Node& node, int i, const std::vector<int64_t>& axes, float fill) {
+  absl::Status MaskReduced(Node& node, int i, const std::vector<int64_t>& axes, float fill,
+                           bool rescale = false) {
     const Extents e = Get(node.input(i));
     for (int64_t a : axes) {
       if (IsStatic(e[a])) continue;
@@ -399,7 +401,10 @@ class Analysis {
       if (!IsFloat(node.input(i)->type().dtype) && !std::isfinite(fill)) {
         return Unsupported(node, "it reduces a bounded dim of integers by max or min");
       }
-      Mask(node, i, a, e[a], fill);
+      if (rescale && !IsFloat(node.input(i)->type().dtype)) {
+        return Unsupported(node, "it averages integers over a bounded dim");
+      }
+      Mask(node, i, a, e[a], fill, rescale);
     }
     return absl::OkStatus();
   }
@@ -584,15 +589,10 @@ class Analysis {
           axes = AllAxes(rank);
         }
         const Extents in = Get(x);
-        if (node.op() == OpKind::kReduceMean) {
-          for (int64_t a : axes) {
-            if (!IsStatic(in[a])) {
-              return Unsupported(
-                  node, absl::StrCat("it averages over dim ", a, " of length ", DimText(in[a])));
-            }
-          }
-        }
-        KILN_RETURN_IF_ERROR(MaskReduced(node, 0, axes, NeutralFill(node.op())));
+        // A mean over a bounded dim: the padding masked to 0 and the rest scaled by
+        // bound / length, so that the mean over the bound is the mean over the length.
+        KILN_RETURN_IF_ERROR(MaskReduced(node, 0, axes, NeutralFill(node.op()),
+                                         /*rescale=*/node.op() == OpKind::kReduceMean));
         const bool keep = node.attrs().GetInt("keepdims", 1) != 0;
         Extents out;
         for (int64_t d = 0; d < rank; ++d) {

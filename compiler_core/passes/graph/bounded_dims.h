@@ -6,8 +6,9 @@
 // along the batch) compute garbage in the padding and never read it into the valid region; an
 // op that reduces along a bounded dim (Softmax, MatMul's K, ReduceSum/Max/...) reads its
 // operand through a BoundMask that overwrites the padding with the reduction's identity (0 for
-// sums and products of masked pairs, -inf for max and softmax). This is XLA's dynamic padder
-// (xla/service/dynamic_padder.cc: PadWithScalar before reductions) on Kiln's graph IR.
+// sums and products of masked pairs, -inf for max and softmax; a mean also rescales the rest). This
+// is XLA's dynamic padder (xla/service/dynamic_padder.cc: PadWithScalar before reductions) on
+// Kiln's graph IR.
 //
 // Each dim of a value is tracked as a list of factors (row-major), each with a static bound and
 // a run-time length that is the bound (static) or symbol * mul / div; a reshape that merges a

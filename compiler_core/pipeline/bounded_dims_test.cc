@@ -163,6 +163,39 @@ TEST(BoundedDimsTest, MeanOverABoundedDimAveragesTheLengthOnly) {
   }
 }
 
+TEST(BoundedDimsTest, TheFirstTokensAreStaticAtEveryLength) {
+  // x [B, S, 4] with S in 2..9: Gather(x, 0, axis 1) (a first-token pooling) and
+  // Slice(x, [0, 2) along axis 1), each valid at every length.
+  ModelBuilder b(13);
+  Declare(b.g()->add_input(), "x", {-1, -1, 4});
+  b.InitI64("zero", {0});
+  b.InitI64("start", {0});
+  b.InitI64("end", {2});
+  b.InitI64("axis1", {1});
+  auto* g = b.Node("Gather", {"x", "zero"}, {"first"});
+  SetInt(g, "axis", 1);
+  b.Node("Slice", {"x", "start", "end", "axis1"}, {"two"});
+  Declare(b.g()->add_output(), "first", {-1, 1, 4});
+  Declare(b.g()->add_output(), "two", {-1, 2, 4});
+  absl::StatusOr<CompileResult> bounded = Compile(b, {{"x", {3, 9, 4}}}, {{"x", {1, 2, 4}}});
+  ASSERT_TRUE(bounded.ok()) << bounded.status();
+  for (const std::vector<int64_t>& shape :
+       std::vector<std::vector<int64_t>>{{1, 2, 4}, {2, 5, 4}, {3, 9, 4}}) {
+    ExpectMatchesStatic(b, *bounded, shape);
+  }
+  // Index 2 is past the shortest length (2): refused.
+  ModelBuilder c(13);
+  Declare(c.g()->add_input(), "x", {-1, -1, 4});
+  c.InitI64("two", {2});
+  SetInt(c.Node("Gather", {"x", "two"}, {"third"}, "third"), "axis", 1);
+  Declare(c.g()->add_output(), "third", {-1, 1, 4});
+  absl::StatusOr<CompileResult> refused = Compile(c, {{"x", {3, 9, 4}}}, {{"x", {1, 2, 4}}});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("node 'third' (Gather): it gathers along dim 1"),
+            std::string::npos)
+      << refused.status();
+}
+
 TEST(BoundedDimsTest, RunOutsideTheBoundsIsRefused) {
   absl::StatusOr<CompileResult> bounded = Compile(ReshapeRows(), {{"x", {8, 6}}}, {{"x", {2, 6}}});
   ASSERT_TRUE(bounded.ok()) << bounded.status();

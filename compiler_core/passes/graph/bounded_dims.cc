@@ -278,6 +278,9 @@ class Analysis {
     return absl::StrJoin(parts, " x ");
   }
 
+  /// The shortest run-time length of plain dim `d`.
+  int64_t MinLength(const Dim& d) { return symbols_[Find(d[0].symbol)].min * d[0].mul / d[0].div; }
+
   static std::string Where(const Node& node) {
     return absl::StrCat("node '", node.name(), "' (", node.info().name, "): ");
   }
@@ -704,9 +707,15 @@ class Analysis {
           const int64_t bound = x->type().shape[a];
           int64_t start = (*starts)[i] < 0 ? (*starts)[i] + bound : (*starts)[i];
           if (IsStatic(in[a])) continue;
-          if (!(start <= 0 && (*steps)[i] == 1 && (*ends)[i] >= bound)) {
+          if (start <= 0 && (*steps)[i] == 1 && (*ends)[i] >= bound) continue;  // all of it
+          // A slice [start, end) within the shortest length (x[:, :1]) has a static length.
+          const bool within = (*starts)[i] >= 0 && (*ends)[i] >= (*starts)[i] && (*steps)[i] == 1 &&
+                              IsPlain(in[a]) && (*ends)[i] <= MinLength(in[a]);
+          if (!within) {
             return Unsupported(node,
-                               absl::StrCat("it slices dim ", a, " of length ", DimText(in[a])));
+                               absl::StrCat("it slices dim ", a, " of length ", DimText(in[a]),
+                                            " other than whole or within its shortest "
+                                            "length (from 0 or more, no negative ends)"));
           }
         }
         Set(node.output(0), KeepUnresized(in, x->type().shape, out_shape));
@@ -736,8 +745,19 @@ class Analysis {
         int64_t axis = node.attrs().GetInt("axis", 0);
         if (axis < 0) axis += x->type().rank();
         if (!IsStatic(in[axis])) {
-          return Unsupported(
-              node, absl::StrCat("it gathers along dim ", axis, " of length ", DimText(in[axis])));
+          // Constant indices within the shortest length (x[:, 0], the first token) are valid at
+          // every length.
+          auto indices = Ints(node, 1, "");
+          bool within = IsPlain(in[axis]) && indices && node.input(1) != nullptr;
+          for (size_t i = 0; within && i < indices->size(); ++i) {
+            within = (*indices)[i] >= 0 && (*indices)[i] < MinLength(in[axis]);
+          }
+          if (!within) {
+            return Unsupported(
+                node, absl::StrCat("it gathers along dim ", axis, " of length ", DimText(in[axis]),
+                                   " at indices that are not constants within "
+                                   "its shortest length"));
+          }
         }
         const Extents idx = Get(node.input(1));
         Extents out(in.begin(), in.begin() + axis);

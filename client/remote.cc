@@ -145,12 +145,16 @@ absl::StatusOr<RemoteCompileResult> RemoteClient::CompileModel(
   return result;
 }
 
-void SetInputShapes(const importer::ShapeProfiles& profiles, kiln::v1::CompileOptions& options) {
+void SetInputShapes(const importer::ShapeProfiles& profiles, kiln::v1::CompileOptions& options,
+                    const importer::InputShapes& min_shapes) {
   options.clear_input_shapes();
   for (const auto& [name, dims] : importer::GivenShapes(profiles)) {
     kiln::v1::InputShape* shape = options.add_input_shapes();
     shape->set_name(name);
     for (int64_t d : dims) shape->add_dims(d);
+    if (auto mins = min_shapes.find(name); mins != min_shapes.end()) {
+      for (int64_t d : mins->second) shape->add_min_dims(d);
+    }
   }
 }
 
@@ -167,7 +171,7 @@ absl::StatusOr<RemoteCompileResult> RemoteClient::CompileModel(
     request.mutable_options()->add_disabled_passes(p);
   request.mutable_options()->set_hardware_key(options.hardware_key);
   request.mutable_options()->set_untuned(options.untuned);
-  SetInputShapes(options.shape_profiles, *request.mutable_options());
+  SetInputShapes(options.shape_profiles, *request.mutable_options(), options.bounded_min_shapes);
   for (const auto& [name, tensor] : options.constant_inputs) {
     kiln::v1::ConstantInput* c = request.mutable_options()->add_constant_inputs();
     c->set_name(name);

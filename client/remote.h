@@ -27,6 +27,8 @@ struct RemoteCompileOptions {
   bool untuned = false;
   /// Shapes of graph inputs with symbolic dims (--input-shape), one entry per shape profile.
   importer::ShapeProfiles shape_profiles;
+  /// Bounded dims (--input-shape x=1..4,...): per input, every dim's minimum (one profile).
+  importer::InputShapes bounded_min_shapes;
   /// Graph inputs compiled as constants (--constant-input): name → serialized TensorProto.
   std::map<std::string, std::string> constant_inputs;
   kiln::v1::Priority priority = kiln::v1::INTERACTIVE;
@@ -35,8 +37,10 @@ struct RemoteCompileOptions {
 };
 
 /// Writes `profiles` into `options.input_shapes` (importer::GivenShapes: profile by profile,
-/// each in name order; the k-th entry of an input is profile k's).
-void SetInputShapes(const importer::ShapeProfiles& profiles, kiln::v1::CompileOptions& options);
+/// each in name order; the k-th entry of an input is profile k's), with `min_shapes` (bounded
+/// dims) as the entries' min_dims.
+void SetInputShapes(const importer::ShapeProfiles& profiles, kiln::v1::CompileOptions& options,
+                    const importer::InputShapes& min_shapes = {});
 
 /// The outcome of RemoteClient::CompileModel.
 struct RemoteCompileResult {

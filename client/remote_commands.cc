@@ -42,7 +42,8 @@ Remote RemoteFrom(const Args& args) {
   r.options.disabled_passes = SplitAll(args, "--disable-pass");
   r.options.hardware_key = args.Get("--hardware-key");
   r.options.untuned = args.Has("--untuned");
-  absl::StatusOr<importer::ShapeProfiles> shapes = ShapeProfilesFrom(args);
+  absl::StatusOr<importer::ShapeProfiles> shapes =
+      ShapeProfilesFrom(args, &r.options.bounded_min_shapes);
   if (!shapes.ok()) {
     r.error = std::string(shapes.status().message());
     return r;
@@ -176,7 +177,12 @@ int CheckOnServer(const Args& args) {
     if (!result.ok()) return FailStatus(result.status());
     PrintRemoteSummary(*result);
     if (!compile.shape_profiles.empty()) {
-      std::cout << "input shapes: " << importer::FormatProfiles(compile.shape_profiles) << "\n";
+      std::cout << "input shapes: "
+                << (options.bounded_min_shapes.empty()
+                        ? importer::FormatProfiles(compile.shape_profiles)
+                        : importer::FormatBoundedShapes(compile.shape_profiles.front(),
+                                                        options.bounded_min_shapes))
+                << "\n";
     }
     cache.push_back(result->response.cache_hit() ? "hit" : "miss");
     auto artifact = runtime::ParseArtifact(result->artifact);

@@ -34,6 +34,8 @@ absl::StatusOr<CompileSpec> CompilePreparer::Prepare(const v1::CompileRequest& r
   KILN_ASSIGN_OR_RETURN(Target target, targets_->Resolve(spec.target));
   spec.options = CanonicalOptions(request.options());
   KILN_ASSIGN_OR_RETURN(importer::ShapeProfiles shapes, workers::ShapeProfilesOf(spec.options));
+  KILN_ASSIGN_OR_RETURN(importer::InputShapes min_shapes,
+                        workers::BoundedMinShapesOf(spec.options));
   KILN_ASSIGN_OR_RETURN(ConstantInputs constants, workers::ConstantInputsOf(spec.options));
 
   std::string graph_hash;
@@ -52,7 +54,8 @@ absl::StatusOr<CompileSpec> CompilePreparer::Prepare(const v1::CompileRequest& r
       KILN_ASSIGN_OR_RETURN(int64_t size, storage_->GetBlobSize(digest.hash()));
       spec.model_digest = digest.hash();
       spec.model_size_bytes = size;
-      KILN_ASSIGN_OR_RETURN(graph_hash, models_->GraphHash(spec.model_digest, shapes, constants));
+      KILN_ASSIGN_OR_RETURN(graph_hash,
+                            models_->GraphHash(spec.model_digest, shapes, constants, min_shapes));
       break;
     }
     case v1::CompileRequest::kInlineModel: {
@@ -66,7 +69,8 @@ absl::StatusOr<CompileSpec> CompilePreparer::Prepare(const v1::CompileRequest& r
       spec.model_digest = Sha256Hex(bytes);
       spec.model_size_bytes = static_cast<int64_t>(bytes.size());
       // Import first: a malformed model is refused before it takes space in the store.
-      KILN_ASSIGN_OR_RETURN(graph_hash, models_->GraphHashOfBytes(spec.model_digest, bytes, shapes, constants));
+      KILN_ASSIGN_OR_RETURN(graph_hash, models_->GraphHashOfBytes(spec.model_digest, bytes, shapes,
+                                                                  constants, min_shapes));
       KILN_ASSIGN_OR_RETURN(std::string stored, storage_->PutBlob(cache::BlobKind::kModel, bytes));
       (void)stored;
       break;

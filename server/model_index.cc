@@ -5,6 +5,7 @@
 #include "compiler_core/codegen/llvm/codegen.h"
 #include "compiler_core/importer/onnx/importer.h"
 #include "compiler_core/ir/graph/graph_hash.h"
+#include "compiler_core/passes/graph/bounded_dims.h"
 #include "compiler_core/support/sha256.h"
 #include "server/log.h"
 
@@ -13,7 +14,8 @@ namespace {
 
 absl::StatusOr<std::string> ImportAndHash(const std::string& digest, std::string_view bytes,
                                           const importer::InputShapes& shapes,
-                                          const ConstantInputs& constants) {
+                                          const ConstantInputs& constants,
+                                          const importer::InputShapes& min_shapes) {
   auto start = absl::Now();
   // Uploaded models are one blob: external data has no directory to come from. An empty base
   // dir makes such a model fail to import; report that as a bad model, not as kNotFound (which
@@ -29,7 +31,23 @@ absl::StatusOr<std::string> ImportAndHash(const std::string& digest, std::string
         absl::StrCat("model ", digest, " cannot be imported (", s.message(),
                      "); models with external data must be uploaded with their tensors inlined"));
   }
-  std::string hash = graph::GraphHash(**graph);
+  std::string hash;
+  if (min_shapes.empty()) {
+    hash = graph::GraphHash(**graph);
+  } else {
+    // Bounded dims: the probe import and the analysis the worker's pipeline runs.
+    absl::StatusOr<importer::InputShapes> probe_shapes = passes::ProbeShapes(shapes, min_shapes);
+    absl::StatusOr<std::unique_ptr<graph::Graph>> probe =
+        probe_shapes.ok() ? importer::ImportOnnxBytes(bytes, "", {*probe_shapes, constants})
+                          : probe_shapes.status();
+    absl::StatusOr<passes::BoundedDims> bounded =
+        probe.ok() ? passes::BoundDims(**graph, **probe, min_shapes) : probe.status();
+    if (!bounded.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model ", digest, ": bounded dims: ", bounded.status().message()));
+    }
+    hash = passes::BoundedGraphHash(**graph, *bounded);
+  }
   LogInfo("model.imported", {{"model", digest.substr(0, 12)},
                              {"graph_hash", hash.substr(0, 12)},
                              {"ms", absl::ToInt64Milliseconds(absl::Now() - start)}});
@@ -44,22 +62,24 @@ bool Memoizable(const absl::StatusOr<std::string>& r) {
 
 absl::StatusOr<std::string> ModelIndex::GraphHash(const std::string& digest,
                                                   const importer::ShapeProfiles& profiles,
-                                                  const ConstantInputs& constants) {
-  return ComputeProfiles(digest, nullptr, profiles, constants);
+                                                  const ConstantInputs& constants,
+                                                  const importer::InputShapes& min_shapes) {
+  return ComputeProfiles(digest, nullptr, profiles, constants, min_shapes);
 }
 
 absl::StatusOr<std::string> ModelIndex::GraphHashOfBytes(const std::string& digest,
                                                          std::string_view bytes,
                                                          const importer::ShapeProfiles& profiles,
-                                                         const ConstantInputs& constants) {
+                                                         const ConstantInputs& constants,
+                                                         const importer::InputShapes& min_shapes) {
   std::string copy(bytes);
-  return ComputeProfiles(digest, &copy, profiles, constants);
+  return ComputeProfiles(digest, &copy, profiles, constants, min_shapes);
 }
 
-ModelIndex::Result ModelIndex::ComputeProfiles(const std::string& digest,
-                                               const std::string* bytes,
+ModelIndex::Result ModelIndex::ComputeProfiles(const std::string& digest, const std::string* bytes,
                                                const importer::ShapeProfiles& profiles,
-                                               const ConstantInputs& constants) {
+                                               const ConstantInputs& constants,
+                                               const importer::InputShapes& min_shapes) {
   // The constants in the memo key by their SHA-256, hashed once for all profiles.
   std::string constants_key;
   for (const auto& [name, tensor] : constants) {
@@ -67,7 +87,7 @@ ModelIndex::Result ModelIndex::ComputeProfiles(const std::string& digest,
   }
   if (profiles.size() <= 1) {
     return Compute(digest, bytes, profiles.empty() ? importer::InputShapes{} : profiles.front(),
-                   constants, constants_key);
+                   constants, constants_key, min_shapes);
   }
   std::vector<std::string> hashes;
   for (size_t k = 0; k < profiles.size(); ++k) {
@@ -86,10 +106,12 @@ ModelIndex::Result ModelIndex::ComputeProfiles(const std::string& digest,
 ModelIndex::Result ModelIndex::Compute(const std::string& digest, const std::string* bytes,
                                        const importer::InputShapes& shapes,
                                        const ConstantInputs& constants,
-                                       const std::string& constants_key) {
+                                       const std::string& constants_key,
+                                       const importer::InputShapes& min_shapes) {
   // One import per model, input shapes and constant inputs.
   std::string memo_key =
-      shapes.empty() ? digest : absl::StrCat(digest, " ", importer::FormatInputShapes(shapes));
+      shapes.empty() ? digest
+                     : absl::StrCat(digest, " ", importer::FormatBoundedShapes(shapes, min_shapes));
   memo_key += constants_key;
   std::promise<Result> promise;
   std::shared_future<Result> future;
@@ -109,10 +131,11 @@ ModelIndex::Result ModelIndex::Compute(const std::string& digest, const std::str
 
   Result result;
   if (bytes != nullptr) {
-    result = ImportAndHash(digest, *bytes, shapes, constants);
+    result = ImportAndHash(digest, *bytes, shapes, constants, min_shapes);
   } else {
     absl::StatusOr<std::string> blob = storage_->GetBlob(digest);
-    result = blob.ok() ? ImportAndHash(digest, *blob, shapes, constants) : Result(blob.status());
+    result = blob.ok() ? ImportAndHash(digest, *blob, shapes, constants, min_shapes)
+                       : Result(blob.status());
   }
   promise.set_value(result);
   if (!Memoizable(result)) {

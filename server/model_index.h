@@ -33,22 +33,27 @@ class ModelIndex {
   /// CompileProfiles). Errors: those of GetBlob (kNotFound, kDataLoss), kInvalidArgument for a
   /// malformed model (also for one with external data, which kilnd cannot read) or shapes that
   /// do not fit it, kUnimplemented for an unsupported op or opset.
+  /// With `min_shapes` (bounded dims, one profile), the bounded compile's hash
+  /// (passes::BoundedGraphHash after passes::BoundDims, as the pipeline computes it).
   absl::StatusOr<std::string> GraphHash(const std::string& digest,
                                         const importer::ShapeProfiles& profiles = {},
-                                        const ConstantInputs& constants = {});
+                                        const ConstantInputs& constants = {},
+                                        const importer::InputShapes& min_shapes = {});
 
   /// The same for model bytes in hand (an inline model whose SHA-256 is `digest`).
   absl::StatusOr<std::string> GraphHashOfBytes(const std::string& digest, std::string_view bytes,
                                                const importer::ShapeProfiles& profiles = {},
-                                               const ConstantInputs& constants = {});
+                                               const ConstantInputs& constants = {},
+                                               const importer::InputShapes& min_shapes = {});
 
  private:
   using Result = absl::StatusOr<std::string>;
   Result ComputeProfiles(const std::string& digest, const std::string* bytes,
-                         const importer::ShapeProfiles& profiles, const ConstantInputs& constants);
+                         const importer::ShapeProfiles& profiles, const ConstantInputs& constants,
+                         const importer::InputShapes& min_shapes);
   Result Compute(const std::string& digest, const std::string* bytes,
                  const importer::InputShapes& shapes, const ConstantInputs& constants,
-                 const std::string& constants_key);
+                 const std::string& constants_key, const importer::InputShapes& min_shapes = {});
 
   cache::Storage* storage_;
   std::mutex mu_;

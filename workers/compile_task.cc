@@ -24,6 +24,7 @@ absl::StatusOr<CompiledArtifact> CompileModelBytes(std::string_view model_bytes,
   compile_options.disabled_passes.assign(options.disabled_passes().begin(),
                                          options.disabled_passes().end());
   KILN_ASSIGN_OR_RETURN(compile_options.shape_profiles, ShapeProfilesOf(options));
+  KILN_ASSIGN_OR_RETURN(compile_options.bounded_min_shapes, BoundedMinShapesOf(options));
   KILN_ASSIGN_OR_RETURN(compile_options.constant_inputs, ConstantInputsOf(options));
   // The tuning records kilnd chose for this compile (best per workload on one hardware key).
   tuning::RecordSet records;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler_core/support/sha256.h"
+#include "compiler_core/support/status_macros.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
@@ -70,6 +71,30 @@ absl::StatusOr<importer::ShapeProfiles> ShapeProfilesOf(const kiln::v1::CompileO
     given.emplace_back(shape.name(), std::move(dims));
   }
   return importer::ProfilesOf(given);
+}
+
+absl::StatusOr<importer::InputShapes> BoundedMinShapesOf(const kiln::v1::CompileOptions& options) {
+  importer::InputShapes mins;
+  for (const kiln::v1::InputShape& shape : options.input_shapes()) {
+    if (shape.min_dims_size() == 0) continue;
+    bool ok = shape.min_dims_size() == shape.dims_size() && !mins.count(shape.name());
+    for (int d = 0; ok && d < shape.dims_size(); ++d) {
+      ok = shape.min_dims(d) >= 1 && shape.min_dims(d) <= shape.dims(d);
+    }
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input_shapes: input '", shape.name(), "' has min_dims [",
+          absl::StrJoin(shape.min_dims(), ","), "] for dims [", absl::StrJoin(shape.dims(), ","),
+          "] (one minimum per dim, 1 <= min <= dim, one bounded entry per input)"));
+    }
+    mins[shape.name()] = {shape.min_dims().begin(), shape.min_dims().end()};
+  }
+  KILN_ASSIGN_OR_RETURN(importer::ShapeProfiles profiles, ShapeProfilesOf(options));
+  if (!mins.empty() && profiles.size() > 1) {
+    return absl::InvalidArgumentError(
+        "input_shapes: bounded dims (min_dims) and several shape profiles cannot be combined");
+  }
+  return mins;
 }
 
 absl::StatusOr<std::map<std::string, std::string>> ConstantInputsOf(

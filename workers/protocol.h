@@ -35,6 +35,11 @@ std::string OptionsHash(const kiln::v1::CompileOptions& options);
 /// different numbers of shapes.
 absl::StatusOr<importer::ShapeProfiles> ShapeProfilesOf(const kiln::v1::CompileOptions& options);
 
+/// The minimums of the bounded dims in `options.input_shapes` (InputShape.min_dims), by input;
+/// empty when no dim is bounded. Errors (kInvalidArgument): min_dims of another length than
+/// dims, a minimum outside [1, dim], an input bounded twice, bounded dims with several profiles.
+absl::StatusOr<importer::InputShapes> BoundedMinShapesOf(const kiln::v1::CompileOptions& options);
+
 /// `options.constant_inputs` by input name (serialized TensorProtos). Errors
 /// (kInvalidArgument): an empty name, a name given twice.
 absl::StatusOr<std::map<std::string, std::string>> ConstantInputsOf(

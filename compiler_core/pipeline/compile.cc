@@ -87,8 +87,7 @@ absl::StatusOr<PlannedGraph> PlanGraph(std::unique_ptr<graph::Graph> graph,
   KILN_ASSIGN_OR_RETURN(result.target, codegen::ResolveTarget(options.target));
   result.graph_hash = graph::GraphHash(*graph);
   if (bounded != nullptr) {
-    result.graph_hash = Sha256Hex(absl::StrCat(result.graph_hash, "\nbounded ",
-                                               passes::FormatBoundSymbols(bounded->symbols)));
+    result.graph_hash = passes::BoundedGraphHash(*graph, *bounded);
   }
   if (print_stage("import")) print("import", graph::PrintGraph(*graph));
 

@@ -295,6 +295,29 @@ TEST_F(ServiceTest, SymbolicInputShapesThroughKilnd) {
     EXPECT_THAT(checked.out, HasSubstr(line));
   }
 
+  // Bounded dims travel as InputShape.min_dims: kilnd hashes the bounded graph as the local
+  // pipeline does (probe import, BoundDims), two ranges are two artifacts, and check runs every
+  // data set through the one artifact.
+  RunResult bounded =
+      CompileJson(Model(dyn), root_ + "/bounded.kiln", {"--input-shape", "input=1..4,1..64,256"});
+  ASSERT_EQ(bounded.exit_code, 0) << Describe(bounded);
+  RunResult bounded_local = Kiln({"compile", Model(dyn), "-o", root_ + "/bounded_local.kiln",
+                                  "--input-shape", "input=1..4,1..64,256"});
+  ASSERT_EQ(bounded_local.exit_code, 0) << Describe(bounded_local);
+  EXPECT_THAT(bounded_local.out,
+              HasSubstr("graph " + JsonField(bounded.out, "graph_hash").substr(0, 16)));
+  RunResult narrower =
+      CompileJson(Model(dyn), root_ + "/narrower.kiln", {"--input-shape", "input=2..4,1..64,256"});
+  ASSERT_EQ(narrower.exit_code, 0) << Describe(narrower);
+  EXPECT_NE(JsonField(narrower.out, "graph_hash"), JsonField(bounded.out, "graph_hash"));
+  RunResult bounded_check =
+      Kiln({"check", dyn, "--server", kilnd.address(), "--input-shape", "input=1..4,1..64,256"});
+  ASSERT_EQ(bounded_check.exit_code, 0) << Describe(bounded_check);
+  for (const char* line : {"input shapes: input=1..4,1..64,256", "PASS test_data_set_0/output",
+                           "PASS test_data_set_1/output", "PASS test_data_set_2/output"}) {
+    EXPECT_THAT(bounded_check.out, HasSubstr(line));
+  }
+
   // --constant-input travels too: kilnd hashes the model with the constants, the worker
   // compiles with them, and check feeds the remaining input by name.
   const std::string loop = "../shared/conformance/node/test_loop11";

@@ -13,7 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler_core/ir/graph/dtype.h"
+#include "compiler_core/ir/graph/graph_hash.h"
 #include "compiler_core/passes/graph/pass.h"
+#include "compiler_core/support/sha256.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::passes {
@@ -887,6 +889,11 @@ absl::StatusOr<BoundedDims> BoundDims(
 
 void RecomputeValueLengths(graph::Graph& graph, BoundedDims& bounded) {
   Analysis(graph, {}).Recompute(bounded);
+}
+
+std::string BoundedGraphHash(const graph::Graph& graph, const BoundedDims& bounded) {
+  return Sha256Hex(
+      absl::StrCat(graph::GraphHash(graph), "\nbounded ", FormatBoundSymbols(bounded.symbols)));
 }
 
 std::string FormatBoundSymbols(const std::vector<BoundSymbol>& symbols) {

@@ -93,6 +93,10 @@ absl::StatusOr<BoundedDims> BoundDims(
 /// along their axis. Ops without a rule leave their outputs out (computed in full).
 void RecomputeValueLengths(graph::Graph& graph, BoundedDims& bounded);
 
+/// The graph hash of a bounded compile: SHA-256 over graph::GraphHash(graph) (after BoundDims)
+/// and the symbols' ranges, so that two ranges are two artifacts.
+std::string BoundedGraphHash(const graph::Graph& graph, const BoundedDims& bounded);
+
 /// "input:1=1..4" per symbol, for hashes and messages.
 std::string FormatBoundSymbols(const std::vector<BoundSymbol>& symbols);
 

@@ -35,16 +35,14 @@ absl::StatusOr<std::string> ImportAndHash(const std::string& digest, std::string
   if (min_shapes.empty()) {
     hash = graph::GraphHash(**graph);
   } else {
-    // Bounded dims: the probe import and the analysis the worker's pipeline runs.
-    absl::StatusOr<importer::InputShapes> probe_shapes = passes::ProbeShapes(shapes, min_shapes);
-    absl::StatusOr<std::unique_ptr<graph::Graph>> probe =
-        probe_shapes.ok() ? importer::ImportOnnxBytes(bytes, "", {*probe_shapes, constants})
-                          : probe_shapes.status();
-    absl::StatusOr<passes::BoundedDims> bounded =
-        probe.ok() ? passes::BoundDims(**graph, **probe, min_shapes) : probe.status();
+    // Bounded dims: the probe imports and the analysis the worker's pipeline runs.
+    absl::StatusOr<passes::BoundedDims> bounded = passes::BoundDims(
+        **graph, shapes, min_shapes, [&](const importer::InputShapes& probe_shapes) {
+          return importer::ImportOnnxBytes(bytes, "", {probe_shapes, constants});
+        });
     if (!bounded.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("model ", digest, ": bounded dims: ", bounded.status().message()));
+          absl::StrCat("model ", digest, ": ", bounded.status().message()));
     }
     hash = passes::BoundedGraphHash(**graph, *bounded);
   }

@@ -252,6 +252,34 @@ std::string BoundedError(const ModelBuilder& b, const std::vector<int64_t>& max)
   return std::string(compiled.status().message());
 }
 
+TEST(BoundedDimsTest, LengthsUsedAsDataAreRefusedEvenWhenTheMaximumAndOneBelowAgree) {
+  // Equal(S, 1) is false at S = 64 and 63; the probe at the minimum (1) sees it differ. A Shape
+  // as a graph output is refused too.
+  for (bool shape_output : {false, true}) {
+    ModelBuilder b(13);
+    Declare(b.g()->add_input(), "x", {1, -1, 4});
+    b.InitI64("one", {1});
+    b.Node("Shape", {"x"}, {"shape"});
+    if (shape_output) {
+      Declare(b.g()->add_output(), "shape", {3});
+      b.g()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+          onnx::TensorProto::INT64);
+    } else {
+      b.Node("Gather", {"shape", "one"}, {"seq"});
+      b.Node("Equal", {"seq", "one"}, {"single"});
+      b.Node("Where", {"single", "x", "x"}, {"y"}, "where");
+      Declare(b.g()->add_output(), "y", {1, -1, 4});
+    }
+    absl::StatusOr<CompileResult> compiled = Compile(b, {{"x", {1, 64, 4}}}, {{"x", {1, 1, 4}}});
+    ASSERT_FALSE(compiled.ok());
+    const std::string want = shape_output ? "graph output 'shape' is a value computed from a "
+                                            "bounded dim's length"
+                                          : "node 'where' (Where): input 0 is a value computed "
+                                            "from a bounded dim's length";
+    EXPECT_NE(compiled.status().message().find(want), std::string::npos) << compiled.status();
+  }
+}
+
 TEST(BoundedDimsTest, OpsWithoutARuleAreClearErrors) {
   {
     ModelBuilder b(17);
@@ -266,6 +294,20 @@ TEST(BoundedDimsTest, OpsWithoutARuleAreClearErrors) {
               "node 'norm' (LayerNormalization): it normalizes over dim 1 of length x:1 (bound "
               "8); bounded dims (--input-shape MIN..MAX) cannot pass through it yet: give fixed "
               "shapes or one shape profile per shape");
+  }
+  {
+    // ArgMax's -inf fill would tie with an infinite element and win as the last index.
+    ModelBuilder b(13);
+    Declare(b.g()->add_input(), "x", {-1, 4});
+    auto* n = b.Node("ArgMax", {"x"}, {"y"}, "argmax");
+    SetInt(n, "axis", 0);
+    SetInt(n, "select_last_index", 1);
+    Declare(b.g()->add_output(), "y", {1, 4});
+    b.g()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+        onnx::TensorProto::INT64);
+    EXPECT_NE(BoundedError(b, {8, 4}).find("node 'argmax' (ArgMax): select_last_index along "
+                                           "dim 0"),
+              std::string::npos);
   }
   {
     ModelBuilder b(13);

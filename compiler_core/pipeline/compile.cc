@@ -195,20 +195,13 @@ absl::StatusOr<CompileResult> CompileProfiles(const GraphImporter& import,
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<graph::Graph> graph, import_profile(shapes, "import"));
     std::optional<passes::BoundedDims> bounded;
     if (!options.bounded_min_shapes.empty()) {
-      KILN_ASSIGN_OR_RETURN(importer::InputShapes probe_shapes,
-                            passes::ProbeShapes(shapes, options.bounded_min_shapes));
-      absl::StatusOr<std::unique_ptr<graph::Graph>> probe =
-          import_profile(probe_shapes, "import: bounded-dims probe");
-      if (!probe.ok()) {
-        return absl::Status(probe.status().code(),
-                            absl::StrCat("bounded dims: the model with each bounded dim one below "
-                                         "its maximum (",
-                                         importer::FormatInputShapes(probe_shapes),
-                                         ") does not import: ", probe.status().message()));
-      }
-      ScopedStageTimer timer(options.on_stage, "bounded dims");
+      // The probe imports are timed as imports; the analysis itself is a walk of the graph.
       KILN_ASSIGN_OR_RETURN(bounded,
-                            passes::BoundDims(*graph, **probe, options.bounded_min_shapes));
+                            passes::BoundDims(*graph, shapes, options.bounded_min_shapes,
+                                              [&](const importer::InputShapes& probe_shapes) {
+                                                return import_profile(probe_shapes,
+                                                                      "import: bounded-dims probe");
+                                              }));
     }
     KILN_ASSIGN_OR_RETURN(CompileResult result,
                           CompileGraph(std::move(graph), options, bounded ? &*bounded : nullptr));

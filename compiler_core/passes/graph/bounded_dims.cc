@@ -588,6 +588,11 @@ class Analysis {
         std::vector<int64_t> axes;
         if (node.op() == OpKind::kArgMax || node.op() == OpKind::kArgMin) {
           axes = NormalizedAxes({node.attrs().GetInt("axis", 0)}, rank);
+          if (node.attrs().GetInt("select_last_index", 0) != 0 && !IsStatic(Get(x)[axes[0]])) {
+            // The fill ties with an infinite element and the last index would be padding.
+            return Unsupported(node, absl::StrCat("select_last_index along dim ", axes[0],
+                                                  " of length ", DimText(Get(x)[axes[0]])));
+          }
         } else if (node.attrs().Has("axes")) {
           axes = NormalizedAxes(node.attrs().GetInts("axes"), rank);
         } else {
@@ -855,35 +860,78 @@ absl::StatusOr<std::set<const Value*>> VaryingConstants(const Graph& graph, cons
       }
     }
   }
+  if (graph.outputs().size() != probe.outputs().size()) return differ("graph outputs");
+  for (size_t o = 0; o < graph.outputs().size(); ++o) {
+    const Value* u = graph.outputs()[o];
+    const Value* v = probe.outputs()[o];
+    if (key[u] != key[v]) return differ(absl::StrCat("graph output ", o));
+    if (u->is_constant() &&
+        (u->type() != v->type() || u->constant()->bytes != v->constant()->bytes)) {
+      varying.insert(u);
+    }
+  }
   return varying;
 }
 
 }  // namespace
 
-absl::StatusOr<std::map<std::string, std::vector<int64_t>>> ProbeShapes(
+absl::StatusOr<std::vector<std::map<std::string, std::vector<int64_t>>>> ProbeShapes(
     const std::map<std::string, std::vector<int64_t>>& max_shapes,
     const std::map<std::string, std::vector<int64_t>>& min_shapes) {
-  std::map<std::string, std::vector<int64_t>> probe = max_shapes;
+  std::map<std::string, std::vector<int64_t>> below = max_shapes, lowest = max_shapes;
+  bool lower = false;
   for (const auto& [name, mins] : min_shapes) {
-    auto it = probe.find(name);
-    if (it == probe.end() || it->second.size() != mins.size()) {
+    auto it = below.find(name);
+    if (it == below.end() || it->second.size() != mins.size()) {
       return absl::InvalidArgumentError(
           absl::StrCat("bounded dims of input '", name, "' without a shape of the same rank"));
     }
     for (size_t d = 0; d < mins.size(); ++d) {
-      if (mins[d] < it->second[d]) --it->second[d];
+      if (mins[d] >= it->second[d]) continue;
+      --it->second[d];
+      lowest[name][d] = mins[d];
+      lower = lower || mins[d] < it->second[d];
     }
   }
-  return probe;
+  std::vector<std::map<std::string, std::vector<int64_t>>> probes = {below};
+  if (lower) probes.push_back(lowest);
+  return probes;
 }
 
-absl::StatusOr<BoundedDims> BoundDims(
-    graph::Graph& graph, graph::Graph& probe,
-    const std::map<std::string, std::vector<int64_t>>& min_shapes) {
+absl::StatusOr<BoundedDims> BoundDims(graph::Graph& graph,
+                                      const std::map<std::string, std::vector<int64_t>>& max_shapes,
+                                      const std::map<std::string, std::vector<int64_t>>& min_shapes,
+                                      const ShapesImporter& import) {
   // Fold first: a length enters values through Shape, and what folds from it is compared.
   KILN_RETURN_IF_ERROR(RunPasses(graph, {"constant-folding"}));
-  KILN_RETURN_IF_ERROR(RunPasses(probe, {"constant-folding"}));
-  KILN_ASSIGN_OR_RETURN(std::set<const Value*> varying, VaryingConstants(graph, probe));
+  KILN_ASSIGN_OR_RETURN(auto probes, ProbeShapes(max_shapes, min_shapes));
+  std::set<const Value*> varying;
+  for (const auto& shapes : probes) {
+    absl::StatusOr<std::unique_ptr<graph::Graph>> probe = import(shapes);
+    if (!probe.ok()) {
+      std::vector<std::string> text;
+      for (const auto& [name, dims] : shapes) {
+        text.push_back(absl::StrCat(name, "=", absl::StrJoin(dims, ",")));
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          "bounded dims: the model does not import at ", absl::StrJoin(text, " "),
+          " (lengths within the ranges given), so it cannot take those ranges (a dim the model "
+          "fixes cannot be a range): ",
+          probe.status().message()));
+    }
+    KILN_RETURN_IF_ERROR(RunPasses(**probe, {"constant-folding"}));
+    KILN_ASSIGN_OR_RETURN(std::set<const Value*> differing, VaryingConstants(graph, **probe));
+    varying.insert(differing.begin(), differing.end());
+  }
+  for (const Value* out : graph.outputs()) {
+    if (varying.count(out)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "graph output '", out->name(),
+          "' is a value computed from a bounded dim's length (it "
+          "differs between the bounds and shorter lengths); give fixed shapes or one shape "
+          "profile per shape"));
+    }
+  }
   return Analysis(graph, varying).Run(min_shapes);
 }
 

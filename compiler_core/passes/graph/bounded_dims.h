@@ -19,7 +19,9 @@
 #define KILN_COMPILER_CORE_PASSES_GRAPH_BOUNDED_DIMS_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -67,26 +69,35 @@ struct BoundedDims {
   std::unordered_map<const graph::Value*, ValueLengths> values;
 };
 
-/// The shapes to import the probe graph at: `max_shapes` with every bounded dim (min < max in
-/// `min_shapes`) one below its maximum. Errors (kInvalidArgument): an input in `min_shapes`
+/// The shapes to import the probe graphs at: `max_shapes` with every bounded dim (min < max in
+/// `min_shapes`) one below its maximum, and, when some bounded dim's minimum is lower still,
+/// with every bounded dim at its minimum. Errors (kInvalidArgument): an input in `min_shapes`
 /// without a shape in `max_shapes` or of another rank.
-absl::StatusOr<std::map<std::string, std::vector<int64_t>>> ProbeShapes(
+absl::StatusOr<std::vector<std::map<std::string, std::vector<int64_t>>>> ProbeShapes(
     const std::map<std::string, std::vector<int64_t>>& max_shapes,
     const std::map<std::string, std::vector<int64_t>>& min_shapes);
 
-/// Makes `graph` (imported at the maximum shapes) run every length within the bounds: adds the
-/// graph input "kiln.dims" and a BoundMask before each op that reduces along a bounded dim, and
-/// returns the symbols and the inputs' and outputs' dim lengths. `probe` is the same model
-/// imported at ProbeShapes; both are constant-folded first. A constant that differs between the two
-/// (a bounded dim's length folded into a value, as Shape → Gather → Div does) may only be a
-/// Reshape's target shape. Errors (kInvalidArgument, naming the node): the graph's structure or a
-/// constant differs between the two imports where that is not allowed; an op that reads a bounded
-/// dim where it has no rule (Concat, Conv's spatial dims, LayerNormalization or ReduceMean over it,
-/// ...); a bounded dim meeting a static one or another bounded dim of another bound; a graph output
-/// dim that mixes bounded dims.
-absl::StatusOr<BoundedDims> BoundDims(
-    graph::Graph& graph, graph::Graph& probe,
-    const std::map<std::string, std::vector<int64_t>>& min_shapes);
+/// Imports the model at the given input shapes.
+using ShapesImporter = std::function<absl::StatusOr<std::unique_ptr<graph::Graph>>(
+    const std::map<std::string, std::vector<int64_t>>&)>;
+
+/// Makes `graph` (the model imported at `max_shapes`) run every length within the bounds: adds
+/// the graph input "kiln.dims" and a BoundMask before each op that reduces along a bounded dim,
+/// and returns the symbols and the inputs' and outputs' dim lengths. The model is imported again
+/// through `import` at each of ProbeShapes; all are constant-folded. A constant that differs
+/// between the imports (a bounded dim's length folded into a value, as Shape → Gather → Div or
+/// Equal(Shape, 1) do) may only be a Reshape's target shape, and no graph output. A length
+/// used as data in a way that gives the same constants at the maximum, one below and the
+/// minimum goes unnoticed. Errors (kInvalidArgument, naming the node): a probe that does not
+/// import; the graph's structure or a constant differs between the imports where that is not
+/// allowed; an op that reads a bounded dim where it has no rule (Concat along it, Conv's
+/// spatial dims, LayerNormalization over it, ArgMax/ArgMin with select_last_index, ...); a
+/// bounded dim meeting a static one or another bounded dim of another bound; a graph output dim
+/// that mixes bounded dims.
+absl::StatusOr<BoundedDims> BoundDims(graph::Graph& graph,
+                                      const std::map<std::string, std::vector<int64_t>>& max_shapes,
+                                      const std::map<std::string, std::vector<int64_t>>& min_shapes,
+                                      const ShapesImporter& import);
 
 /// Recomputes `bounded.values` over `graph` after the graph passes (which replace values, e.g.
 /// blocked-layout convolutions), from the inputs' lengths; BoundMask outputs are needed in full

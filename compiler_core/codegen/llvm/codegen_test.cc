@@ -1,15 +1,17 @@
 // End-to-end codegen tests: hand-built loop IR compiled for the host, loaded with dlopen and run;
 // results are checked against C++ references. Covers SIMD loops, parallel outlining, reductions,
 // math functions and per-target IR differences.
+#include "compiler_core/codegen/llvm/codegen.h"
+
 #include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
-#include "compiler_core/codegen/llvm/codegen.h"
+#include "absl/strings/str_cat.h"
 #include "compiler_core/codegen/llvm/test_util.h"
+#include "compiler_core/codegen/llvm/vector_analysis.h"
 #include "gtest/gtest.h"
 
 namespace kiln::codegen {
@@ -328,6 +330,44 @@ TEST(CodegenTest, ShardedCompileLinksEveryKernel) {
     CallKernel(fn, {x.data(), y.data()});
     for (int i = 0; i < 64; ++i) ASSERT_EQ(y[i], x[i] * static_cast<float>(k)) << k << " " << i;
   }
+}
+
+// A flattened row index split back into dims (the matmul lowering's rows of [3, 40, K]) folds
+// into the row index itself, so the address has no division; the kernel still reads and writes
+// the right elements, and its optimized IR has no division or remainder.
+TEST(CodegenTest, FlattenedRowIndicesFoldIntoOneAddress) {
+  Var i = MakeVar("i"), k = MakeVar("k");
+  Expr row = V(i);
+  auto div = [](Expr x, int64_t c) { return loop::Binary(loop::BinaryOp::kFloorDiv, x, I(c)); };
+  auto mod = [](Expr x, int64_t c) { return loop::Binary(loop::BinaryOp::kFloorMod, x, I(c)); };
+  Expr folded = FoldRowMajor({3, 40, 8}, {div(row, 40), mod(row, 40), V(k)});
+  ASSERT_NE(folded, nullptr);
+  EXPECT_TRUE(loop::SameExpr(folded, row * I(8) + V(k)));
+  // Three dims from one row: [2, 3, 40].
+  folded = FoldRowMajor({2, 3, 40, 8}, {div(row, 120), mod(div(row, 40), 3), mod(row, 40), V(k)});
+  ASSERT_NE(folded, nullptr);
+  EXPECT_TRUE(loop::SameExpr(folded, row * I(8) + V(k)));
+  // Remainders of another value, or by another extent, do not fold.
+  EXPECT_EQ(FoldRowMajor({3, 40}, {div(row, 40), mod(V(k), 40)}), nullptr);
+  EXPECT_EQ(FoldRowMajor({3, 40}, {div(row, 20), mod(row, 20)}), nullptr);
+
+  auto x = MakeBuffer("x", DType::kFloat32, {3, 40, 8});
+  auto y = MakeBuffer("y", DType::kFloat32, {3, 40, 8});
+  Stmt body = loop::Store(y, {div(row, 40), mod(row, 40), V(k)},
+                          loop::Load(x, {div(row, 40), mod(row, 40), V(k)}) * loop::FloatImm(2));
+  Func f;
+  f.name = "rows";
+  f.params = {x, y};
+  f.body = loop::For(i, 120, loop::For(k, 8, body, ForKind::kVectorized));
+  auto ir = EmitLlvmIr({f}, HostTarget());
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  EXPECT_FALSE(absl::StrContains(*ir, "sdiv")) << *ir;
+  EXPECT_FALSE(absl::StrContains(*ir, "srem")) << *ir;
+  auto lib = CompileAndLoad({f});
+  ASSERT_TRUE(lib.ok()) << lib.status();
+  std::vector<float> in = RandomFloats(960, -1, 1, 3), out(960, 0);
+  CallKernel((*lib)->Get("rows"), {in.data(), out.data()});
+  for (size_t n = 0; n < in.size(); ++n) ASSERT_EQ(out[n], 2 * in[n]) << n;
 }
 
 }  // namespace

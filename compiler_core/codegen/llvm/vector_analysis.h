@@ -40,6 +40,12 @@ bool IsNonNegative(const loop::Expr& expr);
 
 using loop::SameExpr;
 
+/// The row-major flat index of `indices` (i64) into a buffer of `shape` as one expression, with
+/// consecutive indices that are the floor quotients and remainders of one value (a flattened
+/// row index split back into dims: floor(x / (c n)), floor(x / c) mod n) folded back into that
+/// value (floor(x / c)), so that the address needs no division. Null when nothing folds.
+loop::Expr FoldRowMajor(const std::vector<int64_t>& shape, const std::vector<loop::Expr>& indices);
+
 }  // namespace kiln::codegen
 
 #endif  // KILN_COMPILER_CORE_CODEGEN_LLVM_VECTOR_ANALYSIS_H_

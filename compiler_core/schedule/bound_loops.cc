@@ -133,7 +133,9 @@ class Bounder {
         Expr limit = s->limit;
         if (!limit && !s->is_reduction &&
             (s->for_kind == loop::ForKind::kSerial || s->for_kind == loop::ForKind::kParallel)) {
-          limit = LimitOf(*s, body);
+          Bounds bounds = LimitOf(*s, body);
+          limit = bounds.limit;
+          if (bounds.guard) body = loop::IfThenElse(bounds.guard, body);
         }
         if (body == s->body && limit == s->limit) return s;
         auto n = std::make_shared<loop::StmtNode>(*s);
@@ -166,7 +168,12 @@ class Bounder {
   /// independent (not a reduction); a skipped one only loses its own stores: those into the
   /// padding of results, which no kept iteration and no code after the loop reads, and those
   /// into its own slice of a scratch workspace.
-  Expr LimitOf(const loop::StmtNode& loop, const Stmt& body) {
+  struct Bounds {
+    Expr limit;  // the loop stops here
+    Expr guard;  // the body runs where this holds
+  };
+
+  Bounds LimitOf(const loop::StmtNode& loop, const Stmt& body) {
     const VarNode* v = loop.loop_var.get();
     std::set<const loop::Buffer*> allocated;
     std::vector<const loop::StmtNode*> stores;
@@ -184,14 +191,14 @@ class Bounder {
         continue;
       }
       if (!checked.insert(b).second) continue;
-      if (b->scope == loop::Buffer::Scope::kLocal || params_.count(b)) return nullptr;
+      if (b->scope == loop::Buffer::Scope::kLocal || params_.count(b)) return {};
       // A workspace: every access in the kernel is inside the loop, at one index list that
       // moves with the loop's variable (each iteration has its own slice).
       const std::vector<Access> accesses = AccessesOf(root_, &loop, b);
       for (const Access& a : accesses) {
-        if (!a.inside || a.indices->size() != accesses[0].indices->size()) return nullptr;
+        if (!a.inside || a.indices->size() != accesses[0].indices->size()) return {};
         for (size_t i = 0; i < a.indices->size(); ++i) {
-          if (!SameExpr((*a.indices)[i], (*accesses[0].indices)[i])) return nullptr;
+          if (!SameExpr((*a.indices)[i], (*accesses[0].indices)[i])) return {};
         }
       }
       bool moves = false;
@@ -199,67 +206,141 @@ class Bounder {
         std::optional<Affine> a = Decompose(i);
         moves = moves || (a && a->coeffs.count(v) && a->coeffs.at(v) != 0);
       }
-      if (!moves) return nullptr;
+      if (!moves) return {};
     }
-    if (bounded.empty()) return nullptr;
+    if (bounded.empty()) return {};
     std::set<const VarNode*> outer;
     for (const loop::Var& u : outer_) outer.insert(u.get());
-    Expr limit;
+    std::unordered_map<const VarNode*, int64_t> inner_extents;
+    loop::VisitStmts(body, [&](const Stmt& s) {
+      if (s->kind == StmtKind::kFor) inner_extents[s->loop_var.get()] = s->extent;
+    });
+    Bounds bounds;
+    Expr dead;  // every store's position is padding (AND over stores)
+    bool all_limited = true;
     for (const loop::StmtNode* store : bounded) {
       auto it = lengths_.find(store->buffer.get());
-      Expr store_limit;              // the smallest over the store's usable dims
-      std::vector<size_t> limiting;  // those dims
+      Expr store_limit;              // the smallest prefix bound over the store's dims
+      Expr store_dead;               // OR over its dims of "this iteration writes padding"
+      std::vector<size_t> limiting;  // the dims that bound the store
       for (size_t d = 0; d < store->indices.size() && d < it->second.size(); ++d) {
         if (!it->second[d]) continue;
-        // floor(A / q) >= length exactly when A >= q * length (q > 0): a flattened index.
-        Expr index = store->indices[d];
-        int64_t scale = 1;
-        while (index->kind == ExprKind::kBinary && index->binary_op == BinaryOp::kFloorDiv &&
-               index->operands[1]->kind == ExprKind::kIntImm && index->operands[1]->int_value > 0) {
-          scale *= index->operands[1]->int_value;
-          index = index->operands[0];
-        }
-        std::optional<Affine> a = Decompose(index);
-        if (!a) continue;
-        auto c = a->coeffs.find(v);
-        if (c == a->coeffs.end() || c->second <= 0) continue;
-        bool usable = true;
-        for (const auto& [u, k] : a->coeffs) {
-          // An inner term with k < 0 could move the position back into the valid region.
-          if (u != v && k < 0 && !outer.count(u)) usable = false;
-        }
-        if (!usable) continue;
-        Expr offset;  // the enclosing loops' terms, outermost first, and the constant
-        for (const loop::Var& u : outer_) {
-          auto k = a->coeffs.find(u.get());
-          if (k == a->coeffs.end() || k->second == 0) continue;
-          Expr term = k->second == 1 ? loop::VarRef(u) : loop::VarRef(u) * I64(k->second);
-          offset = offset ? offset + term : term;
-        }
-        if (a->constant != 0) offset = offset ? offset + I64(a->constant) : I64(a->constant);
-        Expr length = scale == 1 ? it->second[d] : it->second[d] * I64(scale);
-        Expr bound = CeilDiv(offset ? length - offset : length, c->second);
-        store_limit = store_limit ? loop::Min(store_limit, bound) : bound;
+        std::optional<DimBound> b =
+            AnalyzeDim(store->indices[d], it->second[d], loop.loop_var, outer, inner_extents);
+        if (!b) continue;
         limiting.push_back(d);
+        if (b->prefix) {
+          store_limit = store_limit ? loop::Min(store_limit, b->prefix) : b->prefix;
+        }
+        Expr cond = b->prefix ? loop::Binary(BinaryOp::kGe, loop::VarRef(loop.loop_var), b->prefix)
+                              : b->dead;
+        store_dead = store_dead ? loop::Binary(BinaryOp::kOr, store_dead, cond) : cond;
       }
-      if (!store_limit) return nullptr;
+      if (!store_dead) return {};
       // Loads of the result other than out[i] = f(out[i]) must be inside the loop and read, along
       // each dim that bounds the store, the position the store writes: a kept iteration then
       // reads only what it wrote itself.
       for (const Access& a : AccessesOf(root_, &loop, store->buffer.get())) {
         if (a.store || a.same_position) continue;
-        if (!a.inside || a.indices->size() != store->indices.size()) return nullptr;
+        if (!a.inside || a.indices->size() != store->indices.size()) return {};
         for (size_t d : limiting) {
-          if (!SameExpr((*a.indices)[d], store->indices[d])) return nullptr;
+          if (!SameExpr((*a.indices)[d], store->indices[d])) return {};
         }
       }
-      if (!limit) {
-        limit = store_limit;
-      } else if (!SameExpr(limit, store_limit)) {
-        limit = loop::Max(limit, store_limit);
+      if (!store_limit) {
+        all_limited = false;
+      } else if (!bounds.limit) {
+        bounds.limit = store_limit;
+      } else if (!SameExpr(bounds.limit, store_limit)) {
+        bounds.limit = loop::Max(bounds.limit, store_limit);
+      }
+      if (!dead) {
+        dead = store_dead;
+      } else if (!SameExpr(dead, store_dead)) {
+        dead = loop::Binary(BinaryOp::kAnd, dead, store_dead);
       }
     }
-    return limit;
+    if (!all_limited) bounds.limit = nullptr;
+    // A guard is needed only where some store's padding is not a suffix of the iterations.
+    bool needs_guard = false;
+    loop::VisitExprs(dead, [&](const Expr& e) {
+      needs_guard =
+          needs_guard || (e->kind == ExprKind::kBinary && e->binary_op == BinaryOp::kFloorMod);
+    });
+    // A guard costs a test per iteration: only worth it around a loop of work.
+    bool has_loop = false;
+    loop::VisitStmts(body,
+                     [&](const Stmt& s) { has_loop = has_loop || s->kind == StmtKind::kFor; });
+    if ((needs_guard || !bounds.limit) && has_loop) {
+      bounds.guard = loop::Unary(loop::UnaryOp::kNot, dead);
+    }
+    return bounds;
+  }
+
+  /// How one store dim bounds the iterations of the loop over `v`: from `prefix` on (an index
+  /// c * v + ... that only grows past the length), or where `dead` holds (a remainder, as a
+  /// flattened row split into dims: floor(A / q) mod m, with no wrap inside the iteration).
+  struct DimBound {
+    Expr prefix;
+    Expr dead;
+  };
+
+  std::optional<DimBound> AnalyzeDim(Expr index, const Expr& length, const loop::Var& var,
+                                     const std::set<const VarNode*>& outer,
+                                     const std::unordered_map<const VarNode*, int64_t>& inner) {
+    int64_t modulus = 0;
+    if (index->kind == ExprKind::kBinary && index->binary_op == BinaryOp::kFloorMod &&
+        index->operands[1]->kind == ExprKind::kIntImm && index->operands[1]->int_value > 0) {
+      modulus = index->operands[1]->int_value;
+      index = index->operands[0];
+    }
+    // floor(A / q) >= length exactly when A >= q * length (q > 0): a flattened index.
+    int64_t scale = 1;
+    while (index->kind == ExprKind::kBinary && index->binary_op == BinaryOp::kFloorDiv &&
+           index->operands[1]->kind == ExprKind::kIntImm && index->operands[1]->int_value > 0) {
+      scale *= index->operands[1]->int_value;
+      index = index->operands[0];
+    }
+    std::optional<Affine> a = Decompose(index);
+    if (!a) return std::nullopt;
+    const VarNode* v = var.get();
+    auto c = a->coeffs.find(v);
+    if (c == a->coeffs.end() || c->second <= 0) return std::nullopt;
+    int64_t inner_span = 0;  // the most the inner loops' terms add within one iteration
+    for (const auto& [u, k] : a->coeffs) {
+      if (u == v || outer.count(u) || k == 0) continue;
+      // An inner term with k < 0 could move the position back into the valid region.
+      auto e = inner.find(u);
+      if (k < 0 || e == inner.end()) return std::nullopt;
+      inner_span += k * (e->second - 1);
+    }
+    Expr offset;  // the enclosing loops' terms, outermost first, and the constant
+    for (const loop::Var& u : outer_) {
+      auto k = a->coeffs.find(u.get());
+      if (k == a->coeffs.end() || k->second == 0) continue;
+      Expr term = k->second == 1 ? loop::VarRef(u) : loop::VarRef(u) * I64(k->second);
+      offset = offset ? offset + term : term;
+    }
+    if (a->constant != 0) offset = offset ? offset + I64(a->constant) : I64(a->constant);
+    DimBound out;
+    if (modulus == 0) {
+      Expr threshold = scale == 1 ? length : length * I64(scale);
+      out.prefix = CeilDiv(offset ? threshold - offset : threshold, c->second);
+      return out;
+    }
+    // The iteration's first position t = floor(base / q) and last floor((base + span) / q): all
+    // padding when t mod m >= length and the range does not wrap past m.
+    Expr base = c->second == 1 ? loop::VarRef(var) : loop::VarRef(var) * I64(c->second);
+    if (offset) base = base + offset;
+    auto div = [&](Expr x) {
+      return scale == 1 ? x : loop::Binary(BinaryOp::kFloorDiv, x, I64(scale));
+    };
+    Expr first = div(base);
+    Expr last = div(inner_span == 0 ? base : base + I64(inner_span));
+    Expr r = loop::Binary(BinaryOp::kFloorMod, first, I64(modulus));
+    out.dead = loop::Binary(BinaryOp::kAnd, loop::Binary(BinaryOp::kGe, r, length),
+                            loop::Binary(BinaryOp::kLt, r + (last - first), I64(modulus)));
+    return out;
   }
 
   const BufferLengths& lengths_;

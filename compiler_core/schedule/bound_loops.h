@@ -25,7 +25,11 @@ using BufferLengths = std::map<const loop::Buffer*, std::vector<loop::Expr>>;
 /// with c > 0, possibly floor-divided by a constant q > 0 (a flattened index): from
 /// ceildiv(q * length - terms of enclosing loops, c) on, an iteration stores only into padding
 /// and into its own scratch (the loop's iterations are independent). The limit is the largest
-/// such bound over the stores. Loops that already have a limit are kept.
+/// such bound over the stores. An index that is a remainder, floor(A / q) mod m (a flattened
+/// row split into dims, the inner dim bounded), instead gives a guard around the body of a loop
+/// that holds a loop: the iteration is skipped when its first position mod m is at or past the
+/// length and its positions do not wrap past m (padding inside the row range, not a suffix of
+/// the iterations). Loops that already have a limit are kept.
 loop::Stmt BoundLoops(const loop::Func& func, const BufferLengths& lengths);
 
 }  // namespace kiln::schedule

@@ -101,6 +101,37 @@ TEST(BoundLoopsTest, AFlattenedIndexBoundsTheRowsItDivides) {
 )");
 }
 
+TEST(BoundLoopsTest, TilesOfAnInnerBoundedDimAreSkipped) {
+  // out [4, 16] indexed by a flattened row r = i.o * 4 + i.i, dim 1 (r mod 16) bounded: a tile
+  // of 4 rows whose first row mod 16 is at or past the length, and which does not wrap, is
+  // skipped by a guard; dim 0 (r // 16) is unbounded, so there is no limit.
+  Func f = Bound(Parse(R"(func @k(%dims: i64[1], %out: f32[4,16]) anchor=MatMul {
+  for i.o in 0..16 {
+    for i.i in 0..4 {
+      %out[(((i.o * 4) + i.i) // 16), (((i.o * 4) + i.i) % 16)] = 1.0
+    }
+  }
+}
+)"),
+                 1);
+  const std::string printed = loop::PrintFunc(f);
+  EXPECT_NE(printed.find("for i.o in 0..16 {\n    if not("), std::string::npos) << printed;
+  // The inner loop's body is one store: no guard per row.
+  EXPECT_NE(printed.find("      for i.i in 0..4 {\n        %out["), std::string::npos) << printed;
+  EXPECT_EQ(printed.find("limit"), std::string::npos) << printed;
+  for (int64_t n : {1, 5, 16}) {
+    std::vector<int64_t> dims = {n};
+    std::vector<float> out(64, 0.0f);
+    ASSERT_TRUE(loop::InterpretFunc(f, {dims.data(), out.data()}).ok());
+    for (int64_t r = 0; r < 64; ++r) {
+      // Valid rows are written; rows of a tile that starts past the length are not.
+      const bool valid = r % 16 < n;
+      const bool tile_dead = (r / 4 * 4) % 16 >= n;
+      EXPECT_EQ(out[r], valid ? 1.0f : (tile_dead ? 0.0f : 1.0f)) << "length " << n << " row " << r;
+    }
+  }
+}
+
 TEST(BoundLoopsTest, ALoopWhosePaddingIsReadBackKeepsItsExtent) {
   // A softmax row: the sum reads every exponential the j loop wrote, so only the row loop stops
   // at the length (dim 0); along dim 1 nothing is bounded.

@@ -534,6 +534,35 @@ TEST(InputShapesTest, ParseAndFormat) {
   EXPECT_EQ(given.size(), 3u);  // failed specs add nothing
 }
 
+// Bounded dims: MIN..MAX dims record their minimums (a fixed dim its value); ranges need a
+// minimum map, and exclude several profiles.
+TEST(InputShapesTest, BoundedDimsParseAndFormat) {
+  std::vector<NamedShape> given;
+  InputShapes mins;
+  ASSERT_TRUE(ParseInputShape("input=1..4,1..64,256", given, &mins).ok());
+  ASSERT_TRUE(ParseInputShape("mask=2..2,8", given, &mins).ok());  // a one-value range is fixed
+  EXPECT_EQ(mins, (InputShapes{{"input", {1, 1, 256}}}));
+  auto profiles = BoundedProfilesOf(given, mins);
+  ASSERT_TRUE(profiles.ok()) << profiles.status();
+  ASSERT_EQ(profiles->size(), 1u);
+  EXPECT_EQ(FormatBoundedShapes(profiles->front(), mins), "input=1..4,1..64,256 mask=2,8");
+  EXPECT_EQ(ParseInputShape("x=4..1,3", given, &mins).message(),
+            "--input-shape 'x=4..1,3': dim '4..1' is not a range MIN..MAX of integers with 1 <= "
+            "MIN <= MAX (expected NAME=D0,D1,..., a dim either N or MIN..MAX)");
+  EXPECT_EQ(ParseInputShape("x=0..4", given, &mins).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseInputShape("x=1..", given, &mins).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseInputShape("input=1..2,64,256", given, &mins).message(),
+            "--input-shape 'input=1..2,64,256': input 'input' has bounded dims twice (expected "
+            "NAME=D0,D1,..., a dim either N or MIN..MAX)");
+  EXPECT_EQ(ParseInputShape("x=1..4", given).message(),
+            "--input-shape 'x=1..4': dim '1..4' is a range; this command takes fixed dims only "
+            "(expected NAME=D0,D1,...)");
+  given.push_back({"input", {2, 16, 256}});
+  EXPECT_EQ(BoundedProfilesOf(given, mins).status().message(),
+            "--input-shape: bounded dims (MIN..MAX) and several shape profiles (input=4,64,256 "
+            "mask=2,8 | input=2,16,256 mask=2,8) cannot be combined; give one bounded profile");
+}
+
 // The k-th shape of an input is profile k's; an input given once is in every profile.
 TEST(InputShapesTest, ProfilesOfGroupsTheKthShapes) {
   std::vector<NamedShape> given;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "compiler_core/pipeline/compile.h"
 #include "compiler_core/runtime/artifact.h"
@@ -78,6 +79,37 @@ TEST(ProtocolTest, OptionsHashIsCanonical) {
   EXPECT_EQ(OptionsHash(a), OptionsHash(b));
   EXPECT_NE(OptionsHash(a), OptionsHash(empty));
   EXPECT_EQ(OptionsHash(empty).size(), 64u);
+}
+
+// InputShape.min_dims: the bounded dims' minimums; an entry whose every minimum is its dim is
+// fixed (as the command line drops it); bad minimums, bounded dims with several profiles and
+// tuning with bounded dims are refused.
+TEST(ProtocolTest, BoundedMinShapes) {
+  auto options_of =
+      [](std::vector<std::tuple<std::string, std::vector<int64_t>, std::vector<int64_t>>> shapes) {
+        kiln::v1::CompileOptions o;
+        for (const auto& [name, dims, mins] : shapes) {
+          kiln::v1::InputShape* s = o.add_input_shapes();
+          s->set_name(name);
+          for (int64_t d : dims) s->add_dims(d);
+          for (int64_t d : mins) s->add_min_dims(d);
+        }
+        return o;
+      };
+  auto mins = BoundedMinShapesOf(options_of({{"x", {4, 64}, {1, 64}}, {"m", {4}, {4}}}));
+  ASSERT_TRUE(mins.ok()) << mins.status();
+  EXPECT_EQ(*mins, (importer::InputShapes{{"x", {1, 64}}}));
+  EXPECT_EQ(BoundedMinShapesOf(options_of({{"x", {4, 64}, {5, 64}}})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(BoundedMinShapesOf(options_of({{"x", {4, 64}, {1}}})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(BoundedMinShapesOf(options_of({{"x", {4, 64}, {1, 64}}, {"x", {2, 64}, {}}}))
+                .status()
+                .message(),
+            "input_shapes: bounded dims (min_dims) and several shape profiles cannot be combined");
+  EXPECT_EQ(OneShapeProfileOf(options_of({{"x", {4, 64}, {1, 64}}})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(OneShapeProfileOf(options_of({{"x", {4, 64}, {4, 64}}})).ok());
 }
 
 TEST(ProtocolTest, StatusFromCode) {

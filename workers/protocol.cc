@@ -87,7 +87,10 @@ absl::StatusOr<importer::InputShapes> BoundedMinShapesOf(const kiln::v1::Compile
           absl::StrJoin(shape.min_dims(), ","), "] for dims [", absl::StrJoin(shape.dims(), ","),
           "] (one minimum per dim, 1 <= min <= dim, one bounded entry per input)"));
     }
-    mins[shape.name()] = {shape.min_dims().begin(), shape.min_dims().end()};
+    std::vector<int64_t> min_dims(shape.min_dims().begin(), shape.min_dims().end());
+    // Every dim fixed (min == max): not bounded, as the command line drops such ranges.
+    if (std::equal(min_dims.begin(), min_dims.end(), shape.dims().begin())) continue;
+    mins[shape.name()] = std::move(min_dims);
   }
   KILN_ASSIGN_OR_RETURN(importer::ShapeProfiles profiles, ShapeProfilesOf(options));
   if (!mins.empty() && profiles.size() > 1) {
@@ -115,6 +118,12 @@ absl::StatusOr<std::map<std::string, std::string>> ConstantInputsOf(
 absl::StatusOr<importer::InputShapes> OneShapeProfileOf(const kiln::v1::CompileOptions& options) {
   absl::StatusOr<importer::ShapeProfiles> profiles = ShapeProfilesOf(options);
   if (!profiles.ok()) return profiles.status();
+  KILN_ASSIGN_OR_RETURN(importer::InputShapes mins, BoundedMinShapesOf(options));
+  if (!mins.empty()) {
+    return absl::InvalidArgumentError(
+        "tuning takes fixed input shapes: bounded dims (min_dims) are not tuned; tune at the "
+        "maximums, whose records the bounded compile's kernels share");
+  }
   return importer::SingleProfile(*profiles, "tuning");
 }
 

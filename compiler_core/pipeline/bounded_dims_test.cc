@@ -255,6 +255,27 @@ std::string BoundedError(const ModelBuilder& b, const std::vector<int64_t>& max)
 TEST(BoundedDimsTest, LengthsUsedAsDataAreRefusedEvenWhenTheMaximumAndOneBelowAgree) {
   // Equal(S, 1) is false at S = 64 and 63; the probe at the minimum (1) sees it differ. A Shape
   // as a graph output is refused too.
+  {
+    // S - B is 0 wherever both dims move together (4,4), (3,3), (1,1); the probes that lower
+    // one dim at a time see it differ.
+    ModelBuilder b(13);
+    Declare(b.g()->add_input(), "x", {-1, -1});
+    b.InitI64("zero", {0});
+    b.InitI64("one", {1});
+    b.Node("Shape", {"x"}, {"shape"});
+    b.Node("Gather", {"shape", "zero"}, {"batch"});
+    b.Node("Gather", {"shape", "one"}, {"seq"});
+    b.Node("Sub", {"seq", "batch"}, {"diff"});
+    SetInt(b.Node("Cast", {"diff"}, {"difff"}), "to", onnx::TensorProto::FLOAT);
+    b.Node("Add", {"x", "difff"}, {"y"}, "add");
+    Declare(b.g()->add_output(), "y", {-1, -1});
+    absl::StatusOr<CompileResult> compiled = Compile(b, {{"x", {4, 4}}}, {{"x", {1, 1}}});
+    ASSERT_FALSE(compiled.ok());
+    EXPECT_NE(compiled.status().message().find("node 'add' (Add): input 1 is a value computed "
+                                               "from a bounded dim's length"),
+              std::string::npos)
+        << compiled.status();
+  }
   for (bool shape_output : {false, true}) {
     ModelBuilder b(13);
     Declare(b.g()->add_input(), "x", {1, -1, 4});

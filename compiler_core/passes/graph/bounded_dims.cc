@@ -875,26 +875,34 @@ absl::StatusOr<std::set<const Value*>> VaryingConstants(const Graph& graph, cons
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::map<std::string, std::vector<int64_t>>>> ProbeShapes(
+absl::StatusOr<std::vector<Probe>> ProbeShapes(
     const std::map<std::string, std::vector<int64_t>>& max_shapes,
     const std::map<std::string, std::vector<int64_t>>& min_shapes) {
   std::map<std::string, std::vector<int64_t>> below = max_shapes, lowest = max_shapes;
+  std::vector<Probe> singles;
   bool lower = false;
   for (const auto& [name, mins] : min_shapes) {
-    auto it = below.find(name);
-    if (it == below.end() || it->second.size() != mins.size()) {
+    auto it = max_shapes.find(name);
+    if (it == max_shapes.end() || it->second.size() != mins.size()) {
       return absl::InvalidArgumentError(
           absl::StrCat("bounded dims of input '", name, "' without a shape of the same rank"));
     }
     for (size_t d = 0; d < mins.size(); ++d) {
       if (mins[d] >= it->second[d]) continue;
-      --it->second[d];
+      --below[name][d];
       lowest[name][d] = mins[d];
-      lower = lower || mins[d] < it->second[d];
+      lower = lower || mins[d] < it->second[d] - 1;
+      // This dim alone one below its maximum: a value of two lengths that moves with one of them
+      // (seq - batch) differs even where they move together. Dims the model ties to others
+      // (two inputs' batch) cannot move alone; such a probe is skipped when it does not import.
+      Probe single{max_shapes, /*required=*/false};
+      --single.shapes[name][d];
+      singles.push_back(std::move(single));
     }
   }
-  std::vector<std::map<std::string, std::vector<int64_t>>> probes = {below};
-  if (lower) probes.push_back(lowest);
+  std::vector<Probe> probes = {{below, true}};
+  if (lower) probes.push_back({lowest, true});
+  if (singles.size() > 1) probes.insert(probes.end(), singles.begin(), singles.end());
   return probes;
 }
 
@@ -906,8 +914,10 @@ absl::StatusOr<BoundedDims> BoundDims(graph::Graph& graph,
   KILN_RETURN_IF_ERROR(RunPasses(graph, {"constant-folding"}));
   KILN_ASSIGN_OR_RETURN(auto probes, ProbeShapes(max_shapes, min_shapes));
   std::set<const Value*> varying;
-  for (const auto& shapes : probes) {
+  for (const Probe& p : probes) {
+    const auto& shapes = p.shapes;
     absl::StatusOr<std::unique_ptr<graph::Graph>> probe = import(shapes);
+    if (!probe.ok() && !p.required) continue;
     if (!probe.ok()) {
       std::vector<std::string> text;
       for (const auto& [name, dims] : shapes) {

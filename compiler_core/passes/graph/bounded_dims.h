@@ -69,11 +69,20 @@ struct BoundedDims {
   std::unordered_map<const graph::Value*, ValueLengths> values;
 };
 
-/// The shapes to import the probe graphs at: `max_shapes` with every bounded dim (min < max in
-/// `min_shapes`) one below its maximum, and, when some bounded dim's minimum is lower still,
-/// with every bounded dim at its minimum. Errors (kInvalidArgument): an input in `min_shapes`
-/// without a shape in `max_shapes` or of another rank.
-absl::StatusOr<std::vector<std::map<std::string, std::vector<int64_t>>>> ProbeShapes(
+/// Input shapes to import a probe graph at; a probe that is not `required` is skipped when the
+/// model does not import there.
+struct Probe {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  bool required = true;
+};
+
+/// The probes of a bounded compile: `max_shapes` with every bounded dim (min < max in
+/// `min_shapes`) one below its maximum; when some bounded dim's minimum is lower still, every
+/// bounded dim at its minimum; and, with several bounded dims, each alone one below its
+/// maximum (not required: dims the model ties together cannot move alone). Errors
+/// (kInvalidArgument): an input in `min_shapes` without a shape in `max_shapes` or of another
+/// rank.
+absl::StatusOr<std::vector<Probe>> ProbeShapes(
     const std::map<std::string, std::vector<int64_t>>& max_shapes,
     const std::map<std::string, std::vector<int64_t>>& min_shapes);
 
@@ -87,10 +96,10 @@ using ShapesImporter = std::function<absl::StatusOr<std::unique_ptr<graph::Graph
 /// through `import` at each of ProbeShapes; all are constant-folded. A constant that differs
 /// between the imports (a bounded dim's length folded into a value, as Shape → Gather → Div or
 /// Equal(Shape, 1) do) may only be a Reshape's target shape, and no graph output. A length
-/// used as data in a way that gives the same constants at the maximum, one below and the
-/// minimum goes unnoticed. Errors (kInvalidArgument, naming the node): a probe that does not
-/// import; the graph's structure or a constant differs between the imports where that is not
-/// allowed; an op that reads a bounded dim where it has no rule (Concat along it, Conv's
+/// used as data in a way that gives the same constants at all probes (Equal(seq, 2) with
+/// 1..4: false at 4, 3 and 1) goes unnoticed. Errors (kInvalidArgument, naming the node): a probe
+/// that does not import; the graph's structure or a constant differs between the imports where that
+/// is not allowed; an op that reads a bounded dim where it has no rule (Concat along it, Conv's
 /// spatial dims, LayerNormalization over it, ArgMax/ArgMin with select_last_index, ...); a
 /// bounded dim meeting a static one or another bounded dim of another bound; a graph output dim
 /// that mixes bounded dims.

@@ -186,8 +186,14 @@ int Compile(int argc, char** argv) {
   const kiln::v1::Manifest& m = result->artifact.manifest;
   int kernels = m.kernels_size();
   for (const kiln::v1::Manifest& p : m.profiles()) kernels += p.kernels_size();
+  std::vector<std::string> bounded;
+  for (const auto& b : m.bound_symbols()) {
+    bounded.push_back(absl::StrCat(b.name(), "=", b.min(), "..", b.max()));
+  }
   std::cout << "wrote " << out << " ("
             << (m.profiles_size() > 0 ? absl::StrCat(m.profiles_size(), " shape profiles, ") : "")
+            << (bounded.empty() ? ""
+                                : absl::StrCat("bounded dims ", absl::StrJoin(bounded, " "), ", "))
             << kernels << " kernels, graph " << result->graph_hash.substr(0, 16) << ", target "
             << result->target.cpu << ")\n";
   return 0;

@@ -322,6 +322,7 @@ TEST_F(ErrorsTest, BoundedDimsAreCheckedAtRunTime) {
   std::string artifact = (dir_ / "bounded.kiln").string();
   CommandResult ok = RunKiln("compile " + model + " --input-shape x=1..4,3 -o " + artifact);
   ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("(bounded dims x:0=1..4, "), std::string::npos) << ok.output;
   CommandResult inspect = RunKiln("inspect " + artifact);
   EXPECT_NE(inspect.output.find("input:  x: f32[1..4,3]"), std::string::npos) << inspect.output;
   EXPECT_NE(inspect.output.find("bounded dims:     x:0=1..4"), std::string::npos) << inspect.output;

@@ -398,13 +398,10 @@ absl::StatusOr<CheckReport> CheckModelDir(const std::string& dir,
                           CheckCompiled(compile, compiled.artifact, &report.skipped, tolerance));
     report.outputs.insert(report.outputs.end(), outputs.begin(), outputs.end());
     if (!compile.shape_profiles.empty()) {
-      report.input_shapes.push_back(
-          absl::StrFormat("%s (compiled in %.0f ms, graph %s)",
-                          options.bounded_min_shapes.empty()
-                              ? importer::FormatProfiles(compile.shape_profiles)
-                              : importer::FormatBoundedShapes(compile.shape_profiles.front(),
-                                                              options.bounded_min_shapes),
-                          compiled.timings.total_ms, compiled.graph_hash.substr(0, 16)));
+      report.input_shapes.push_back(absl::StrFormat(
+          "%s (compiled in %.0f ms, graph %s)",
+          importer::FormatProfiles(compile.shape_profiles, options.bounded_min_shapes),
+          compiled.timings.total_ms, compiled.graph_hash.substr(0, 16)));
     }
     if (&compile == &compiles.front()) report.compile = std::move(compiled);
   }

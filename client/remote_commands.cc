@@ -178,10 +178,7 @@ int CheckOnServer(const Args& args) {
     PrintRemoteSummary(*result);
     if (!compile.shape_profiles.empty()) {
       std::cout << "input shapes: "
-                << (options.bounded_min_shapes.empty()
-                        ? importer::FormatProfiles(compile.shape_profiles)
-                        : importer::FormatBoundedShapes(compile.shape_profiles.front(),
-                                                        options.bounded_min_shapes))
+                << importer::FormatProfiles(compile.shape_profiles, options.bounded_min_shapes)
                 << "\n";
     }
     cache.push_back(result->response.cache_hit() ? "hit" : "miss");

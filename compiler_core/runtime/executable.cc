@@ -2,12 +2,12 @@
 // symbols, owns the aligned weights and arena, and runs the kernel sequence on a thread pool.
 #include "compiler_core/runtime/executable.h"
 
-
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -199,53 +199,48 @@ struct OutputTrim {
   std::vector<int64_t> shape;
 };
 
-// `t` (laid out for its bound shape) cut to the leading `shape` box, compacted row-major.
-void TrimToShape(Tensor& t, const std::vector<int64_t>& shape) {
-  const std::vector<int64_t> bound = t.type.shape;
-  const int64_t esize = DTypeSize(t.type.dtype);
-  Tensor out{TensorType{t.type.dtype, shape}, {}};
-  out.bytes.resize(static_cast<size_t>(out.type.NumBytes()));
+// Calls `copy(dense, padded, bytes)` for each innermost row of a row-major tensor of `dtype` and
+// `shape` held inside the leading box of one laid out for `bound` (same rank, every dim within):
+// the row's byte offsets in the dense and the padded layout, and its length in bytes.
+void ForEachBoxRow(DType dtype, const std::vector<int64_t>& shape,
+                   const std::vector<int64_t>& bound,
+                   const std::function<void(int64_t, int64_t, int64_t)>& copy) {
+  const int64_t esize = DTypeSize(dtype);
   const int64_t rank = static_cast<int64_t>(shape.size());
-  const int64_t rows = rank == 0 ? 1 : out.type.NumElements() / std::max<int64_t>(shape.back(), 1);
+  int64_t elements = 1;
+  for (int64_t d : shape) elements *= d;
+  if (elements == 0) return;
   const int64_t row_bytes = rank == 0 ? esize : shape.back() * esize;
-  if (out.type.NumElements() > 0) {
-    std::vector<int64_t> idx(static_cast<size_t>(std::max<int64_t>(rank - 1, 0)), 0);
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t src = 0;  // element offset of (idx..., 0) in the bound layout
-      for (int64_t d = 0; d + 1 < rank; ++d) src = src * bound[d] + idx[d];
-      if (rank > 0) src *= bound[rank - 1];
-      std::memcpy(out.bytes.data() + r * row_bytes, t.bytes.data() + src * esize,
-                  static_cast<size_t>(row_bytes));
-      for (int64_t d = rank - 2; d >= 0; --d) {  // next row index
-        if (++idx[d] < shape[d]) break;
-        idx[d] = 0;
-      }
+  const int64_t rows = rank == 0 ? 1 : elements / shape.back();
+  std::vector<int64_t> idx(static_cast<size_t>(std::max<int64_t>(rank - 1, 0)), 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t padded = 0;  // element offset of (idx..., 0) in the bound layout
+    for (int64_t d = 0; d + 1 < rank; ++d) padded = padded * bound[d] + idx[d];
+    if (rank > 0) padded *= bound[rank - 1];
+    copy(r * row_bytes, padded * esize, row_bytes);
+    for (int64_t d = rank - 2; d >= 0; --d) {  // next row index
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
     }
   }
+}
+
+// `t` (laid out for its bound shape) cut to the leading `shape` box, compacted row-major.
+void TrimToShape(Tensor& t, const std::vector<int64_t>& shape) {
+  Tensor out{TensorType{t.type.dtype, shape}, {}};
+  out.bytes.resize(static_cast<size_t>(out.type.NumBytes()));
+  ForEachBoxRow(t.type.dtype, shape, t.type.shape, [&](int64_t dense, int64_t padded, int64_t n) {
+    std::memcpy(out.bytes.data() + dense, t.bytes.data() + padded, static_cast<size_t>(n));
+  });
   t = std::move(out);
 }
 
 // Copies `t` (row-major, its own shape) into `padded` (row-major, `bound`, the same rank and
 // every dim within it): the leading box of `padded` holds `t`; the rest keeps its contents.
 void PadToBound(const Tensor& t, const std::vector<int64_t>& bound, Tensor& padded) {
-  const std::vector<int64_t>& shape = t.type.shape;
-  const int64_t esize = DTypeSize(t.type.dtype);
-  const int64_t rank = static_cast<int64_t>(shape.size());
-  if (t.type.NumElements() == 0) return;
-  const int64_t row_bytes = rank == 0 ? esize : shape.back() * esize;
-  const int64_t rows = rank == 0 ? 1 : t.type.NumElements() / shape.back();
-  std::vector<int64_t> idx(static_cast<size_t>(std::max<int64_t>(rank - 1, 0)), 0);
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t dst = 0;
-    for (int64_t d = 0; d + 1 < rank; ++d) dst = dst * bound[d] + idx[d];
-    if (rank > 0) dst *= bound[rank - 1];
-    std::memcpy(padded.bytes.data() + dst * esize, t.bytes.data() + r * row_bytes,
-                static_cast<size_t>(row_bytes));
-    for (int64_t d = rank - 2; d >= 0; --d) {
-      if (++idx[d] < shape[d]) break;
-      idx[d] = 0;
-    }
-  }
+  ForEachBoxRow(t.type.dtype, t.type.shape, bound, [&](int64_t dense, int64_t at, int64_t n) {
+    std::memcpy(padded.bytes.data() + at, t.bytes.data() + dense, static_cast<size_t>(n));
+  });
 }
 
 // "input:1=1..64" for messages.

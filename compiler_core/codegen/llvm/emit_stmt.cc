@@ -191,44 +191,6 @@ llvm::Value* KernelEmitter::BufferPointer(const loop::Buffer& buffer) {
   return it->second;
 }
 
-namespace {
-
-/// `e` as floor(x / c): (x, c), or (e, 1).
-std::pair<loop::Expr, int64_t> AsFloorDiv(const loop::Expr& e) {
-  if (e->kind == loop::ExprKind::kBinary && e->binary_op == loop::BinaryOp::kFloorDiv &&
-      e->operands[1]->kind == loop::ExprKind::kIntImm && e->operands[1]->int_value > 0) {
-    return {e->operands[0], e->operands[1]->int_value};
-  }
-  return {e, 1};
-}
-
-}  // namespace
-
-loop::Expr FoldRowMajor(const std::vector<int64_t>& shape, const std::vector<loop::Expr>& indices) {
-  bool folded = false;
-  for (const loop::Expr& i : indices) {
-    if (i->dtype != DType::kInt64) return nullptr;
-  }
-  loop::Expr acc = indices.empty() ? loop::IntImm(0) : indices[0];
-  for (size_t d = 1; d < indices.size(); ++d) {
-    // floor(x / (c * n)) * n + (floor(x / c) mod n) == floor(x / c) for every integer x.
-    const loop::Expr& idx = indices[d];
-    if (idx->kind == loop::ExprKind::kBinary && idx->binary_op == loop::BinaryOp::kFloorMod &&
-        idx->operands[1]->kind == loop::ExprKind::kIntImm &&
-        idx->operands[1]->int_value == shape[d]) {
-      auto [x, c] = AsFloorDiv(idx->operands[0]);
-      auto [y, c_n] = AsFloorDiv(acc);
-      if (c_n == c * shape[d] && loop::SameExpr(x, y)) {
-        acc = c == 1 ? x : loop::Binary(loop::BinaryOp::kFloorDiv, x, loop::IntImm(c));
-        folded = true;
-        continue;
-      }
-    }
-    acc = acc * loop::IntImm(shape[d]) + idx;
-  }
-  return folded ? acc : nullptr;
-}
-
 llvm::Value* KernelEmitter::FlatIndex(const loop::Buffer& buffer,
                                       const std::vector<loop::Expr>& indices) {
   if (indices.size() != buffer.shape.size()) {

@@ -140,9 +140,11 @@ std::string FormatBoundedShapes(const InputShapes& max_shapes, const InputShapes
   return absl::StrJoin(parts, " ");
 }
 
-std::string FormatProfiles(const ShapeProfiles& profiles) {
+std::string FormatProfiles(const ShapeProfiles& profiles, const InputShapes& min_shapes) {
   std::vector<std::string> parts;
-  for (const InputShapes& profile : profiles) parts.push_back(FormatInputShapes(profile));
+  for (const InputShapes& profile : profiles) {
+    parts.push_back(FormatBoundedShapes(profile, min_shapes));
+  }
   return absl::StrJoin(parts, " | ");
 }
 

@@ -64,8 +64,9 @@ std::string FormatInputShapes(const InputShapes& shapes);
 /// "x=1..4,3,224,224".
 std::string FormatBoundedShapes(const InputShapes& max_shapes, const InputShapes& min_shapes);
 
-/// Profiles separated by " | ": "x=1,3,224,224 | x=8,3,224,224".
-std::string FormatProfiles(const ShapeProfiles& profiles);
+/// Profiles separated by " | ": "x=1,3,224,224 | x=8,3,224,224"; with `min_shapes` (bounded
+/// dims) each profile as FormatBoundedShapes gives it.
+std::string FormatProfiles(const ShapeProfiles& profiles, const InputShapes& min_shapes = {});
 
 }  // namespace kiln::importer
 

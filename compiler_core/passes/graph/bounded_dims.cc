@@ -220,17 +220,6 @@ class Analysis {
       }
       return result;
     };
-    std::set<const Value*> masked;
-    for (const Node* mask : masks_) masked.insert(mask->output(0));
-    for (const auto& [v, raw] : ext_) {
-      if (masked.count(v)) continue;
-      BoundedDims::ValueLengths& vl = out.values[v];
-      vl.shape = v->type().shape;
-      for (const Dim& d : Get(v)) {
-        vl.dims.push_back(IsPlain(d) ? DimLength{compact[Find(d[0].symbol)], d[0].mul, d[0].div}
-                                     : DimLength{});
-      }
-    }
     for (const Value* in : user_inputs) {
       KILN_ASSIGN_OR_RETURN(std::vector<DimLength> l, lengths(in, "graph input"));
       out.inputs.push_back(std::move(l));

@@ -57,11 +57,12 @@ struct BoundedDims {
   /// for a static tensor.
   std::vector<std::vector<DimLength>> inputs;
   std::vector<std::vector<DimLength>> outputs;
-  /// Every value with a bounded dim as the analysis saw it (its shape then, and each dim's
-  /// length; symbol -1 for a static dim or one that mixes bounded dims), except BoundMask
-  /// outputs, whose padding holds the fill: the kernel that computes such a value may skip its
-  /// padding, which nothing reads (schedule::BoundLoops). Values are owned by the graph and
-  /// never freed, so the keys stay valid; a value whose shape a later pass changed is skipped.
+  /// Every value with a bounded dim after the graph passes (RecomputeValueLengths; empty
+  /// before): its shape then, and each dim's length (symbol -1 for a static dim or one that
+  /// mixes bounded dims). A BoundMask's output is needed in full along its axis, where its
+  /// padding holds the fill. The kernel that computes such a value may skip its padding, which
+  /// nothing reads (schedule::BoundLoops). Values are owned by the graph and never freed, so
+  /// the keys stay valid; a value whose shape a later pass changed is skipped.
   struct ValueLengths {
     std::vector<int64_t> shape;
     std::vector<DimLength> dims;

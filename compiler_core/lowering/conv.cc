@@ -21,6 +21,8 @@ namespace {
 /// "ic" (group 1):
 ///   out[n, ocb, oh, ow, oc] += x[n, icb, ih, iw, ic] * w[ocb, icb, kh, kw, ic, oc]
 /// (plain input: x[n, ic, ih, iw]; depthwise: x[n, ocb, ih, iw, oc] * w[ocb, 0, kh, kw, 0, oc]).
+/// With "quant"="u8s8" the operands are i32 words of four 8-bit channels, "ic" iterates words,
+/// the product is dot4_u8s8(x word, w word), and padding reads attribute "pad_value".
 absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph::Node& node,
                                                    const Epilogue& epi) {
   const graph::Value* xv = node.input(0);
@@ -31,6 +33,11 @@ absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph
   if (os.size() != 5 || ws.size() != 6) return NoLowering(node, "this blocked layout");
   const bool blocked_in = xs.size() == 5;
   const bool depthwise = node.attrs().GetInt("group", 1) != 1;
+  const bool u8s8 = node.attrs().GetString("quant", "") == "u8s8";
+  if (u8s8 && (!blocked_in || depthwise || dt != DType::kInt32)) {
+    return NoLowering(node, "a quant=\"u8s8\" conv that is not on blocked i32 words");
+  }
+  const Expr pad_value = Const(static_cast<double>(node.attrs().GetInt("pad_value", 0)), dt);
   std::vector<int64_t> strides = node.attrs().GetInts("strides", {1, 1});
   std::vector<int64_t> dilations = node.attrs().GetInts("dilations", {1, 1});
   std::vector<int64_t> pads = node.attrs().GetInts("pads", {0, 0, 0, 0});
@@ -60,7 +67,7 @@ absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph
       cond = AndCond(cond, loop::Binary(BinaryOp::kLt, i, Idx(xs[2 + d])));
       in_idx[2 + d] = IdxClamp(i, xs[2 + d]);
     }
-    Expr value = loop::Select(cond, loop::Load(x, in_idx), Const(0, dt));
+    Expr value = loop::Select(cond, loop::Load(x, in_idx), pad_value);
     nests.push_back(Nest(vars, ps, loop::Store(src, idx, value)));
   }
 
@@ -103,7 +110,10 @@ absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph
       in_idx = {idx[0], ic, ih, iw};
     }
     std::vector<Expr> w_idx = {idx[1], icb, kh, kw, ic, idx[4]};
-    Expr value = loop::Load(out, out_idx) + loop::Load(src, in_idx) * loop::Load(w, w_idx);
+    Expr product =
+        u8s8 ? loop::Binary(BinaryOp::kDot4U8S8, loop::Load(src, in_idx), loop::Load(w, w_idx))
+             : loop::Load(src, in_idx) * loop::Load(w, w_idx);
+    Expr value = loop::Load(out, out_idx) + product;
     nests.push_back(Nest(vars, extents, loop::Store(out, out_idx, value), reduction));
   }
   KILN_ASSIGN_OR_RETURN(Stmt tail, epi.FinalNest(nullptr));

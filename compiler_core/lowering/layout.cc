@@ -1,6 +1,7 @@
 // LayoutTransform between NC[spatial] and the blocked NC[spatial]<x>c layout: one nest over the
 // output. Blocking reads channel cb*x + c through a clamped index under a select (zeros for the
 // padded channels, never an out-of-bounds load); unblocking reads lane c % x of block c / x.
+// Bitcast of 8-bit elements to i32 words (a view unless it must be copied) assembles each word.
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/graph/layout_rules.h"
 #include "compiler_core/lowering/op_lowering.h"
@@ -47,6 +48,31 @@ absl::StatusOr<std::vector<loop::Stmt>> LowerLayoutTransform(KernelBuilder& b,
   }
   KILN_ASSIGN_OR_RETURN(value, epi.Apply(value, idx));
   return std::vector<loop::Stmt>{Nest(vars, os, loop::Store(out, idx, value))};
+}
+
+absl::StatusOr<std::vector<loop::Stmt>> LowerBitcast(KernelBuilder& b, const graph::Node& node,
+                                                     const Epilogue& epi) {
+  const TensorType& in = node.input(0)->type();
+  const TensorType& ot = node.output(0)->type();
+  if (DTypeSize(in.dtype) != 1 || ot.dtype != DType::kInt32 || !epi.empty()) {
+    return NoLowering(node, "a bitcast other than 8-bit elements to i32 words");
+  }
+  // out[..., j] = sum over k of zext(in[..., 4j + k]) << 8k: the little-endian word.
+  loop::BufferRef x = b.Input(node.input(0));
+  loop::BufferRef out = b.out();
+  std::vector<std::string> names;
+  for (size_t d = 0; d < ot.shape.size(); ++d) names.push_back(absl::StrCat("d", d));
+  std::vector<loop::Var> vars = b.NewVars("", names);
+  std::vector<Expr> idx = Refs(vars);
+  Expr value;
+  for (int64_t k = 0; k < 4; ++k) {
+    std::vector<Expr> in_idx = idx;
+    in_idx.back() = IdxAdd(IdxMul(idx.back(), 4), k);
+    Expr byte = loop::Cast(DType::kInt32, loop::Cast(DType::kUInt8, loop::Load(x, in_idx)));
+    if (k > 0) byte = loop::Binary(BinaryOp::kShl, byte, Const(8 * k, DType::kInt32));
+    value = value ? value + byte : byte;
+  }
+  return std::vector<loop::Stmt>{Nest(vars, ot.shape, loop::Store(out, idx, value))};
 }
 
 }  // namespace kiln::lowering

@@ -30,6 +30,8 @@ absl::StatusOr<std::vector<loop::Stmt>> LowerAnchor(KernelBuilder& b, const grap
       return LowerTopK(b, node, epi);
     case OpKind::kLayoutTransform:
       return LowerLayoutTransform(b, node, epi);
+    case OpKind::kBitcast:
+      return LowerBitcast(b, node, epi);
     case OpKind::kFlatten: case OpKind::kReshape: case OpKind::kSqueeze: case OpKind::kUnsqueeze:
     case OpKind::kTranspose: case OpKind::kConcat: case OpKind::kPad: case OpKind::kGather:
     case OpKind::kSlice:

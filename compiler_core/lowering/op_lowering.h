@@ -65,6 +65,9 @@ absl::StatusOr<std::vector<loop::Stmt>> LowerPool(KernelBuilder& b, const graph:
 absl::StatusOr<std::vector<loop::Stmt>> LowerLayoutTransform(KernelBuilder& b,
                                                              const graph::Node& node,
                                                              const Epilogue& epi);
+/// Bitcast (layout.cc) of 8-bit elements to i32 words, where it is copied rather than a view.
+absl::StatusOr<std::vector<loop::Stmt>> LowerBitcast(KernelBuilder& b, const graph::Node& node,
+                                                     const Epilogue& epi);
 absl::StatusOr<std::vector<loop::Stmt>> LowerSoftmax(KernelBuilder& b, const graph::Node& node,
                                                      const Epilogue& epi);
 absl::StatusOr<std::vector<loop::Stmt>> LowerDataMovement(KernelBuilder& b,

@@ -95,6 +95,7 @@ absl::StatusOr<PlannedGraph> PlanGraph(std::unique_ptr<graph::Graph> graph,
   passes::PipelineOptions pass_options;
   pass_options.print_after = options.print_ir_after;
   pass_options.f32_lanes = result.target.f32_lanes();
+  pass_options.int8_dot4 = result.target.HasInt8Dot4();
   pass_options.on_stage = options.on_stage;
   pass_options.printer = [&](std::string_view pass, const std::string& ir) {
     print(std::string(pass), ir);

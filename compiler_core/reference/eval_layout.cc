@@ -1,6 +1,7 @@
 // Reference kernels of the channel-blocked layout: LayoutTransform by direct index mapping, and
 // blocked Conv/pool nodes by unblocking their operands, running the plain NCHW kernel over the
-// padded channel count, and blocking the result (so each op's meaning is still written once).
+// padded channel count, and blocking the result (so each op's meaning is still written once);
+// Bitcast and the u8s8 conv on packed words directly.
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/graph/layout_rules.h"
 #include "compiler_core/reference/eval_internal.h"
@@ -73,8 +74,75 @@ absl::StatusOr<TensorVec> EvalTransform(const graph::Node& node, const TensorVec
   return TensorVec{Unblock(*in[0], node.attrs().GetInt("channels", 0))};
 }
 
+/// Bitcast: the same bytes under the output's type.
+TensorVec EvalBitcast(const graph::Node& node, const TensorVec& in) {
+  auto t = std::make_shared<Tensor>(*in[0]);
+  t->type = node.output(0)->type();
+  return TensorVec{t};
+}
+
+/// A "quant"="u8s8" blocked conv (graph/layout_rules.h), directly from its definition: every
+/// output element sums the byte products of its window's words, out-of-bounds words reading
+/// "pad_value".
+TensorVec EvalConvU8S8(const graph::Node& node, const TensorVec& in) {
+  const Shape& xs = in[0]->type.shape;
+  const Shape& ws = in[1]->type.shape;
+  const TensorType& out_type = node.output(0)->type();
+  const Shape& os = out_type.shape;
+  const Shape strides = node.attrs().GetInts("strides", {1, 1});
+  const Shape dilations = node.attrs().GetInts("dilations", {1, 1});
+  const Shape pads = node.attrs().GetInts("pads", {0, 0, 0, 0});
+  const auto pad_word = static_cast<uint32_t>(node.attrs().GetInt("pad_value", 0));
+  const uint32_t* x = in[0]->data<uint32_t>();
+  const uint32_t* w = in[1]->data<uint32_t>();
+  const int32_t* bias = in.size() > 2 && in[2] != nullptr ? in[2]->data<int32_t>() : nullptr;
+  const int64_t icb_n = ws[1], kh_n = ws[2], kw_n = ws[3], icw = ws[4], xb = ws[5];
+  auto dot4 = [](uint32_t a, uint32_t b) {
+    int64_t sum = 0;
+    for (int k = 0; k < 4; ++k) {
+      sum += static_cast<int64_t>((a >> (8 * k)) & 0xff) *
+             static_cast<int8_t>(static_cast<uint8_t>(b >> (8 * k)));
+    }
+    return sum;
+  };
+  auto out = Tensor::Zeros(out_type);
+  int32_t* y = out->mutable_data<int32_t>();
+  for (int64_t n = 0; n < os[0]; ++n) {
+    for (int64_t ocb = 0; ocb < os[1]; ++ocb) {
+      for (int64_t oh = 0; oh < os[2]; ++oh) {
+        for (int64_t ow = 0; ow < os[3]; ++ow) {
+          for (int64_t oc = 0; oc < xb; ++oc) {
+            int64_t acc = bias != nullptr ? bias[ocb * xb + oc] : 0;
+            for (int64_t icb = 0; icb < icb_n; ++icb) {
+              for (int64_t kh = 0; kh < kh_n; ++kh) {
+                for (int64_t kw = 0; kw < kw_n; ++kw) {
+                  const int64_t ih = oh * strides[0] + kh * dilations[0] - pads[0];
+                  const int64_t iw = ow * strides[1] + kw * dilations[1] - pads[1];
+                  const bool inside = ih >= 0 && ih < xs[2] && iw >= 0 && iw < xs[3];
+                  for (int64_t j = 0; j < icw; ++j) {
+                    const uint32_t a =
+                        inside ? x[(((n * xs[1] + icb) * xs[2] + ih) * xs[3] + iw) * icw + j]
+                               : pad_word;
+                    acc += dot4(
+                        a,
+                        w[((((ocb * icb_n + icb) * kh_n + kh) * kw_n + kw) * icw + j) * xb + oc]);
+                  }
+                }
+              }
+            }
+            y[(((n * os[1] + ocb) * os[2] + oh) * os[3] + ow) * xb + oc] =
+                static_cast<int32_t>(static_cast<uint32_t>(acc));
+          }
+        }
+      }
+    }
+  }
+  return TensorVec{out};
+}
+
 /// A blocked Conv/pool: evaluated as the plain op over all Cb*x channels.
 absl::StatusOr<TensorVec> EvalBlocked(const graph::Node& node, const TensorVec& in) {
+  if (node.op() == OpKind::kConv && node.attrs().Has("quant")) return EvalConvU8S8(node, in);
   const int64_t x = graph::LayoutBlock(node.attrs().GetString("layout", ""));
   const TensorType& out_type = node.output(0)->type();
   TensorVec plain_in;
@@ -104,6 +172,7 @@ absl::StatusOr<TensorVec> EvalBlocked(const graph::Node& node, const TensorVec& 
 
 absl::StatusOr<TensorVec> EvalLayout(const graph::Node& node, const TensorVec& in) {
   if (node.op() == OpKind::kLayoutTransform) return EvalTransform(node, in);
+  if (node.op() == OpKind::kBitcast) return EvalBitcast(node, in);
   return EvalBlocked(node, in);
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace kiln {
 
@@ -22,6 +23,11 @@ struct Target {
   /// Architectural vector registers a kernel's register block can use: 32 with AVX-512
   /// (zmm0-31), else 16 (x86-64's ymm/xmm0-15).
   int vector_registers() const { return vector_bits >= 512 ? 32 : 16; }
+  /// Whether `features` enables LLVM feature `name` ("+name"), e.g. HasFeature("avx512vnni").
+  bool HasFeature(std::string_view name) const;
+  /// Whether the target has a 4-way u8 x s8 → i32 dot product at its full vector width
+  /// (x86 VPDPBUSD: AVX-512 VNNI for 512-bit vectors, AVX-VNNI or AVX-512 VNNI + VL below).
+  bool HasInt8Dot4() const;
   /// Canonical string form, part of artifact cache keys: "cpu:<cpu>:<triple>:v<bits>:<features>".
   /// Excludes num_cores (the artifact runs with any thread count).
   std::string Key() const;

@@ -78,6 +78,9 @@ void CountOps(const Expr& e, StoreFeatures& f) {
     case BinaryOp::kMul:
       f[fp ? SF::kFloatMul : SF::kIntMul] += 1;
       return;
+    case BinaryOp::kDot4U8S8:  // four 8-bit multiply-adds
+      f[SF::kIntMad] += 4;
+      return;
     case BinaryOp::kDiv:
     case BinaryOp::kFloorDiv:
     case BinaryOp::kFloorMod:

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -387,6 +388,82 @@ TEST(CodegenOpsTest, MultipleKernelsAndVectorizeFallback) {
   CallKernel((*lib)->Get("last"), {xs.data(), ys.data()});
   EXPECT_EQ(ys[3], 10.0f);
   EXPECT_EQ(ys[2], 0.0f);
+}
+
+// acc + dot4_u8s8(a, b) (VPDPBUSD where the target has AVX-512 VNNI) and a bare dot4_u8s8, in
+// 16-lane vectorized loops (a lane-varying and a broadcast operand) and a serial loop, against
+// the definition: the sum of a's bytes as uint8 times b's bytes as int8.
+//   out[0, j] = acc[j] + dot4(a[j], b[j])      (vectorized)
+//   out[1, j] = acc[j] + dot4(a[j], b[j])      (serial)
+//   out[2, j] = dot4(a[3], b[j]) + acc[j]      (vectorized, a broadcast)
+//   out[3, j] = dot4(a[j], b[j])               (vectorized, no accumulator)
+TEST(CodegenOpsTest, Dot4U8S8MatchesItsDefinition) {
+  constexpr int64_t N = 16;
+  auto a = MakeBuffer("a", DType::kInt32, {N});
+  auto b = MakeBuffer("b", DType::kInt32, {N});
+  auto acc = MakeBuffer("acc", DType::kInt32, {N});
+  auto out = MakeBuffer("out", DType::kInt32, {4, N});
+  auto dot = [](Expr x, Expr y) { return loop::Binary(BinaryOp::kDot4U8S8, x, y); };
+  std::vector<Stmt> stmts;
+  for (int k = 0; k < 4; ++k) {
+    Var j = MakeVar("j" + std::to_string(k));
+    Expr x = loop::Load(a, {k == 2 ? I(3) : V(j)}), y = loop::Load(b, {V(j)});
+    Expr z = loop::Load(acc, {V(j)});
+    Expr value = k == 2 ? dot(x, y) + z : k == 3 ? dot(x, y) : z + dot(x, y);
+    stmts.push_back(loop::For(j, N, loop::Store(out, {I(k), V(j)}, value),
+                              k == 1 ? ForKind::kSerial : ForKind::kVectorized));
+  }
+  Func f;
+  f.name = "dot4";
+  f.params = {a, b, acc, out};
+  f.body = loop::Block(stmts);
+  std::vector<uint32_t> av(N), bv(N);
+  std::vector<int32_t> accv(N);
+  uint32_t seed = 12345;
+  auto next = [&] { return seed = seed * 1664525u + 1013904223u; };
+  for (int64_t j = 0; j < N; ++j) {
+    av[j] = next();
+    bv[j] = next();
+    accv[j] = static_cast<int32_t>(next() % 200001) - 100000;
+  }
+  av[0] = 0xffffffffu;  // 255 * -128 in every byte
+  bv[0] = 0x80808080u;
+  auto ref = [](uint32_t x, uint32_t y) {
+    int32_t sum = 0;
+    for (int k = 0; k < 4; ++k) {
+      sum += static_cast<int32_t>((x >> (8 * k)) & 0xff) *
+             static_cast<int8_t>(static_cast<uint8_t>(y >> (8 * k)));
+    }
+    return sum;
+  };
+  EXPECT_EQ(ref(av[0], bv[0]), -4 * 255 * 128);
+  // The host (VPDPBUSD if it has VNNI) and generic x86-64 (widened byte products).
+  for (const Target& target : {HostTarget(), Target{}}) {
+    auto lib = CompileAndLoad({f}, target);
+    ASSERT_TRUE(lib.ok()) << lib.status();
+    std::vector<int32_t> ov(4 * N, 99);
+    CallKernel((*lib)->Get("dot4"), {av.data(), bv.data(), accv.data(), ov.data()});
+    for (int64_t j = 0; j < N; ++j) {
+      const int32_t d = ref(av[j], bv[j]);
+      EXPECT_EQ(ov[0 * N + j], accv[j] + d) << target.cpu << " lane " << j;
+      EXPECT_EQ(ov[1 * N + j], accv[j] + d) << target.cpu << " lane " << j;
+      EXPECT_EQ(ov[2 * N + j], accv[j] + ref(av[3], bv[j])) << target.cpu << " lane " << j;
+      EXPECT_EQ(ov[3 * N + j], d) << target.cpu << " lane " << j;
+    }
+  }
+  // VPDPBUSD is emitted exactly where the target has AVX-512 VNNI at 16 lanes.
+  auto vnni = ResolveTarget("cpu:icelake-server");
+  ASSERT_TRUE(vnni.ok()) << vnni.status();
+  ASSERT_TRUE(vnni->HasInt8Dot4());
+  auto ir = EmitLlvmIr({f}, *vnni);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  EXPECT_TRUE(absl::StrContains(*ir, "llvm.x86.avx512.vpdpbusd.512")) << *ir;
+  auto no_vnni = ResolveTarget("cpu:skylake-avx512");
+  ASSERT_TRUE(no_vnni.ok()) << no_vnni.status();
+  EXPECT_FALSE(no_vnni->HasInt8Dot4());
+  ir = EmitLlvmIr({f}, *no_vnni);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  EXPECT_FALSE(absl::StrContains(*ir, "vpdpbusd")) << *ir;
 }
 
 TEST(CodegenOpsTest, Errors) {

@@ -95,6 +95,18 @@ llvm::Value* KernelEmitter::EmitExpr(const Expr& e) {
 
 llvm::Value* KernelEmitter::EmitBinary(const loop::ExprNode& e) {
   DType t = e.operands[0]->dtype;
+  // acc + dot4_u8s8(a, b) is one accumulating dot product (VPDPBUSD).
+  auto is_dot4 = [](const Expr& x) {
+    return x->kind == ExprKind::kBinary && x->binary_op == BinaryOp::kDot4U8S8;
+  };
+  if (e.binary_op == BinaryOp::kAdd && t == DType::kInt32) {
+    for (int d = 0; d < 2; ++d) {
+      if (!is_dot4(e.operands[1 - d])) continue;
+      llvm::Value* acc = EmitExpr(e.operands[d]);
+      const loop::ExprNode& dot = *e.operands[1 - d];
+      return EmitDot4U8S8(acc, EmitExpr(dot.operands[0]), EmitExpr(dot.operands[1]));
+    }
+  }
   llvm::Value* a = EmitExpr(e.operands[0]);
   llvm::Value* b = EmitExpr(e.operands[1]);
   Unify(a, b);
@@ -142,6 +154,9 @@ llvm::Value* KernelEmitter::EmitBinary(const loop::ExprNode& e) {
     case BinaryOp::kLt: case BinaryOp::kLe: case BinaryOp::kGt: case BinaryOp::kGe:
     case BinaryOp::kEq: case BinaryOp::kNe:
       return EmitCompare(e.binary_op, t, a, b);
+    case BinaryOp::kDot4U8S8:
+      if (t != DType::kInt32) return Fail("dot4_u8s8 on a non-i32 dtype");
+      return EmitDot4U8S8(nullptr, a, b);
   }
   return Fail("unknown binary op");
 }

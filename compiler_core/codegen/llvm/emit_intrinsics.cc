@@ -2,8 +2,11 @@
 // erf through libm calls (left undefined in the .so), NaN-propagating float min/max, and floor
 // division/modulo with Python/ONNX index semantics. exp and tanh on <W x float> use inline
 // Cephes-style polynomials (rel. error < 1e-6) instead of one libm call per lane.
+#include <optional>
+
 #include "compiler_core/codegen/llvm/emitter.h"
 #include "compiler_core/codegen/llvm/vector_analysis.h"
+#include "llvm/IR/IntrinsicsX86.h"
 
 namespace kiln::codegen {
 
@@ -194,6 +197,47 @@ llvm::Value* KernelEmitter::EmitFloorDivMod(bool is_mod, const loop::ExprNode& e
   }
   if (is_mod) return b_.CreateSelect(adjust, b_.CreateAdd(r, b), r);
   return b_.CreateSelect(adjust, b_.CreateSub(q, llvm::ConstantInt::get(a->getType(), 1)), q);
+}
+
+llvm::Value* KernelEmitter::EmitDot4U8S8(llvm::Value* acc, llvm::Value* a, llvm::Value* b) {
+  Unify(a, b);
+  if (acc != nullptr && (acc->getType()->isVectorTy() || a->getType()->isVectorTy())) {
+    acc = Splat(acc);
+    a = Splat(a);
+    b = Splat(b);
+  }
+  auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(a->getType());
+  const unsigned lanes = vt != nullptr ? vt->getNumElements() : 1;
+  // VPDPBUSD at the target's widths: 512-bit needs AVX-512 VNNI; 256/128-bit AVX-VNNI or
+  // AVX-512 VNNI + VL (Target::HasInt8Dot4 describes the full width).
+  const bool vl = target_.HasFeature("avxvnni") ||
+                  (target_.HasFeature("avx512vnni") && target_.HasFeature("avx512vl"));
+  std::optional<llvm::Intrinsic::ID> id;
+  if (lanes == 16 && target_.HasFeature("avx512vnni"))
+    id = llvm::Intrinsic::x86_avx512_vpdpbusd_512;
+  if (lanes == 8 && vl) id = llvm::Intrinsic::x86_avx512_vpdpbusd_256;
+  if (lanes == 4 && vl) id = llvm::Intrinsic::x86_avx512_vpdpbusd_128;
+  if (id) {
+    if (acc == nullptr) acc = llvm::Constant::getNullValue(a->getType());
+    return b_.CreateIntrinsic(*id, {}, {acc, a, b});
+  }
+  // Portable form: widen the bytes (a zero-, b sign-extended), multiply, add each word's four.
+  auto* bytes = llvm::FixedVectorType::get(b_.getInt8Ty(), 4 * lanes);
+  auto* wide = llvm::FixedVectorType::get(b_.getInt32Ty(), 4 * lanes);
+  llvm::Value* p = b_.CreateMul(b_.CreateZExt(b_.CreateBitCast(a, bytes), wide),
+                                b_.CreateSExt(b_.CreateBitCast(b, bytes), wide));
+  llvm::Value* sum = nullptr;
+  if (lanes == 1) {
+    sum = b_.CreateAddReduce(p);
+  } else {
+    for (unsigned k = 0; k < 4; ++k) {
+      llvm::SmallVector<int, 64> mask;
+      for (unsigned l = 0; l < lanes; ++l) mask.push_back(static_cast<int>(4 * l + k));
+      llvm::Value* part = b_.CreateShuffleVector(p, mask);
+      sum = sum == nullptr ? part : b_.CreateAdd(sum, part);
+    }
+  }
+  return acc != nullptr ? b_.CreateAdd(acc, sum) : sum;
 }
 
 }  // namespace kiln::codegen

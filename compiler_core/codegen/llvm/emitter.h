@@ -98,6 +98,9 @@ class KernelEmitter {
   llvm::Value* EmitFloorDivMod(bool is_mod, const loop::ExprNode& e, llvm::Value* a,
                                llvm::Value* b);
   llvm::Value* EmitIntrinsic(llvm::Intrinsic::ID id, llvm::Value* a, llvm::Value* b = nullptr);
+  /// acc + dot4_u8s8(a, b) (acc may be null: 0) on i32 scalars or <W x i32> vectors; VPDPBUSD
+  /// where the target has it at W lanes, else widened byte products.
+  llvm::Value* EmitDot4U8S8(llvm::Value* acc, llvm::Value* a, llvm::Value* b);
   static bool IsF32Vector(llvm::Value* v);
   /// Horner evaluation of c0 x^k + c1 x^(k-1) + ... with fmuladd.
   llvm::Value* EmitPolynomial(llvm::Value* x, std::initializer_list<double> coeffs);

@@ -2,6 +2,7 @@
 #include "compiler_core/ir/graph/layout_rules.h"
 
 #include <cctype>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/graph/shape_rule_util.h"
@@ -65,8 +66,50 @@ absl::StatusOr<Types> TransformRule(const Node& node) {
   return Types{UnblockedType(in, c)};
 }
 
+absl::StatusOr<Types> BitcastRule(const Node& node) {
+  const TensorType& in = node.input(0)->type();
+  const int64_t to_code = node.attrs().GetInt("to", 0);
+  std::optional<DType> to = DTypeFromOnnx(static_cast<int>(to_code));
+  if (!to || *to == DType::kBool || in.dtype == DType::kBool || in.rank() < 1) {
+    return Invalid(node,
+                   absl::StrCat("cannot bitcast ", in.ToString(), " to dtype code ", to_code));
+  }
+  const int64_t from_size = DTypeSize(in.dtype), to_size = DTypeSize(*to);
+  Shape s = in.shape;
+  if ((s.back() * from_size) % to_size != 0) {
+    return Invalid(node, absl::StrCat("the last dim of ", in.ToString(),
+                                      " is not a whole number of ", DTypeName(*to), " elements"));
+  }
+  s.back() = s.back() * from_size / to_size;
+  return Types{TensorType{*to, s}};
+}
+
+/// A "quant"="u8s8" blocked conv: x i32 words [N, ICb, H, W, ICW], w i32 words
+/// [OCb, ICb, KH, KW, ICW, x], group 1; output i32.
+absl::StatusOr<Types> ConvU8S8Rule(const Node& node, int64_t x) {
+  const TensorType& in = node.input(0)->type();
+  const TensorType& wt = node.input(1)->type();
+  const Shape& w = wt.shape;
+  if (node.attrs().GetString("quant", "") != "u8s8" || node.attrs().GetInt("group", 1) != 1 ||
+      in.dtype != DType::kInt32 || wt.dtype != DType::kInt32 || in.rank() != 5 || w.size() != 6 ||
+      w[5] != x || w[1] != in.shape[1] || w[4] != in.shape[4]) {
+    return Invalid(node,
+                   absl::StrCat("a quant=\"u8s8\" conv needs i32 words [N, ICb, H, W, ICW] "
+                                "and [OCb, ICb, KH, KW, ICW, ",
+                                x, "] with group 1, got ", in.ToString(), " and ", wt.ToString()));
+  }
+  if (const Value* b = node.input(2);
+      b != nullptr && (b->type().shape != Shape{w[0] * x} || b->type().dtype != DType::kInt32)) {
+    return Invalid(node,
+                   absl::StrCat("bias ", b->type().ToString(), ", expected i32[", w[0] * x, "]"));
+  }
+  KILN_ASSIGN_OR_RETURN(Shape sp, Window2d(node, {in.shape[2], in.shape[3]}, {w[2], w[3]}));
+  return Types{TensorType{DType::kInt32, {in.shape[0], w[0], sp[0], sp[1], x}}};
+}
+
 absl::StatusOr<Types> ConvRule(const Node& node, int64_t x) {
   if (node.input(1) == nullptr) return Invalid(node, "input 1 is missing");
+  if (node.attrs().Has("quant")) return ConvU8S8Rule(node, x);
   const TensorType& in = node.input(0)->type();
   const Shape& w = node.input(1)->type().shape;
   const int64_t group = node.attrs().GetInt("group", 1);
@@ -143,6 +186,7 @@ TensorType UnblockedType(const TensorType& blocked, int64_t channels) {
 bool IsLayoutNode(const Node& node) {
   switch (node.op()) {
     case OpKind::kLayoutTransform:
+    case OpKind::kBitcast:
       return true;
     case OpKind::kConv: case OpKind::kMaxPool: case OpKind::kAveragePool:
     case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool:
@@ -155,6 +199,7 @@ bool IsLayoutNode(const Node& node) {
 absl::StatusOr<std::vector<TensorType>> InferLayoutTypes(const Node& node) {
   if (node.input(0) == nullptr) return Invalid(node, "input 0 is missing");
   if (node.op() == OpKind::kLayoutTransform) return TransformRule(node);
+  if (node.op() == OpKind::kBitcast) return BitcastRule(node);
   KILN_ASSIGN_OR_RETURN(int64_t x, NodeBlock(node));
   if (node.op() == OpKind::kConv) return ConvRule(node, x);
   return PoolRule(node, x);

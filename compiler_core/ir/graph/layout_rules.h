@@ -21,8 +21,9 @@ TensorType BlockedType(const TensorType& plain, int64_t block);
 /// A blocked [N, Cb, spatial..., x] type unblocked to [N, channels, spatial...].
 TensorType UnblockedType(const TensorType& blocked, int64_t channels);
 
-/// True for LayoutTransform and for Conv/MaxPool/AveragePool/GlobalAveragePool/GlobalMaxPool
-/// nodes with a "layout" attribute; their types come from InferLayoutTypes.
+/// True for LayoutTransform, Bitcast and for
+/// Conv/MaxPool/AveragePool/GlobalAveragePool/GlobalMaxPool nodes with a "layout" attribute; their
+/// types come from InferLayoutTypes.
 bool IsLayoutNode(const Node& node);
 
 /// Output types of a layout node (IsLayoutNode). Blocked Conv ("layout"="NCHW<x>c", explicit
@@ -30,6 +31,14 @@ bool IsLayoutNode(const Node& node);
 /// [OCb, ICb, KH, KW, ICI, x] (plain input: ICb = 1, ICI = C; depthwise, group > 1:
 /// [OCb, 1, KH, KW, 1, x]); bias [OCb * x]; output [N, OCb, OH, OW, x]. Blocked pools: input
 /// [N, Cb, H, W, x], output [N, Cb, OH, OW, x] ([N, Cb, 1, 1, x] for global pools).
+/// A blocked Conv with "quant"="u8s8" is an int8 convolution on packed words (oneDNN's u8s8s32):
+/// input i32 [N, ICb, H, W, ICW] where word j holds the uint8 channels 4j..4j+3 of the block,
+/// weights i32 [OCb, ICb, KH, KW, ICW, x] where word j holds the int8 weights of those input
+/// channels for one output channel, bias i32 [OCb * x], output i32 [N, OCb, OH, OW, x]:
+///   out[n, ocb, oh, ow, oc] = bias[ocb * x + oc] + sum over icb, kh, kw, j of
+///                             dot4_u8s8(x[n, icb, ih, iw, j], w[ocb, icb, kh, kw, j, oc])
+/// with out-of-bounds input words equal to attribute "pad_value" (default 0; each byte is the
+/// input's zero point). Bitcast: the input's bytes as dtype "to"; the last dim scales.
 /// Errors: kInvalidArgument naming the node.
 absl::StatusOr<std::vector<TensorType>> InferLayoutTypes(const Node& node);
 

@@ -26,7 +26,7 @@ std::optional<OpKind> OpKindFromName(std::string_view name) {
 
 bool IsViewOp(OpKind kind) {
   return kind == OpKind::kReshape || kind == OpKind::kFlatten || kind == OpKind::kSqueeze ||
-         kind == OpKind::kUnsqueeze || kind == OpKind::kIdentity;
+         kind == OpKind::kUnsqueeze || kind == OpKind::kIdentity || kind == OpKind::kBitcast;
 }
 
 bool IsTensorOp(OpKind kind) {

@@ -244,6 +244,7 @@ class Interpreter {
         case BinaryOp::kEq: r.i = x == y; break;
         case BinaryOp::kNe: r.i = x != y; break;
         case BinaryOp::kAnd: case BinaryOp::kOr: case BinaryOp::kShl: case BinaryOp::kShr:
+        case BinaryOp::kDot4U8S8:
           Fail(absl::InvalidArgumentError("logical operator on float operands"));
           return {};
       }
@@ -297,6 +298,13 @@ class Interpreter {
         } else {
           // Unsigned values are held zero-extended, so a logical shift of the i64 is exact.
           r.i = uy >= 64 ? 0 : static_cast<int64_t>(ux >> uy);
+        }
+        break;
+      case BinaryOp::kDot4U8S8:
+        r.i = 0;
+        for (int k = 0; k < 4; ++k) {
+          r.i += static_cast<int64_t>(static_cast<uint8_t>(ux >> (8 * k))) *
+                 static_cast<int8_t>(static_cast<uint8_t>(uy >> (8 * k)));
         }
         break;
     }

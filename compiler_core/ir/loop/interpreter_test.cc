@@ -58,6 +58,26 @@ TEST(InterpreterTest, CastsIfAndInt32Wrap) {
   EXPECT_EQ(flag, 1);
 }
 
+TEST(InterpreterTest, Dot4U8S8MultipliesUnsignedBytesBySignedBytes) {
+  BufferRef y = MakeBuffer("y", DType::kInt32, {3});
+  Func f;
+  f.name = "dot4";
+  f.params = {y};
+  auto word = [](uint32_t w) { return IntImm(static_cast<int32_t>(w), DType::kInt32); };
+  auto dot = [](Expr a, Expr b) { return Binary(BinaryOp::kDot4U8S8, a, b); };
+  f.body = Block({
+      // bytes (1, 2, 3, 4) · (-1, 2, -3, 4) = -1 + 4 - 9 + 16
+      Store(y, {IntImm(0)}, dot(word(0x04030201u), word(0x04fd02ffu))),
+      // 255 · -128 in every byte
+      Store(y, {IntImm(1)}, dot(word(0xffffffffu), word(0x80808080u))),
+      // an accumulation: 7 + 200 · 127
+      Store(y, {IntImm(2)}, IntImm(7, DType::kInt32) + dot(word(200), word(127))),
+  });
+  std::vector<int32_t> out(3);
+  ASSERT_TRUE(InterpretFunc(f, {out.data()}).ok());
+  EXPECT_EQ(out, (std::vector<int32_t>{10, -4 * 255 * 128, 7 + 200 * 127}));
+}
+
 TEST(InterpreterTest, LocalBufferAccumulates) {
   BufferRef x = MakeBuffer("x", DType::kFloat32, {4});
   BufferRef y = MakeBuffer("y", DType::kFloat32, {});

@@ -48,15 +48,30 @@ Var MakeVar(std::string name);
 enum class ExprKind : uint8_t { kIntImm, kFloatImm, kVar, kBinary, kUnary, kSelect, kLoad, kCast };
 
 enum class BinaryOp : uint8_t {
-  kAdd, kSub, kMul,
+  kAdd,
+  kSub,
+  kMul,
   kDiv,       // float division; for integers, truncating division (C semantics)
   kFloorDiv,  // integer division rounding toward negative infinity (index arithmetic)
   kFloorMod,  // remainder with the sign of the divisor (index arithmetic)
-  kMin, kMax,
-  kPow,       // float only
-  kLt, kLe, kGt, kGe, kEq, kNe,  // result dtype bool
-  kAnd, kOr,                      // bool operands
-  kShl, kShr,  // integer shifts; kShr is arithmetic for signed, logical for unsigned dtypes
+  kMin,
+  kMax,
+  kPow,  // float only
+  kLt,
+  kLe,
+  kGt,
+  kGe,
+  kEq,
+  kNe,  // result dtype bool
+  kAnd,
+  kOr,  // bool operands
+  kShl,
+  kShr,  // integer shifts; kShr is arithmetic for signed, logical for unsigned dtypes
+  // i32 operands, each four packed bytes (byte k = bits 8k..8k+7): the i32 sum over k of
+  // a's byte k as uint8 times b's byte k as int8 (exact; |result| <= 4 * 255 * 128). The
+  // product of x86's VPDPBUSD (AVX-512 VNNI / AVX-VNNI) and CUDA's __dp4a(u8, s8); printed
+  // dot4_u8s8(a, b). Codegen maps `acc + dot4_u8s8(a, b)` to VPDPBUSD where the target has it.
+  kDot4U8S8,
 };
 
 enum class UnaryOp : uint8_t {

@@ -19,7 +19,7 @@ namespace kiln::loop {
 namespace {
 
 // The last enumerators; the name lookups below walk the enums up to them.
-constexpr BinaryOp kLastBinaryOp = BinaryOp::kShr;
+constexpr BinaryOp kLastBinaryOp = BinaryOp::kDot4U8S8;
 constexpr UnaryOp kLastUnaryOp = UnaryOp::kAtanh;
 constexpr ForKind kLastForKind = ForKind::kUnrolled;
 
@@ -33,7 +33,8 @@ std::optional<Enum> EnumFromName(std::string_view name, Enum last, const char* (
 }
 
 bool IsCallBinary(BinaryOp op) {
-  return op == BinaryOp::kMin || op == BinaryOp::kMax || op == BinaryOp::kPow;
+  return op == BinaryOp::kMin || op == BinaryOp::kMax || op == BinaryOp::kPow ||
+         op == BinaryOp::kDot4U8S8;
 }
 
 std::optional<double> ParseDouble(std::string_view text) {

@@ -83,7 +83,7 @@ TEST(LoopParserTest, RoundTripsEveryOpAndImmediate) {
       stores.push_back(Store(fb, {VarRef(i)}, Unary(u, fx)));
     }
   }
-  for (int op = 0; op <= static_cast<int>(BinaryOp::kShr); ++op) {
+  for (int op = 0; op <= static_cast<int>(BinaryOp::kDot4U8S8); ++op) {
     BinaryOp b = static_cast<BinaryOp>(op);
     Expr a = b == BinaryOp::kAnd || b == BinaryOp::kOr ? bx : ix;
     Expr e = Binary(b, a, a);
@@ -110,6 +110,7 @@ TEST(LoopParserTest, RoundTripsEveryOpAndImmediate) {
   EXPECT_THAT(text, HasSubstr("9.999999747378752e-06"));  // f32 immediates print exactly
   EXPECT_THAT(text, HasSubstr("-2.5e-300:f64"));
   EXPECT_THAT(text, HasSubstr("1:bool"));
+  EXPECT_THAT(text, HasSubstr("dot4_u8s8(%n[i], %n[i])"));
   Func parsed = RoundTrip(text);
   // Immediates keep their exact value and dtype.
   const Stmt& tiny = parsed.body->body->stmts[stores.size() - 7];

@@ -38,6 +38,8 @@ const char* BinaryOpName(BinaryOp op) {
     case BinaryOp::kOr: return "||";
     case BinaryOp::kShl: return "<<";
     case BinaryOp::kShr: return ">>";
+    case BinaryOp::kDot4U8S8:
+      return "dot4_u8s8";
   }
   return "?";
 }
@@ -98,7 +100,7 @@ std::string PrintExpr(const Expr& e) {
     case ExprKind::kBinary: {
       std::string a = PrintExpr(e->operands[0]), b = PrintExpr(e->operands[1]);
       if (e->binary_op == BinaryOp::kMin || e->binary_op == BinaryOp::kMax ||
-          e->binary_op == BinaryOp::kPow) {
+          e->binary_op == BinaryOp::kPow || e->binary_op == BinaryOp::kDot4U8S8) {
         return absl::StrCat(BinaryOpName(e->binary_op), "(", a, ", ", b, ")");
       }
       return absl::StrCat("(", a, " ", BinaryOpName(e->binary_op), " ", b, ")");

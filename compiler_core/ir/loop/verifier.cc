@@ -112,6 +112,9 @@ class Verifier final : public Visitor {
           FailExpr(e, absl::StrCat("operands of '", BinaryOpName(e->binary_op), "' have dtypes ",
                                    DTypeName(e->operands[0]->dtype), " and ",
                                    DTypeName(e->operands[1]->dtype)));
+        } else if (e->binary_op == BinaryOp::kDot4U8S8 && e->operands[0]->dtype != DType::kInt32) {
+          FailExpr(e, absl::StrCat("operands of 'dot4_u8s8' must be i32 (four packed bytes), not ",
+                                   DTypeName(e->operands[0]->dtype)));
         }
         break;
       case ExprKind::kSelect:

@@ -513,8 +513,10 @@ class Analysis {
         Set(node.output(0), std::move(e));
         return absl::OkStatus();
       }
-      case OpKind::kLayoutTransform: {
-        // NCHW <-> NCHW<x>c: the batch dim stays dim 0; the others must be static.
+      case OpKind::kLayoutTransform:
+      case OpKind::kBitcast: {
+        // NCHW <-> NCHW<x>c, and blocked bytes read as words: the batch dim stays dim 0; the
+        // others must be static.
         const Extents in = Get(x);
         for (size_t d = 1; d < in.size(); ++d) {
           if (!IsStatic(in[d])) return Unsupported(node, "a bounded dim other than the batch");

@@ -28,15 +28,24 @@ bool IsLayoutAgnostic(OpKind op) {
     case OpKind::kMul: case OpKind::kMax: case OpKind::kMin: case OpKind::kLeakyRelu:
     case OpKind::kHardSigmoid: case OpKind::kHardSwish: case OpKind::kSigmoid:
     case OpKind::kTanh:
+    case OpKind::kCast:
+    case OpKind::kRound:
+    case OpKind::kDiv:  // only by a scalar-like divisor (ConvertElementwise checks)
       return true;
     default:
       return false;
   }
 }
 
-/// Element types the blocked layout handles: 4-byte float32 and int32 (the int32 accumulators
-/// of quantized convolutions); the repacking below moves 4-byte words.
-bool IsBlockableType(DType t) { return t == DType::kFloat32 || t == DType::kInt32; }
+/// Element types of blocked values: float32, int32 (the accumulators of quantized
+/// convolutions) and the 8-bit integers of quantized activations between them.
+bool IsBlockableType(DType t) {
+  return t == DType::kFloat32 || t == DType::kInt32 || t == DType::kUInt8 || t == DType::kInt8;
+}
+
+/// Constants the repacking below moves as 4-byte words: conv weights and biases, re-laid-out
+/// channel constants.
+bool IsWordType(DType t) { return t == DType::kFloat32 || t == DType::kInt32; }
 
 bool IsPlainBlockable(const Value* v) {
   return v != nullptr && IsBlockableType(v->type().dtype) && v->type().rank() == 4;
@@ -90,7 +99,7 @@ std::shared_ptr<Tensor> RelayoutConstant(const Tensor& c, int64_t channels, int6
     t->type.shape = s;
     return t;
   }
-  if (s[1] != channels || !IsBlockableType(c.type.dtype)) return nullptr;
+  if (s[1] != channels || !IsWordType(c.type.dtype)) return nullptr;
   const int64_t cb = (channels + x - 1) / x, sp = s[2] * s[3];
   auto t = Tensor::Zeros(TensorType{c.type.dtype, {s[0], cb, s[2], s[3], x}});
   const uint32_t* src = c.data<uint32_t>();
@@ -184,9 +193,9 @@ class Converter {
     Value* in = node.input(0);
     const Value* w = node.input(1);
     const Value* b = node.input(2);
-    if (!IsPlainBlockable(in) || w == nullptr || !w->is_constant() || w->type().rank() != 4 ||
-        w->type().dtype != in->type().dtype || (b != nullptr && !b->is_constant()) ||
-        !ExplicitPads(node)) {
+    if (!IsPlainBlockable(in) || !IsWordType(in->type().dtype) || w == nullptr ||
+        !w->is_constant() || w->type().rank() != 4 || w->type().dtype != in->type().dtype ||
+        (b != nullptr && !b->is_constant()) || !ExplicitPads(node)) {
       return nullptr;
     }
     const int64_t group = node.attrs().GetInt("group", 1);
@@ -230,6 +239,8 @@ class Converter {
     bool any_blocked = false;
     for (const Value* v : node.inputs()) any_blocked |= Blocked(v);
     if (!any_blocked) return nullptr;
+    // A channel-varying divisor would divide the padded channels by zero.
+    if (node.op() == OpKind::kDiv && !AllOnes(node.input(1)->type().shape)) return nullptr;
     std::vector<Value*> inputs;
     for (Value* v : node.inputs()) {
       if (v == nullptr || AllOnes(v->type().shape)) {

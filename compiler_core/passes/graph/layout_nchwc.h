@@ -23,9 +23,11 @@ struct LayoutNchwcOptions {
 ///     OIHW → [OCb, ICb, KH, KW, ICI, x] (ICI = x; a plain input with C < x stays NCHW and
 ///     gets ICb = 1, ICI = C), bias zero-padded to [OCb*x]; attribute layout="NCHW<x>c";
 ///   - MaxPool/AveragePool/GlobalAveragePool/GlobalMaxPool whose input is blocked;
-///   - Relu, Clip, Add, Sub, Mul, Max, Min, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh
-///     with a blocked input: same op on the blocked shapes, channel-broadcast constants
-///     re-laid out, plain same-shape operands blocked by a LayoutTransform;
+///   - Relu, Clip, Add, Sub, Mul, Max, Min, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh,
+///     Cast, Round and Div by a scalar with a blocked input (f32, i32, u8 or i8: the
+///     requantization chains of int8 models stay blocked): same op on the blocked shapes,
+///     channel-broadcast constants re-laid out, plain same-shape operands blocked by a
+///     LayoutTransform;
 ///   - Concat along channels of blocked inputs whose channel counts (all but the last) are
 ///     multiples of x.
 ///   A converted value still read by an unconverted node (Flatten, Gemm, ...) or returned by

@@ -9,13 +9,14 @@
 #include "compiler_core/ir/graph/printer.h"
 #include "compiler_core/ir/graph/verifier.h"
 #include "compiler_core/passes/graph/constant_folding.h"
+#include "compiler_core/passes/graph/conv_u8s8.h"
 #include "compiler_core/passes/graph/cse.h"
 #include "compiler_core/passes/graph/dce.h"
 #include "compiler_core/passes/graph/fold_batchnorm.h"
 #include "compiler_core/passes/graph/fusion.h"
 #include "compiler_core/passes/graph/layout_nchwc.h"
-#include "compiler_core/passes/graph/matmul_pack.h"
 #include "compiler_core/passes/graph/matmul_layout.h"
+#include "compiler_core/passes/graph/matmul_pack.h"
 #include "compiler_core/passes/graph/simplify.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -36,6 +37,10 @@ std::unique_ptr<GraphPass> MakeLayoutNchwc(const PipelineOptions& options) {
   return std::make_unique<LayoutNchwc>(LayoutNchwcOptions{options.f32_lanes});
 }
 
+std::unique_ptr<GraphPass> MakeConvU8S8(const PipelineOptions& options) {
+  return std::make_unique<ConvU8S8>(ConvU8S8Options{options.int8_dot4});
+}
+
 std::unique_ptr<GraphPass> MakeMatMulPack(const PipelineOptions& options) {
   return std::make_unique<MatMulPack>(
       MatMulPackOptions{options.f32_lanes, options.pack_matmul_weights});
@@ -51,6 +56,7 @@ constexpr PassEntry kPasses[] = {
     {"cse", &Make<CommonSubexpressionElimination>},
     {"dce", &Make<DeadCodeElimination>},
     {"layout-nchwc", &MakeLayoutNchwc},
+    {"conv-u8s8", &MakeConvU8S8},
     {"fusion", &Make<OperatorFusion>},
 };
 

@@ -22,7 +22,8 @@ namespace {
 ///   out[n, ocb, oh, ow, oc] += x[n, icb, ih, iw, ic] * w[ocb, icb, kh, kw, ic, oc]
 /// (plain input: x[n, ic, ih, iw]; depthwise: x[n, ocb, ih, iw, oc] * w[ocb, 0, kh, kw, 0, oc]).
 /// With "quant"="u8s8" the operands are i32 words of four 8-bit channels, "ic" iterates words,
-/// the product is dot4_u8s8(x word, w word), and padding reads attribute "pad_value".
+/// the product is dot4_u8s8(x word, w word), and padding reads attribute "pad_value". An
+/// epilogue that changes the dtype reads the sums from an accumulator workspace "acc".
 absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph::Node& node,
                                                    const Epilogue& epi) {
   const graph::Value* xv = node.input(0);
@@ -45,7 +46,9 @@ absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph
   loop::BufferRef x = b.Input(xv);
   loop::BufferRef w = b.Input(node.input(1));
   loop::BufferRef bias = bv != nullptr ? b.Input(bv) : nullptr;
-  loop::BufferRef out = b.out();
+  // The epilogue may change the dtype (an int8 conv's requantization to uint8): the conv then
+  // accumulates into a workspace of its own dtype that the epilogue nest reads.
+  loop::BufferRef out = b.out()->dtype == dt ? b.out() : b.Workspace("acc", dt, os);
   std::vector<Stmt> nests;
 
   // Pad nest over the padded input: xpad[n, c, ph, pw(, cv)] = in bounds ? x[...] : 0.
@@ -116,7 +119,7 @@ absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph
     Expr value = loop::Load(out, out_idx) + product;
     nests.push_back(Nest(vars, extents, loop::Store(out, out_idx, value), reduction));
   }
-  KILN_ASSIGN_OR_RETURN(Stmt tail, epi.FinalNest(nullptr));
+  KILN_ASSIGN_OR_RETURN(Stmt tail, epi.FinalNest(nullptr, out));
   if (tail) nests.push_back(tail);
   return nests;
 }
@@ -125,8 +128,8 @@ absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph
 
 absl::StatusOr<std::vector<Stmt>> LowerConv(KernelBuilder& b, const graph::Node& node,
                                             const Epilogue& epi) {
-  KILN_RETURN_IF_ERROR(epi.CheckSameDType(node));
   if (node.attrs().Has("layout")) return LowerBlockedConv(b, node, epi);
+  KILN_RETURN_IF_ERROR(epi.CheckSameDType(node));
   const graph::Value* xv = node.input(0);
   const graph::Value* wv = node.input(1);
   const graph::Value* bv = node.input(2);

@@ -35,12 +35,13 @@ absl::Status Epilogue::CheckSameDType(const graph::Node& anchor) const {
 }
 
 absl::StatusOr<Stmt> Epilogue::FinalNest(
-    const std::function<Expr(Expr, const std::vector<Expr>&)>& pre) const {
-  if (empty() && !pre) return Stmt();
+    const std::function<Expr(Expr, const std::vector<Expr>&)>& pre, loop::BufferRef src) const {
   loop::BufferRef out = builder_.out();
+  if (src == nullptr) src = out;
+  if (empty() && !pre && src == out) return Stmt();
   std::vector<loop::Var> vars = builder_.NewVars("epi.", AxisNames(out->shape.size()));
   std::vector<Expr> idx = Refs(vars);
-  Expr value = loop::Load(out, idx);
+  Expr value = loop::Load(src, idx);
   if (pre) value = pre(value, idx);
   KILN_ASSIGN_OR_RETURN(value, Apply(value, idx));
   return Nest(vars, out->shape, loop::Store(out, idx, value));

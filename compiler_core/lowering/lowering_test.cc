@@ -1,11 +1,11 @@
 // Numeric tests of lowering: each small graph is lowered, run with the loop IR interpreter and
 // compared with the reference evaluator (or hand-computed values).
-#include "compiler_core/lowering/lower.h"
-
 #include <cmath>
+#include <random>
 
 #include "compiler_core/ir/graph/matmul_packing.h"
 #include "compiler_core/ir/loop/printer.h"
+#include "compiler_core/lowering/lower.h"
 #include "compiler_core/lowering/lowering_test_util.h"
 #include "compiler_core/reference/evaluator.h"
 #include "gmock/gmock.h"
@@ -137,6 +137,78 @@ TEST(LowerConvTest, FusedConvAddRelu) {
   EXPECT_THAT(loop::PrintFunc(kernel->func),
               HasSubstr("%out[epi.d0, epi.d1, epi.d2, epi.d3] = max((%out[epi.d0, epi.d1, epi.d2, "
                         "epi.d3] + %in3[0, epi.d1, epi.d2, epi.d3]), 0.0)"));
+}
+
+/// Random 32-bit words (each four random bytes) of `type` (i32).
+TensorPtr RandomWords(const TensorType& type, unsigned seed) {
+  std::mt19937 gen(seed);
+  auto t = Tensor::Zeros(type);
+  for (int64_t i = 0; i < type.NumElements(); ++i) t->mutable_data<uint32_t>()[i] = gen();
+  return t;
+}
+
+// A u8s8 conv on packed words (NCHW8c: 2 words of 4 channels per block, zero point 5 as the
+// padding word, bias) with a requantizing epilogue that changes the dtype twice (i32 → f32 →
+// u8): the conv accumulates into an i32 workspace, the epilogue writes the u8 result. Exact.
+TEST(LowerConvTest, U8S8ConvWithRequantizingEpilogue) {
+  Graph g;
+  Value* x = g.AddInput("x", {DType::kInt32, {1, 2, 6, 6, 2}});
+  Value* w = g.AddConstant("w", RandomWords({DType::kInt32, {3, 2, 3, 3, 2, 8}}, 21));
+  auto bias = Tensor::Zeros({DType::kInt32, {24}});
+  for (int i = 0; i < 24; ++i) bias->mutable_data<int32_t>()[i] = 1000 * i - 11000;
+  Value* b = g.AddConstant("b", bias);
+  AttrMap a = ConvAttrs({3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1);
+  a.Set("layout", std::string("NCHW8c"));
+  a.Set("quant", std::string("u8s8"));
+  a.Set("pad_value", int64_t{0x05050505});
+  Node* conv = g.AddNode(OpKind::kConv, "conv", {x, w, b}, {{DType::kInt32, {1, 3, 3, 3, 8}}}, a);
+  AttrMap to_f32, to_u8;
+  to_f32.Set("to", int64_t{1});
+  to_u8.Set("to", int64_t{2});
+  Node* f = g.AddNode(OpKind::kCast, "f", {conv->output(0)}, {F32({1, 3, 3, 3, 8})}, to_f32);
+  Value* scale = g.AddConstant("s", FromFloats(F32({}), {0.002f}));
+  Value* lo = g.AddConstant("lo", FromFloats(F32({}), {0.0f}));
+  Value* hi = g.AddConstant("hi", FromFloats(F32({}), {255.0f}));
+  Node* mul = g.AddNode(OpKind::kMul, "mul", {f->output(0), scale}, {F32({1, 3, 3, 3, 8})});
+  Node* clip = g.AddNode(OpKind::kClip, "clip", {mul->output(0), lo, hi}, {F32({1, 3, 3, 3, 8})});
+  Node* q =
+      g.AddNode(OpKind::kCast, "q", {clip->output(0)}, {{DType::kUInt8, {1, 3, 3, 3, 8}}}, to_u8);
+  const std::vector<const Node*> nodes = {conv, f, mul, clip, q};
+  const ValueMap inputs = {{x, RandomWords(x->type(), 22)}};
+  auto kernel = LowerGroup(nodes, "k");
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  const std::string text = loop::PrintFunc(kernel->func);
+  EXPECT_THAT(text, HasSubstr("dot4_u8s8(%xpad[n, icb, ((oh * 2) + kh), ((ow * 2) + kw), ic], "
+                              "%in1[ocb, icb, kh, kw, ic, oc])"));
+  EXPECT_THAT(text, HasSubstr("84215045:i32"));  // the padding word 0x05050505
+  EXPECT_THAT(text, HasSubstr("workspace"));
+  auto got = testing::RunKernel(*kernel, inputs);
+  ASSERT_TRUE(got.ok()) << got.status() << "\n" << text;
+  TensorPtr want = Reference(nodes, inputs);
+  ASSERT_NE(want, nullptr);
+  ASSERT_EQ((*got)->type, want->type);
+  EXPECT_EQ((*got)->bytes, want->bytes) << text;
+  int nonzero = 0, saturated = 0;  // the values exercise the whole uint8 range
+  for (uint8_t v : want->bytes) nonzero += v != 0, saturated += v == 255;
+  EXPECT_GT(nonzero, 20);
+  EXPECT_GT(saturated, 0);
+}
+
+// Bitcast copied as a kernel (where it cannot be a view): little-endian words of 4 bytes.
+TEST(LowerLayoutTest, BitcastAssemblesLittleEndianWords) {
+  Graph g;
+  Value* x = g.AddInput("x", {DType::kUInt8, {2, 8}});
+  AttrMap a;
+  a.Set("to", int64_t{6});
+  Node* bc = g.AddNode(OpKind::kBitcast, "bc", {x}, {{DType::kInt32, {2, 2}}}, a);
+  auto in = Tensor::Zeros(x->type());
+  for (int i = 0; i < 16; ++i) in->mutable_data<uint8_t>()[i] = static_cast<uint8_t>(17 * i + 3);
+  auto kernel = LowerGroup({bc}, "k");
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  auto got = testing::RunKernel(*kernel, {{x, in}});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ((*got)->bytes, in->bytes);
+  EXPECT_EQ((*got)->data<uint32_t>()[0], 0x36251403u);
 }
 
 TEST(LowerGemmTest, TransposedAlphaBetaBroadcastC) {

@@ -33,10 +33,13 @@ class Epilogue {
   /// kUnimplemented unless the result dtype equals the anchor's (needed by ops that accumulate
   /// in the result buffer).
   absl::Status CheckSameDType(const graph::Node& anchor) const;
-  /// A nest "epi.d0", ... over the result: out = Apply(pre(out)). `pre` may be null (identity);
-  /// returns null when there is nothing to do (no consumers and no `pre`).
+  /// A nest "epi.d0", ... over the result: out = Apply(pre(src)), where `src` is the buffer the
+  /// anchor accumulated into (null: out itself; an accumulator workspace of the anchor's dtype
+  /// when the epilogue changes it). `pre` may be null (identity); returns null when there is
+  /// nothing to do (no consumers, no `pre` and src is out).
   absl::StatusOr<loop::Stmt> FinalNest(
-      const std::function<loop::Expr(loop::Expr, const std::vector<loop::Expr>&)>& pre) const;
+      const std::function<loop::Expr(loop::Expr, const std::vector<loop::Expr>&)>& pre,
+      loop::BufferRef src = nullptr) const;
 
  private:
   KernelBuilder& builder_;

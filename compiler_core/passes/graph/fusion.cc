@@ -4,10 +4,11 @@
 // What: walks the nodes in topological order; the first node not yet in a group anchors a new
 //   group (ids 0, 1, 2, ... in that order) and then absorbs consumers one at a time while the
 //   chain rule in fusion.h holds: the candidate is the single user of the previous member's
-//   output, is elementwise/broadcast, produces the anchor's output type, and the previous output
-//   is not a graph output. Opaque and view ops are singleton groups. A candidate whose other
-//   operands are not yet computed by an earlier group is left for a later group, so executing
-//   the groups in id order is always valid.
+//   output, is elementwise/broadcast, produces the anchor's output shape (and dtype, unless the
+//   anchor is elementwise or a blocked conv, whose lowerings allow a dtype-changing epilogue),
+//   and the previous output is not a graph output. Opaque and view ops are singleton groups. A
+//   candidate whose other operands are not yet computed by an earlier group is left for a later
+//   group, so executing the groups in id order is always valid.
 // Requires: a verified graph in topological order. May run again: ids are recomputed.
 // Guarantees: every node has a group id >= 0; the node order is unchanged; deterministic.
 //
@@ -43,12 +44,22 @@ bool CanBeConsumer(const Node& node) {
 
 using GroupMap = std::unordered_map<const Node*, int>;  // queried only, never iterated
 
-/// The next chain member after `prev` in a group whose anchor output type is `type`, or nullptr.
+/// May the epilogue of a group anchored at `anchor` change the dtype (its lowering computes
+/// the anchor's result apart from the group's output)? Elementwise anchors compute one
+/// expression per element; blocked convs accumulate into a workspace of their own dtype.
+bool AllowsDTypeChange(const Node& anchor) {
+  FusionClass fc = anchor.info().fusion_class;
+  return fc == FusionClass::kElementwise || fc == FusionClass::kBroadcast ||
+         (anchor.op() == OpKind::kConv && anchor.attrs().Has("layout"));
+}
+
+/// The next chain member after `prev` in a group whose anchor output type is `type` (its dtype
+/// may change along the chain where `dtype_may_change`), or nullptr.
 /// Besides the contract in fusion.h, every other input of the candidate must already be computed
 /// by an earlier group or by the chain so far, so running the groups in id order is always valid
 /// (e.g. a residual Add whose second operand is produced later joins that later group instead).
 Node* NextInChain(const Graph& graph, const Node& prev, const TensorType& type,
-                  const GroupMap& group) {
+                  bool dtype_may_change, const GroupMap& group) {
   for (size_t i = 1; i < prev.outputs().size(); ++i) {
     if (!IsUnused(graph, prev.output(static_cast<int>(i)))) return nullptr;
   }
@@ -58,7 +69,11 @@ Node* NextInChain(const Graph& graph, const Node& prev, const TensorType& type,
   if (users.size() != 1) return nullptr;
   Node* next = users[0];
   if (group.count(next) != 0) return nullptr;
-  if (!CanBeConsumer(*next) || next->output(0)->type() != type) return nullptr;
+  if (!CanBeConsumer(*next)) return nullptr;
+  const TensorType& next_type = next->output(0)->type();
+  if (next_type.shape != type.shape || (!dtype_may_change && next_type.dtype != type.dtype)) {
+    return nullptr;
+  }
   for (const Value* in : next->inputs()) {
     if (in == nullptr || in == out || in->producer() == nullptr) continue;
     if (group.count(in->producer()) == 0) return nullptr;
@@ -83,8 +98,9 @@ std::vector<int> ComputeGroups(const Graph& graph) {
     result.push_back(id);
     if (!CanTakeConsumers(*node) || node->outputs().empty()) continue;
     const TensorType& type = node->output(0)->type();
-    for (Node* member = NextInChain(graph, *node, type, group); member != nullptr;
-         member = NextInChain(graph, *member, type, group)) {
+    const bool dtype_may_change = AllowsDTypeChange(*node);
+    for (Node* member = NextInChain(graph, *node, type, dtype_may_change, group); member != nullptr;
+         member = NextInChain(graph, *member, type, dtype_may_change, group)) {
       group[member] = id;
     }
   }

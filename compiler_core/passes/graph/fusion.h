@@ -13,8 +13,10 @@ namespace kiln::passes {
 ///  - afterwards EVERY node has a group id >= 0 (any earlier ids are recomputed);
 ///  - groups are numbered 0, 1, 2, ... in the topological order of their anchors;
 ///  - a group is an anchor followed by a chain c1, c2, ... where each ci has fusion class
-///    kElementwise or kBroadcast and one output, ci's output type (shape and dtype) equals the
-///    anchor's output 0 type, ci reads the previous member's output 0 (the anchor's for c1), and
+///    kElementwise or kBroadcast and one output, ci's output shape equals the anchor's output 0
+///    shape, and so does its dtype unless the anchor is elementwise/broadcast or a blocked Conv
+///    (an int8 conv's requantization to uint8 joins its group), ci reads the previous member's
+///    output 0 (the anchor's for c1), and
 ///    that output has exactly one user (ci), is not a graph output, and the previous member's
 ///    other outputs are unused;
 ///  - kOpaque ops and view ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity) never take

@@ -49,9 +49,9 @@ graph @g(%0 "x": f32[1,2,4,4]) -> (%10 "y") {
 TEST(FusionTest, ChainStopsAtTypeChangeSharedOutputGraphOutputAndOpaqueOrViewAnchors) {
   auto out = RunPassOnText("fusion", R"(
 graph @g(%0 "x": f32[1,4]) -> (%6 "a", %8 "b", %10 "c") {
-  %1 = const f32[3,4] splat<1.0>
-  %2 = Add(%0, %1) : f32[3,4]
-  %3 = Cast(%2) {to=7} : i64[3,4]
+  %1 = const f32[4,3] splat<1.0>
+  %2 = MatMul(%0, %1) : f32[1,3]
+  %3 = Cast(%2) {to=7} : i64[1,3]
   %4 = Exp(%0) : f32[1,4]
   %5 = Neg(%4) : f32[1,4]
   %6 = Sigmoid(%4) : f32[1,4]
@@ -66,9 +66,9 @@ graph @g(%0 "x": f32[1,4]) -> (%6 "a", %8 "b", %10 "c") {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(*out,
             "graph @g(%0 \"x\": f32[1,4]) -> (%6 \"a\", %8 \"b\", %10 \"c\") {\n"
-            "  %1 = const f32[3,4] splat<1.0>\n"
-            "  %2 = Add(%0, %1) : f32[3,4] group=0\n"
-            "  %3 = Cast(%2) {to=7} : i64[3,4] group=1\n"
+            "  %1 = const f32[4,3] splat<1.0>\n"
+            "  %2 = MatMul(%0, %1) : f32[1,3] group=0\n"
+            "  %3 = Cast(%2) {to=7} : i64[1,3] group=1\n"
             "  %4 = Exp(%0) : f32[1,4] group=2\n"
             "  %5 = Neg(%4) : f32[1,4] group=3\n"
             "  %6 = Sigmoid(%4) : f32[1,4] group=4\n"

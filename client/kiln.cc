@@ -55,7 +55,7 @@ constexpr char kUsage[] = R"(usage:
   kiln records import FILE.jsonl --server HOST:PORT
 
 PASS is a graph pass (constant-folding, simplify, fold-batchnorm, matmul-layout, matmul-pack,
-cse, dce, layout-nchwc, conv-u8s8, fusion), "import", "lower"
+cse, dce, layout-nchwc, conv-u8s8, matmul-u8s8, fusion), "import", "lower"
 (loop IR before scheduling), "schedule" (loop IR after scheduling) or "all"; repeatable.
 --input-shape gives a graph input with symbolic dims (dim_param) a concrete shape; a dim_param
 shared by several inputs takes one value, so naming one input may fix the others. kiln check DIR

@@ -194,6 +194,36 @@ TEST(LowerConvTest, U8S8ConvWithRequantizingEpilogue) {
   EXPECT_GT(saturated, 0);
 }
 
+// u8s8 MatMuls on packed words: B in panels of 32 with a tail panel (N = 70) under a batched A
+// sharing it, and a plain B [K/4, N]; exact against the reference.
+TEST(LowerMatMulTest, U8S8PackedAndPlain) {
+  for (const bool packed : {true, false}) {
+    SCOPED_TRACE(packed ? "packed" : "plain");
+    Graph g;
+    const int64_t n = packed ? 70 : 9;
+    Value* a = g.AddInput("a", {DType::kInt32, {3, 2, 10}});
+    const TensorType bt =
+        packed ? TensorType{DType::kInt32, {3, 10, 32}} : TensorType{DType::kInt32, {10, n}};
+    Value* bm = g.AddConstant("b", RandomWords(bt, 31));
+    AttrMap attrs;
+    attrs.Set("quant", std::string("u8s8"));
+    if (packed) {
+      attrs.Set("b_layout", std::string("packed32"));
+      attrs.Set("b_cols", n);
+    }
+    Node* mm = g.AddNode(OpKind::kMatMul, "mm", {a, bm}, {{DType::kInt32, {3, 2, n}}}, attrs);
+    const ValueMap inputs = {{a, RandomWords(a->type(), 32)}};
+    auto kernel = LowerGroup({mm}, "k");
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    EXPECT_THAT(loop::PrintFunc(kernel->func), HasSubstr("dot4_u8s8(%in0["));
+    auto got = testing::RunKernel(*kernel, inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    TensorPtr want = Reference({mm}, inputs);
+    ASSERT_NE(want, nullptr);
+    EXPECT_EQ((*got)->bytes, want->bytes);
+  }
+}
+
 // Bitcast copied as a kernel (where it cannot be a view): little-endian words of 4 bytes.
 TEST(LowerLayoutTest, BitcastAssemblesLittleEndianWords) {
   Graph g;

@@ -2,7 +2,8 @@
 // operands, broadcast batch dims) as init / accumulate / epilogue nests over the result. A B
 // packed in column panels (b_layout="packed<nr>", ir/graph/matmul_packing.h) is read as
 // Bp[j / nr][k][j % nr] with j split into loops jb (panels) and jj (within a panel) plus a tail
-// loop jt, so every index stays affine and jj reads B contiguously.
+// loop jt, so every index stays affine and jj reads B contiguously. A "quant"="u8s8" MatMul
+// (passes/graph/matmul_u8s8.h) multiplies words of four 8-bit values with dot4_u8s8.
 #include <functional>
 
 #include "absl/strings/str_cat.h"
@@ -16,6 +17,13 @@ namespace {
 using loop::Expr;
 using loop::Stmt;
 
+/// a * b, or dot4_u8s8(a, b) for a "quant"="u8s8" MatMul (i32 words of four 8-bit values
+/// along K: A's uint8, B's int8).
+Expr Product(Expr a, Expr b, bool u8s8) {
+  return u8s8 ? loop::Binary(loop::BinaryOp::kDot4U8S8, std::move(a), std::move(b))
+              : std::move(a) * std::move(b);
+}
+
 /// The update nests of out[i, j] += A(i, k) * B[k, j] for an [m, k] × [k, n] product whose B
 /// (`bm`) is packed in panels of `nr`: [i, jb, jj, k] over the n / nr full panels and
 /// [i, jt, k] over the n % nr tail columns of the last panel (either may be absent).
@@ -24,10 +32,10 @@ std::vector<Stmt> PackedUpdateNests(KernelBuilder& b, int64_t m, int64_t n, int6
                                     int64_t nr, loop::BufferRef bm, loop::BufferRef out,
                                     const std::function<Expr(Expr, Expr)>& a_at,
                                     const std::function<std::vector<Expr>(Expr, Expr)>& out_at,
-                                    double alpha, DType dt) {
+                                    double alpha, DType dt, bool u8s8) {
   std::vector<Stmt> nests;
   auto update = [&](Expr i, Expr j, Expr k, std::vector<Expr> b_idx) {
-    Expr prod = a_at(i, k) * loop::Load(bm, std::move(b_idx));
+    Expr prod = Product(a_at(i, k), loop::Load(bm, std::move(b_idx)), u8s8);
     if (alpha != 1) prod = Const(alpha, dt) * prod;
     std::vector<Expr> o = out_at(i, j);
     return loop::Store(out, o, loop::Load(out, o) + prod);
@@ -90,7 +98,11 @@ absl::StatusOr<std::vector<Stmt>> LowerGemm(KernelBuilder& b, const graph::Node&
              [&](Expr i, Expr k) {
                return loop::Load(a, trans_a ? std::vector<Expr>{k, i} : std::vector<Expr>{i, k});
              },
-             [](Expr i, Expr j) { return std::vector<Expr>{i, j}; }, alpha, dt)) {
+             [](Expr i, Expr j) {
+               return std::vector<Expr>{i, j};
+             },
+             alpha, dt,
+             /*u8s8=*/false)) {
       nests.push_back(std::move(s));
     }
   } else {
@@ -144,8 +156,8 @@ std::vector<Expr> Unflatten(const std::vector<int64_t>& dims, const Expr& flat) 
 /// loop of extent batch·M, so the matmul schedule tiles them together instead of running one
 /// short product (often a GEMV, M = 1) per batch over the same B.
 Stmt SharedWeightUpdateNest(KernelBuilder& b, loop::BufferRef a, loop::BufferRef bm,
-                            loop::BufferRef out, const std::vector<int64_t>& os,
-                            int64_t k_extent) {
+                            loop::BufferRef out, const std::vector<int64_t>& os, int64_t k_extent,
+                            bool u8s8) {
   std::vector<loop::Var> vars = b.NewVars("", {"i", "j", "k"});
   std::vector<Expr> idx = Refs(vars);
   const std::vector<int64_t> rows(os.begin(), os.end() - 1);
@@ -155,7 +167,8 @@ Stmt SharedWeightUpdateNest(KernelBuilder& b, loop::BufferRef a, loop::BufferRef
   std::vector<Expr> a_idx = out_idx;
   out_idx.push_back(idx[1]);
   a_idx.push_back(idx[2]);
-  Expr value = loop::Load(out, out_idx) + loop::Load(a, a_idx) * loop::Load(bm, {idx[2], idx[1]});
+  Expr value = loop::Load(out, out_idx) +
+               Product(loop::Load(a, a_idx), loop::Load(bm, {idx[2], idx[1]}), u8s8);
   return Nest(vars, {m, os.back(), k_extent}, loop::Store(out, out_idx, value),
               {false, false, true});
 }
@@ -173,6 +186,10 @@ absl::StatusOr<std::vector<Stmt>> LowerBatchedMatMul(KernelBuilder& b, const gra
   const int64_t nbatch = static_cast<int64_t>(os.size()) - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
   if (nbatch < 0) return NoLowering(node, "this output rank");
   const int64_t k_extent = as.back();
+  const bool u8s8 = node.attrs().GetString("quant", "") == "u8s8";
+  if (u8s8 && (dt != DType::kInt32 || as.size() < 2 || bs.size() < 2)) {
+    return NoLowering(node, "a quant=\"u8s8\" MatMul that is not on i32 word matrices");
+  }
 
   loop::BufferRef a = b.Input(av);
   loop::BufferRef bm = b.Input(bv);
@@ -204,11 +221,11 @@ absl::StatusOr<std::vector<Stmt>> LowerBatchedMatMul(KernelBuilder& b, const gra
                idx.push_back(j);
                return idx;
              },
-             1.0, dt)) {
+             1.0, dt, u8s8)) {
       nests.push_back(std::move(s));
     }
   } else if (nbatch > 0 && bs.size() == 2 && as.size() == os.size()) {
-    nests.push_back(SharedWeightUpdateNest(b, a, bm, out, os, k_extent));
+    nests.push_back(SharedWeightUpdateNest(b, a, bm, out, os, k_extent, u8s8));
   } else {
     std::vector<std::string> unames = names;
     unames.push_back("k");
@@ -220,8 +237,8 @@ absl::StatusOr<std::vector<Stmt>> LowerBatchedMatMul(KernelBuilder& b, const gra
     Expr i = a_vec ? nullptr : idx[nbatch];
     Expr j = b_vec ? nullptr : idx[nbatch + (a_vec ? 0 : 1)];
     Expr value = loop::Load(out, out_idx) +
-                 loop::Load(a, OperandIndices(as, batch, i, k, /*is_a=*/true)) *
-                     loop::Load(bm, OperandIndices(bs, batch, k, j, /*is_a=*/false));
+                 Product(loop::Load(a, OperandIndices(as, batch, i, k, /*is_a=*/true)),
+                         loop::Load(bm, OperandIndices(bs, batch, k, j, /*is_a=*/false)), u8s8);
     std::vector<int64_t> extents = os;
     extents.push_back(k_extent);
     std::vector<bool> reduction(os.size(), false);

@@ -200,6 +200,43 @@ TensorVec UnpackedB(const graph::Node& node, const TensorVec& in) {
   return out;
 }
 
+/// Words of four bytes ([.., m] i32) as their bytes ([.., 4m] i32): zero-extended (uint8) or
+/// sign-extended (int8); along dim `axis` (the last or, for B, the second last) when
+/// `rows` (B [m, N] → [4m, N]).
+TensorPtr WordBytes(const Tensor& words, bool is_signed, bool rows) {
+  Shape s = words.type.shape;
+  const size_t axis = rows ? s.size() - 2 : s.size() - 1;
+  int64_t inner = 1;
+  for (size_t d = axis + 1; d < s.size(); ++d) inner *= s[d];
+  const int64_t m = s[axis], outer = words.type.NumElements() / (m * inner);
+  s[axis] *= 4;
+  auto out = Tensor::Zeros(TensorType{DType::kInt32, s});
+  const uint32_t* src = words.data<uint32_t>();
+  int32_t* dst = out->mutable_data<int32_t>();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t j = 0; j < m; ++j) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const uint32_t w = src[(o * m + j) * inner + i];
+        for (int64_t b = 0; b < 4; ++b) {
+          const auto byte = static_cast<uint8_t>(w >> (8 * b));
+          dst[(o * 4 * m + 4 * j + b) * inner + i] =
+              is_signed ? static_cast<int8_t>(byte) : static_cast<int32_t>(byte);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/// A "quant"="u8s8" MatMul's operands (A words of uint8, B words of int8 along K) as the int32
+/// values they hold, for the plain MatMul kernel.
+TensorVec U8S8Operands(const graph::Node& node, TensorVec in) {
+  if (node.attrs().GetString("quant", "") != "u8s8") return in;
+  in[0] = WordBytes(*in[0], /*is_signed=*/false, /*rows=*/false);
+  in[1] = WordBytes(*in[1], /*is_signed=*/true, /*rows=*/true);
+  return in;
+}
+
 TensorVec EvalGemm(const graph::Node& node, const TensorVec& in) {
   const TensorType& ot = node.output(0)->type();
   bool ta = node.attrs().GetInt("transA", 0) != 0, tb = node.attrs().GetInt("transB", 0) != 0;
@@ -312,7 +349,8 @@ absl::StatusOr<TensorVec> EvalNn(const graph::Node& node, const TensorVec& in) {
     case OpKind::kGlobalMaxPool:
     case OpKind::kGlobalLpPool: return EvalGlobalPool(node, in);
     case OpKind::kGemm: return EvalGemm(node, UnpackedB(node, in));
-    case OpKind::kMatMul: return EvalMatMul(node, UnpackedB(node, in));
+    case OpKind::kMatMul:
+      return EvalMatMul(node, U8S8Operands(node, UnpackedB(node, in)));
     case OpKind::kBatchNormalization: return EvalBatchNorm(node, in);
     case OpKind::kSoftmax:
     case OpKind::kLogSoftmax: return EvalSoftmax(node, in);

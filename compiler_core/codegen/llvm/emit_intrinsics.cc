@@ -212,14 +212,46 @@ llvm::Value* KernelEmitter::EmitDot4U8S8(llvm::Value* acc, llvm::Value* a, llvm:
   // AVX-512 VNNI + VL (Target::HasInt8Dot4 describes the full width).
   const bool vl = target_.HasFeature("avxvnni") ||
                   (target_.HasFeature("avx512vnni") && target_.HasFeature("avx512vl"));
+  // The widest VPDPBUSD that divides the lanes; wider vectors (a matmul's 2-vector panel) go
+  // through it in chunks.
+  unsigned width = 0;
   std::optional<llvm::Intrinsic::ID> id;
-  if (lanes == 16 && target_.HasFeature("avx512vnni"))
+  if (lanes % 16 == 0 && target_.HasFeature("avx512vnni")) {
+    width = 16;
     id = llvm::Intrinsic::x86_avx512_vpdpbusd_512;
-  if (lanes == 8 && vl) id = llvm::Intrinsic::x86_avx512_vpdpbusd_256;
-  if (lanes == 4 && vl) id = llvm::Intrinsic::x86_avx512_vpdpbusd_128;
+  } else if (lanes % 8 == 0 && vl) {
+    width = 8;
+    id = llvm::Intrinsic::x86_avx512_vpdpbusd_256;
+  } else if (lanes % 4 == 0 && vl) {
+    width = 4;
+    id = llvm::Intrinsic::x86_avx512_vpdpbusd_128;
+  }
+  // Chunks are joined pairwise, so their count must be a power of two.
+  if (id && ((lanes / width) & (lanes / width - 1)) != 0) id.reset();
   if (id) {
     if (acc == nullptr) acc = llvm::Constant::getNullValue(a->getType());
-    return b_.CreateIntrinsic(*id, {}, {acc, a, b});
+    if (width == lanes) return b_.CreateIntrinsic(*id, {}, {acc, a, b});
+    auto chunk = [&](llvm::Value* v, unsigned c) {
+      llvm::SmallVector<int, 16> mask;
+      for (unsigned l = 0; l < width; ++l) mask.push_back(static_cast<int>(c * width + l));
+      return b_.CreateShuffleVector(v, mask);
+    };
+    std::vector<llvm::Value*> parts;
+    for (unsigned c = 0; c < lanes / width; ++c) {
+      parts.push_back(b_.CreateIntrinsic(*id, {}, {chunk(acc, c), chunk(a, c), chunk(b, c)}));
+    }
+    // Concatenate pairwise back to `lanes` lanes.
+    while (parts.size() > 1) {
+      std::vector<llvm::Value*> joined;
+      for (size_t p = 0; p + 1 < parts.size(); p += 2) {
+        const auto* vt = llvm::cast<llvm::FixedVectorType>(parts[p]->getType());
+        llvm::SmallVector<int, 64> mask;
+        for (unsigned l = 0; l < 2 * vt->getNumElements(); ++l) mask.push_back(static_cast<int>(l));
+        joined.push_back(b_.CreateShuffleVector(parts[p], parts[p + 1], mask));
+      }
+      parts = std::move(joined);
+    }
+    return parts[0];
   }
   // Portable form: widen the bytes (a zero-, b sign-extended), multiply, add each word's four.
   auto* bytes = llvm::FixedVectorType::get(b_.getInt8Ty(), 4 * lanes);

@@ -12,6 +12,7 @@
 #include "compiler_core/ir/graph/printer.h"
 #include "compiler_core/ir/graph/verifier.h"
 #include "compiler_core/passes/graph/layout_nchwc.h"
+#include "compiler_core/passes/graph/test_util.h"
 #include "compiler_core/reference/evaluator.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -21,6 +22,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+using testing::RandomIntConst;
 
 /// Runs layout-nchwc at `lanes` then conv-u8s8 on `g`; returns whether conv-u8s8 changed it.
 bool RunBoth(graph::Graph& g, int lanes, bool int8_dot4 = true) {
@@ -34,23 +36,12 @@ bool RunBoth(graph::Graph& g, int lanes, bool int8_dot4 = true) {
   return changed.ok() && *changed;
 }
 
-/// A dense<> i32 constant of `shape` with values in [lo, hi].
-std::string IntConst(int id, const std::vector<int64_t>& shape, int lo, int hi, std::mt19937& rng) {
-  std::uniform_int_distribution<int> dist(lo, hi);
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  std::vector<int> values;
-  for (int64_t i = 0; i < n; ++i) values.push_back(dist(rng));
-  return absl::StrCat("  %", id, " = const i32[", absl::StrJoin(shape, ","), "] dense<[",
-                      absl::StrJoin(values, ","), "]>\n");
-}
-
 const char kConv3x3[] = "dilations=[1,1], group=1, kernel_shape=[3,3], pads=[1,1,1,1]";
 
 TEST(ConvU8S8Test, PacksWordsAndFoldsTheZeroPoint) {
   std::mt19937 rng(1);
   std::string ir = "graph @g(%0 \"x\": u8[1,16,6,6]) -> (%6 \"y\") {\n";
-  ir += IntConst(1, {16, 16, 3, 3}, -128, 127, rng);
+  ir += RandomIntConst(1, {16, 16, 3, 3}, -128, 127, rng);
   ir += "  %2 = const i32[] dense<[3]>\n";
   ir += absl::StrCat("  %3 = Cast(%0) {to=6} : i32[1,16,6,6]\n",
                      "  %4 = Sub(%3, %2) : i32[1,16,6,6]\n", "  %5 = Conv(%4, %1) {", kConv3x3,
@@ -73,7 +64,7 @@ TEST(ConvU8S8Test, PacksWordsAndFoldsTheZeroPoint) {
 TEST(ConvU8S8Test, LeavesConvsAloneWithoutADotProductOrOutsideInt8) {
   std::mt19937 rng(2);
   std::string ir = "graph @g(%0 \"x\": u8[1,16,4,4]) -> (%4 \"y\") {\n";
-  ir += IntConst(1, {16, 16, 3, 3}, -300, 300, rng);
+  ir += RandomIntConst(1, {16, 16, 3, 3}, -300, 300, rng);
   ir += absl::StrCat("  %3 = Cast(%0) {to=6} : i32[1,16,4,4]\n", "  %4 = Conv(%3, %1) {", kConv3x3,
                      ", strides=[1,1]} : i32[1,16,4,4]\n", "  return %4\n}\n");
   auto wide = graph::ParseGraph(ir);
@@ -82,7 +73,7 @@ TEST(ConvU8S8Test, LeavesConvsAloneWithoutADotProductOrOutsideInt8) {
 
   std::string fits = ir;
   fits.replace(fits.find("  %1 = "), fits.find("  %3 = ") - fits.find("  %1 = "),
-               IntConst(1, {16, 16, 3, 3}, -128, 127, rng));
+               RandomIntConst(1, {16, 16, 3, 3}, -128, 127, rng));
   auto no_vnni = graph::ParseGraph(fits);
   ASSERT_TRUE(no_vnni.ok()) << no_vnni.status();
   EXPECT_FALSE(RunBoth(**no_vnni, 16, /*int8_dot4=*/false));
@@ -98,9 +89,11 @@ void ExpectSameOutputs(int lanes) {
   std::mt19937 rng(11);
   std::string ir =
       "graph @g(%0 \"x\": u8[1,3,9,9]) -> (%10 \"a\", %19 \"b\", %26 \"c\", %28 \"d\") {\n";
-  ir += IntConst(1, {16, 3, 3, 3}, -128, 127, rng) + IntConst(2, {16}, -1000, 1000, rng) +
-        IntConst(3, {20, 16, 3, 3}, -128, 127, rng) + IntConst(4, {16, 20, 1, 1}, -128, 127, rng) +
-        IntConst(5, {16, 16, 3, 3}, -129, 128, rng);
+  ir += RandomIntConst(1, {16, 3, 3, 3}, -128, 127, rng) +
+        RandomIntConst(2, {16}, -1000, 1000, rng) +
+        RandomIntConst(3, {20, 16, 3, 3}, -128, 127, rng) +
+        RandomIntConst(4, {16, 20, 1, 1}, -128, 127, rng) +
+        RandomIntConst(5, {16, 16, 3, 3}, -129, 128, rng);
   ir += absl::StrCat(
       "  %6 = const i32[] dense<[5]>\n  %7 = const i32[] dense<[7]>\n",
       "  %8 = Cast(%0) {to=6} : i32[1,3,9,9]\n", "  %9 = Sub(%8, %6) : i32[1,3,9,9]\n",

@@ -17,6 +17,7 @@
 #include "compiler_core/passes/graph/layout_nchwc.h"
 #include "compiler_core/passes/graph/matmul_layout.h"
 #include "compiler_core/passes/graph/matmul_pack.h"
+#include "compiler_core/passes/graph/matmul_u8s8.h"
 #include "compiler_core/passes/graph/simplify.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -41,6 +42,10 @@ std::unique_ptr<GraphPass> MakeConvU8S8(const PipelineOptions& options) {
   return std::make_unique<ConvU8S8>(ConvU8S8Options{options.int8_dot4});
 }
 
+std::unique_ptr<GraphPass> MakeMatMulU8S8(const PipelineOptions& options) {
+  return std::make_unique<MatMulU8S8>(MatMulU8S8Options{options.f32_lanes, options.int8_dot4});
+}
+
 std::unique_ptr<GraphPass> MakeMatMulPack(const PipelineOptions& options) {
   return std::make_unique<MatMulPack>(
       MatMulPackOptions{options.f32_lanes, options.pack_matmul_weights});
@@ -57,6 +62,7 @@ constexpr PassEntry kPasses[] = {
     {"dce", &Make<DeadCodeElimination>},
     {"layout-nchwc", &MakeLayoutNchwc},
     {"conv-u8s8", &MakeConvU8S8},
+    {"matmul-u8s8", &MakeMatMulU8S8},
     {"fusion", &Make<OperatorFusion>},
 };
 

@@ -26,7 +26,8 @@ class GraphPass {
 
 struct PipelineOptions;
 /// Creates the pass registered as `name` (nullptr if none): "constant-folding", "dce", "cse",
-/// "fold-batchnorm", "layout-nchwc", "conv-u8s8", "fusion". Target-dependent passes take their
+/// "fold-batchnorm", "layout-nchwc", "conv-u8s8", "matmul-u8s8",
+/// "fusion". Target-dependent passes take their
 /// options from `options` (default: an AVX-512 target).
 std::unique_ptr<GraphPass> CreatePass(std::string_view name);
 std::unique_ptr<GraphPass> CreatePass(std::string_view name, const PipelineOptions& options);
@@ -44,7 +45,7 @@ struct PipelineOptions {
   /// Whether matmul-pack packs constant matmul weights into panels of 2 × f32_lanes.
   bool pack_matmul_weights = true;
   /// Whether the target has a 4-way u8 x s8 dot product (Target::HasInt8Dot4): enables the
-  /// conv-u8s8 pass.
+  /// conv-u8s8 and matmul-u8s8 passes.
   bool int8_dot4 = false;
   /// Receives each pass's time ("pass: <name>") and the verifier's after it ("verify: graph
   /// after <name>"), in ms.

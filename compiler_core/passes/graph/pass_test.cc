@@ -20,9 +20,10 @@ std::unique_ptr<graph::Graph> Parse(std::string_view ir) {
 }
 
 TEST(PassRegistryTest, CreatesEveryRegisteredPassByName) {
-  EXPECT_THAT(RegisteredPassNames(),
-              ElementsAre("constant-folding", "simplify", "fold-batchnorm", "matmul-layout",
-                          "matmul-pack", "cse", "dce", "layout-nchwc", "conv-u8s8", "fusion"));
+  EXPECT_THAT(
+      RegisteredPassNames(),
+      ElementsAre("constant-folding", "simplify", "fold-batchnorm", "matmul-layout", "matmul-pack",
+                  "cse", "dce", "layout-nchwc", "conv-u8s8", "matmul-u8s8", "fusion"));
   EXPECT_EQ(DefaultPassPipeline(), RegisteredPassNames());
   for (const std::string& name : RegisteredPassNames()) {
     std::unique_ptr<GraphPass> pass = CreatePass(name);
@@ -39,7 +40,8 @@ TEST(RunPassesTest, UnknownPassFailsBeforeRunningAnything) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(),
             "unknown pass 'dcee' (registered: constant-folding, simplify, fold-batchnorm, "
-            "matmul-layout, matmul-pack, cse, dce, layout-nchwc, conv-u8s8, fusion)");
+            "matmul-layout, matmul-pack, cse, dce, layout-nchwc, conv-u8s8, matmul-u8s8, "
+            "fusion)");
   EXPECT_EQ(graph->nodes()[0]->fusion_group(), -1);
 }
 

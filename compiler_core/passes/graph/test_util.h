@@ -3,12 +3,14 @@
 #ifndef KILN_COMPILER_CORE_PASSES_GRAPH_TEST_UTIL_H_
 #define KILN_COMPILER_CORE_PASSES_GRAPH_TEST_UTIL_H_
 
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "compiler_core/ir/graph/parser.h"
 #include "compiler_core/ir/graph/printer.h"
 #include "compiler_core/passes/graph/pass.h"
@@ -29,6 +31,18 @@ inline absl::StatusOr<std::string> RunPassOnText(std::string_view pass_name, std
   if (!result.ok()) return result.status();
   if (changed != nullptr) *changed = *result;
   return graph::PrintGraph(**graph);
+}
+
+/// The IR line of a dense<> i32 constant %`id` of `shape` with values uniform in [lo, hi].
+inline std::string RandomIntConst(int id, const std::vector<int64_t>& shape, int lo, int hi,
+                                  std::mt19937& rng) {
+  std::uniform_int_distribution<int> dist(lo, hi);
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<int> values;
+  for (int64_t i = 0; i < n; ++i) values.push_back(dist(rng));
+  return absl::StrCat("  %", id, " = const i32[", absl::StrJoin(shape, ","), "] dense<[",
+                      absl::StrJoin(values, ","), "]>\n");
 }
 
 }  // namespace kiln::passes::testing

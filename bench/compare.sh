@@ -47,5 +47,17 @@ if [[ ! -f "$INT8_DIR/model.onnx" ]]; then
   cp tests/data/resnet18_int8/output_0.pb "$INT8_DIR/test_data_set_0/"
 fi
 
+# The dynamic int8 row: the transformer encoder quantized as ORT's quantize_dynamic does
+# (scripts/dynamic_quantize.py: DynamicQuantizeLinear -> MatMulInteger), run by both on the same
+# file (ORT fuses each pair into its DynamicQuantizeMatMul kernel).
+DYN_DIR=bench/.int8/transformer_encoder_dynint8
+if [[ ! -f "$DYN_DIR/model.onnx" ]]; then
+  mkdir -p "$DYN_DIR/test_data_set_0"
+  /usr/bin/python3 scripts/dynamic_quantize.py ../shared/models/transformer_encoder/model.onnx \
+    "$DYN_DIR/model.onnx" >&2
+  cp ../shared/models/transformer_encoder/test_data_set_0/input_0.pb "$DYN_DIR/test_data_set_0/"
+  cp tests/data/transformer_encoder_dynint8/output_0.pb "$DYN_DIR/test_data_set_0/"
+fi
+
 exec node bench/ort_bench.mjs --kiln-bin "$BIN" --ort-dir "$ORT_DIR" --models ../shared/models \
-  --extra-model "$INT8_DIR" "$@"
+  --extra-model "$INT8_DIR" --extra-model "$DYN_DIR" "$@"

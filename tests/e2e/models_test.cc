@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -12,10 +13,9 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "client/check.h"
 #include "compiler_core/importer/onnx/tensor_file.h"
 #include "onnx/onnx_pb.h"
-
-#include "client/check.h"
 #include "tests/e2e/shared_data.h"
 
 namespace kiln {
@@ -286,6 +286,120 @@ TEST(ModelsTest, DynamicInt8TransformerMatchesOnnxRuntime) {
   ASSERT_TRUE(float_report.ok()) << float_report.status();
   EXPECT_FALSE(float_report->outputs[0].pass);
   EXPECT_GT(float_report->outputs[0].max_abs_error, 1.5e-2);
+  std::filesystem::remove_all(dir);
+}
+
+// A QDQ MatMul as ORT's quantize_static writes one (DequantizeLinear of a uint8 activation and
+// of an int8 per-column weight, MatMul, QuantizeLinear) is fused into QLinearMatMul at import
+// and runs as an integer product (matmul-u8s8 on VNNI): its uint8 output equals, exactly, the
+// integer arithmetic y = saturate(round(acc * (sa * sb[n] / sy)) + zy) with
+// acc = sum_k (a - za) (b - zb), computed here; the float reading of the QDQ graph would round
+// twice and differ.
+TEST(ModelsTest, QdqMatMulRunsAsAnIntegerProduct) {
+  constexpr int64_t M = 6, K = 36, N = 40;
+  const float sa = 0.05f, sy = 0.09f;
+  const uint8_t za = 3, zy = 7;
+  std::vector<float> sb(N);
+  std::vector<int8_t> b(K * N);
+  std::vector<uint8_t> a(M * K);
+  uint32_t seed = 99;
+  auto next = [&] { return seed = seed * 1664525u + 1013904223u; };
+  for (int64_t n = 0; n < N; ++n) sb[n] = 0.002f + 0.0001f * static_cast<float>(n);
+  for (auto& v : b) v = static_cast<int8_t>(static_cast<int>(next() % 255) - 127);
+  for (auto& v : a) v = static_cast<uint8_t>(next() >> 24);
+
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = model.mutable_graph();
+  g->set_name("qdq_matmul");
+  auto add_io = [](onnx::ValueInfoProto* v, const std::string& name, int type,
+                   std::vector<int64_t> dims) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(type);
+    for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  add_io(g->add_input(), "a", onnx::TensorProto::UINT8, {M, K});
+  add_io(g->add_output(), "y", onnx::TensorProto::UINT8, {M, N});
+  auto init = [&](const std::string& name, int type, std::vector<int64_t> dims, const void* data,
+                  size_t bytes) {
+    onnx::TensorProto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(type);
+    for (int64_t d : dims) t->add_dims(d);
+    t->set_raw_data(std::string(static_cast<const char*>(data), bytes));
+  };
+  const std::vector<int8_t> zb(N, 0);
+  init("sa", onnx::TensorProto::FLOAT, {}, &sa, 4);
+  init("za", onnx::TensorProto::UINT8, {}, &za, 1);
+  init("b", onnx::TensorProto::INT8, {K, N}, b.data(), b.size());
+  init("sb", onnx::TensorProto::FLOAT, {N}, sb.data(), 4 * N);
+  init("zb", onnx::TensorProto::INT8, {N}, zb.data(), N);
+  init("sy", onnx::TensorProto::FLOAT, {}, &sy, 4);
+  init("zy", onnx::TensorProto::UINT8, {}, &zy, 1);
+  auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) {
+    onnx::NodeProto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(out);
+    for (const std::string& i : in) n->add_input(i);
+    n->add_output(out);
+    return n;
+  };
+  node("DequantizeLinear", {"a", "sa", "za"}, "a_dq");
+  onnx::AttributeProto* axis = node("DequantizeLinear", {"b", "sb", "zb"}, "b_dq")->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(1);
+  node("MatMul", {"a_dq", "b_dq"}, "mm");
+  node("QuantizeLinear", {"mm", "sy", "zy"}, "y");
+
+  std::vector<uint8_t> want(M * N);
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t n = 0; n < N; ++n) {
+      int32_t acc = 0;
+      for (int64_t k = 0; k < K; ++k) acc += (a[m * K + k] - za) * b[k * N + n];
+      const float multiplier = sa * sb[n] / sy;
+      const float q = std::nearbyint(static_cast<float>(acc) * multiplier) + zy;
+      want[m * N + n] = static_cast<uint8_t>(std::clamp(q, 0.0f, 255.0f));
+    }
+  }
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("kiln_qdq_matmul_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir / "test_data_set_0");
+  {
+    std::ofstream f(dir / "model.onnx", std::ios::binary);
+    ASSERT_TRUE(model.SerializeToOstream(&f));
+  }
+  auto tensor = [](std::vector<int64_t> dims, const std::vector<uint8_t>& bytes) {
+    auto t = Tensor::Zeros(TensorType{DType::kUInt8, std::move(dims)});
+    t->bytes = bytes;
+    return *t;
+  };
+  ASSERT_TRUE(importer::WriteTensorFile((dir / "test_data_set_0" / "input_0.pb").string(), "a",
+                                        tensor({M, K}, a))
+                  .ok());
+  ASSERT_TRUE(importer::WriteTensorFile((dir / "test_data_set_0" / "output_0.pb").string(), "y",
+                                        tensor({M, N}, want))
+                  .ok());
+  pipeline::CompileOptions options;
+  options.print_ir_after = {"import"};
+  std::string imported;
+  options.printer = [&](const std::string& stage, const std::string& ir) {
+    if (stage == "import") imported = ir;
+  };
+  auto report = client::CheckModelDir(dir.string(), options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->outputs.size(), 1u);
+  EXPECT_TRUE(report->outputs[0].pass) << report->outputs[0].error;
+  // The product is imported as one int32 MatMul (QLinearMatMul's), not a float one.
+  EXPECT_NE(imported.find(") : i32[6,40]"), std::string::npos) << imported;
+  EXPECT_EQ(imported.find("= MatMul(%"), imported.rfind("= MatMul(%")) << imported;
+  for (const std::string& line : std::vector<std::string>(absl::StrSplit(imported, '\n'))) {
+    if (line.find("= MatMul(") != std::string::npos) {
+      EXPECT_NE(line.find(": i32["), std::string::npos) << line;
+    }
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -1,6 +1,7 @@
 // FuseQdqConvs: DequantizeLinear -> Conv [-> Relu] -> QuantizeLinear, as QDQ quantizers write
 // int8 convolutions, becomes one QLinearConv (an int32 accumulator, exact) [and a Max with the
-// output zero point for the Relu], the arithmetic ONNX Runtime's QDQ transformer runs.
+// output zero point for the Relu], the arithmetic ONNX Runtime's QDQ transformer runs; and
+// DequantizeLinear -> MatMul -> QuantizeLinear one QLinearMatMul.
 #include "compiler_core/importer/onnx/qdq_fusion.h"
 
 #include <map>
@@ -157,6 +158,57 @@ std::optional<std::vector<onnx::NodeProto>> TryFuse(const onnx::GraphProto& g, c
   return out;
 }
 
+// Whether `name` is an initializer of an 8-bit integer type (a zero point of int8 data).
+bool Is8BitInitializer(const GraphIndex& ix, const std::string& name) {
+  auto it = ix.initializers.find(name);
+  return it != ix.initializers.end() && (it->second->data_type() == onnx::TensorProto::UINT8 ||
+                                         it->second->data_type() == onnx::TensorProto::INT8);
+}
+
+// DequantizeLinear(a) -> MatMul(·, DequantizeLinear(b)) -> QuantizeLinear as one QLinearMatMul
+// (per-tensor a and y, per-tensor or per-column b; 8-bit zero points on both), or nullopt.
+std::optional<std::vector<onnx::NodeProto>> TryFuseMatMul(const onnx::GraphProto& g,
+                                                          const GraphIndex& ix,
+                                                          const onnx::NodeProto& q) {
+  if (q.input_size() < 3 || q.input(2).empty()) return std::nullopt;
+  auto pit = ix.producer.find(q.input(0));
+  if (pit == ix.producer.end() || ix.uses.at(q.input(0)) != 1 || ix.outputs.count(q.input(0))) {
+    return std::nullopt;
+  }
+  const onnx::NodeProto& mm = g.node(pit->second);
+  if (mm.op_type() != "MatMul" || !mm.domain().empty() || mm.input_size() != 2) {
+    return std::nullopt;
+  }
+  const onnx::NodeProto* da = DequantizeOf(g, ix, mm.input(0));
+  const onnx::NodeProto* db = DequantizeOf(g, ix, mm.input(1));
+  if (da == nullptr || db == nullptr || da->input_size() < 3 || db->input_size() < 3 ||
+      !Is8BitInitializer(ix, da->input(2)) || !Is8BitInitializer(ix, db->input(2))) {
+    return std::nullopt;
+  }
+  std::optional<std::vector<float>> sa = FloatValues(ix, da->input(1));
+  std::optional<std::vector<float>> sb = FloatValues(ix, db->input(1));
+  std::optional<std::vector<float>> sy = FloatValues(ix, q.input(1));
+  if (!sa || !sb || !sy || sa->size() != 1 || sy->size() != 1) return std::nullopt;
+  if (sb->size() > 1) {
+    // Per column: a 2-D constant b quantized along its last axis.
+    auto bit = ix.initializers.find(db->input(0));
+    if (bit == ix.initializers.end() || bit->second->dims_size() != 2) return std::nullopt;
+    const int64_t axis = AxisOf(*db);
+    if ((axis != 1 && axis != -1) || static_cast<int64_t>(sb->size()) != bit->second->dims(1)) {
+      return std::nullopt;
+    }
+  }
+  onnx::NodeProto fused;
+  fused.set_op_type("QLinearMatMul");
+  fused.set_name(mm.name().empty() ? q.output(0) + "/qlinearmatmul" : mm.name());
+  for (const std::string& in : {da->input(0), da->input(1), da->input(2), db->input(0),
+                                db->input(1), db->input(2), q.input(1), q.input(2)}) {
+    fused.add_input(in);
+  }
+  fused.add_output(q.output(0));
+  return std::vector<onnx::NodeProto>{fused};
+}
+
 // Removes the nodes of `g` none of whose outputs is read (by a node, a subgraph, or as a graph
 // output), until none is left; ONNX nodes have no side effects.
 void DropDeadNodes(onnx::GraphProto& g) {
@@ -185,13 +237,17 @@ void DropDeadNodes(onnx::GraphProto& g) {
 }  // namespace
 
 int FuseQdqConvs(onnx::GraphProto& g, int opset) {
-  if (opset < 10) return 0;  // QLinearConv
+  if (opset < 10) return 0;  // QLinearConv, QLinearMatMul
   GraphIndex ix = Index(g);
   std::map<int, std::vector<onnx::NodeProto>> replacements;  // Q node index → fused nodes
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& q = g.node(i);
     if (q.op_type() != "QuantizeLinear" || !q.domain().empty()) continue;
-    if (auto fused = TryFuse(g, ix, q, opset)) replacements[i] = std::move(*fused);
+    if (auto fused = TryFuse(g, ix, q, opset)) {
+      replacements[i] = std::move(*fused);
+    } else if (auto mm = TryFuseMatMul(g, ix, q)) {
+      replacements[i] = std::move(*mm);
+    }
   }
   if (replacements.empty()) return 0;
   // Each fused node takes its Q node's place, so the graph stays topologically sorted; the Conv,

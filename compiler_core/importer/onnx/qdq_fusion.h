@@ -18,7 +18,10 @@ namespace kiln::importer {
 /// removed from `graph`, so it is never imported. A pattern whose intermediate values have other
 /// readers, or whose
 /// parameters are not constants, is left as it is. `opset` is the model's default-domain opset
-/// (QLinearConv needs 10, Max on 8-bit integers 12). Returns the number of fused convolutions.
+/// (QLinearConv needs 10, Max on 8-bit integers 12). Also replaces each QuantizeLinear of a
+/// MatMul of two DequantizeLinear'd operands (per-tensor scale for A, per-tensor or per-column
+/// for a constant 2-D B; 8-bit zero point initializers on both) by QLinearMatMul, the same
+/// integer arithmetic for products (MatMul has no bias). Returns the number of fused nodes.
 int FuseQdqConvs(onnx::GraphProto& graph, int opset);
 
 }  // namespace kiln::importer

@@ -290,23 +290,26 @@ TEST(ModelsTest, DynamicInt8TransformerMatchesOnnxRuntime) {
 }
 
 // A QDQ MatMul as ORT's quantize_static writes one (DequantizeLinear of a uint8 activation and
-// of an int8 per-column weight, MatMul, QuantizeLinear) is fused into QLinearMatMul at import
-// and runs as an integer product (matmul-u8s8 on VNNI): its uint8 output equals, exactly, the
-// integer arithmetic y = saturate(round(acc * (sa * sb[n] / sy)) + zy) with
-// acc = sum_k (a - za) (b - zb), computed here; the float reading of the QDQ graph would round
-// twice and differ.
-TEST(ModelsTest, QdqMatMulRunsAsAnIntegerProduct) {
+// of an int8 per-column weight, MatMul, QuantizeLinear), and a QDQ Gemm (weight [N, K] with
+// transB=1 and per-output-channel scales, an int32 bias), are fused at import into integer
+// products (QLinearMatMul; MatMulInteger + bias) and run as such (matmul-u8s8 on VNNI): the
+// uint8 output equals, exactly, the integer arithmetic y = saturate(round(acc * (sa * sb[n] /
+// sy)) + zy) with acc = sum_k (a - za) (b - zb) [+ bias[n]], computed here. The float reading
+// of the QDQ graph rounds twice; the imported graph is checked to hold an int32 product.
+void CheckQdqProduct(bool gemm) {
   constexpr int64_t M = 6, K = 36, N = 40;
   const float sa = 0.05f, sy = 0.09f;
   const uint8_t za = 3, zy = 7;
   std::vector<float> sb(N);
-  std::vector<int8_t> b(K * N);
+  std::vector<int8_t> b(K * N);  // [K, N], or [N, K] for the Gemm (transB=1)
+  std::vector<int32_t> bias(N);
   std::vector<uint8_t> a(M * K);
   uint32_t seed = 99;
   auto next = [&] { return seed = seed * 1664525u + 1013904223u; };
   for (int64_t n = 0; n < N; ++n) sb[n] = 0.002f + 0.0001f * static_cast<float>(n);
   for (auto& v : b) v = static_cast<int8_t>(static_cast<int>(next() % 255) - 127);
   for (auto& v : a) v = static_cast<uint8_t>(next() >> 24);
+  for (auto& v : bias) v = static_cast<int32_t>(next() % 4001) - 2000;
 
   onnx::ModelProto model;
   model.set_ir_version(8);
@@ -333,7 +336,14 @@ TEST(ModelsTest, QdqMatMulRunsAsAnIntegerProduct) {
   const std::vector<int8_t> zb(N, 0);
   init("sa", onnx::TensorProto::FLOAT, {}, &sa, 4);
   init("za", onnx::TensorProto::UINT8, {}, &za, 1);
-  init("b", onnx::TensorProto::INT8, {K, N}, b.data(), b.size());
+  init("b", onnx::TensorProto::INT8, gemm ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N},
+       b.data(), b.size());
+  std::vector<float> sbias(N);
+  for (int64_t n = 0; n < N; ++n) sbias[n] = sa * sb[n];
+  const std::vector<int32_t> zbias(N, 0);
+  init("bias", onnx::TensorProto::INT32, {N}, bias.data(), 4 * N);
+  init("sbias", onnx::TensorProto::FLOAT, {N}, sbias.data(), 4 * N);
+  init("zbias", onnx::TensorProto::INT32, {N}, zbias.data(), 4 * N);
   init("sb", onnx::TensorProto::FLOAT, {N}, sb.data(), 4 * N);
   init("zb", onnx::TensorProto::INT8, {N}, zb.data(), N);
   init("sy", onnx::TensorProto::FLOAT, {}, &sy, 4);
@@ -350,22 +360,39 @@ TEST(ModelsTest, QdqMatMulRunsAsAnIntegerProduct) {
   onnx::AttributeProto* axis = node("DequantizeLinear", {"b", "sb", "zb"}, "b_dq")->add_attribute();
   axis->set_name("axis");
   axis->set_type(onnx::AttributeProto::INT);
-  axis->set_i(1);
-  node("MatMul", {"a_dq", "b_dq"}, "mm");
+  axis->set_i(gemm ? 0 : 1);
+  if (gemm) {
+    onnx::AttributeProto* bias_axis =
+        node("DequantizeLinear", {"bias", "sbias", "zbias"}, "bias_dq")->add_attribute();
+    bias_axis->set_name("axis");
+    bias_axis->set_type(onnx::AttributeProto::INT);
+    bias_axis->set_i(0);
+    onnx::AttributeProto* trans_b =
+        node("Gemm", {"a_dq", "b_dq", "bias_dq"}, "mm")->add_attribute();
+    trans_b->set_name("transB");
+    trans_b->set_type(onnx::AttributeProto::INT);
+    trans_b->set_i(1);
+  } else {
+    node("MatMul", {"a_dq", "b_dq"}, "mm");
+  }
   node("QuantizeLinear", {"mm", "sy", "zy"}, "y");
 
   std::vector<uint8_t> want(M * N);
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t n = 0; n < N; ++n) {
       int32_t acc = 0;
-      for (int64_t k = 0; k < K; ++k) acc += (a[m * K + k] - za) * b[k * N + n];
+      for (int64_t k = 0; k < K; ++k) {
+        acc += (a[m * K + k] - za) * b[gemm ? n * K + k : k * N + n];
+      }
+      if (gemm) acc += bias[n];
       const float multiplier = sa * sb[n] / sy;
       const float q = std::nearbyint(static_cast<float>(acc) * multiplier) + zy;
       want[m * N + n] = static_cast<uint8_t>(std::clamp(q, 0.0f, 255.0f));
     }
   }
   const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("kiln_qdq_matmul_" + std::to_string(getpid()));
+      std::filesystem::temp_directory_path() /
+      (std::string(gemm ? "kiln_qdq_gemm_" : "kiln_qdq_matmul_") + std::to_string(getpid()));
   std::filesystem::create_directories(dir / "test_data_set_0");
   {
     std::ofstream f(dir / "model.onnx", std::ios::binary);
@@ -392,7 +419,8 @@ TEST(ModelsTest, QdqMatMulRunsAsAnIntegerProduct) {
   ASSERT_TRUE(report.ok()) << report.status();
   ASSERT_EQ(report->outputs.size(), 1u);
   EXPECT_TRUE(report->outputs[0].pass) << report->outputs[0].error;
-  // The product is imported as one int32 MatMul (QLinearMatMul's), not a float one.
+  // The product is imported as one int32 MatMul (QLinearMatMul's, MatMulInteger's), not a float
+  // one.
   EXPECT_NE(imported.find(") : i32[6,40]"), std::string::npos) << imported;
   EXPECT_EQ(imported.find("= MatMul(%"), imported.rfind("= MatMul(%")) << imported;
   for (const std::string& line : std::vector<std::string>(absl::StrSplit(imported, '\n'))) {
@@ -402,6 +430,9 @@ TEST(ModelsTest, QdqMatMulRunsAsAnIntegerProduct) {
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST(ModelsTest, QdqMatMulRunsAsAnIntegerProduct) { CheckQdqProduct(/*gemm=*/false); }
+TEST(ModelsTest, QdqGemmRunsAsAnIntegerProduct) { CheckQdqProduct(/*gemm=*/true); }
 
 }  // namespace
 }  // namespace kiln

@@ -1,7 +1,8 @@
 // FuseQdqConvs: DequantizeLinear -> Conv [-> Relu] -> QuantizeLinear, as QDQ quantizers write
 // int8 convolutions, becomes one QLinearConv (an int32 accumulator, exact) [and a Max with the
 // output zero point for the Relu], the arithmetic ONNX Runtime's QDQ transformer runs; and
-// DequantizeLinear -> MatMul -> QuantizeLinear one QLinearMatMul.
+// DequantizeLinear -> MatMul -> QuantizeLinear one QLinearMatMul, and DequantizeLinear -> Gemm
+// [-> QuantizeLinear] an integer product (MatMulInteger) with the same requantization.
 #include "compiler_core/importer/onnx/qdq_fusion.h"
 
 #include <map>
@@ -209,6 +210,123 @@ std::optional<std::vector<onnx::NodeProto>> TryFuseMatMul(const onnx::GraphProto
   return std::vector<onnx::NodeProto>{fused};
 }
 
+// Integer Gemm nodes and the initializers they read.
+struct FusedGemm {
+  std::vector<onnx::NodeProto> nodes;
+  std::vector<onnx::TensorProto> initializers;
+};
+
+// Gemm(DequantizeLinear(x), DequantizeLinear(w) [, DequantizeLinear(bias)]) {alpha=1, beta=1,
+// transA=0}, with `q` its QuantizeLinear (or null: a float result), as
+//   MatMulInteger(x_q, w_q [transposed when transB], x_zp, w_zp) [+ bias_q] -> Cast(float)
+//   -> * multiplier [-> QuantizeLinear(·, 1, y_zp)]
+// where multiplier[n] = x_scale * w_scale[n] / y_scale (float32, in that order: QLinearConv's
+// requantization) or x_scale * w_scale[n] for a float result. The bias must be int32 with zero
+// point 0 and scale x_scale * w_scale exactly. Per-tensor x (and y) scales; per-tensor or
+// per-output-channel w; 8-bit zero point initializers. nullopt when the pattern does not hold.
+std::optional<FusedGemm> TryFuseGemm(const onnx::GraphProto& g, const GraphIndex& ix,
+                                     const onnx::NodeProto& gemm, const onnx::NodeProto* q) {
+  if (gemm.op_type() != "Gemm" || !gemm.domain().empty() || gemm.input_size() < 2) {
+    return std::nullopt;
+  }
+  int64_t trans_b = 0;
+  for (const auto& a : gemm.attribute()) {
+    if ((a.name() == "alpha" || a.name() == "beta") && a.f() != 1.0f) return std::nullopt;
+    if (a.name() == "transA" && a.i() != 0) return std::nullopt;
+    if (a.name() == "transB") trans_b = a.i();
+  }
+  const onnx::NodeProto* dx = DequantizeOf(g, ix, gemm.input(0));
+  const onnx::NodeProto* dw = DequantizeOf(g, ix, gemm.input(1));
+  if (dx == nullptr || dw == nullptr || dx->input_size() < 3 || dw->input_size() < 3 ||
+      !Is8BitInitializer(ix, dx->input(2)) || !Is8BitInitializer(ix, dw->input(2))) {
+    return std::nullopt;
+  }
+  auto wit = ix.initializers.find(dw->input(0));
+  if (wit == ix.initializers.end() || wit->second->dims_size() != 2) return std::nullopt;
+  absl::StatusOr<std::shared_ptr<Tensor>> w = TensorFromProto(*wit->second, "");
+  if (!w.ok() || DTypeSize((*w)->type.dtype) != 1) return std::nullopt;
+  const int64_t rows = (*w)->type.shape[0], cols = (*w)->type.shape[1];
+  const int64_t n = trans_b ? rows : cols;
+  std::optional<std::vector<float>> sx = FloatValues(ix, dx->input(1));
+  std::optional<std::vector<float>> sw = FloatValues(ix, dw->input(1));
+  std::optional<std::vector<float>> sy;
+  if (q != nullptr) {
+    if (q->input_size() < 3 || q->input(2).empty()) return std::nullopt;
+    sy = FloatValues(ix, q->input(1));
+    if (!sy || sy->size() != 1) return std::nullopt;
+  }
+  if (!sx || !sw || sx->size() != 1) return std::nullopt;
+  if (sw->size() > 1) {
+    // Per output channel: w's axis along N.
+    int64_t axis = AxisOf(*dw);
+    if (axis < 0) axis += 2;
+    if (static_cast<int64_t>(sw->size()) != n || axis != (trans_b ? 0 : 1)) return std::nullopt;
+  }
+  auto w_scale = [&](int64_t c) { return (*sw)[sw->size() == 1 ? 0 : c]; };
+  std::string bias;
+  if (gemm.input_size() > 2 && !gemm.input(2).empty()) {
+    const onnx::NodeProto* db = DequantizeOf(g, ix, gemm.input(2));
+    if (db == nullptr || !ix.initializers.count(db->input(0)) ||
+        ix.initializers.at(db->input(0))->data_type() != onnx::TensorProto::INT32 ||
+        !AllZero(ix, *db, 2)) {
+      return std::nullopt;
+    }
+    std::optional<std::vector<float>> sb = FloatValues(ix, db->input(1));
+    if (!sb || (sb->size() != 1 && static_cast<int64_t>(sb->size()) != n)) return std::nullopt;
+    for (int64_t c = 0; c < n; ++c) {
+      if ((*sb)[sb->size() == 1 ? 0 : c] != (*sx)[0] * w_scale(c)) return std::nullopt;
+    }
+    bias = db->input(0);
+  }
+  // The per-column weight zero point of MatMulInteger is [N]; a per-tensor one stays a scalar.
+  const std::string base = (gemm.name().empty() ? gemm.output(0) : gemm.name()) + "/integer_gemm";
+  FusedGemm out;
+  std::string w_name = dw->input(0);
+  if (trans_b) {
+    auto t = Tensor::Zeros(TensorType{(*w)->type.dtype, {cols, rows}});
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) t->bytes[c * rows + r] = (*w)->bytes[r * cols + c];
+    }
+    w_name = base + "/w_transposed";
+    out.initializers.push_back(TensorToProto(w_name, *t));
+  }
+  auto multiplier = Tensor::Zeros(TensorType{DType::kFloat32, {n}});
+  for (int64_t c = 0; c < n; ++c) {
+    const float xw = (*sx)[0] * w_scale(c);
+    multiplier->mutable_data<float>()[c] = q != nullptr ? xw / (*sy)[0] : xw;
+  }
+  out.initializers.push_back(TensorToProto(base + "/multiplier", *multiplier));
+  auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& o) {
+    onnx::NodeProto nd;
+    nd.set_op_type(op);
+    nd.set_name(o);
+    for (const std::string& i : in) nd.add_input(i);
+    nd.add_output(o);
+    out.nodes.push_back(nd);
+    return &out.nodes.back();
+  };
+  node("MatMulInteger", {dx->input(0), w_name, dx->input(2), dw->input(2)}, base + "/acc");
+  std::string acc = base + "/acc";
+  if (!bias.empty()) {
+    node("Add", {acc, bias}, base + "/acc_bias");
+    acc = base + "/acc_bias";
+  }
+  onnx::AttributeProto* to = node("Cast", {acc}, base + "/acc_float")->add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::INT);
+  to->set_i(onnx::TensorProto::FLOAT);
+  if (q == nullptr) {
+    node("Mul", {base + "/acc_float", base + "/multiplier"}, gemm.output(0));
+    return out;
+  }
+  node("Mul", {base + "/acc_float", base + "/multiplier"}, base + "/scaled");
+  auto one = Tensor::Zeros(TensorType{DType::kFloat32, {}});
+  one->mutable_data<float>()[0] = 1.0f;
+  out.initializers.push_back(TensorToProto(base + "/one", *one));
+  node("QuantizeLinear", {base + "/scaled", base + "/one", q->input(2)}, q->output(0));
+  return out;
+}
+
 // Removes the nodes of `g` none of whose outputs is read (by a node, a subgraph, or as a graph
 // output), until none is left; ONNX nodes have no side effects.
 void DropDeadNodes(onnx::GraphProto& g) {
@@ -239,7 +357,9 @@ void DropDeadNodes(onnx::GraphProto& g) {
 int FuseQdqConvs(onnx::GraphProto& g, int opset) {
   if (opset < 10) return 0;  // QLinearConv, QLinearMatMul
   GraphIndex ix = Index(g);
-  std::map<int, std::vector<onnx::NodeProto>> replacements;  // Q node index → fused nodes
+  std::map<int, std::vector<onnx::NodeProto>> replacements;  // node index → fused nodes
+  std::vector<onnx::TensorProto> initializers;
+  std::set<int> fused_gemms;  // Gemm nodes whose QuantizeLinear was fused
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& q = g.node(i);
     if (q.op_type() != "QuantizeLinear" || !q.domain().empty()) continue;
@@ -247,9 +367,26 @@ int FuseQdqConvs(onnx::GraphProto& g, int opset) {
       replacements[i] = std::move(*fused);
     } else if (auto mm = TryFuseMatMul(g, ix, q)) {
       replacements[i] = std::move(*mm);
+    } else if (auto it = ix.producer.find(q.input(0)); it != ix.producer.end() &&
+                                                       ix.uses.at(q.input(0)) == 1 &&
+                                                       !ix.outputs.count(q.input(0))) {
+      if (auto gemm = TryFuseGemm(g, ix, g.node(it->second), &q)) {
+        replacements[i] = std::move(gemm->nodes);
+        for (auto& t : gemm->initializers) initializers.push_back(std::move(t));
+        fused_gemms.insert(it->second);
+      }
+    }
+  }
+  // Gemms of dequantized operands with a float result (a classifier's last layer).
+  for (int i = 0; i < g.node_size(); ++i) {
+    if (fused_gemms.count(i) || g.node(i).op_type() != "Gemm") continue;
+    if (auto gemm = TryFuseGemm(g, ix, g.node(i), nullptr)) {
+      replacements[i] = std::move(gemm->nodes);
+      for (auto& t : gemm->initializers) initializers.push_back(std::move(t));
     }
   }
   if (replacements.empty()) return 0;
+  for (auto& t : initializers) *g.add_initializer() = std::move(t);
   // Each fused node takes its Q node's place, so the graph stays topologically sorted; the Conv,
   // Relu and weight DequantizeLinear nodes it replaces are then dropped (their outputs have no
   // reader any more), so they are never imported.

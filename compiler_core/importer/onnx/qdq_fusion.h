@@ -21,7 +21,13 @@ namespace kiln::importer {
 /// (QLinearConv needs 10, Max on 8-bit integers 12). Also replaces each QuantizeLinear of a
 /// MatMul of two DequantizeLinear'd operands (per-tensor scale for A, per-tensor or per-column
 /// for a constant 2-D B; 8-bit zero point initializers on both) by QLinearMatMul, the same
-/// integer arithmetic for products (MatMul has no bias). Returns the number of fused nodes.
+/// integer arithmetic for products (MatMul has no bias); and each Gemm {alpha=1, beta=1,
+/// transA=0} of a DequantizeLinear'd activation and constant weight (per-tensor or per output
+/// channel, [N, K] with transB=1 or [K, N]) and an int32 bias as above, with or without a
+/// QuantizeLinear after it, by MatMulInteger (weight transposed at compile time when transB)
+/// + bias, Cast, a constant multiplier x_scale * w_scale[n] [/ y_scale] and [QuantizeLinear
+/// with scale 1 and the output zero point]: QLinearConv's arithmetic for a Linear layer.
+/// Returns the number of fused patterns.
 int FuseQdqConvs(onnx::GraphProto& graph, int opset);
 
 }  // namespace kiln::importer

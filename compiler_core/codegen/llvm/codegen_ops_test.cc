@@ -458,6 +458,14 @@ TEST(CodegenOpsTest, Dot4U8S8MatchesItsDefinition) {
   auto ir = EmitLlvmIr({f}, *vnni);
   ASSERT_TRUE(ir.ok()) << ir.status();
   EXPECT_TRUE(absl::StrContains(*ir, "llvm.x86.avx512.vpdpbusd.512")) << *ir;
+  // 256-bit AVX-VNNI (no AVX-512): the 16-lane loops run as two VPDPBUSD ymm halves.
+  auto avx_vnni = ResolveTarget("cpu:alderlake");
+  ASSERT_TRUE(avx_vnni.ok()) << avx_vnni.status();
+  ASSERT_TRUE(avx_vnni->HasInt8Dot4());
+  ir = EmitLlvmIr({f}, *avx_vnni);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  EXPECT_TRUE(absl::StrContains(*ir, "llvm.x86.avx512.vpdpbusd.256")) << *ir;
+  EXPECT_FALSE(absl::StrContains(*ir, "vpdpbusd.512")) << *ir;
   auto no_vnni = ResolveTarget("cpu:skylake-avx512");
   ASSERT_TRUE(no_vnni.ok()) << no_vnni.status();
   EXPECT_FALSE(no_vnni->HasInt8Dot4());

@@ -61,6 +61,26 @@ bool Rewrite(Graph& graph, Node& mm, int64_t nr) {
     }
   }
 
+  // za * -sum_k B[k, n] for a zero point computed at run time ([n], broadcast over rows), made
+  // before the product so that the Add of it can join the product's kernel.
+  Value* runtime_corr = nullptr;
+  if (op->runtime_zero_point != nullptr) {
+    Value* zp = op->runtime_zero_point;
+    Value* ns = graph.AddConstant(mm.name() + "_neg_col_sums_u8s8", std::move(neg_sums));
+    if (zp->type().rank() > 1) {
+      auto shape = Tensor::Zeros(TensorType{DType::kInt64, {1}});
+      shape->mutable_data<int64_t>()[0] = 1;
+      zp = graph
+               .InsertNodeBefore(&mm, OpKind::kReshape, "",
+                                 {zp, graph.AddConstant(mm.name() + "_zp_shape", shape)},
+                                 {TensorType{DType::kInt32, {1}}}, {})
+               ->output(0);
+    }
+    runtime_corr =
+        graph
+            .InsertNodeBefore(&mm, OpKind::kMul, "", {zp, ns}, {TensorType{DType::kInt32, {n}}}, {})
+            ->output(0);
+  }
   Value* u = u8s8::ToUnsigned(graph, mm, op->u);
   Value* a_words = u8s8::BitcastToWords(graph, mm, u);
   Value* bv = graph.AddConstant(b->name() + "_u8s8", std::move(words));
@@ -72,25 +92,7 @@ bool Rewrite(Graph& graph, Node& mm, int64_t nr) {
     result = graph.InsertNodeBefore(&mm, OpKind::kAdd, "", {result, v}, {out}, {})->output(0);
   };
   if (corr != nullptr) add(graph.AddConstant(mm.name() + "_zero_point_u8s8", std::move(corr)));
-  if (op->runtime_zero_point != nullptr) {
-    // za * -sum_k B[k, n] for a zero point computed at run time ([n], broadcast over rows).
-    Value* zp = op->runtime_zero_point;
-    Value* ns = graph.AddConstant(mm.name() + "_neg_col_sums_u8s8", std::move(neg_sums));
-    Value* zflat = zp;
-    if (zp->type().rank() > 1) {
-      auto shape = Tensor::Zeros(TensorType{DType::kInt64, {1}});
-      shape->mutable_data<int64_t>()[0] = 1;
-      zflat = graph
-                  .InsertNodeBefore(&mm, OpKind::kReshape, "",
-                                    {zp, graph.AddConstant(mm.name() + "_zp_shape", shape)},
-                                    {TensorType{DType::kInt32, {1}}}, {})
-                  ->output(0);
-    }
-    add(graph
-            .InsertNodeBefore(&mm, OpKind::kMul, "", {zflat, ns}, {TensorType{DType::kInt32, {n}}},
-                              {})
-            ->output(0));
-  }
+  if (runtime_corr != nullptr) add(runtime_corr);
   graph.ReplaceAllUsesWith(mm.output(0), result);
   graph.RemoveNode(&mm);
   u8s8::RemoveDeadChain(graph, op->chain);

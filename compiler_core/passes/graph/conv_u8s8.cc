@@ -20,7 +20,7 @@ using graph::Value;
 using Shape = std::vector<int64_t>;
 
 /// Rewrites `conv` if it matches (see conv_u8s8.h); returns whether it did.
-bool Rewrite(Graph& graph, Node& conv) {
+bool Rewrite(Graph& graph, Node& conv, std::unordered_map<const Value*, Value*>& converted) {
   if (conv.op() != OpKind::kConv || conv.attrs().Has("quant") ||
       conv.attrs().GetInt("group", 1) != 1 || conv.output(0)->type().dtype != DType::kInt32) {
     return false;
@@ -68,7 +68,7 @@ bool Rewrite(Graph& graph, Node& conv) {
     new_bias->mutable_data<int32_t>()[c] = static_cast<int32_t>(b);
   }
 
-  Value* u = u8s8::ToUnsigned(graph, conv, op->u);
+  Value* u = u8s8::ToUnsigned(graph, conv, op->u, converted);
   if (u->type().rank() == 4) {
     graph::AttrMap attrs;
     attrs.Set("src_layout", std::string("NCHW"));
@@ -99,7 +99,8 @@ absl::StatusOr<bool> ConvU8S8::Run(Graph& graph) {
   KILN_RETURN_IF_ERROR(CheckRunsBeforeFusion(graph, name()));
   if (!options_.int8_dot4) return false;
   bool changed = false;
-  for (Node* node : graph.nodes()) changed |= Rewrite(graph, *node);
+  std::unordered_map<const Value*, Value*> converted;  // i8 values made uint8
+  for (Node* node : graph.nodes()) changed |= Rewrite(graph, *node, converted);
   return changed;
 }
 

@@ -19,7 +19,8 @@ using graph::OpKind;
 using graph::Value;
 
 /// Rewrites `mm` if it matches (see matmul_u8s8.h); returns whether it did.
-bool Rewrite(Graph& graph, Node& mm, int64_t nr) {
+bool Rewrite(Graph& graph, Node& mm, int64_t nr,
+             std::unordered_map<const Value*, Value*>& converted) {
   if (mm.op() != OpKind::kMatMul || mm.attrs().Has("quant") || mm.attrs().Has("b_layout") ||
       mm.output(0)->type().dtype != DType::kInt32) {
     return false;
@@ -81,7 +82,7 @@ bool Rewrite(Graph& graph, Node& mm, int64_t nr) {
             .InsertNodeBefore(&mm, OpKind::kMul, "", {zp, ns}, {TensorType{DType::kInt32, {n}}}, {})
             ->output(0);
   }
-  Value* u = u8s8::ToUnsigned(graph, mm, op->u);
+  Value* u = u8s8::ToUnsigned(graph, mm, op->u, converted);
   Value* a_words = u8s8::BitcastToWords(graph, mm, u);
   Value* bv = graph.AddConstant(b->name() + "_u8s8", std::move(words));
   const TensorType& out = mm.output(0)->type();
@@ -106,7 +107,8 @@ absl::StatusOr<bool> MatMulU8S8::Run(Graph& graph) {
   if (!options_.int8_dot4) return false;
   const int64_t nr = 2 * std::max(1, options_.f32_lanes);
   bool changed = false;
-  for (Node* node : graph.nodes()) changed |= Rewrite(graph, *node, nr);
+  std::unordered_map<const Value*, Value*> converted;  // i8 values made uint8
+  for (Node* node : graph.nodes()) changed |= Rewrite(graph, *node, nr, converted);
   return changed;
 }
 

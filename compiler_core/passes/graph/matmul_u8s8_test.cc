@@ -113,6 +113,26 @@ TEST(MatMulU8S8Test, MatchesReferenceBitForBit) {
   }
 }
 
+TEST(MatMulU8S8Test, SharedInt8OperandIsMadeUnsignedOnce) {
+  std::mt19937 rng(4);
+  std::string ir = "graph @g(%0 \"u\": i8[4,8]) -> (%5 \"y\", %6 \"z\") {\n";
+  ir += RandomIntConst(1, {8, 3}, -128, 127, rng) + RandomIntConst(2, {8, 5}, -128, 127, rng);
+  ir +=
+      "  %3 = Cast(%0) {to=6} : i32[4,8]\n"
+      "  %5 = MatMul(%3, %1) : i32[4,3]\n"
+      "  %6 = MatMul(%3, %2) : i32[4,5]\n"
+      "  return %5, %6\n}\n";
+  std::string out;
+  ExpectExact(ir, true, rng, &out);
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t p = out.find(what); p != std::string::npos; p = out.find(what, p + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("{to=2}"), 1u) << out;  // one uint8(u + 128) for both products
+  EXPECT_EQ(count("quant=\"u8s8\""), 2u) << out;
+}
+
 TEST(MatMulU8S8Test, LeavesProductsAlone) {
   std::mt19937 rng(3);
   {

@@ -40,7 +40,9 @@ std::optional<U8Operand> MatchU8Operand(Value* in) {
   U8Operand op;
   if (Node* sub = ProducerIs(in, OpKind::kSub)) {
     Value* zv = sub->input(1);
-    if (zv == nullptr || zv->type().NumElements() != 1 || zv->type().dtype != DType::kInt32) {
+    // A scalar-like zero point that does not broadcast the operand to a higher rank.
+    if (zv == nullptr || zv->type().NumElements() != 1 || zv->type().dtype != DType::kInt32 ||
+        sub->input(0) == nullptr || sub->output(0)->type() != sub->input(0)->type()) {
       return std::nullopt;
     }
     if (std::optional<int64_t> zp = ScalarConstant(zv)) {
@@ -81,8 +83,10 @@ std::shared_ptr<Tensor> PackWords(const Tensor& w, int64_t outer, int64_t k, int
   return t;
 }
 
-Value* ToUnsigned(graph::Graph& graph, Node& before, Value* u) {
+Value* ToUnsigned(graph::Graph& graph, Node& before, Value* u,
+                  std::unordered_map<const Value*, Value*>& converted) {
   if (u->type().dtype != DType::kInt8) return u;
+  if (auto it = converted.find(u); it != converted.end()) return it->second;
   graph::AttrMap to_i32, to_u8;
   to_i32.Set("to", kInt32Code);
   to_u8.Set("to", kUInt8Code);
@@ -92,8 +96,9 @@ Value* ToUnsigned(graph::Graph& graph, Node& before, Value* u) {
   Value* v = Insert(graph, before, OpKind::kCast, {u}, wide, to_i32);
   v = Insert(graph, before, OpKind::kAdd,
              {v, graph.AddConstant(before.name() + "_u8_offset", std::move(offset))}, wide, {});
-  return Insert(graph, before, OpKind::kCast, {v}, TensorType{DType::kUInt8, u->type().shape},
-                to_u8);
+  v = Insert(graph, before, OpKind::kCast, {v}, TensorType{DType::kUInt8, u->type().shape}, to_u8);
+  converted[u] = v;
+  return v;
 }
 
 Value* BitcastToWords(graph::Graph& graph, Node& before, Value* u) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler_core/ir/graph/graph.h"
@@ -40,8 +41,9 @@ std::shared_ptr<Tensor> PackWords(const Tensor& w, int64_t outer, int64_t k, int
                                   int64_t rows_per_group, std::vector<int64_t>& sums);
 
 /// `u` as uint8 (u8 as it is; i8 as uint8(u + 128) by a Cast/Add/Cast inserted before
-/// `before`).
-graph::Value* ToUnsigned(graph::Graph& graph, graph::Node& before, graph::Value* u);
+/// `before`, once per i8 value: `converted` remembers them across calls of one pass).
+graph::Value* ToUnsigned(graph::Graph& graph, graph::Node& before, graph::Value* u,
+                         std::unordered_map<const graph::Value*, graph::Value*>& converted);
 
 /// A Bitcast of uint8 `u` ([.., 4m]) to i32 words [.., m], before `before`.
 graph::Value* BitcastToWords(graph::Graph& graph, graph::Node& before, graph::Value* u);

@@ -4,7 +4,7 @@
 // -print-ir-after).
 //
 //   kiln-opt [-passes=a,b,c] [-split-input-file] [-print-ir-after=a,b|all] [-verify-each=0|1]
-//            [-schedule=FILE] [-schedule-text=STEPS] [FILE|-]
+//            [-int8-dot4=0|1] [-schedule=FILE] [-schedule-text=STEPS] [FILE|-]
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -39,6 +39,8 @@ constexpr char kUsage[] =
     "  -split-input-file      split the input at '// -----' lines; process each part alone\n"
     "  -print-ir-after=a,b    print the IR to stderr after these passes ('all' for every pass)\n"
     "  -verify-each=0|1       verify the input and the IR after each pass (default: 1)\n"
+    "  -int8-dot4=0|1         the target has a u8 x s8 dot product (VNNI): enables conv-u8s8 and\n"
+    "                         matmul-u8s8 (default: 0)\n"
     "  -schedule=FILE         loop IR: apply the schedule in FILE (one step per line)\n"
     "  -schedule-text=STEPS   loop IR: apply these steps ('split(i, 4); vectorize(i.i)')\n"
     "Loop IR input (a part whose first line is 'func ...') is parsed, verified, scheduled\n"
@@ -52,6 +54,7 @@ struct Options {
   std::vector<std::string> print_after;
   bool split_input_file = false;
   bool verify = true;
+  bool int8_dot4 = false;  // -int8-dot4=
   bool list_passes = false;
   std::string schedule_file;  // -schedule=
   std::string schedule_text;  // -schedule-text=
@@ -78,6 +81,10 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
         options.print_after = SplitList(arg);
       } else if (absl::ConsumePrefix(&arg, "verify-each=")) {
         if (!absl::SimpleAtob(std::string(arg), &options.verify)) {
+          return absl::InvalidArgumentError(absl::StrCat("bad value in -", flag));
+        }
+      } else if (absl::ConsumePrefix(&arg, "int8-dot4=")) {
+        if (!absl::SimpleAtob(std::string(arg), &options.int8_dot4)) {
           return absl::InvalidArgumentError(absl::StrCat("bad value in -", flag));
         }
       } else if (absl::ConsumePrefix(&arg, "schedule=")) {
@@ -161,6 +168,7 @@ absl::Status RunOnGraph(graph::Graph& graph, const Options& options) {
   }
   passes::PipelineOptions pipeline;
   pipeline.verify = options.verify;
+  pipeline.int8_dot4 = options.int8_dot4;
   pipeline.print_after = options.print_after;
   pipeline.printer = [](std::string_view pass, const std::string& ir) {
     std::cout.flush();

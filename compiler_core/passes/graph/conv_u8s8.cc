@@ -87,7 +87,8 @@ bool Rewrite(Graph& graph, Node& conv, std::unordered_map<const Value*, Value*>&
   Value* bv = graph.AddConstant(conv.name() + "_bias_u8s8", std::move(new_bias));
   Node* q = graph.InsertNodeBefore(&conv, OpKind::kConv, conv.name(), {in_words, wv, bv},
                                    {conv.output(0)->type()}, attrs);
-  graph.ReplaceAllUsesWith(conv.output(0), q->output(0));
+  // The rewriter keeps a graph output's name on the new value.
+  Rewriter(graph).ReplaceAllUsesWith(conv.output(0), q->output(0));
   graph.RemoveNode(&conv);
   u8s8::RemoveDeadChain(graph, op->chain);
   return true;

@@ -94,7 +94,8 @@ bool Rewrite(Graph& graph, Node& mm, int64_t nr,
   };
   if (corr != nullptr) add(graph.AddConstant(mm.name() + "_zero_point_u8s8", std::move(corr)));
   if (runtime_corr != nullptr) add(runtime_corr);
-  graph.ReplaceAllUsesWith(mm.output(0), result);
+  // The rewriter keeps a graph output's name on the new value.
+  Rewriter(graph).ReplaceAllUsesWith(mm.output(0), result);
   graph.RemoveNode(&mm);
   u8s8::RemoveDeadChain(graph, op->chain);
   return true;

@@ -81,6 +81,30 @@ ModelBuilder MeanPool() {
   return b;
 }
 
+/// x [S, B, 8] → y [S, B, 12]: a dynamically quantized Linear layer as ORT's quantize_dynamic
+/// writes it (DynamicQuantizeLinear over the whole tensor, MatMulInteger with an int8 weight,
+/// Cast, Mul by the scales); on VNNI the product runs as matmul-u8s8 on words.
+ModelBuilder DynamicInt8Linear() {
+  ModelBuilder b(13);
+  Declare(b.g()->add_input(), "x", {-1, -1, 8});
+  onnx::TensorProto* w = b.g()->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::INT8);
+  w->add_dims(8);
+  w->add_dims(12);
+  std::string bytes;
+  for (int i = 0; i < 8 * 12; ++i) bytes.push_back(static_cast<char>((i * 37) % 255 - 127));
+  w->set_raw_data(bytes);
+  b.Init("w_scale", {}, {0.01f});
+  b.Node("DynamicQuantizeLinear", {"x"}, {"xq", "x_scale", "x_zp"});
+  b.Node("MatMulInteger", {"xq", "w", "x_zp"}, {"acc"});
+  SetInt(b.Node("Cast", {"acc"}, {"accf"}), "to", onnx::TensorProto::FLOAT);
+  b.Node("Mul", {"x_scale", "w_scale"}, {"scale"});
+  b.Node("Mul", {"accf", "scale"}, {"y"});
+  Declare(b.g()->add_output(), "y", {-1, -1, 12});
+  return b;
+}
+
 absl::StatusOr<CompileResult> Compile(const ModelBuilder& b, const importer::InputShapes& max,
                                       const importer::InputShapes& min = {}) {
   CompileOptions options;
@@ -159,6 +183,19 @@ TEST(BoundedDimsTest, MeanOverABoundedDimAveragesTheLengthOnly) {
   ASSERT_TRUE(bounded.ok()) << bounded.status();
   for (const std::vector<int64_t>& shape :
        std::vector<std::vector<int64_t>>{{1, 1, 4}, {2, 7, 4}, {3, 10, 4}}) {
+    ExpectMatchesStatic(b, *bounded, shape);
+  }
+}
+
+// The quantization range is over the run's elements only (the padding is masked out of the
+// min and max), and the int8 product reads the uint8 rows as words through a Bitcast whose
+// outer dims keep their run-time lengths.
+TEST(BoundedDimsTest, DynamicallyQuantizedLinearLayer) {
+  const ModelBuilder b = DynamicInt8Linear();
+  absl::StatusOr<CompileResult> bounded = Compile(b, {{"x", {6, 3, 8}}}, {{"x", {1, 1, 8}}});
+  ASSERT_TRUE(bounded.ok()) << bounded.status();
+  for (const std::vector<int64_t>& shape :
+       std::vector<std::vector<int64_t>>{{1, 1, 8}, {4, 2, 8}, {6, 3, 8}, {5, 1, 8}}) {
     ExpectMatchesStatic(b, *bounded, shape);
   }
 }

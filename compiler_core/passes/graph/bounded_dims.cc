@@ -513,10 +513,19 @@ class Analysis {
         Set(node.output(0), std::move(e));
         return absl::OkStatus();
       }
-      case OpKind::kLayoutTransform:
       case OpKind::kBitcast: {
-        // NCHW <-> NCHW<x>c, and blocked bytes read as words: the batch dim stays dim 0; the
-        // others must be static.
+        // Bytes read as words: every dim but the last keeps its length; the last is static.
+        const Extents in = Get(x);
+        if (in.empty() || !IsStatic(in.back())) {
+          return Unsupported(node, "a bounded last dim (the one its words pack)");
+        }
+        Extents e = in;
+        e.back() = StaticExtents({out_shape.back()})[0];
+        Set(node.output(0), std::move(e));
+        return absl::OkStatus();
+      }
+      case OpKind::kLayoutTransform: {
+        // NCHW <-> NCHW<x>c: the batch dim stays dim 0; the others must be static.
         const Extents in = Get(x);
         for (size_t d = 1; d < in.size(); ++d) {
           if (!IsStatic(in[d])) return Unsupported(node, "a bounded dim other than the batch");

@@ -23,7 +23,8 @@ namespace {
 /// (plain input: x[n, ic, ih, iw]; depthwise: x[n, ocb, ih, iw, oc] * w[ocb, 0, kh, kw, 0, oc]).
 /// With "quant"="u8s8" the operands are i32 words of four 8-bit channels, "ic" iterates words,
 /// the product is dot4_u8s8(x word, w word), and padding reads attribute "pad_value". An
-/// epilogue that changes the dtype reads the sums from an accumulator workspace "acc".
+/// epilogue that changes the dtype reads the sums from an accumulator workspace "acc". A
+/// depthwise "quant"="u8" conv reads uint8 inputs (padded with "pad_value") widened to i32.
 absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph::Node& node,
                                                    const Epilogue& epi) {
   const graph::Value* xv = node.input(0);
@@ -34,11 +35,16 @@ absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph
   if (os.size() != 5 || ws.size() != 6) return NoLowering(node, "this blocked layout");
   const bool blocked_in = xs.size() == 5;
   const bool depthwise = node.attrs().GetInt("group", 1) != 1;
-  const bool u8s8 = node.attrs().GetString("quant", "") == "u8s8";
-  if (u8s8 && (!blocked_in || depthwise || dt != DType::kInt32)) {
-    return NoLowering(node, "a quant=\"u8s8\" conv that is not on blocked i32 words");
+  const std::string quant = node.attrs().GetString("quant", "");
+  const bool u8s8 = quant == "u8s8";
+  const bool u8 = quant == "u8";
+  if ((u8s8 && (!blocked_in || depthwise || dt != DType::kInt32)) ||
+      (u8 && (!blocked_in || !depthwise || dt != DType::kInt32)) ||
+      (!quant.empty() && !u8s8 && !u8)) {
+    return NoLowering(node, absl::StrCat("a quant=\"", quant, "\" conv of these operands"));
   }
-  const Expr pad_value = Const(static_cast<double>(node.attrs().GetInt("pad_value", 0)), dt);
+  const DType xt = xv->type().dtype;  // the input's (and padded workspace's) dtype
+  const Expr pad_value = Const(static_cast<double>(node.attrs().GetInt("pad_value", 0)), xt);
   std::vector<int64_t> strides = node.attrs().GetInts("strides", {1, 1});
   std::vector<int64_t> dilations = node.attrs().GetInts("dilations", {1, 1});
   std::vector<int64_t> pads = node.attrs().GetInts("pads", {0, 0, 0, 0});
@@ -57,7 +63,7 @@ absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph
     std::vector<int64_t> ps = xs;
     ps[2] += pads[0] + pads[2];
     ps[3] += pads[1] + pads[3];
-    src = b.Workspace("xpad", dt, ps);
+    src = b.Workspace("xpad", xt, ps);
     std::vector<std::string> names = {"n", "c", "h", "w"};
     if (blocked_in) names.push_back("cv");
     std::vector<loop::Var> vars = b.NewVars("pad.", names);
@@ -113,9 +119,10 @@ absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph
       in_idx = {idx[0], ic, ih, iw};
     }
     std::vector<Expr> w_idx = {idx[1], icb, kh, kw, ic, idx[4]};
-    Expr product =
-        u8s8 ? loop::Binary(BinaryOp::kDot4U8S8, loop::Load(src, in_idx), loop::Load(w, w_idx))
-             : loop::Load(src, in_idx) * loop::Load(w, w_idx);
+    Expr in_value = loop::Load(src, in_idx);
+    if (u8) in_value = loop::Cast(DType::kInt32, in_value);
+    Expr product = u8s8 ? loop::Binary(BinaryOp::kDot4U8S8, in_value, loop::Load(w, w_idx))
+                        : in_value * loop::Load(w, w_idx);
     Expr value = loop::Load(out, out_idx) + product;
     nests.push_back(Nest(vars, extents, loop::Store(out, out_idx, value), reduction));
   }

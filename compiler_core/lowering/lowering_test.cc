@@ -194,6 +194,34 @@ TEST(LowerConvTest, U8S8ConvWithRequantizingEpilogue) {
   EXPECT_GT(saturated, 0);
 }
 
+// A depthwise "quant"="u8" conv: uint8 NCHW8c input padded with the zero point 9 (stride 2),
+// int32 weights, bias; exact against the reference.
+TEST(LowerConvTest, U8DepthwiseConv) {
+  Graph g;
+  Value* x = g.AddInput("x", {DType::kUInt8, {1, 2, 7, 7, 8}});
+  Value* w = g.AddConstant("w", RandomWords({DType::kInt32, {2, 1, 3, 3, 1, 8}}, 41));
+  Value* b = g.AddConstant("b", RandomWords({DType::kInt32, {16}}, 42));
+  AttrMap a = ConvAttrs({3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16);
+  a.Set("layout", std::string("NCHW8c"));
+  a.Set("quant", std::string("u8"));
+  a.Set("pad_value", int64_t{9});
+  Node* conv = g.AddNode(OpKind::kConv, "dw", {x, w, b}, {{DType::kInt32, {1, 2, 4, 4, 8}}}, a);
+  auto in = Tensor::Zeros(x->type());
+  for (int64_t i = 0; i < x->type().NumElements(); ++i) {
+    in->mutable_data<uint8_t>()[i] = static_cast<uint8_t>(i * 53 + 7);
+  }
+  const ValueMap inputs = {{x, in}};
+  auto kernel = LowerGroup({conv}, "k");
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  const std::string text = loop::PrintFunc(kernel->func);
+  EXPECT_THAT(text, HasSubstr("9:u8"));  // the padding
+  auto got = testing::RunKernel(*kernel, inputs);
+  ASSERT_TRUE(got.ok()) << got.status() << "\n" << text;
+  TensorPtr want = Reference({conv}, inputs);
+  ASSERT_NE(want, nullptr);
+  EXPECT_EQ((*got)->bytes, want->bytes) << text;
+}
+
 // u8s8 MatMuls on packed words: B in panels of 32 with a tail panel (N = 70) under a batched A
 // sharing it, and a plain B [K/4, N]; exact against the reference.
 TEST(LowerMatMulTest, U8S8PackedAndPlain) {

@@ -81,6 +81,21 @@ TensorVec EvalBitcast(const graph::Node& node, const TensorVec& in) {
   return TensorVec{t};
 }
 
+/// A quantized blocked conv's 2-D window: the input position of output `o` and tap `k` along
+/// spatial dim `d` (may be outside the input: padding), and the padding value.
+struct Window {
+  explicit Window(const graph::Node& node)
+      : strides(node.attrs().GetInts("strides", {1, 1})),
+        dilations(node.attrs().GetInts("dilations", {1, 1})),
+        pads(node.attrs().GetInts("pads", {0, 0, 0, 0})),
+        pad_value(static_cast<uint32_t>(node.attrs().GetInt("pad_value", 0))) {}
+  int64_t In(int d, int64_t o, int64_t k) const {
+    return o * strides[d] + k * dilations[d] - pads[d];
+  }
+  Shape strides, dilations, pads;
+  uint32_t pad_value;
+};
+
 /// A "quant"="u8s8" blocked conv (graph/layout_rules.h), directly from its definition: every
 /// output element sums the byte products of its window's words, out-of-bounds words reading
 /// "pad_value".
@@ -89,10 +104,8 @@ TensorVec EvalConvU8S8(const graph::Node& node, const TensorVec& in) {
   const Shape& ws = in[1]->type.shape;
   const TensorType& out_type = node.output(0)->type();
   const Shape& os = out_type.shape;
-  const Shape strides = node.attrs().GetInts("strides", {1, 1});
-  const Shape dilations = node.attrs().GetInts("dilations", {1, 1});
-  const Shape pads = node.attrs().GetInts("pads", {0, 0, 0, 0});
-  const auto pad_word = static_cast<uint32_t>(node.attrs().GetInt("pad_value", 0));
+  const Window win(node);
+  const uint32_t pad_word = win.pad_value;
   const uint32_t* x = in[0]->data<uint32_t>();
   const uint32_t* w = in[1]->data<uint32_t>();
   const int32_t* bias = in.size() > 2 && in[2] != nullptr ? in[2]->data<int32_t>() : nullptr;
@@ -116,8 +129,7 @@ TensorVec EvalConvU8S8(const graph::Node& node, const TensorVec& in) {
             for (int64_t icb = 0; icb < icb_n; ++icb) {
               for (int64_t kh = 0; kh < kh_n; ++kh) {
                 for (int64_t kw = 0; kw < kw_n; ++kw) {
-                  const int64_t ih = oh * strides[0] + kh * dilations[0] - pads[0];
-                  const int64_t iw = ow * strides[1] + kw * dilations[1] - pads[1];
+                  const int64_t ih = win.In(0, oh, kh), iw = win.In(1, ow, kw);
                   const bool inside = ih >= 0 && ih < xs[2] && iw >= 0 && iw < xs[3];
                   for (int64_t j = 0; j < icw; ++j) {
                     const uint32_t a =
@@ -140,8 +152,49 @@ TensorVec EvalConvU8S8(const graph::Node& node, const TensorVec& in) {
   return TensorVec{out};
 }
 
+/// A "quant"="u8" blocked depthwise conv (graph/layout_rules.h), from its definition.
+TensorVec EvalConvU8Depthwise(const graph::Node& node, const TensorVec& in) {
+  const Shape& xs = in[0]->type.shape;
+  const Shape& ws = in[1]->type.shape;
+  const TensorType& out_type = node.output(0)->type();
+  const Shape& os = out_type.shape;
+  const Window win(node);
+  const uint32_t pad = win.pad_value;
+  const uint8_t* x = in[0]->data<uint8_t>();
+  const uint32_t* w = in[1]->data<uint32_t>();
+  const uint32_t* bias = in.size() > 2 && in[2] != nullptr ? in[2]->data<uint32_t>() : nullptr;
+  const int64_t xb = ws[5];
+  auto out = Tensor::Zeros(out_type);
+  uint32_t* y = out->mutable_data<uint32_t>();
+  for (int64_t n = 0; n < os[0]; ++n) {
+    for (int64_t cb = 0; cb < os[1]; ++cb) {
+      for (int64_t oh = 0; oh < os[2]; ++oh) {
+        for (int64_t ow = 0; ow < os[3]; ++ow) {
+          for (int64_t c = 0; c < xb; ++c) {
+            uint32_t acc = bias != nullptr ? bias[cb * xb + c] : 0;  // int32, wrapping
+            for (int64_t kh = 0; kh < ws[2]; ++kh) {
+              for (int64_t kw = 0; kw < ws[3]; ++kw) {
+                const int64_t ih = win.In(0, oh, kh), iw = win.In(1, ow, kw);
+                const bool inside = ih >= 0 && ih < xs[2] && iw >= 0 && iw < xs[3];
+                const uint32_t v =
+                    inside ? x[(((n * xs[1] + cb) * xs[2] + ih) * xs[3] + iw) * xb + c] : pad;
+                acc += v * w[((cb * ws[2] + kh) * ws[3] + kw) * xb + c];
+              }
+            }
+            y[(((n * os[1] + cb) * os[2] + oh) * os[3] + ow) * xb + c] = acc;
+          }
+        }
+      }
+    }
+  }
+  return TensorVec{out};
+}
+
 /// A blocked Conv/pool: evaluated as the plain op over all Cb*x channels.
 absl::StatusOr<TensorVec> EvalBlocked(const graph::Node& node, const TensorVec& in) {
+  if (node.op() == OpKind::kConv && node.attrs().GetString("quant", "") == "u8") {
+    return EvalConvU8Depthwise(node, in);
+  }
   if (node.op() == OpKind::kConv && node.attrs().Has("quant")) return EvalConvU8S8(node, in);
   const int64_t x = graph::LayoutBlock(node.attrs().GetString("layout", ""));
   const TensorType& out_type = node.output(0)->type();

@@ -84,6 +84,19 @@ absl::StatusOr<Types> BitcastRule(const Node& node) {
   return Types{TensorType{*to, s}};
 }
 
+/// The i32 [N, OCb, OH, OW, x] output of a quantized blocked conv of `in` with packed weights
+/// `w` ([OCb, ...]), after checking its optional bias (i32 [OCb * x]).
+absl::StatusOr<Types> QuantConvOutput(const Node& node, const TensorType& in, const Shape& w,
+                                      int64_t x) {
+  if (const Value* b = node.input(2);
+      b != nullptr && (b->type().shape != Shape{w[0] * x} || b->type().dtype != DType::kInt32)) {
+    return Invalid(node,
+                   absl::StrCat("bias ", b->type().ToString(), ", expected i32[", w[0] * x, "]"));
+  }
+  KILN_ASSIGN_OR_RETURN(Shape sp, Window2d(node, {in.shape[2], in.shape[3]}, {w[2], w[3]}));
+  return Types{TensorType{DType::kInt32, {in.shape[0], w[0], sp[0], sp[1], x}}};
+}
+
 /// A "quant"="u8s8" blocked conv: x i32 words [N, ICb, H, W, ICW], w i32 words
 /// [OCb, ICb, KH, KW, ICW, x], group 1; output i32.
 absl::StatusOr<Types> ConvU8S8Rule(const Node& node, int64_t x) {
@@ -98,17 +111,28 @@ absl::StatusOr<Types> ConvU8S8Rule(const Node& node, int64_t x) {
                                 "and [OCb, ICb, KH, KW, ICW, ",
                                 x, "] with group 1, got ", in.ToString(), " and ", wt.ToString()));
   }
-  if (const Value* b = node.input(2);
-      b != nullptr && (b->type().shape != Shape{w[0] * x} || b->type().dtype != DType::kInt32)) {
-    return Invalid(node,
-                   absl::StrCat("bias ", b->type().ToString(), ", expected i32[", w[0] * x, "]"));
+  return QuantConvOutput(node, in, w, x);
+}
+
+/// A "quant"="u8" blocked depthwise conv: x uint8 [N, Cb, H, W, x], w i32 [Cb, 1, KH, KW, 1, x];
+/// output i32.
+absl::StatusOr<Types> ConvU8DepthwiseRule(const Node& node, int64_t x) {
+  const TensorType& in = node.input(0)->type();
+  const TensorType& wt = node.input(1)->type();
+  const Shape& w = wt.shape;
+  if (node.attrs().GetInt("group", 1) == 1 || in.dtype != DType::kUInt8 ||
+      wt.dtype != DType::kInt32 || in.rank() != 5 || in.shape[4] != x || w.size() != 6 ||
+      w[0] != in.shape[1] || w[1] != 1 || w[4] != 1 || w[5] != x) {
+    return Invalid(node, absl::StrCat("a quant=\"u8\" conv needs uint8 [N, Cb, H, W, ", x,
+                                      "] and depthwise i32 weights [Cb, 1, KH, KW, 1, ", x,
+                                      "], got ", in.ToString(), " and ", wt.ToString()));
   }
-  KILN_ASSIGN_OR_RETURN(Shape sp, Window2d(node, {in.shape[2], in.shape[3]}, {w[2], w[3]}));
-  return Types{TensorType{DType::kInt32, {in.shape[0], w[0], sp[0], sp[1], x}}};
+  return QuantConvOutput(node, in, w, x);
 }
 
 absl::StatusOr<Types> ConvRule(const Node& node, int64_t x) {
   if (node.input(1) == nullptr) return Invalid(node, "input 1 is missing");
+  if (node.attrs().GetString("quant", "") == "u8") return ConvU8DepthwiseRule(node, x);
   if (node.attrs().Has("quant")) return ConvU8S8Rule(node, x);
   const TensorType& in = node.input(0)->type();
   const Shape& w = node.input(1)->type().shape;

@@ -38,7 +38,12 @@ bool IsLayoutNode(const Node& node);
 ///   out[n, ocb, oh, ow, oc] = bias[ocb * x + oc] + sum over icb, kh, kw, j of
 ///                             dot4_u8s8(x[n, icb, ih, iw, j], w[ocb, icb, kh, kw, j, oc])
 /// with out-of-bounds input words equal to attribute "pad_value" (default 0; each byte is the
-/// input's zero point). Bitcast: the input's bytes as dtype "to"; the last dim scales.
+/// input's zero point). A blocked depthwise Conv with "quant"="u8" reads uint8 [N, Cb, H, W, x]
+/// with int32 weights [Cb, 1, KH, KW, 1, x] and bias i32 [Cb * x] into i32 [N, Cb, OH, OW, x]:
+///   out[n, cb, oh, ow, c] = bias[cb * x + c] + sum over kh, kw of
+///                           int32(x[n, cb, ih, iw, c]) * w[cb, 0, kh, kw, 0, c]
+/// out-of-bounds inputs reading "pad_value". Bitcast: the input's bytes as dtype "to"; the last
+/// dim scales.
 /// Errors: kInvalidArgument naming the node.
 absl::StatusOr<std::vector<TensorType>> InferLayoutTypes(const Node& node);
 

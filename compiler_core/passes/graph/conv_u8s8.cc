@@ -19,12 +19,62 @@ using graph::OpKind;
 using graph::Value;
 using Shape = std::vector<int64_t>;
 
+/// `u` (uint8, plain [N, C, H, W] or blocked) blocked by `block` channels, before `before`.
+Value* Blocked(Graph& graph, Node& before, Value* u, int64_t block) {
+  if (u->type().rank() != 4) return u;
+  graph::AttrMap attrs;
+  attrs.Set("src_layout", std::string("NCHW"));
+  attrs.Set("dst_layout", graph::BlockedLayoutName(block));
+  return graph
+      .InsertNodeBefore(&before, OpKind::kLayoutTransform, "", {u},
+                        {graph::BlockedType(u->type(), block)}, attrs)
+      ->output(0);
+}
+
+/// A blocked depthwise conv of `op`: Conv{quant="u8"} on the uint8 data itself (weights stay
+/// int32; no byte packing, as no product sums over channels).
+bool RewriteDepthwise(Graph& graph, Node& conv, const u8s8::U8Operand& op, int64_t x,
+                      std::unordered_map<const Value*, Value*>& converted) {
+  const Value* w = conv.input(1);
+  const Value* bias = conv.input(2);
+  const Shape& ws = w->type().shape;  // [Cb, 1, KH, KW, 1, x]
+  const TensorType& ut = op.u->type();
+  if (ws[1] != 1 || ws[4] != 1 || ws[5] != x ||
+      (ut.rank() == 5 ? ut.shape[4] != x || ut.shape[1] != ws[0]
+                      : ut.rank() != 4 || (ut.shape[1] + x - 1) / x != ws[0])) {
+    return false;
+  }
+  // bias' = bias - zp * (sum of each channel's taps), in int32 (wrapping, as the sums do).
+  auto new_bias = Tensor::Zeros(TensorType{DType::kInt32, {ws[0] * x}});
+  const int64_t taps = ws[2] * ws[3];
+  for (int64_t c = 0; c < ws[0] * x; ++c) {
+    uint32_t sum = 0;
+    for (int64_t t = 0; t < taps; ++t) {
+      sum += static_cast<uint32_t>(w->constant()->GetAsInt64(((c / x) * taps + t) * x + c % x));
+    }
+    const uint32_t b = bias != nullptr ? static_cast<uint32_t>(bias->constant()->GetAsInt64(c)) : 0;
+    new_bias->mutable_data<uint32_t>()[c] = b - static_cast<uint32_t>(op.zero_point) * sum;
+  }
+  Value* u = Blocked(graph, conv, u8s8::ToUnsigned(graph, conv, op.u, converted), x);
+  graph::AttrMap attrs = conv.attrs();
+  attrs.Set("quant", std::string("u8"));
+  attrs.Set("pad_value", op.zero_point);
+  Value* bv = graph.AddConstant(conv.name() + "_bias_u8", std::move(new_bias));
+  Node* q = graph.InsertNodeBefore(&conv, OpKind::kConv, conv.name(), {u, conv.input(1), bv},
+                                   {conv.output(0)->type()}, attrs);
+  Rewriter(graph).ReplaceAllUsesWith(conv.output(0), q->output(0));
+  graph.RemoveNode(&conv);
+  u8s8::RemoveDeadChain(graph, op.chain);
+  return true;
+}
+
 /// Rewrites `conv` if it matches (see conv_u8s8.h); returns whether it did.
 bool Rewrite(Graph& graph, Node& conv, std::unordered_map<const Value*, Value*>& converted) {
   if (conv.op() != OpKind::kConv || conv.attrs().Has("quant") ||
-      conv.attrs().GetInt("group", 1) != 1 || conv.output(0)->type().dtype != DType::kInt32) {
+      conv.output(0)->type().dtype != DType::kInt32) {
     return false;
   }
+  const bool depthwise = conv.attrs().GetInt("group", 1) != 1;
   const int64_t x = graph::LayoutBlock(conv.attrs().GetString("layout", ""));
   const Value* w = conv.input(1);
   const Value* bias = conv.input(2);
@@ -45,6 +95,7 @@ bool Rewrite(Graph& graph, Node& conv, std::unordered_map<const Value*, Value*>&
     return false;
   }
   if (lt != nullptr) op->chain.insert(op->chain.begin(), lt);
+  if (depthwise) return RewriteDepthwise(graph, conv, *op, x, converted);
   const Shape& ws = w->type().shape;
   const int64_t ici = ws[4], icw = (ici + 3) / 4, block = 4 * icw;
   const TensorType& ut = op->u->type();
@@ -68,16 +119,7 @@ bool Rewrite(Graph& graph, Node& conv, std::unordered_map<const Value*, Value*>&
     new_bias->mutable_data<int32_t>()[c] = static_cast<int32_t>(b);
   }
 
-  Value* u = u8s8::ToUnsigned(graph, conv, op->u, converted);
-  if (u->type().rank() == 4) {
-    graph::AttrMap attrs;
-    attrs.Set("src_layout", std::string("NCHW"));
-    attrs.Set("dst_layout", graph::BlockedLayoutName(block));
-    u = graph
-            .InsertNodeBefore(&conv, OpKind::kLayoutTransform, "", {u},
-                              {graph::BlockedType(u->type(), block)}, attrs)
-            ->output(0);
-  }
+  Value* u = Blocked(graph, conv, u8s8::ToUnsigned(graph, conv, op->u, converted), block);
   Value* in_words = u8s8::BitcastToWords(graph, conv, u);
   graph::AttrMap attrs = conv.attrs();
   attrs.Set("quant", std::string("u8s8"));

@@ -28,6 +28,11 @@ struct ConvU8S8Options {
 /// RGB stem, or a value the layout pass left plain) is blocked by 4 * ceil(ICI / 4) channels
 /// for the conv; a blocked u is read in place through the Bitcast view (no copy). Convolutions
 /// that do not match are left as they are (still exact, in int32).
+/// A blocked depthwise Conv (group = C) of such an input becomes
+///   Conv{quant="u8", pad_value=zp}(uint8 u blocked, its int32 weights, bias')
+/// with the same zero-point folding: no product sums over channels, so nothing is packed, but
+/// the conv reads the uint8 data itself (a quarter of the int32 operand's bytes) and no kernel
+/// writes the int32 copy.
 /// Requires: a verified graph after layout-nchwc, before fusion. Guarantees: a verified graph
 ///   computing the same outputs bit for bit; deterministic.
 ///

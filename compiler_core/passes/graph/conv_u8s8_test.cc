@@ -84,16 +84,19 @@ TEST(ConvU8S8Test, LeavesConvsAloneWithoutADotProductOrOutsideInt8) {
 
 /// A u8 stem conv (3 → 16 channels, zero point 5, bias, stride 2) requantized to u8; a 3×3
 /// conv (16 → 20, zero point 7) on that; a requantization to int8 and a 1×1 conv (20 → 16, zero
-/// point -3) on it; and a conv whose weights do not fit int8. All conv results are outputs.
+/// point -3) on it; a conv whose weights do not fit int8; and a depthwise conv (zero point 7;
+/// weights beyond int8, as nothing is packed) on the u8 result. All conv results are outputs.
 void ExpectSameOutputs(int lanes) {
   std::mt19937 rng(11);
   std::string ir =
-      "graph @g(%0 \"x\": u8[1,3,9,9]) -> (%10 \"a\", %19 \"b\", %26 \"c\", %28 \"d\") {\n";
+      "graph @g(%0 \"x\": u8[1,3,9,9]) -> (%10 \"a\", %19 \"b\", %26 \"c\", %28 \"d\", "
+      "%37 \"e\") {\n";
   ir += RandomIntConst(1, {16, 3, 3, 3}, -128, 127, rng) +
         RandomIntConst(2, {16}, -1000, 1000, rng) +
         RandomIntConst(3, {20, 16, 3, 3}, -128, 127, rng) +
         RandomIntConst(4, {16, 20, 1, 1}, -128, 127, rng) +
-        RandomIntConst(5, {16, 16, 3, 3}, -129, 128, rng);
+        RandomIntConst(5, {16, 16, 3, 3}, -129, 128, rng) +
+        RandomIntConst(36, {16, 1, 3, 3}, -1000, 1000, rng);
   ir += absl::StrCat(
       "  %6 = const i32[] dense<[5]>\n  %7 = const i32[] dense<[7]>\n",
       "  %8 = Cast(%0) {to=6} : i32[1,3,9,9]\n", "  %9 = Sub(%8, %6) : i32[1,3,9,9]\n",
@@ -114,19 +117,24 @@ void ExpectSameOutputs(int lanes) {
       "  %26 = Conv(%35, %4) {dilations=[1,1], group=1, kernel_shape=[1,1], pads=[0,0,0,0], "
       "strides=[1,1]} : i32[1,16,5,5]\n",
       "  %27 = Cast(%18) {to=6} : i32[1,16,5,5]\n", "  %28 = Conv(%27, %5) {", kConv3x3,
-      ", strides=[1,1]} : i32[1,16,5,5]\n", "  return %10, %19, %26, %28\n}\n");
+      ", strides=[1,1]} : i32[1,16,5,5]\n",
+      "  %37 = Conv(%30, %36) {dilations=[1,1], group=16, kernel_shape=[3,3], pads=[1,1,1,1], "
+      "strides=[1,1]} : i32[1,16,5,5]\n",
+      "  return %10, %19, %26, %28, %37\n}\n");
   auto original = graph::ParseGraph(ir);
   ASSERT_TRUE(original.ok()) << original.status();
   auto converted = graph::ParseGraph(ir);
   ASSERT_TRUE(converted.ok());
   EXPECT_TRUE(RunBoth(**converted, lanes));
-  int quant = 0, convs = 0;
+  int quant = 0, depthwise = 0, convs = 0;
   for (const graph::Node* n : (*converted)->nodes()) {
     convs += n->op() == graph::OpKind::kConv;
     quant += n->attrs().GetString("quant", "") == "u8s8";
+    depthwise += n->attrs().GetString("quant", "") == "u8";
   }
-  EXPECT_EQ(convs, 4);
+  EXPECT_EQ(convs, 5);
   EXPECT_EQ(quant, 3) << graph::PrintGraph(**converted);
+  EXPECT_EQ(depthwise, 1) << graph::PrintGraph(**converted);
 
   auto x = Tensor::Zeros(TensorType{DType::kUInt8, {1, 3, 9, 9}});
   std::uniform_int_distribution<int> byte(0, 255);
@@ -135,8 +143,8 @@ void ExpectSameOutputs(int lanes) {
   auto got = reference::EvaluateGraph(**converted, {x});
   ASSERT_TRUE(want.ok()) << want.status();
   ASSERT_TRUE(got.ok()) << got.status();
-  ASSERT_EQ(want->size(), 4u);
-  ASSERT_EQ(got->size(), 4u);
+  ASSERT_EQ(want->size(), 5u);
+  ASSERT_EQ(got->size(), 5u);
   for (size_t o = 0; o < want->size(); ++o) {
     ASSERT_EQ((*want)[o]->type, (*got)[o]->type);
     EXPECT_EQ((*want)[o]->bytes, (*got)[o]->bytes) << "output " << o;

@@ -20,8 +20,8 @@ bool Target::HasFeature(std::string_view name) const {
   return false;
 }
 
-bool Target::HasInt8Dot4() const {
-  if (vector_bits >= 512) return HasFeature("avx512vnni");
+bool Target::HasInt8Dot4(int bits) const {
+  if (bits >= 512) return HasFeature("avx512vnni");
   return HasFeature("avxvnni") || (HasFeature("avx512vnni") && HasFeature("avx512vl"));
 }
 

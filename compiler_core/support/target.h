@@ -25,9 +25,11 @@ struct Target {
   int vector_registers() const { return vector_bits >= 512 ? 32 : 16; }
   /// Whether `features` enables LLVM feature `name` ("+name"), e.g. HasFeature("avx512vnni").
   bool HasFeature(std::string_view name) const;
-  /// Whether the target has a 4-way u8 x s8 → i32 dot product at its full vector width
-  /// (x86 VPDPBUSD: AVX-512 VNNI for 512-bit vectors, AVX-VNNI or AVX-512 VNNI + VL below).
-  bool HasInt8Dot4() const;
+  /// Whether the target has a 4-way u8 x s8 → i32 dot product (x86 VPDPBUSD) on `bits`-wide
+  /// vectors: AVX-512 VNNI for 512 bits, AVX-VNNI or AVX-512 VNNI + VL for 256 and 128.
+  bool HasInt8Dot4(int bits) const;
+  /// HasInt8Dot4 at the target's full vector width.
+  bool HasInt8Dot4() const { return HasInt8Dot4(vector_bits); }
   /// Canonical string form, part of artifact cache keys: "cpu:<cpu>:<triple>:v<bits>:<features>".
   /// Excludes num_cores (the artifact runs with any thread count).
   std::string Key() const;

@@ -208,21 +208,17 @@ llvm::Value* KernelEmitter::EmitDot4U8S8(llvm::Value* acc, llvm::Value* a, llvm:
   }
   auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(a->getType());
   const unsigned lanes = vt != nullptr ? vt->getNumElements() : 1;
-  // VPDPBUSD at the target's widths: 512-bit needs AVX-512 VNNI; 256/128-bit AVX-VNNI or
-  // AVX-512 VNNI + VL (Target::HasInt8Dot4 describes the full width).
-  const bool vl = target_.HasFeature("avxvnni") ||
-                  (target_.HasFeature("avx512vnni") && target_.HasFeature("avx512vl"));
   // The widest VPDPBUSD that divides the lanes; wider vectors (a matmul's 2-vector panel) go
   // through it in chunks.
   unsigned width = 0;
   std::optional<llvm::Intrinsic::ID> id;
-  if (lanes % 16 == 0 && target_.HasFeature("avx512vnni")) {
+  if (lanes % 16 == 0 && target_.HasInt8Dot4(512)) {
     width = 16;
     id = llvm::Intrinsic::x86_avx512_vpdpbusd_512;
-  } else if (lanes % 8 == 0 && vl) {
+  } else if (lanes % 8 == 0 && target_.HasInt8Dot4(256)) {
     width = 8;
     id = llvm::Intrinsic::x86_avx512_vpdpbusd_256;
-  } else if (lanes % 4 == 0 && vl) {
+  } else if (lanes % 4 == 0 && target_.HasInt8Dot4(128)) {
     width = 4;
     id = llvm::Intrinsic::x86_avx512_vpdpbusd_128;
   }

@@ -74,23 +74,49 @@ int64_t AxisOf(const onnx::NodeProto& n) {
   return 1;
 }
 
+// Whether `value` is read by exactly one node input and is not a graph output.
+bool SingleUse(const GraphIndex& ix, const std::string& value) {
+  auto it = ix.uses.find(value);
+  return it != ix.uses.end() && it->second == 1 && !ix.outputs.count(value);
+}
+
+// The int32 initializer behind bias input `value` if it is DequantizeLinear(int32 initializer,
+// scale, zero point 0) whose scale is x_scale * w_scale exactly for each of the n output
+// channels (either scale per tensor or per channel), so that adding it to the int32
+// accumulator is what its DequantizeLinear means; else nullopt.
+std::optional<std::string> Int32Bias(const onnx::GraphProto& g, const GraphIndex& ix,
+                                     const std::string& value, float x_scale,
+                                     const std::vector<float>& w_scale, int64_t n) {
+  const onnx::NodeProto* db = DequantizeOf(g, ix, value);
+  if (db == nullptr || db->input_size() < 2 || !ix.initializers.count(db->input(0)) ||
+      ix.initializers.at(db->input(0))->data_type() != onnx::TensorProto::INT32 ||
+      !AllZero(ix, *db, 2)) {
+    return std::nullopt;
+  }
+  std::optional<std::vector<float>> sb = FloatValues(ix, db->input(1));
+  auto per_channel_ok = [n](size_t size) { return size == 1 || static_cast<int64_t>(size) == n; };
+  if (!sb || !per_channel_ok(sb->size()) || !per_channel_ok(w_scale.size())) return std::nullopt;
+  for (int64_t c = 0; c < n; ++c) {
+    const float expected = x_scale * w_scale[w_scale.size() == 1 ? 0 : c];
+    if ((*sb)[sb->size() == 1 ? 0 : c] != expected) return std::nullopt;
+  }
+  return db->input(0);
+}
+
 // The fused replacement of Q (index q) if the pattern holds, else nullopt.
 std::optional<std::vector<onnx::NodeProto>> TryFuse(const onnx::GraphProto& g, const GraphIndex& ix,
                                                     const onnx::NodeProto& q, int opset) {
   if (q.input_size() < 3 || q.input(2).empty()) return std::nullopt;  // needs y_zero_point
-  auto single = [&](const std::string& v) {
-    return ix.uses.count(v) && ix.uses.at(v) == 1 && !ix.outputs.count(v);
-  };
   auto pit = ix.producer.find(q.input(0));
   if (pit == ix.producer.end()) return std::nullopt;
   const onnx::NodeProto* relu = nullptr;
   const onnx::NodeProto* conv = &g.node(pit->second);
-  if (conv->op_type() == "Relu" && single(q.input(0))) {
+  if (conv->op_type() == "Relu" && SingleUse(ix, q.input(0))) {
     relu = conv;
     auto cit = ix.producer.find(relu->input(0));
-    if (cit == ix.producer.end() || !single(relu->input(0))) return std::nullopt;
+    if (cit == ix.producer.end() || !SingleUse(ix, relu->input(0))) return std::nullopt;
     conv = &g.node(cit->second);
-  } else if (!single(q.input(0))) {
+  } else if (!SingleUse(ix, q.input(0))) {
     return std::nullopt;
   }
   if (conv->op_type() != "Conv" || !conv->domain().empty() || conv->input_size() < 2) {
@@ -121,21 +147,11 @@ std::optional<std::vector<onnx::NodeProto>> TryFuse(const onnx::GraphProto& g, c
     fused.add_input(in);
   }
   if (conv->input_size() > 2 && !conv->input(2).empty()) {
-    // The bias must be int32 with zero point 0 and scale x_scale * w_scale exactly, so that
-    // adding it to the accumulator is what its DequantizeLinear means.
-    const onnx::NodeProto* db = DequantizeOf(g, ix, conv->input(2));
-    if (db == nullptr || !ix.initializers.count(db->input(0)) ||
-        ix.initializers.at(db->input(0))->data_type() != onnx::TensorProto::INT32 ||
-        !AllZero(ix, *db, 2)) {
-      return std::nullopt;
-    }
-    std::optional<std::vector<float>> sb = FloatValues(ix, db->input(1));
-    if (!sb) return std::nullopt;
-    for (size_t c = 0; c < sb->size(); ++c) {
-      float expected = (*sx)[0] * (*sw)[sw->size() == 1 ? 0 : c];
-      if ((*sb)[c] != expected) return std::nullopt;
-    }
-    fused.add_input(db->input(0));
+    const onnx::TensorProto& w = *ix.initializers.at(dw->input(0));
+    if (w.dims_size() < 1) return std::nullopt;
+    std::optional<std::string> bias = Int32Bias(g, ix, conv->input(2), (*sx)[0], *sw, w.dims(0));
+    if (!bias) return std::nullopt;
+    fused.add_input(*bias);
   }
   for (const auto& a : conv->attribute()) *fused.add_attribute() = a;
   std::vector<onnx::NodeProto> out;
@@ -173,7 +189,7 @@ std::optional<std::vector<onnx::NodeProto>> TryFuseMatMul(const onnx::GraphProto
                                                           const onnx::NodeProto& q) {
   if (q.input_size() < 3 || q.input(2).empty()) return std::nullopt;
   auto pit = ix.producer.find(q.input(0));
-  if (pit == ix.producer.end() || ix.uses.at(q.input(0)) != 1 || ix.outputs.count(q.input(0))) {
+  if (pit == ix.producer.end() || !SingleUse(ix, q.input(0))) {
     return std::nullopt;
   }
   const onnx::NodeProto& mm = g.node(pit->second);
@@ -265,18 +281,9 @@ std::optional<FusedGemm> TryFuseGemm(const onnx::GraphProto& g, const GraphIndex
   auto w_scale = [&](int64_t c) { return (*sw)[sw->size() == 1 ? 0 : c]; };
   std::string bias;
   if (gemm.input_size() > 2 && !gemm.input(2).empty()) {
-    const onnx::NodeProto* db = DequantizeOf(g, ix, gemm.input(2));
-    if (db == nullptr || !ix.initializers.count(db->input(0)) ||
-        ix.initializers.at(db->input(0))->data_type() != onnx::TensorProto::INT32 ||
-        !AllZero(ix, *db, 2)) {
-      return std::nullopt;
-    }
-    std::optional<std::vector<float>> sb = FloatValues(ix, db->input(1));
-    if (!sb || (sb->size() != 1 && static_cast<int64_t>(sb->size()) != n)) return std::nullopt;
-    for (int64_t c = 0; c < n; ++c) {
-      if ((*sb)[sb->size() == 1 ? 0 : c] != (*sx)[0] * w_scale(c)) return std::nullopt;
-    }
-    bias = db->input(0);
+    std::optional<std::string> b = Int32Bias(g, ix, gemm.input(2), (*sx)[0], *sw, n);
+    if (!b) return std::nullopt;
+    bias = *b;
   }
   // The per-column weight zero point of MatMulInteger is [N]; a per-tensor one stays a scalar.
   const std::string base = (gemm.name().empty() ? gemm.output(0) : gemm.name()) + "/integer_gemm";
@@ -367,9 +374,8 @@ int FuseQdqConvs(onnx::GraphProto& g, int opset) {
       replacements[i] = std::move(*fused);
     } else if (auto mm = TryFuseMatMul(g, ix, q)) {
       replacements[i] = std::move(*mm);
-    } else if (auto it = ix.producer.find(q.input(0)); it != ix.producer.end() &&
-                                                       ix.uses.at(q.input(0)) == 1 &&
-                                                       !ix.outputs.count(q.input(0))) {
+    } else if (auto it = ix.producer.find(q.input(0));
+               it != ix.producer.end() && SingleUse(ix, q.input(0))) {
       if (auto gemm = TryFuseGemm(g, ix, g.node(it->second), &q)) {
         replacements[i] = std::move(gemm->nodes);
         for (auto& t : gemm->initializers) initializers.push_back(std::move(t));

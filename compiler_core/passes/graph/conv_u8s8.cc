@@ -62,9 +62,7 @@ bool RewriteDepthwise(Graph& graph, Node& conv, const u8s8::U8Operand& op, int64
   Value* bv = graph.AddConstant(conv.name() + "_bias_u8", std::move(new_bias));
   Node* q = graph.InsertNodeBefore(&conv, OpKind::kConv, conv.name(), {u, conv.input(1), bv},
                                    {conv.output(0)->type()}, attrs);
-  Rewriter(graph).ReplaceAllUsesWith(conv.output(0), q->output(0));
-  graph.RemoveNode(&conv);
-  u8s8::RemoveDeadChain(graph, op.chain);
+  u8s8::ReplaceContraction(graph, conv, q->output(0), op.chain);
   return true;
 }
 
@@ -129,10 +127,7 @@ bool Rewrite(Graph& graph, Node& conv, std::unordered_map<const Value*, Value*>&
   Value* bv = graph.AddConstant(conv.name() + "_bias_u8s8", std::move(new_bias));
   Node* q = graph.InsertNodeBefore(&conv, OpKind::kConv, conv.name(), {in_words, wv, bv},
                                    {conv.output(0)->type()}, attrs);
-  // The rewriter keeps a graph output's name on the new value.
-  Rewriter(graph).ReplaceAllUsesWith(conv.output(0), q->output(0));
-  graph.RemoveNode(&conv);
-  u8s8::RemoveDeadChain(graph, op->chain);
+  u8s8::ReplaceContraction(graph, conv, q->output(0), op->chain);
   return true;
 }
 

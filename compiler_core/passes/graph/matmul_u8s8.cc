@@ -94,10 +94,7 @@ bool Rewrite(Graph& graph, Node& mm, int64_t nr,
   };
   if (corr != nullptr) add(graph.AddConstant(mm.name() + "_zero_point_u8s8", std::move(corr)));
   if (runtime_corr != nullptr) add(runtime_corr);
-  // The rewriter keeps a graph output's name on the new value.
-  Rewriter(graph).ReplaceAllUsesWith(mm.output(0), result);
-  graph.RemoveNode(&mm);
-  u8s8::RemoveDeadChain(graph, op->chain);
+  u8s8::ReplaceContraction(graph, mm, result, op->chain);
   return true;
 }
 

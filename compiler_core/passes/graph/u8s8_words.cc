@@ -109,7 +109,10 @@ Value* BitcastToWords(graph::Graph& graph, Node& before, Value* u) {
   return Insert(graph, before, OpKind::kBitcast, {u}, TensorType{DType::kInt32, shape}, attrs);
 }
 
-void RemoveDeadChain(graph::Graph& graph, const std::vector<Node*>& chain) {
+void ReplaceContraction(graph::Graph& graph, Node& node, Value* result,
+                        const std::vector<Node*>& chain) {
+  Rewriter(graph).ReplaceAllUsesWith(node.output(0), result);
+  graph.RemoveNode(&node);
   for (Node* n : chain) {
     if (!IsUnused(graph, n->output(0))) break;
     graph.RemoveNode(n);

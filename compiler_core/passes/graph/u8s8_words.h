@@ -48,8 +48,10 @@ graph::Value* ToUnsigned(graph::Graph& graph, graph::Node& before, graph::Value*
 /// A Bitcast of uint8 `u` ([.., 4m]) to i32 words [.., m], before `before`.
 graph::Value* BitcastToWords(graph::Graph& graph, graph::Node& before, graph::Value* u);
 
-/// Removes the nodes of `chain` (nearest first) while their outputs are unused.
-void RemoveDeadChain(graph::Graph& graph, const std::vector<graph::Node*>& chain);
+/// Replaces the integer contraction `node` by `result` (which keeps a graph output's name),
+/// removes `node`, then the nodes of `chain` (nearest first) while their outputs are unused.
+void ReplaceContraction(graph::Graph& graph, graph::Node& node, graph::Value* result,
+                        const std::vector<graph::Node*>& chain);
 
 }  // namespace kiln::passes::u8s8
 

@@ -375,17 +375,27 @@ void PrintKernelsAndMemory(const kiln::v1::Manifest& m, const std::string& inden
     for (const auto& b : k.args()) args_text.push_back(BindingText(b));
     std::cout << indent << "  " << k.symbol() << "  " << k.fused_ops() << "  ("
               << absl::StrJoin(args_text, ", ") << ")\n";
-    std::cout << indent << "      workload " << k.workload_key() << "  "
-              << (k.tuned() ? absl::StrFormat("tuned (record %s, %.4f ms)",
-                                              k.record_digest().substr(0, 12), k.tuned_median_ms())
-                  : k.record_digest().empty()
-                      ? std::string("default schedule")
-                      : absl::StrFormat("default schedule (record %s: the default measured "
-                                        "fastest, %.4f ms)",
-                                        k.record_digest().substr(0, 12), k.tuned_median_ms()))
-              << "\n";
+    if (!k.has_loop())
+      std::cout << indent << "      workload " << k.workload_key() << "  "
+                << (k.tuned()
+                        ? absl::StrFormat("tuned (record %s, %.4f ms)",
+                                          k.record_digest().substr(0, 12), k.tuned_median_ms())
+                    : k.record_digest().empty()
+                        ? std::string("default schedule")
+                        : absl::StrFormat("default schedule (record %s: the default measured "
+                                          "fastest, %.4f ms)",
+                                          k.record_digest().substr(0, 12), k.tuned_median_ms()))
+                << "\n";
     if (!k.init_symbol().empty()) {
       std::cout << indent << "      init at load: " << k.init_symbol() << "\n";
+    }
+    if (k.has_loop()) {
+      const kiln::v1::Manifest& body = k.loop().body();
+      std::cout << indent << "      loop over a compiled body: " << k.loop().num_carried()
+                << " carried values, " << body.outputs_size() - 1 - k.loop().num_carried()
+                << " scan outputs (length " << k.loop().scan_length() << "), body arena "
+                << body.arena_bytes() << " bytes\n";
+      PrintKernelsAndMemory(body, indent + "        ");
     }
     for (absl::string_view line : absl::StrSplit(k.schedule(), '\n', absl::SkipEmpty())) {
       std::cout << indent << "      " << line << "\n";

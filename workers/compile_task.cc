@@ -4,10 +4,11 @@
 #include <chrono>
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "compiler_core/importer/onnx/importer.h"
 #include "compiler_core/pipeline/compile.h"
 #include "compiler_core/runtime/artifact.h"
-#include "absl/strings/str_cat.h"
+#include "compiler_core/runtime/manifest_calls.h"
 #include "compiler_core/support/status_macros.h"
 #include "compiler_core/tuning/records.h"
 #include "workers/protocol.h"
@@ -52,16 +53,10 @@ absl::StatusOr<CompiledArtifact> CompileModelBytes(std::string_view model_bytes,
   out.key.set_compiler_version(pipeline::kCompilerVersion);
   out.key.set_options_hash(OptionsHash(options));
   std::set<std::string> workloads;
-  // Every kernel's workload, of the model or of each of its shape profiles.
-  auto add_workloads = [&](const kiln::v1::Manifest& m) {
-    for (const kiln::v1::KernelCall& k : m.kernels()) {
-      if (!k.workload_key().empty()) workloads.insert(k.workload_key());
-    }
-  };
-  add_workloads(result.artifact.manifest);
-  for (const kiln::v1::Manifest& profile : result.artifact.manifest.profiles()) {
-    add_workloads(profile);
-  }
+  // Every kernel's workload, of the model, of each of its shape profiles and of Loop bodies.
+  runtime::ForEachKernelCall(result.artifact.manifest, [&](const kiln::v1::KernelCall& k) {
+    if (!k.workload_key().empty()) workloads.insert(k.workload_key());
+  });
   out.workload_keys.assign(workloads.begin(), workloads.end());
   out.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

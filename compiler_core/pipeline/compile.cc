@@ -64,9 +64,14 @@ void PrintIr(const CompileOptions& options, const std::string& stage, const std:
 
 }  // namespace
 
-absl::StatusOr<PlannedGraph> PlanGraph(std::unique_ptr<graph::Graph> graph,
-                                       const CompileOptions& options,
-                                       const passes::BoundedDims* bounded) {
+namespace {
+
+// PlanGraph on a graph the caller keeps (a Loop's body, optimized in place): `planned.graph`
+// stays null.
+absl::StatusOr<PlannedGraph> PlanGraphInPlace(graph::Graph& graph_ref,
+                                              const CompileOptions& options,
+                                              const passes::BoundedDims* bounded) {
+  graph::Graph* graph = &graph_ref;
   auto print = [&](const std::string& stage, const std::string& ir) {
     PrintIr(options, stage, ir);
   };
@@ -114,10 +119,15 @@ absl::StatusOr<PlannedGraph> PlanGraph(std::unique_ptr<graph::Graph> graph,
   const schedule::DefaultScheduleSource default_schedules;
   const schedule::ScheduleSource& schedules =
       options.schedules != nullptr ? *options.schedules : default_schedules;
+  // A Loop's body is planned, with the same options, when the kernel plan reaches the Loop.
+  const BodyPlanner plan_body = [&](graph::Graph& body) -> absl::StatusOr<KernelPlan> {
+    KILN_ASSIGN_OR_RETURN(PlannedGraph planned_body, PlanGraphInPlace(body, options, nullptr));
+    return std::move(planned_body.plan);
+  };
   KILN_ASSIGN_OR_RETURN(
       KernelPlan plan,
       BuildKernelPlan(*graph, result.target, schedules, print_stage, print, options.on_stage,
-                      final_bounded ? &*final_bounded : nullptr));
+                      final_bounded ? &*final_bounded : nullptr, plan_body));
   result.timings.lower_ms = MsSince(lower_start);
   // Always on: verifying costs far below 1% of a compile (one walk per kernel).
   ScopedStageTimer verify_timer(options.on_stage, "verify: loop IR");
@@ -128,8 +138,17 @@ absl::StatusOr<PlannedGraph> PlanGraph(std::unique_ptr<graph::Graph> graph,
           absl::StrCat("loop IR verifier after schedule: ", verified.message()));
     }
   }
-  planned.graph = std::move(graph);
   planned.plan = std::move(plan);
+  return planned;
+}
+
+}  // namespace
+
+absl::StatusOr<PlannedGraph> PlanGraph(std::unique_ptr<graph::Graph> graph,
+                                       const CompileOptions& options,
+                                       const passes::BoundedDims* bounded) {
+  KILN_ASSIGN_OR_RETURN(PlannedGraph planned, PlanGraphInPlace(*graph, options, bounded));
+  planned.graph = std::move(graph);
   return planned;
 }
 

@@ -11,6 +11,8 @@
 #include "compiler_core/ir/loop/printer.h"
 #include "compiler_core/lowering/lower.h"
 #include "compiler_core/pipeline/memory_plan.h"
+#include "compiler_core/runtime/abi.h"
+#include "compiler_core/runtime/manifest_calls.h"
 #include "compiler_core/schedule/bound_loops.h"
 #include "compiler_core/schedule/schedule.h"
 #include "compiler_core/support/sha256.h"
@@ -42,14 +44,16 @@ class Planner {
           const schedule::ScheduleSource& schedules,
           const std::function<bool(const std::string&)>& print_stage,
           const std::function<void(const std::string&, const std::string&)>& print,
-          const StageTimeFn& on_stage, const passes::BoundedDims* bounded)
+          const StageTimeFn& on_stage, const passes::BoundedDims* bounded,
+          const BodyPlanner& plan_body)
       : graph_(graph),
         target_(target),
         schedules_(schedules),
         print_stage_(print_stage),
         print_(print),
         on_stage_(on_stage),
-        bounded_(bounded) {}
+        bounded_(bounded),
+        plan_body_(plan_body) {}
 
   absl::StatusOr<KernelPlan> Build() {
     for (size_t i = 0; i < graph_.inputs().size(); ++i) {
@@ -71,6 +75,8 @@ class Planner {
   }
 
  private:
+  struct Kernel;
+
   // Storage root of a value: views alias their source.
   const Value* Root(const Value* v) const {
     auto it = view_source_.find(v);
@@ -99,6 +105,10 @@ class Planner {
     for (const auto& [pos, group] : order) {
       const std::vector<const Node*>& group_nodes = members[group];
       const Node* anchor = group_nodes.front();
+      if (anchor->op() == OpKind::kLoop) {
+        KILN_RETURN_IF_ERROR(AddLoop(*anchor));
+        continue;
+      }
       if (group_nodes.size() == 1 && graph::IsViewOp(anchor->op())) {
         view_source_[anchor->output(0)] = anchor->input(0);
         continue;
@@ -114,6 +124,91 @@ class Planner {
       KILN_RETURN_IF_ERROR(AddKernel(std::move(lowered), absl::StrJoin(ops, "+")));
     }
     return absl::OkStatus();
+  }
+
+  // Whether Loop `node` surely runs exactly its scan_length iterations: M is that constant, the
+  // initial condition a constant true, and the body's condition its input condition (through
+  // Identity or a view) or a constant true.
+  static bool ExactTrips(const Node& node, const graph::Graph& body) {
+    const Value* m = node.input(0);
+    const Value* c = node.input(1);
+    if (!m->is_constant() ||
+        m->constant()->GetAsInt64(0) != node.attrs().GetInt("scan_length", -1) ||
+        !c->is_constant() || c->constant()->GetAsInt64(0) == 0) {
+      return false;
+    }
+    const Value* out = body.outputs()[0];
+    while (out->producer() != nullptr &&
+           (out->producer()->op() == OpKind::kIdentity || graph::IsViewOp(out->producer()->op()))) {
+      out = out->producer()->input(0);
+    }
+    return out == body.inputs()[1] || (out->is_constant() && out->constant()->GetAsInt64(0) != 0);
+  }
+
+  // A Loop call over the plan of the node's body.
+  absl::Status AddLoop(const Node& node) {
+    const std::string what = absl::StrCat("node '", node.name(), "' (Loop)");
+    if (bounded_ != nullptr) {
+      return absl::UnimplementedError(
+          what +
+          ": bounded dims (--input-shape with ranges) and a Loop run over its compiled "
+          "body cannot be combined yet; give fixed shapes or several profiles");
+    }
+    std::shared_ptr<graph::Graph> body = node.attrs().GetGraph("body");
+    if (body == nullptr || !plan_body_) {
+      return absl::InternalError(what + ": no body graph or no body planner");
+    }
+    Kernel k;
+    k.loop_exact = ExactTrips(node, *body);
+    absl::StatusOr<KernelPlan> plan = plan_body_(*body);
+    if (!plan.ok()) {
+      return absl::Status(plan.status().code(),
+                          absl::StrCat(what, " body: ", plan.status().message()));
+    }
+    k.loop_body = std::make_unique<KernelPlan>(std::move(*plan));
+    k.loop_node = &node;
+    k.lowered.func.name = absl::StrCat("loop_", kernels_.size());
+    for (const Value* v : node.inputs()) k.lowered.param_values.push_back(v);
+    for (const Value* v : node.outputs()) {
+      k.lowered.param_values.push_back(v);
+      k.lowered.results.push_back(v);
+    }
+    k.fused_ops = "Loop";
+    kernels_.push_back(std::move(k));
+    return absl::OkStatus();
+  }
+
+  // Fills Loop call `call` (kernel `k`) with its body's plan: symbols prefixed "l<k>_", weights
+  // appended to this plan's, funcs added to `funcs`.
+  void FinishLoop(size_t k, Kernel& kernel, kiln::v1::KernelCall& call, kiln::v1::Manifest& m,
+                  std::vector<loop::Func>& funcs) {
+    KernelPlan& body = *kernel.loop_body;
+    const std::string prefix = absl::StrCat("l", k, "_");
+    const int64_t base = AlignUp(static_cast<int64_t>(weights_.size()));
+    weights_.resize(static_cast<size_t>(base), '\0');
+    weights_.append(body.weights);
+    weights_.resize(static_cast<size_t>(AlignUp(static_cast<int64_t>(weights_.size()))), '\0');
+    RelocateCalls(body.manifest, prefix, base);
+    for (loop::Func& f : body.funcs) {
+      f.name = prefix + f.name;
+      funcs.push_back(std::move(f));
+    }
+    body.manifest.set_abi_version(KILN_ABI_VERSION);
+    body.manifest.set_weights_bytes(0);  // the artifact's one weights section holds them
+    const Node& node = *kernel.loop_node;
+    kiln::v1::LoopCall* loop = call.mutable_loop();
+    loop->set_num_carried(static_cast<int32_t>(node.attrs().GetInt("num_carried", 0)));
+    loop->set_scan_length(node.attrs().GetInt("scan_length", 0));
+    loop->set_what(absl::StrCat("node '", node.name(), "' (Loop)"));
+    *loop->mutable_body() = std::move(body.manifest);
+    // A scan output returned as a graph output has the iterations run as its leading dim.
+    const int num_carried = loop->num_carried();
+    for (size_t o = static_cast<size_t>(num_carried); o < node.outputs().size(); ++o) {
+      auto it = output_index_.find(node.output(static_cast<int>(o)));
+      if (it != output_index_.end() && !kernel.loop_exact) {
+        m.mutable_outputs(it->second)->set_bounded(true);
+      }
+    }
   }
 
   absl::Status AddKernel(lowering::LoweredKernel lowered, std::string fused_ops) {
@@ -356,6 +451,16 @@ class Planner {
     for (size_t k = 0; k < kernels_.size(); ++k) {
       Kernel& kernel = kernels_[k];
       kiln::v1::KernelCall* call = m.add_kernels();
+      if (kernel.loop_body != nullptr) {
+        call->set_fused_ops(kernel.fused_ops);
+        for (const Value* v : kernel.lowered.param_values) *call->add_args() = BindingFor(v);
+        if (!kernel.loop_body->manifest.tuning_digest().empty()) {
+          absl::StrAppend(&applied_records, "loop ", kernel.loop_body->manifest.tuning_digest(),
+                          "\n");
+        }
+        FinishLoop(k, kernel, *call, m, plan.funcs);
+        continue;
+      }
       call->set_symbol(kernel.lowered.func.name);
       call->set_fused_ops(kernel.fused_ops);
       call->set_schedule(kernel.schedule);
@@ -446,6 +551,10 @@ class Planner {
     bool tuned = false;
     double tuned_median_ms = 0;
     std::string record_digest;
+    // A Loop call (AddLoop): its node, its body's plan, and whether its trip count is exact.
+    const Node* loop_node = nullptr;
+    std::unique_ptr<KernelPlan> loop_body;
+    bool loop_exact = false;
   };
 
   const graph::Graph& graph_;
@@ -455,6 +564,7 @@ class Planner {
   const std::function<void(const std::string&, const std::string&)>& print_;
   const StageTimeFn& on_stage_;
   const passes::BoundedDims* bounded_;
+  const BodyPlanner& plan_body_;
 
   std::vector<Kernel> kernels_;
   std::unordered_map<const Value*, const Value*> view_source_;
@@ -473,12 +583,23 @@ class Planner {
 
 }  // namespace
 
+void RelocateCalls(kiln::v1::Manifest& m, const std::string& prefix, int64_t weight_base) {
+  runtime::ForEachKernelCall(m, [&](kiln::v1::KernelCall& c) {
+    if (!c.symbol().empty()) c.set_symbol(prefix + c.symbol());
+    if (!c.init_symbol().empty()) c.set_init_symbol(prefix + c.init_symbol());
+    for (kiln::v1::Binding& b : *c.mutable_args()) {
+      if (b.kind() == kiln::v1::Binding::WEIGHT) b.set_offset(b.offset() + weight_base);
+    }
+  });
+}
+
 absl::StatusOr<KernelPlan> BuildKernelPlan(
     const graph::Graph& graph, const Target& target, const schedule::ScheduleSource& schedules,
     const std::function<bool(const std::string&)>& print_stage,
     const std::function<void(const std::string&, const std::string&)>& print,
-    const StageTimeFn& on_stage, const passes::BoundedDims* bounded) {
-  return Planner(graph, target, schedules, print_stage, print, on_stage, bounded).Build();
+    const StageTimeFn& on_stage, const passes::BoundedDims* bounded, const BodyPlanner& plan_body) {
+  return Planner(graph, target, schedules, print_stage, print, on_stage, bounded, plan_body)
+      .Build();
 }
 
 }  // namespace kiln::pipeline

@@ -21,7 +21,9 @@ namespace kiln::pipeline {
 
 /// The kernels of a model and everything the manifest needs besides the code.
 struct KernelPlan {
-  std::vector<loop::Func> funcs;   // scheduled, one per kernel call, in call order
+  /// Scheduled, one per generated kernel: the model's in call order, then each Loop body's
+  /// (named "l<K>_..." after the Loop's call index K).
+  std::vector<loop::Func> funcs;
   kiln::v1::Manifest manifest;     // inputs, outputs, kernels (with bindings), arena, buffers
   std::string weights;             // packed constants, 64-byte aligned, at WEIGHT offsets
 };
@@ -36,13 +38,23 @@ struct KernelPlan {
 /// With `bounded` (passes::BoundDims ran on `graph`), its "kiln.dims" input is bound as
 /// Binding.DIMS rather than a manifest input, and the manifest gets the bound symbols and the
 /// inputs' and outputs' dim lengths.
-/// Errors: kUnimplemented from lowering (naming the node), kInternal if a default schedule
-/// fails.
+/// Prefixes every kernel and init symbol of `m`, its Loop bodies' and its profiles' with `prefix`
+/// and moves their WEIGHT bindings `weight_base` bytes on: how one plan joins another's shared
+/// object and weights section (a Loop body's, a shape profile's).
+void RelocateCalls(kiln::v1::Manifest& m, const std::string& prefix, int64_t weight_base);
+
+/// A Loop node (graph op Loop) becomes a Loop call (KernelCall.loop) whose body is the plan
+/// `plan_body` makes of the node's body graph (optimizing it in place), merged into this plan:
+/// its kernels renamed "l<K>_..." and its weights appended to this plan's.
+/// Errors: kUnimplemented from lowering (naming the node) and for a Loop with bounded dims,
+/// kInternal if a default schedule fails, and `plan_body`'s errors, naming the Loop.
+using BodyPlanner = std::function<absl::StatusOr<KernelPlan>(graph::Graph& body)>;
 absl::StatusOr<KernelPlan> BuildKernelPlan(
     const graph::Graph& graph, const Target& target, const schedule::ScheduleSource& schedules,
     const std::function<bool(const std::string&)>& print_stage,
     const std::function<void(const std::string&, const std::string&)>& print,
-    const StageTimeFn& on_stage = {}, const passes::BoundedDims* bounded = nullptr);
+    const StageTimeFn& on_stage = {}, const passes::BoundedDims* bounded = nullptr,
+    const BodyPlanner& plan_body = {});
 
 }  // namespace kiln::pipeline
 

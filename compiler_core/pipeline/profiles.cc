@@ -46,13 +46,7 @@ KernelPlan MergeProfilePlans(std::vector<KernelPlan> plans) {
     }
     kiln::v1::Manifest profile = std::move(plan.manifest);
     profile.set_weights_bytes(0);  // the weights section is the artifact's, not the profile's
-    for (kiln::v1::KernelCall& call : *profile.mutable_kernels()) {
-      call.set_symbol(prefix + call.symbol());
-      if (!call.init_symbol().empty()) call.set_init_symbol(prefix + call.init_symbol());
-      for (kiln::v1::Binding& b : *call.mutable_args()) {
-        if (b.kind() == kiln::v1::Binding::WEIGHT) b.set_offset(b.offset() + base);
-      }
-    }
+    RelocateCalls(profile, prefix, base);
     for (loop::Func& func : plan.funcs) {
       func.name = prefix + func.name;
       merged.funcs.push_back(std::move(func));

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 
+#include "compiler_core/runtime/manifest_calls.h"
 #include "compiler_core/tuning/workload.h"
 
 namespace kiln::pipeline {
@@ -36,22 +37,26 @@ absl::StatusOr<std::vector<ModelWorkload>> Extract(
   absl::StatusOr<PlannedGraph> planned = plan(recording);
   if (!planned.ok()) return planned.status();
   if (target != nullptr) *target = planned->result.target;
-  const kiln::v1::Manifest& m = planned->plan.manifest;
+  // The generated kernels in the order their schedules were chosen: a Loop body's where the
+  // Loop stands (the body is planned when the plan reaches the Loop).
+  std::vector<const kiln::v1::KernelCall*> calls;
+  runtime::ForEachKernelCall(planned->plan.manifest, [&](const kiln::v1::KernelCall& call) {
+    if (!call.has_loop()) calls.push_back(&call);
+  });
   std::vector<ModelWorkload> out;
   std::map<std::string, size_t> index;
-  for (size_t i = 0; i < recorder.seen_.size() && i < static_cast<size_t>(m.kernels_size());
-       ++i) {
+  for (size_t i = 0; i < recorder.seen_.size() && i < calls.size(); ++i) {
     const auto& [key, lowered] = recorder.seen_[i];
     auto [it, inserted] = index.try_emplace(key, out.size());
     if (inserted) {
       ModelWorkload w;
       w.workload_key = key;
       w.lowered = lowered;
-      w.fused_ops = m.kernels(static_cast<int>(i)).fused_ops();
+      w.fused_ops = calls[i]->fused_ops();
       w.flops = tuning::CountFlops(lowered);
       out.push_back(std::move(w));
     }
-    out[it->second].symbols.push_back(m.kernels(static_cast<int>(i)).symbol());
+    out[it->second].symbols.push_back(calls[i]->symbol());
   }
   return out;
 }

@@ -50,6 +50,8 @@ absl::StatusOr<TensorVec> EvalTfIdfVectorizer(const graph::Node& node, const Ten
 /// GridSample, RoiAlign and ResizeTap (eval_sampling.cc), as onnx/reference/ops/op_grid_sample.py,
 /// op_roi_align.py and op_resize.py.
 absl::StatusOr<TensorVec> EvalSampling(const graph::Node& node, const TensorVec& in);
+/// Loop: its body graph evaluated per iteration (eval_control.cc).
+absl::StatusOr<TensorVec> EvalLoop(const graph::Node& node, const TensorVec& in);
 /// LayoutTransform and blocked Conv/pool nodes (graph::IsLayoutNode; eval_layout.cc).
 absl::StatusOr<TensorVec> EvalLayout(const graph::Node& node, const TensorVec& in);
 

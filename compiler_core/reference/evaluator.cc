@@ -112,24 +112,28 @@ absl::StatusOr<std::vector<TensorPtr>> EvaluateNode(const graph::Node& node,
   absl::StatusOr<TensorVec> out;
   if (graph::IsLayoutNode(node)) {
     out = EvalLayout(node, inputs);
+  } else if (node.op() == OpKind::kLoop) {
+    out = EvalLoop(node, inputs);
   } else if (graph::IsNnOp(node.op())) {
     out = EvalNnOp(node, inputs);
   } else if (graph::IsTensorOp(node.op())) {
     out = EvalTensorOp(node, inputs);
-  } else switch (node.info().fusion_class) {
-    case graph::FusionClass::kElementwise:
-    case graph::FusionClass::kBroadcast:
-      out = node.op() == OpKind::kBatchNormalization ? EvalNn(node, inputs)
-                                                      : EvalElementwise(node, inputs);
-      break;
-    case graph::FusionClass::kOutEwiseFusable:
-    case graph::FusionClass::kReduction:
-      out = EvalNn(node, inputs);
-      break;
-    default:
-      out = node.op() == OpKind::kSoftmax || node.op() == OpKind::kLogSoftmax
-                ? EvalNn(node, inputs)
-                : EvalMovement(node, inputs);
+  } else {
+    switch (node.info().fusion_class) {
+      case graph::FusionClass::kElementwise:
+      case graph::FusionClass::kBroadcast:
+        out = node.op() == OpKind::kBatchNormalization ? EvalNn(node, inputs)
+                                                       : EvalElementwise(node, inputs);
+        break;
+      case graph::FusionClass::kOutEwiseFusable:
+      case graph::FusionClass::kReduction:
+        out = EvalNn(node, inputs);
+        break;
+      default:
+        out = node.op() == OpKind::kSoftmax || node.op() == OpKind::kLogSoftmax
+                  ? EvalNn(node, inputs)
+                  : EvalMovement(node, inputs);
+    }
   }
   if (!out.ok()) return out.status();
   for (size_t i = 0; i < out->size() && i < node.outputs().size(); ++i) {

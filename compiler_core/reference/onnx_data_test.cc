@@ -142,6 +142,10 @@ TEST(OnnxModelsTest, ReferenceModels) {
   }
 }
 
+// Loops run over their bodies (tests/data/runtime_loop, scripts/make-runtime-loop-model): the
+// evaluator's Loop against numpy's references.
+TEST(OnnxModelsTest, RuntimeLoopModel) { EXPECT_EQ(RunCase("tests/data/runtime_loop"), ""); }
+
 // The larger CNNs (about a second in all).
 TEST(OnnxModelsTest, LargeModels) {
   for (const char* name : {"resnet18", "mobilenet_v2"}) {

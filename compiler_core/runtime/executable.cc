@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "compiler_core/runtime/abi.h"
 #include "compiler_core/runtime/code_module.h"
+#include "compiler_core/runtime/loop_check.h"
 #include "compiler_core/runtime/thread_pool.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -118,6 +119,14 @@ absl::Status ValidateManifest(const kiln::v1::Manifest& m, int64_t weights_size,
   KILN_RETURN_IF_ERROR(check_lengths(m.outputs(), "output"));
   for (int k = 0; k < m.kernels_size(); ++k) {
     const kiln::v1::KernelCall& call = m.kernels(k);
+    if (call.has_loop()) {
+      absl::Status loop = CheckLoopCall(m, call, [&](const kiln::v1::Manifest& body) {
+        return ValidateManifest(body, weights_size);
+      });
+      if (!loop.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("kernel ", k, ": ", loop.message()));
+      }
+    }
     for (int a = 0; a < call.args_size(); ++a) {
       const kiln::v1::Binding& b = call.args(a);
       std::string where = absl::StrCat("kernel ", k, " (", call.symbol(), ") argument ", a);
@@ -353,15 +362,43 @@ std::vector<TensorType> TypesOf(
 
 }  // namespace
 
+// Where a manifest's INPUT, OUTPUT and ARENA bindings point during one run of its kernels: the
+// model's inputs, outputs and arena, or a Loop body's (null while there are none: at load).
+struct Frame {
+  void* const* inputs = nullptr;   // one per manifest input
+  void* const* outputs = nullptr;  // one per manifest output
+  uint8_t* arena = nullptr;
+};
+
+struct LoopProgram;
+
+// The resolved kernels of one manifest: the model's, a shape profile's or a Loop body's.
+struct Program {
+  const kiln::v1::Manifest* manifest = nullptr;     // into Impl::artifact.manifest
+  std::vector<kiln_kernel_fn> kernels;              // per kernel call; null for a Loop call
+  std::vector<kiln_kernel_fn> inits;                // per kernel call; null without an init
+  std::vector<std::vector<void*>> args;             // per kernel call, refilled by each run
+  std::vector<std::unique_ptr<LoopProgram>> loops;  // per kernel call; set for a Loop call
+  AlignedBuffer persistent;                         // filled once by the init kernels at load
+};
+
+// A Loop call's body and the buffers its iterations run in (KernelCall.loop).
+struct LoopProgram {
+  Program body;
+  AlignedBuffer arena;    // the body's arena (LoopCall.body.arena_bytes)
+  AlignedBuffer scalars;  // iteration_num (i64 at 0), cond in (bool at 8), cond out (at 16)
+  // The carried values, double buffered: an iteration reads state[cur] and writes state[1-cur].
+  std::vector<AlignedBuffer> state[2];
+  std::vector<int64_t> carried_bytes;  // per carried value
+  std::vector<int64_t> scan_bytes;     // per scan output, one iteration's
+  std::vector<void*> inputs, outputs;  // the body's Frame, rebuilt per iteration
+};
+
 // The kernels of one shape profile (or of the whole model when it has none).
 struct Variant {
-  const kiln::v1::Manifest* manifest = nullptr;  // into Impl::artifact.manifest
+  Program program;
   std::vector<TensorType> input_types;
   std::vector<TensorType> output_types;
-  std::vector<kiln_kernel_fn> kernels;
-  std::vector<kiln_kernel_fn> inits;     // per kernel call; null without an init
-  std::vector<std::vector<void*>> args;  // per kernel call, refilled by Run
-  AlignedBuffer persistent;              // filled once by the init kernels at load
 };
 
 struct Executable::Impl {
@@ -426,22 +463,20 @@ struct Executable::Impl {
     return absl::OkStatus();
   }
 
-  /// The pointer `b` binds: into the weights, the arena or `v`'s persistent buffer, or the
-  /// run's input or output tensor (null while there is none: at load).
-  void* Resolve(const kiln::v1::Binding& b, const Variant& v,
-                const std::vector<const Tensor*>* inputs, std::vector<Tensor>* outputs) const {
+  /// The pointer `b` binds: into the weights, `p`'s persistent buffer, or the frame's inputs,
+  /// outputs or arena (null where the frame has none: at load).
+  void* Resolve(const kiln::v1::Binding& b, const Program& p, const Frame& f) const {
     switch (b.kind()) {
       case kiln::v1::Binding::INPUT:
-        // Kernels never write their inputs; the ABI has no const pointers.
-        return inputs ? const_cast<uint8_t*>((*inputs)[b.index()]->bytes.data()) : nullptr;
+        return f.inputs ? f.inputs[b.index()] : nullptr;
       case kiln::v1::Binding::OUTPUT:
-        return outputs ? (*outputs)[b.index()].bytes.data() : nullptr;
+        return f.outputs ? f.outputs[b.index()] : nullptr;
       case kiln::v1::Binding::WEIGHT:
         return weights.get() + b.offset();
       case kiln::v1::Binding::ARENA:
-        return arena.get() + b.offset();
+        return f.arena + b.offset();
       case kiln::v1::Binding::PERSISTENT:
-        return v.persistent.get() + b.offset();
+        return p.persistent.get() + b.offset();
       case kiln::v1::Binding::DIMS:
         return const_cast<int64_t*>(symbol_values.data());
       default:
@@ -449,35 +484,193 @@ struct Executable::Impl {
     }
   }
 
-  /// Resolves `m`'s kernel symbols into a new variant and allocates its persistent buffer.
-  absl::Status AddVariant(const kiln::v1::Manifest& m) {
-    Variant v;
-    v.manifest = &m;
-    v.input_types = TypesOf(m.inputs());
-    v.output_types = TypesOf(m.outputs());
+  /// Resolves `m`'s kernel symbols into `p` (and its Loop bodies', recursively) and allocates
+  /// the persistent buffers and the Loop bodies' arenas and carried-value buffers.
+  absl::Status BuildProgram(const kiln::v1::Manifest& m, Program& p) {
+    p.manifest = &m;
     for (int k = 0; k < m.kernels_size(); ++k) {
       const kiln::v1::KernelCall& call = m.kernels(k);
+      p.args.emplace_back(call.args_size(), nullptr);
+      p.kernels.push_back(nullptr);
+      p.inits.push_back(nullptr);
+      p.loops.emplace_back();
+      if (call.has_loop()) {
+        absl::Status built =
+            BuildLoop(call.loop(), *(p.loops.back() = std::make_unique<LoopProgram>()));
+        if (!built.ok()) {
+          return absl::Status(built.code(), absl::StrCat("kernel ", k, " (", call.loop().what(),
+                                                         ") body: ", built.message()));
+        }
+        continue;
+      }
       absl::StatusOr<kiln_kernel_fn> fn = code->Kernel(call.symbol());
       if (!fn.ok()) {
         return absl::InvalidArgumentError(absl::StrCat("kernel ", k, ": ", fn.status().message()));
       }
-      v.kernels.push_back(*fn);
-      v.args.emplace_back(call.args_size(), nullptr);
-      v.inits.push_back(nullptr);
+      p.kernels.back() = *fn;
       if (!call.init_symbol().empty()) {
         absl::StatusOr<kiln_kernel_fn> init = code->Kernel(call.init_symbol());
         if (!init.ok()) {
           return absl::InvalidArgumentError(
               absl::StrCat("kernel ", k, " init: ", init.status().message()));
         }
-        v.inits.back() = *init;
+        p.inits.back() = *init;
       }
     }
-    v.persistent = AllocateAligned(static_cast<size_t>(m.persistent_bytes()));
-    if (v.persistent == nullptr) {
+    p.persistent = AllocateAligned(static_cast<size_t>(m.persistent_bytes()));
+    if (p.persistent == nullptr) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "cannot allocate ", m.persistent_bytes(), " bytes of persistent buffer"));
     }
+    return absl::OkStatus();
+  }
+
+  absl::Status BuildLoop(const kiln::v1::LoopCall& loop, LoopProgram& lp) {
+    const kiln::v1::Manifest& body = loop.body();
+    KILN_RETURN_IF_ERROR(BuildProgram(body, lp.body));
+    const std::vector<TensorType> in = TypesOf(body.inputs()), out = TypesOf(body.outputs());
+    const int nc = loop.num_carried();
+    lp.arena = AllocateAligned(static_cast<size_t>(body.arena_bytes()));
+    lp.scalars = AllocateAligned(64);
+    bool allocated = lp.arena != nullptr && lp.scalars != nullptr;
+    for (int i = 0; i < nc; ++i) {
+      lp.carried_bytes.push_back(in[2 + i].NumBytes());
+      for (auto& state : lp.state) {
+        state.push_back(AllocateAligned(static_cast<size_t>(lp.carried_bytes.back())));
+        allocated = allocated && state.back() != nullptr;
+      }
+    }
+    for (size_t k = 1 + nc; k < out.size(); ++k) lp.scan_bytes.push_back(out[k].NumBytes());
+    lp.inputs.assign(in.size(), nullptr);
+    lp.outputs.assign(out.size(), nullptr);
+    if (!allocated) {
+      return absl::ResourceExhaustedError(absl::StrCat("cannot allocate the ", body.arena_bytes(),
+                                                       "-byte arena and the carried "
+                                                       "values of a Loop body"));
+    }
+    return absl::OkStatus();
+  }
+
+  /// Runs the init kernels of `p` and of its Loop bodies (they read weights only).
+  void RunInits(Program& p, uint8_t* arena) {
+    const Frame frame{nullptr, nullptr, arena};
+    for (size_t k = 0; k < p.inits.size(); ++k) {
+      if (p.loops[k] != nullptr) RunInits(p.loops[k]->body, p.loops[k]->arena.get());
+      if (p.inits[k] == nullptr) continue;
+      const kiln::v1::KernelCall& call = p.manifest->kernels(static_cast<int>(k));
+      std::vector<void*> args(call.args_size(), nullptr);
+      for (int i = 0; i < call.args_size(); ++i) args[i] = Resolve(call.args(i), p, frame);
+      p.inits[k](&context, args.data());
+    }
+  }
+
+  /// Runs `p`'s kernels in `f`, checking each call's shapes; with `kernel_ms`, times each call.
+  /// Bounded outputs' run-time shapes are appended to `trims`.
+  absl::Status RunProgram(Program& p, const Frame& f, std::vector<double>* kernel_ms,
+                          std::vector<OutputTrim>& trims) {
+    const kiln::v1::Manifest& m = *p.manifest;
+    for (int k = 0; k < m.kernels_size(); ++k) {
+      const kiln::v1::KernelCall& call = m.kernels(k);
+      std::vector<void*>& args = p.args[k];
+      for (int a = 0; a < call.args_size(); ++a) args[a] = Resolve(call.args(a), p, f);
+      const auto start = std::chrono::steady_clock::now();
+      if (p.loops[k] != nullptr) {
+        KILN_RETURN_IF_ERROR(RunLoop(*p.loops[k], call, args, f, trims));
+      } else {
+        p.kernels[k](&context, args.data());
+      }
+      if (kernel_ms != nullptr) {
+        (*kernel_ms)[k] =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count();
+      }
+      if (call.shape_checks_size() > 0) KILN_RETURN_IF_ERROR(CheckShapes(call, args, trims));
+    }
+    return absl::OkStatus();
+  }
+
+  /// One Loop call (LoopCall): `args` are its bound inputs and outputs.
+  absl::Status RunLoop(LoopProgram& lp, const kiln::v1::KernelCall& call,
+                       const std::vector<void*>& args, const Frame& f,
+                       std::vector<OutputTrim>& trims) {
+    const kiln::v1::LoopCall& loop = call.loop();
+    const int nc = loop.num_carried();
+    const int num_outer = static_cast<int>(lp.inputs.size()) - 2 - nc;
+    const int num_scans = static_cast<int>(lp.scan_bytes.size());
+    const int final_at = 2 + nc + num_outer;  // args index of the first output
+    int64_t trips = 0;
+    std::memcpy(&trips, args[0], sizeof(trips));
+    bool cond = *static_cast<const uint8_t*>(args[1]) != 0;
+    uint8_t* scalars = lp.scalars.get();
+    for (int i = 0; i < nc; ++i) {
+      std::memcpy(lp.state[0][i].get(), args[2 + i], static_cast<size_t>(lp.carried_bytes[i]));
+    }
+    lp.inputs[0] = scalars;
+    lp.inputs[1] = scalars + 8;
+    lp.outputs[0] = scalars + 16;
+    for (int j = 0; j < num_outer; ++j) lp.inputs[2 + nc + j] = args[2 + nc + j];
+    std::vector<OutputTrim> body_trims;
+    int cur = 0;
+    int64_t n = 0;
+    for (; n < trips && cond; ++n) {
+      if (num_scans > 0 && n >= loop.scan_length()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            loop.what(), ": the loop runs more than the ", loop.scan_length(),
+            " iterations its scan outputs were compiled for (the length ONNX shape inference, the "
+            "declared graph output or a constant trip count gave)"));
+      }
+      std::memcpy(scalars, &n, sizeof(n));
+      scalars[8] = 1;
+      for (int i = 0; i < nc; ++i) {
+        lp.inputs[2 + i] = lp.state[cur][i].get();
+        lp.outputs[1 + i] = lp.state[1 - cur][i].get();
+      }
+      for (int s = 0; s < num_scans; ++s) {
+        lp.outputs[1 + nc + s] =
+            static_cast<uint8_t*>(args[final_at + nc + s]) + n * lp.scan_bytes[s];
+      }
+      const Frame body{lp.inputs.data(), lp.outputs.data(), lp.arena.get()};
+      KILN_RETURN_IF_ERROR(RunProgram(lp.body, body, nullptr, body_trims));
+      cond = scalars[16] != 0;
+      cur = 1 - cur;
+    }
+    for (int i = 0; i < nc; ++i) {
+      std::memcpy(args[final_at + i], lp.state[cur][i].get(),
+                  static_cast<size_t>(lp.carried_bytes[i]));
+    }
+    if (num_scans == 0 || n == loop.scan_length()) return absl::OkStatus();
+    for (int s = 0; s < num_scans; ++s) {
+      const kiln::v1::Binding& b = call.args(final_at + nc + s);
+      if (b.kind() != kiln::v1::Binding::OUTPUT || f.outputs == nullptr ||
+          !OutputBounded(b.index())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            loop.what(), ": the loop ran ", n, " iterations, but its scan output ", s,
+            " is read by later kernels as compiled for ", loop.scan_length(),
+            " (the length ONNX shape inference, the declared graph output or a constant trip "
+            "count gave)"));
+      }
+      const kiln::v1::TensorSpec& spec = current_outputs->Get(static_cast<int>(b.index()));
+      std::vector<int64_t> shape(spec.shape().begin(), spec.shape().end());
+      shape[0] = n;
+      trims.push_back({static_cast<int>(b.index()), std::move(shape)});
+    }
+    return absl::OkStatus();
+  }
+
+  /// Whether graph output `o` of the running variant may be returned with fewer rows.
+  bool OutputBounded(int64_t o) const {
+    return current_outputs != nullptr && o >= 0 && o < current_outputs->size() &&
+           current_outputs->Get(static_cast<int>(o)).bounded();
+  }
+  /// The running variant's output specs (set by RunImpl).
+  const google::protobuf::RepeatedPtrField<kiln::v1::TensorSpec>* current_outputs = nullptr;
+
+  /// Resolves `m`'s kernel symbols into a new variant and allocates its persistent buffer.
+  absl::Status AddVariant(const kiln::v1::Manifest& m) {
+    Variant v;
+    v.input_types = TypesOf(m.inputs());
+    v.output_types = TypesOf(m.outputs());
+    KILN_RETURN_IF_ERROR(BuildProgram(m, v.program));
     variants.push_back(std::move(v));
     return absl::OkStatus();
   }
@@ -594,17 +787,7 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Load(Artifact artifact, 
 
   // Init kernels compute the persistent workspaces from the weights, once; they read no input
   // or output, which are not there yet (null).
-  for (Variant& v : impl.variants) {
-    for (size_t k = 0; k < v.inits.size(); ++k) {
-      if (v.inits[k] == nullptr) continue;
-      const kiln::v1::KernelCall& call = v.manifest->kernels(static_cast<int>(k));
-      std::vector<void*> args(call.args_size(), nullptr);
-      for (int i = 0; i < call.args_size(); ++i) {
-        args[i] = impl.Resolve(call.args(i), v, nullptr, nullptr);
-      }
-      v.inits[k](&impl.context, args.data());
-    }
-  }
+  for (Variant& v : impl.variants) impl.RunInits(v.program, impl.arena.get());
 
   // The code and weights now live in the loaded object and the aligned buffer.
   a.code.clear();
@@ -675,33 +858,24 @@ absl::StatusOr<std::vector<Tensor>> Executable::RunImpl(const std::vector<const 
   }
   KILN_ASSIGN_OR_RETURN(Variant * variant, impl.Select(inputs));
   Variant& v = *variant;
-  const kiln::v1::Manifest& vm = *v.manifest;
+  const kiln::v1::Manifest& vm = *v.program.manifest;
 
   std::vector<Tensor> outputs(v.output_types.size());
+  std::vector<void*> input_ptrs(feeds.size()), output_ptrs(outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) {
     outputs[i].type = v.output_types[i];
     outputs[i].bytes.assign(static_cast<size_t>(outputs[i].type.NumBytes()), 0);
+    output_ptrs[i] = outputs[i].bytes.data();
+  }
+  // Kernels never write their inputs; the ABI has no const pointers.
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    input_ptrs[i] = const_cast<uint8_t*>(feeds[i]->bytes.data());
   }
   if (kernel_ms != nullptr) kernel_ms->assign(static_cast<size_t>(vm.kernels_size()), 0.0);
   std::vector<OutputTrim> trims;
-
-  for (int k = 0; k < vm.kernels_size(); ++k) {
-    const kiln::v1::KernelCall& call = vm.kernels(k);
-    std::vector<void*>& args = v.args[k];
-    for (int a = 0; a < call.args_size(); ++a) {
-      args[a] = impl.Resolve(call.args(a), v, &feeds, &outputs);
-    }
-    if (kernel_ms == nullptr) {
-      v.kernels[k](&impl.context, args.data());
-    } else {
-      const auto start = std::chrono::steady_clock::now();
-      v.kernels[k](&impl.context, args.data());
-      (*kernel_ms)[k] = std::chrono::duration<double, std::milli>(
-                            std::chrono::steady_clock::now() - start)
-                            .count();
-    }
-    if (call.shape_checks_size() > 0) KILN_RETURN_IF_ERROR(CheckShapes(call, args, trims));
-  }
+  impl.current_outputs = &vm.outputs();
+  const Frame frame{input_ptrs.data(), output_ptrs.data(), impl.arena.get()};
+  KILN_RETURN_IF_ERROR(impl.RunProgram(v.program, frame, kernel_ms, trims));
   for (const OutputTrim& trim : trims) TrimToShape(outputs[trim.output], trim.shape);
   for (int o = 0; o < vm.outputs_size(); ++o) {
     const kiln::v1::TensorSpec& spec = vm.outputs(o);

@@ -1,12 +1,13 @@
-// If, Loop and Scan, imported by inlining their subgraphs into the one static graph: an If whose
-// condition is a compile-time constant becomes its taken branch; an If on a run-time condition
-// whose branches produce the same types becomes both branches and a Where per output; a Loop
-// whose trip count and condition are known at compile time, and every Scan (its length is a
-// static dim), are unrolled, one copy of the body per iteration.
+// If, Loop and Scan: an If whose condition is a compile-time constant becomes its taken branch;
+// an If on a run-time condition whose branches produce the same types becomes both branches and
+// a Where per output; a small Loop whose trip count and condition are known at compile time, and
+// every Scan (its length is a static dim), are unrolled, one copy of the body per iteration; any
+// other Loop becomes a graph Loop node over its body imported as a graph of its own.
 #include "compiler_core/importer/onnx/control_flow.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <utility>
 
@@ -98,19 +99,18 @@ absl::StatusOr<Value*> Take(ImportContext& ctx, const std::string& name, Value* 
   return n->output(0);
 }
 
-// Counts body copies against kMaxUnrolledNodes.
+// Counts a Scan's body copies against kMaxUnrolledNodes.
 absl::Status ChargeUnroll(const onnx::NodeProto& node, const onnx::GraphProto& body,
                           int64_t iterations) {
   const int64_t per = std::max(1, body.node_size());
   if (iterations > kMaxUnrolledNodes / per) {  // iterations * per > the limit, without overflow
     const std::string nodes = iterations > INT64_MAX / per ? std::string("more than 2^63")
                                                            : absl::StrCat(iterations * per);
-    return absl::UnimplementedError(
-        NodePrefix(node) + absl::StrCat("unrolling ", iterations, " iterations of a ",
-                                        body.node_size(), "-node body would import ", nodes,
-                                        " nodes (the limit is ", kMaxUnrolledNodes,
-                                        "); loops that run on a compiled body at run time are not "
-                                        "supported yet"));
+    return absl::UnimplementedError(NodePrefix(node) +
+                                    absl::StrCat("unrolling ", iterations, " iterations of a ",
+                                                 body.node_size(), "-node body would import ",
+                                                 nodes, " nodes (the limit is ", kMaxUnrolledNodes,
+                                                 "); Kiln unrolls a Scan at compile time"));
   }
   return absl::OkStatus();
 }
@@ -163,34 +163,210 @@ absl::StatusOr<std::vector<Value*>> BuildIf(ImportContext& ctx, const onnx::Node
   return outputs;
 }
 
-// A Loop whose trip count or initial condition arrives at run time is unrolled for the trip
-// count its static scan outputs imply (ONNX shape inference or the declared graph outputs give
-// their leading dim); kUnimplemented when it has none, naming the flag that makes it constant.
-absl::StatusOr<int64_t> StaticTripCount(const ImportContext& ctx, const onnx::NodeProto& node,
-                                        int num_carried, int num_scan, bool runtime_m) {
+// The number of iterations the static scan outputs of a Loop imply (ONNX shape inference or the
+// declared graph outputs give their leading dim), if any.
+std::optional<int64_t> ImpliedTripCount(const ImportContext& ctx, const onnx::NodeProto& node,
+                                        int num_carried, int num_scan) {
   for (int k = 0; k < num_scan; ++k) {
     if (node.output_size() <= num_carried + k) break;
     std::optional<TensorType> t = ctx.KnownType(node.output(num_carried + k));
     if (t && t->rank() >= 1 && t->shape[0] > 0) return t->shape[0];
   }
-  return absl::UnimplementedError(
-      NodePrefix(node) +
-      absl::StrCat("the ", runtime_m ? "trip count M" : "initial condition",
-                   " is only known at run time and no scan output has a static shape that gives "
-                   "the number of iterations; Kiln unrolls loops (give it with --constant-input "
-                   "if it is a graph input)"));
+  return std::nullopt;
 }
 
-// The run-time trip count of a Loop with trip count `m` and initial condition `c` (either may
-// be null): M when the condition holds, else 0. The body's condition must stay true, which the
-// unroller checks. kUnimplemented without M (a loop run by its condition alone).
+// The loop's input values as the builders see them.
+struct LoopInputs {
+  const onnx::GraphProto* body = nullptr;
+  int num_carried = 0;
+  int num_scan = 0;
+  Value* m = nullptr;  // null: no trip count
+  Value* c = nullptr;  // null: no condition
+  std::vector<Value*> carried;
+};
+
+absl::StatusOr<LoopInputs> ReadLoopInputs(ImportContext& ctx, const onnx::NodeProto& node,
+                                          const std::map<std::string, Value*>& values) {
+  LoopInputs in;
+  in.body = GraphAttr(node, "body");
+  if (in.body == nullptr) {
+    return absl::InvalidArgumentError(NodePrefix(node) + "has no body graph");
+  }
+  const onnx::GraphProto& body = *in.body;
+  in.num_carried = node.input_size() - 2;
+  if (in.num_carried < 0 || body.input_size() != in.num_carried + 2 ||
+      body.output_size() < in.num_carried + 1) {
+    return absl::InvalidArgumentError(NodePrefix(node) +
+                                      absl::StrCat("body has ", body.input_size(), " inputs and ",
+                                                   body.output_size(), " outputs for ",
+                                                   in.num_carried, " loop-carried values"));
+  }
+  in.num_scan = body.output_size() - 1 - in.num_carried;
+  in.m = InputOf(node, values, 0);
+  in.c = InputOf(node, values, 1);
+  if (in.m == nullptr && in.c == nullptr) {
+    return absl::InvalidArgumentError(NodePrefix(node) +
+                                      "has neither a trip count nor a condition");
+  }
+  for (int i = 0; i < in.num_carried; ++i) {
+    Value* v = InputOf(node, values, i + 2);
+    if (v == nullptr && ctx.Sequence(node.input(i + 2)) != nullptr) {
+      return absl::UnimplementedError(NodePrefix(node) + absl::StrCat("loop-carried value ", i,
+                                                                      " ('", node.input(i + 2),
+                                                                      "') is a sequence; loops "
+                                                                      "carry tensors only"));
+    }
+    if (v == nullptr) {
+      return absl::InvalidArgumentError(NodePrefix(node) +
+                                        absl::StrCat("loop-carried input ", i, " is missing"));
+    }
+    in.carried.push_back(v);
+  }
+  return in;
+}
+
+// The Loop unrolled at compile time: M and the initial condition are constants (or absent), and
+// so is the condition after every iteration. kUnimplemented (and nothing the caller reads
+// imported) when a condition depends on run-time values or the loop is over
+// kMaxUnrolledLoopNodes.
+absl::StatusOr<std::vector<Value*>> UnrollLoop(ImportContext& ctx, const onnx::NodeProto& node,
+                                               const LoopInputs& in,
+                                               const SubgraphImporter& import) {
+  const onnx::GraphProto& body = *in.body;
+  std::optional<int64_t> trip_count;
+  if (in.m != nullptr) trip_count = ConstScalarValue(in.m);
+  bool cond = in.c == nullptr || *ConstScalarValue(in.c) != 0;
+  const int64_t per = std::max(1, body.node_size());
+  auto too_large = [&](int64_t iterations) { return iterations > kMaxUnrolledLoopNodes / per; };
+  if (cond && trip_count && too_large(*trip_count)) {
+    return absl::UnimplementedError(NodePrefix(node) + "too many iterations to unroll");
+  }
+  std::vector<Value*> carried = in.carried;
+  std::vector<std::vector<Value*>> scans(in.num_scan);
+  const std::string name = NodeDisplayName(node);
+  for (int64_t iter = 0; cond && (!trip_count || iter < *trip_count); ++iter) {
+    if (too_large(iter + 1)) {
+      return absl::UnimplementedError(NodePrefix(node) + "too many iterations to unroll");
+    }
+    std::map<std::string, Value*> bound;
+    bound[body.input(0).name()] = ctx.ConstScalar(absl::StrCat(name, "/iter", iter, "/iter_num"),
+                                                  DType::kInt64, static_cast<double>(iter));
+    bound[body.input(1).name()] =
+        ctx.ConstScalar(absl::StrCat(name, "/iter", iter, "/cond"), DType::kBool, 1);
+    for (int i = 0; i < in.num_carried; ++i) bound[body.input(i + 2).name()] = carried[i];
+    KILN_ASSIGN_OR_RETURN(std::vector<Value*> out,
+                          import(body, bound, absl::StrCat(name, "/iter", iter, "/")));
+    std::optional<int64_t> next = ConstScalarValue(out[0]);
+    if (!next) {
+      return absl::UnimplementedError(NodePrefix(node) + "a condition known at run time only");
+    }
+    cond = *next != 0;
+    for (int i = 0; i < in.num_carried; ++i) carried[i] = out[1 + i];
+    for (int k = 0; k < in.num_scan; ++k) scans[k].push_back(out[1 + in.num_carried + k]);
+  }
+  std::vector<Value*> outputs = carried;
+  for (int k = 0; k < in.num_scan; ++k) {
+    if (scans[k].empty()) {
+      return absl::InvalidArgumentError(
+          NodePrefix(node) + absl::StrCat("runs zero iterations, so scan output ", k,
+                                          " is empty (zero-sized tensors are not supported)"));
+    }
+    KILN_ASSIGN_OR_RETURN(Value * stacked, Stack(ctx, absl::StrCat(name, "/scan", k), scans[k], 0));
+    outputs.push_back(stacked);
+  }
+  return outputs;
+}
+
+// The Loop as a graph Loop node over its body compiled on its own, run at run time.
+absl::StatusOr<std::vector<Value*>> RuntimeLoop(ImportContext& ctx, const onnx::NodeProto& node,
+                                                const LoopInputs& in,
+                                                const LoopBodyImporter& import_body) {
+  const std::string name = NodeDisplayName(node);
+  std::vector<TensorType> carried_types;
+  for (const Value* v : in.carried) carried_types.push_back(v->type());
+  absl::StatusOr<LoopBody> body = import_body(*in.body, carried_types, name + "/body");
+  if (!body.ok()) {
+    return absl::Status(body.status().code(),
+                        NodePrefix(node) + "body: " + std::string(body.status().message()));
+  }
+  const graph::Graph& g = *body->graph;
+  for (int i = 0; i < in.num_carried; ++i) {
+    const TensorType& after = g.outputs()[1 + i]->type();
+    if (after != carried_types[i]) {
+      return absl::UnimplementedError(
+          NodePrefix(node) +
+          absl::StrCat("loop-carried value ", i, " ('", node.input(i + 2), "') has type ",
+                       carried_types[i].ToString(), " before the loop and ", after.ToString(),
+                       " after an iteration; a loop run over its compiled body needs one type"));
+    }
+  }
+  const TensorType& cond_out = g.outputs()[0]->type();
+  if (cond_out.dtype != DType::kBool || cond_out.NumElements() != 1) {
+    return absl::InvalidArgumentError(NodePrefix(node) +
+                                      absl::StrCat("body output 0 (the condition) has type ",
+                                                   cond_out.ToString(), ", expected one bool"));
+  }
+  for (Value* v : {in.m, in.c}) {
+    if (v != nullptr && v->type().NumElements() != 1) {
+      return absl::InvalidArgumentError(
+          NodePrefix(node) + absl::StrCat(v == in.m ? "the trip count M" : "the condition",
+                                          " has type ", v->type().ToString(),
+                                          ", expected one element"));
+    }
+  }
+  if (in.m != nullptr && in.m->type().dtype != DType::kInt64) {
+    return absl::InvalidArgumentError(NodePrefix(node) + "the trip count M must be int64");
+  }
+  if (in.c != nullptr && in.c->type().dtype != DType::kBool) {
+    return absl::InvalidArgumentError(NodePrefix(node) + "the condition must be bool");
+  }
+  int64_t scan_length = -1;
+  if (in.num_scan > 0) {
+    std::optional<int64_t> implied = ImpliedTripCount(ctx, node, in.num_carried, in.num_scan);
+    std::optional<int64_t> m = in.m ? ConstScalarValue(in.m) : std::nullopt;
+    if (implied) {
+      scan_length = *implied;
+    } else if (m && *m > 0) {
+      scan_length = *m;
+    } else {
+      return absl::UnimplementedError(
+          NodePrefix(node) +
+          "its scan outputs need a length known at compile time: the trip count M is not a "
+          "constant and ONNX shape inference gives no static shape for them (declare the "
+          "graph output's shape, or give M with --constant-input if it is a graph input)");
+    }
+  }
+  Value* m = in.m;
+  if (m == nullptr) {
+    m = ctx.ConstScalar(name + "/no_trip_count", DType::kInt64, 0);
+    // ConstScalar takes a double; INT64_MAX does not round-trip through one.
+    auto t = std::make_shared<Tensor>(*m->constant());
+    const int64_t max = INT64_MAX;
+    std::memcpy(t->bytes.data(), &max, sizeof(max));
+    m = ctx.graph().AddConstant(name + "/no_trip_count", std::move(t));
+  } else {
+    KILN_ASSIGN_OR_RETURN(m, ctx.EmitReshape(name + "/trip_count", m, {}));
+  }
+  Value* c = in.c == nullptr ? ctx.ConstScalar(name + "/no_cond", DType::kBool, 1) : in.c;
+  if (in.c != nullptr) {
+    KILN_ASSIGN_OR_RETURN(c, ctx.EmitReshape(name + "/cond", c, {}));
+  }
+  std::vector<Value*> inputs = {m, c};
+  inputs.insert(inputs.end(), in.carried.begin(), in.carried.end());
+  inputs.insert(inputs.end(), body->outer_inputs.begin(), body->outer_inputs.end());
+  AttrMap a;
+  a.Set("body", body->graph);
+  a.Set("num_carried", int64_t{in.num_carried});
+  if (scan_length >= 0) a.Set("scan_length", scan_length);
+  KILN_ASSIGN_OR_RETURN(graph::Node * loop,
+                        ctx.Emit(OpKind::kLoop, name, inputs, a, in.num_carried + in.num_scan));
+  return loop->outputs();
+}
+
+// The run-time trip count of a Loop with trip count `m` and initial condition `c` (null: none):
+// M when the condition holds, else 0.
 absl::StatusOr<Value*> RuntimeTrips(ImportContext& ctx, const onnx::NodeProto& node, Value* m,
                                     Value* c) {
-  if (m == nullptr) {
-    return absl::UnimplementedError(NodePrefix(node) +
-                                    "a loop with no trip count whose condition "
-                                    "is only known at run time");
-  }
   const std::string name = NodeDisplayName(node);
   KILN_ASSIGN_OR_RETURN(Value * trips, ctx.EmitReshape(name + "/trips", m, {}));
   if (c == nullptr) return trips;
@@ -199,122 +375,71 @@ absl::StatusOr<Value*> RuntimeTrips(ImportContext& ctx, const onnx::NodeProto& n
                        {cond, trips, ctx.ConstScalar(name + "/zero", DType::kInt64, 0)});
 }
 
-absl::StatusOr<std::vector<Value*>> BuildLoop(ImportContext& ctx, const onnx::NodeProto& node,
-                                              const std::map<std::string, Value*>& values,
-                                              const SubgraphImporter& import) {
-  const onnx::GraphProto* body = GraphAttr(node, "body");
-  if (body == nullptr) return absl::InvalidArgumentError(NodePrefix(node) + "has no body graph");
-  const int num_carried = node.input_size() - 2;
-  if (num_carried < 0 || body->input_size() != num_carried + 2 ||
-      body->output_size() < num_carried + 1) {
+// A Loop with a run-time trip count or condition whose body cannot be compiled on its own (an
+// op whose shape follows from the iteration number, say), unrolled for the trip count its static
+// scan outputs imply, each output checked at run time against the actual trip count
+// (RuntimeCheck). kUnimplemented when no static scan output gives the count.
+absl::StatusOr<std::vector<Value*>> UnrollForStaticScans(ImportContext& ctx,
+                                                         const onnx::NodeProto& node,
+                                                         const LoopInputs& in,
+                                                         const SubgraphImporter& import) {
+  std::optional<int64_t> implied = ImpliedTripCount(ctx, node, in.num_carried, in.num_scan);
+  std::optional<int64_t> constant_m = in.m ? ConstScalarValue(in.m) : std::nullopt;
+  if (constant_m && implied && *constant_m != *implied) {
     return absl::InvalidArgumentError(NodePrefix(node) +
-                                      absl::StrCat("body has ", body->input_size(), " inputs and ",
-                                                   body->output_size(), " outputs for ",
-                                                   num_carried, " loop-carried values"));
+                                      absl::StrCat("the trip count M is ", *constant_m,
+                                                   " but the static scan outputs imply ", *implied,
+                                                   " iterations"));
   }
-  const int num_scan = body->output_size() - 1 - num_carried;
-  std::optional<int64_t> trip_count;
-  bool cond = true;
-  Value* runtime_trips = nullptr;  // the run-time trip count, checked against trip_count
-  Value* m = InputOf(node, values, 0);
-  Value* c = InputOf(node, values, 1);
-  const bool runtime_m = m != nullptr && !ConstScalarValue(m);
-  const bool runtime_c = c != nullptr && !ConstScalarValue(c);
-  if (runtime_m || runtime_c) {
-    if (!runtime_m && m != nullptr) {
-      // A constant M with a run-time condition: M iterations, or none; the scan outputs' static
-      // shapes (if any) must agree with M.
-      trip_count = ConstScalarValue(m);
-      absl::StatusOr<int64_t> implied = StaticTripCount(ctx, node, num_carried, num_scan, false);
-      if (implied.ok() && *implied != *trip_count) {
-        return absl::InvalidArgumentError(NodePrefix(node) +
-                                          absl::StrCat("the trip count M is ", *trip_count,
-                                                       " but the static scan outputs imply ",
-                                                       *implied, " iterations"));
-      }
-    } else {
-      KILN_ASSIGN_OR_RETURN(trip_count,
-                            StaticTripCount(ctx, node, num_carried, num_scan, runtime_m));
-    }
-    KILN_ASSIGN_OR_RETURN(runtime_trips, RuntimeTrips(ctx, node, m, c));
-  } else {
-    if (m != nullptr) trip_count = ConstScalarValue(m);
-    if (c != nullptr) cond = *ConstScalarValue(c) != 0;
+  if (!implied || in.m == nullptr) {
+    return absl::UnimplementedError(NodePrefix(node) + "no static scan output gives its length");
   }
-  if (!trip_count && InputOf(node, values, 1) == nullptr) {
-    return absl::InvalidArgumentError(NodePrefix(node) +
-                                      "has neither a trip count nor a condition");
-  }
-  if (trip_count) KILN_RETURN_IF_ERROR(ChargeUnroll(node, *body, *trip_count));
-  std::vector<Value*> carried;
-  for (int i = 0; i < num_carried; ++i) {
-    Value* v = InputOf(node, values, i + 2);
-    if (v == nullptr && ctx.Sequence(node.input(i + 2)) != nullptr) {
-      return absl::UnimplementedError(NodePrefix(node) + absl::StrCat("loop-carried value ", i,
-                                                                      " ('", node.input(i + 2),
-                                                                      "') is a sequence; unrolled "
-                                                                      "loops carry tensors only"));
-    }
-    if (v == nullptr) {
-      return absl::InvalidArgumentError(NodePrefix(node) +
-                                        absl::StrCat("loop-carried input ", i, " is missing"));
-    }
-    carried.push_back(v);
-  }
-  std::vector<std::vector<Value*>> scans(num_scan);
+  KILN_ASSIGN_OR_RETURN(Value * runtime_trips, RuntimeTrips(ctx, node, in.m, in.c));
   const std::string name = NodeDisplayName(node);
-  for (int64_t iter = 0; cond && (!trip_count || iter < *trip_count); ++iter) {
-    if (!trip_count) KILN_RETURN_IF_ERROR(ChargeUnroll(node, *body, iter + 1));
-    std::map<std::string, Value*> bound;
-    bound[body->input(0).name()] = ctx.ConstScalar(absl::StrCat(name, "/iter", iter, "/iter_num"),
-                                                   DType::kInt64, static_cast<double>(iter));
-    bound[body->input(1).name()] =
-        ctx.ConstScalar(absl::StrCat(name, "/iter", iter, "/cond"), DType::kBool, 1);
-    for (int i = 0; i < num_carried; ++i) bound[body->input(i + 2).name()] = carried[i];
-    KILN_ASSIGN_OR_RETURN(std::vector<Value*> out,
-                          import(*body, bound, absl::StrCat(name, "/iter", iter, "/")));
-    std::optional<int64_t> next = ConstScalarValue(out[0]);
-    if (!next) {
-      return absl::UnimplementedError(
-          NodePrefix(node) + absl::StrCat("the condition after iteration ", iter,
-                                          " depends on run-time values; Kiln unrolls loops whose "
-                                          "trip count and condition are known at compile time"));
-    }
-    cond = *next != 0;
-    for (int i = 0; i < num_carried; ++i) carried[i] = out[1 + i];
-    for (int k = 0; k < num_scan; ++k) scans[k].push_back(out[1 + num_carried + k]);
+  LoopInputs fixed = in;
+  fixed.m = ctx.ConstScalar(name + "/unrolled_trips", DType::kInt64, static_cast<double>(*implied));
+  fixed.c = nullptr;
+  KILN_ASSIGN_OR_RETURN(std::vector<Value*> outputs, UnrollLoop(ctx, node, fixed, import));
+  const int64_t ran = outputs[in.num_carried]->type().shape[0];
+  if (ran != *implied) {
+    return absl::UnimplementedError(NodePrefix(node) +
+                                    absl::StrCat("the loop's condition ends it after ", ran,
+                                                 " iterations, but its static scan outputs imply ",
+                                                 *implied));
   }
-  std::vector<Value*> outputs = carried;
-  for (int k = 0; k < num_scan; ++k) {
-    if (scans[k].empty()) {
-      return absl::UnimplementedError(
-          NodePrefix(node) + absl::StrCat("runs zero iterations, so scan output ", k,
-                                          " is empty (zero-sized tensors are not supported)"));
-    }
-    KILN_ASSIGN_OR_RETURN(Value * stacked, Stack(ctx, absl::StrCat(name, "/scan", k), scans[k], 0));
-    outputs.push_back(stacked);
-  }
-  if (runtime_trips != nullptr) {
-    if (static_cast<int64_t>(scans.empty() ? 0 : scans[0].size()) != *trip_count) {
-      return absl::UnimplementedError(
-          NodePrefix(node) +
-          absl::StrCat("the loop's condition ends it after ", scans.empty() ? 0 : scans[0].size(),
-                       " iterations, but its static scan outputs imply ", *trip_count));
-    }
-    // Every output passes through the check that the run-time trip count is the unrolled one.
-    graph::AttrMap a;
-    a.Set("expected", Ints{*trip_count});
-    a.Set("what", NodePrefix(node) +
-                      "the trip count (M, or 0 when the initial condition is "
-                      "false)");
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      KILN_ASSIGN_OR_RETURN(graph::Node * check,
-                            ctx.Emit(OpKind::kRuntimeCheck, absl::StrCat(name, "/checked", i),
-                                     {outputs[i], runtime_trips}, a));
-      outputs[i] = check->output(0);
-    }
+  graph::AttrMap a;
+  a.Set("expected", Ints{*implied});
+  a.Set("what", NodePrefix(node) + "the trip count (M, or 0 when the initial condition is false)");
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    KILN_ASSIGN_OR_RETURN(graph::Node * check,
+                          ctx.Emit(OpKind::kRuntimeCheck, absl::StrCat(name, "/checked", i),
+                                   {outputs[i], runtime_trips}, a));
+    outputs[i] = check->output(0);
   }
   return outputs;
+}
+
+absl::StatusOr<std::vector<Value*>> BuildLoop(ImportContext& ctx, const onnx::NodeProto& node,
+                                              const std::map<std::string, Value*>& values,
+                                              const SubgraphImporter& import,
+                                              const LoopBodyImporter& import_body) {
+  KILN_ASSIGN_OR_RETURN(LoopInputs in, ReadLoopInputs(ctx, node, values));
+  const bool constant_m = in.m == nullptr || ConstScalarValue(in.m).has_value();
+  const bool constant_c = in.c == nullptr || ConstScalarValue(in.c).has_value();
+  if (constant_m && constant_c) {
+    // Unrolled when small and every condition folds; what a failed attempt imported is dead.
+    absl::StatusOr<std::vector<Value*>> unrolled = UnrollLoop(ctx, node, in, import);
+    if (unrolled.ok() || unrolled.status().code() != absl::StatusCode::kUnimplemented) {
+      return unrolled;
+    }
+  }
+  absl::StatusOr<std::vector<Value*>> runtime = RuntimeLoop(ctx, node, in, import_body);
+  if (runtime.ok() || runtime.status().code() != absl::StatusCode::kUnimplemented) return runtime;
+  absl::StatusOr<std::vector<Value*>> unrolled = UnrollForStaticScans(ctx, node, in, import);
+  if (unrolled.ok() || unrolled.status().code() != absl::StatusCode::kUnimplemented) {
+    return unrolled;
+  }
+  return runtime.status();
 }
 
 // One Scan over `states` and `inputs` whose scan axes are `in_axes` (opset 9 semantics; opset 8
@@ -479,9 +604,10 @@ absl::StatusOr<std::vector<Value*>> BuildScan(ImportContext& ctx, const onnx::No
 absl::StatusOr<std::vector<Value*>> BuildControlFlow(ImportContext& ctx,
                                                      const onnx::NodeProto& node,
                                                      const std::map<std::string, Value*>& values,
-                                                     const SubgraphImporter& import) {
+                                                     const SubgraphImporter& import,
+                                                     const LoopBodyImporter& import_body) {
   if (node.op_type() == "If") return BuildIf(ctx, node, values, import);
-  if (node.op_type() == "Loop") return BuildLoop(ctx, node, values, import);
+  if (node.op_type() == "Loop") return BuildLoop(ctx, node, values, import, import_body);
   return BuildScan(ctx, node, values, import);
 }
 

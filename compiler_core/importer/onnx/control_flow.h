@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,8 +15,11 @@
 
 namespace kiln::importer {
 
-/// Most body nodes one Loop or Scan may unroll into (iterations x body nodes).
+/// Most body nodes one Scan may unroll into (iterations x body nodes).
 inline constexpr int64_t kMaxUnrolledNodes = 100000;
+/// Most body nodes a Loop is unrolled into; a larger Loop runs at run time over its compiled
+/// body (graph op Loop), as does every Loop whose trip count or condition is a run-time value.
+inline constexpr int64_t kMaxUnrolledLoopNodes = 2000;
 
 /// Imports subgraph `body` into the graph under construction and returns the values of its
 /// outputs. Names resolve in `bound` (the body's inputs) first, then in the enclosing scopes
@@ -24,22 +28,41 @@ using SubgraphImporter = std::function<absl::StatusOr<std::vector<graph::Value*>
     const onnx::GraphProto& body, const std::map<std::string, graph::Value*>& bound,
     const std::string& prefix)>;
 
+/// A Loop body imported into a graph of its own (graph op Loop's "body"): inputs
+/// (iteration_num i64 [], cond bool [], the carried values, then one per outer-scope value the
+/// body reads that is not a constant), outputs as the ONNX body's. Outer-scope constants become
+/// the body's own constants.
+struct LoopBody {
+  std::shared_ptr<graph::Graph> graph;
+  std::vector<graph::Value*> outer_inputs;  // the outer values behind the trailing body inputs
+};
+
+/// Imports Loop body `body` with loop-carried values of `carried` types into a new graph named
+/// `name`. Errors: the body's nodes' import errors; kUnimplemented for an outer-scope sequence.
+using LoopBodyImporter = std::function<absl::StatusOr<LoopBody>(
+    const onnx::GraphProto& body, const std::vector<TensorType>& carried, const std::string& name)>;
+
 /// The outputs of the If, Loop or Scan `node` (inputs resolved in `values`), built by inlining
 /// (ONNX operator spec, opsets 1-21):
 /// - If: a condition that is a compile-time constant imports its taken branch only; a run-time
 ///   condition imports both branches and selects each output with Where, which needs both
 ///   branches to give it one type (else kUnimplemented).
-/// - Loop: the trip count M and the condition (initial, and after every iteration) must be
-///   compile-time constants; the body is unrolled once per iteration with iter_num a constant,
-///   loop-carried values threaded through, and scan outputs stacked along a new axis 0.
+/// - Loop: when the trip count M and the condition (initial, and after every iteration) are
+///   compile-time constants and the loop is small (kMaxUnrolledLoopNodes), the body is unrolled
+///   once per iteration with iter_num a constant, loop-carried values threaded through, and scan
+///   outputs stacked along a new axis 0. Otherwise it becomes a graph Loop node over the body
+///   imported by `import_body`, run at run time; its scan outputs have the leading dim M (a
+///   constant) or the one ONNX shape inference or the declared graph output gives.
 /// - Scan: unrolled along its scan axes (scan_input_axes/_directions, scan_output_axes/
 ///   _directions of opset 9+; opset 8's batch axis and sequence_lens, which must be full).
-/// Errors: kInvalidArgument for a malformed node; kUnimplemented for run-time trip counts or
-/// conditions of a Loop, more than kMaxUnrolledNodes unrolled nodes, and zero iterations with
-/// scan outputs (zero-sized tensors).
+/// Errors: kInvalidArgument for a malformed node; kUnimplemented for a run-time Loop whose scan
+/// outputs have no static length, loop-carried values whose type changes, more than
+/// kMaxUnrolledNodes unrolled Scan nodes, and zero iterations with scan outputs (zero-sized
+/// tensors).
 absl::StatusOr<std::vector<graph::Value*>> BuildControlFlow(
     ImportContext& ctx, const onnx::NodeProto& node,
-    const std::map<std::string, graph::Value*>& values, const SubgraphImporter& import);
+    const std::map<std::string, graph::Value*>& values, const SubgraphImporter& import,
+    const LoopBodyImporter& import_body);
 
 }  // namespace kiln::importer
 

@@ -4,6 +4,7 @@
 
 #include "compiler_core/importer/onnx/importer.h"
 #include "compiler_core/importer/onnx/importer_test_util.h"
+#include "compiler_core/ir/graph/printer.h"
 #include "gtest/gtest.h"
 
 namespace kiln::importer {
@@ -119,12 +120,29 @@ TEST(ControlFlowImportTest, LoopErrors) {
   EXPECT_EQ(empty.status().message(),
             "node 'loop' (Loop): runs zero iterations, so scan output 0 is empty (zero-sized "
             "tensors are not supported)");
-  auto huge = ImportOnnxBytes(loop_model(kMaxUnrolledNodes + 1, false), "");
-  EXPECT_EQ(huge.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(huge.status().message().find("unrolling 100001 iterations of a 2-node body would "
-                                         "import 200002 nodes (the limit is 100000)"),
-            std::string::npos)
-      << huge.status();
+  // Too many iterations to unroll: one Loop node over the body, run at run time.
+  auto huge = ImportOnnxBytes(loop_model(kMaxUnrolledLoopNodes, false), "");
+  ASSERT_TRUE(huge.ok()) << huge.status();
+  std::vector<graph::Node*> loops;
+  for (graph::Node* n : (*huge)->nodes()) {
+    if (n->op() == graph::OpKind::kLoop) loops.push_back(n);
+  }
+  ASSERT_EQ(loops.size(), 1u) << graph::PrintGraph(**huge);
+  EXPECT_EQ(loops[0]->attrs().GetInt("num_carried", -1), 1);
+  EXPECT_EQ(loops[0]->input(0)->constant()->GetAsInt64(0), kMaxUnrolledLoopNodes);
+  std::shared_ptr<graph::Graph> body = loops[0]->attrs().GetGraph("body");
+  ASSERT_NE(body, nullptr);
+  EXPECT_EQ(graph::PrintGraph(*body),
+            "graph @loop/body(%0 \"i\": i64[], %1 \"c_in\": bool[], %2 \"acc\": f32[2]) -> "
+            "(%3 \"c_out\", %4 \"acc_out\") {\n"
+            "  %3 = Identity(%1) : bool[]\n"
+            "  %4 = Neg(%2) : f32[2]\n"
+            "  return %3, %4\n"
+            "}\n");
+  // Unrolled when small enough: 3 copies of the body.
+  auto small = ImportOnnxBytes(loop_model(3, false), "");
+  ASSERT_TRUE(small.ok()) << small.status();
+  for (const graph::Node* n : (*small)->nodes()) EXPECT_NE(n->op(), graph::OpKind::kLoop);
 }
 
 }  // namespace

@@ -271,6 +271,51 @@ absl::StatusOr<std::vector<Value*>> ImportSubgraph(ImportContext& ctx,
   return outputs;
 }
 
+// A Loop body as a graph of its own (LoopBodyImporter): its inputs are iteration_num, cond and
+// the carried values, then a proxy input per non-constant outer-scope value it reads (in name
+// order); outer constants are shared as the body's constants.
+absl::StatusOr<LoopBody> ImportLoopBody(ImportContext& ctx, const onnx::NodeProto& loop,
+                                        const std::map<std::string, Value*>& outer,
+                                        const onnx::GraphProto& body,
+                                        const std::vector<TensorType>& carried,
+                                        const std::string& name) {
+  LoopBody result;
+  result.graph = std::make_shared<Graph>();
+  Graph& g = *result.graph;
+  g.set_name(name);
+  ImportContext body_ctx(g, ctx.opset());
+  std::map<std::string, Value*> bound;
+  bound[body.input(0).name()] = g.AddInput(body.input(0).name(), TensorType{DType::kInt64, {}});
+  bound[body.input(1).name()] = g.AddInput(body.input(1).name(), TensorType{DType::kBool, {}});
+  for (size_t i = 0; i < carried.size(); ++i) {
+    const std::string& in = body.input(static_cast<int>(i) + 2).name();
+    bound[in] = g.AddInput(in, carried[i]);
+  }
+  std::set<std::string> free;
+  OuterScopeNames(loop, free);
+  std::map<std::string, Value*> scope;
+  for (const std::string& n : free) {
+    if (ctx.Sequence(n) != nullptr) {
+      return absl::UnimplementedError(absl::StrCat("outer-scope value '", n,
+                                                   "' is a sequence; a loop run over its "
+                                                   "compiled body reads tensors only"));
+    }
+    auto it = outer.find(n);
+    if (it == outer.end() || it->second == nullptr) continue;  // undefined: BuildNodes says so
+    Value* v = it->second;
+    if (v->is_constant()) {
+      scope[n] = g.AddConstant(v->name(), v->constant());
+    } else {
+      scope[n] = g.AddInput(n, v->type());
+      result.outer_inputs.push_back(v);
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<Value*> outputs,
+                        ImportSubgraph(body_ctx, scope, body, bound, ""));
+  g.SetOutputs(std::move(outputs));
+  return result;
+}
+
 // If, Loop or Scan (control_flow.h). An output that is a value from outside the node (a
 // branch returning an outer value as is) gets an Identity, so naming the output does not
 // rename that value.
@@ -281,7 +326,13 @@ absl::StatusOr<BuiltOutputs> BuildControlFlowNode(ImportContext& ctx, const onnx
                                 const std::string& sub_prefix) {
     return ImportSubgraph(ctx, values, body, bound, sub_prefix);
   };
-  KILN_ASSIGN_OR_RETURN(std::vector<Value*> outs, BuildControlFlow(ctx, proto, values, import));
+  LoopBodyImporter import_body = [&](const onnx::GraphProto& body,
+                                     const std::vector<TensorType>& carried,
+                                     const std::string& name) {
+    return ImportLoopBody(ctx, proto, values, body, carried, name);
+  };
+  KILN_ASSIGN_OR_RETURN(std::vector<Value*> outs,
+                        BuildControlFlow(ctx, proto, values, import, import_body));
   std::set<const Value*> outer;
   for (const auto& [name, v] : values) outer.insert(v);
   for (size_t i = 0; i < outs.size(); ++i) {

@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler_core/ir/graph/graph.h"
+#include "compiler_core/ir/graph/graph_hash.h"
 #include "compiler_core/support/sha256.h"
 
 namespace kiln::graph {
@@ -52,6 +54,13 @@ std::shared_ptr<const Tensor> AttrMap::GetTensor(const std::string& name) const 
   auto it = attrs_.find(name);
   if (it == attrs_.end()) return nullptr;
   if (auto* v = std::get_if<std::shared_ptr<const Tensor>>(&it->second)) return *v;
+  return nullptr;
+}
+
+std::shared_ptr<Graph> AttrMap::GetGraph(const std::string& name) const {
+  auto it = attrs_.find(name);
+  if (it == attrs_.end()) return nullptr;
+  if (auto* v = std::get_if<std::shared_ptr<Graph>>(&it->second)) return *v;
   return nullptr;
 }
 
@@ -105,6 +114,10 @@ std::string FormatAttrValue(const AttrValue& value) {
       std::string_view bytes(reinterpret_cast<const char*>(t->bytes.data()), t->bytes.size());
       return absl::StrCat("tensor<", t->type.ToString(), " sha256:", Sha256Hex(bytes).substr(0, 16),
                           ">");
+    }
+    std::string operator()(const std::shared_ptr<Graph>& g) const {
+      if (!g) return "graph<null>";
+      return absl::StrCat("graph<@", g->name(), " ", GraphHash(*g).substr(0, 16), ">");
     }
   };
   return std::visit(Visitor{}, value);

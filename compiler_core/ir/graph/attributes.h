@@ -1,5 +1,5 @@
 // Node attributes: a name-sorted map of typed values (ONNX attribute kinds INT, FLOAT, STRING,
-// INTS, FLOATS, TENSOR). Sorted so that printing and hashing are deterministic.
+// INTS, FLOATS, TENSOR, GRAPH). Sorted so that printing and hashing are deterministic.
 #ifndef KILN_COMPILER_CORE_IR_GRAPH_ATTRIBUTES_H_
 #define KILN_COMPILER_CORE_IR_GRAPH_ATTRIBUTES_H_
 
@@ -14,8 +14,13 @@
 
 namespace kiln::graph {
 
-using AttrValue = std::variant<int64_t, float, std::string, std::vector<int64_t>,
-                               std::vector<float>, std::shared_ptr<const Tensor>>;
+class Graph;
+
+/// A graph-valued attribute (a Loop's body) is owned by the node that holds it; the compile
+/// pipeline optimizes it in place when it compiles the body.
+using AttrValue =
+    std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>,
+                 std::shared_ptr<const Tensor>, std::shared_ptr<Graph>>;
 
 /// Attributes of one node, keyed by ONNX attribute name.
 class AttrMap {
@@ -33,6 +38,8 @@ class AttrMap {
   std::vector<float> GetFloats(const std::string& name,
                                const std::vector<float>& default_value = {}) const;
   std::shared_ptr<const Tensor> GetTensor(const std::string& name) const;
+  /// A graph attribute (a Loop's body), or null.
+  std::shared_ptr<Graph> GetGraph(const std::string& name) const;
 
   const std::map<std::string, AttrValue>& items() const { return attrs_; }
   bool operator==(const AttrMap& other) const;
@@ -46,7 +53,8 @@ class AttrMap {
 std::string FormatFloatExact(double v);
 
 /// Printed form of one attribute value, e.g. "[1,1]", "3", "0.5", "\"NOTSET\"".
-/// Tensor attributes print as their type and content digest.
+/// Tensor attributes print as their type and content digest; graph attributes as their name
+/// and graph hash (graph_hash.h), so equal strings mean equal computations.
 std::string FormatAttrValue(const AttrValue& value);
 
 }  // namespace kiln::graph

@@ -28,6 +28,10 @@ void HashAttr(Sha256& h, const AttrValue& value) {
     h.UpdateString(*t ? TensorDigest(**t) : "null");
     return;
   }
+  if (auto* g = std::get_if<std::shared_ptr<Graph>>(&value)) {
+    h.UpdateString(*g ? GraphHash(**g) : "null");
+    return;
+  }
   // Every other kind prints exactly (floats round-trip), so its printed form identifies it.
   h.UpdateString(FormatAttrValue(value));
 }

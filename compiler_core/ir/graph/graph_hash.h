@@ -13,7 +13,8 @@ namespace kiln::graph {
 /// SHA-256 (64 hex chars) of what `graph` computes, Merkle style:
 ///   input i     → H("input", i, dtype, shape)
 ///   constant    → H("const", dtype, shape, SHA-256 of its bytes)      (weights included)
-///   node output → H("node", op, every attribute name and value (tensors by content),
+///   node output → H("node", op, every attribute name and value (tensors by content, graphs
+///                   (a Loop's body) by their GraphHash),
 ///                   the hashes of its inputs in order ("none" for an omitted one),
 ///                   its output index, dtype and shape)
 ///   graph       → H("graph", number of inputs, each input's dtype and shape,

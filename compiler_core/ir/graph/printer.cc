@@ -91,6 +91,15 @@ std::string PrintGraph(const Graph& graph) {
   std::vector<std::string> rets;
   for (const Value* o : graph.outputs()) rets.push_back(name_of(o));
   absl::StrAppend(&out, "  return ", absl::StrJoin(rets, ", "), "\n}\n");
+  // Graph attributes (Loop bodies) follow the graph that holds them, depth first.
+  for (const Node* node : nodes) {
+    for (const auto& [key, value] : node->attrs().items()) {
+      const auto* body = std::get_if<std::shared_ptr<Graph>>(&value);
+      if (body == nullptr || *body == nullptr) continue;
+      absl::StrAppend(&out, "// ", key, " of node '", node->name(), "' (", node->info().name,
+                      "):\n", PrintGraph(**body));
+    }
+  }
   return out;
 }
 

@@ -10,7 +10,9 @@
 //
 // Constants print as dense<[...]> (at most kMaxDenseElements elements), splat<v> (all elements
 // equal) or sha256:<16 hex digits> (elided; the parser cannot read those back). An omitted
-// optional input prints as "_". A fusion group id prints as a trailing "group=N".
+// optional input prints as "_". A fusion group id prints as a trailing "group=N". A graph
+// attribute (a Loop's body) prints as graph<@name hash> in the node's attributes, and the graph
+// itself follows the enclosing graph, after a "// body of node 'x' (Loop):" line.
 #ifndef KILN_COMPILER_CORE_IR_GRAPH_PRINTER_H_
 #define KILN_COMPILER_CORE_IR_GRAPH_PRINTER_H_
 

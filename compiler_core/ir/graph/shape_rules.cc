@@ -623,6 +623,60 @@ absl::StatusOr<Types> ConstantRule(const Node& node) {
   return Types{value->type};
 }
 
+// Loop: the carried values keep their types (the body must give each its input's type); each
+// scan output is the body's per-iteration value stacked along a new axis 0 of "scan_length".
+absl::StatusOr<Types> LoopRule(const Node& node) {
+  std::shared_ptr<Graph> body = node.attrs().GetGraph("body");
+  if (body == nullptr) return Invalid(node, "missing graph attribute 'body'");
+  const int64_t carried = node.attrs().GetInt("num_carried", -1);
+  const int64_t n = node.attrs().GetInt("scan_length", -1);
+  const int64_t outer = static_cast<int64_t>(node.num_inputs()) - 2 - carried;
+  const int64_t scans = static_cast<int64_t>(body->outputs().size()) - 1 - carried;
+  if (carried < 0 || outer < 0 || scans < 0 ||
+      static_cast<int64_t>(body->inputs().size()) != 2 + carried + outer) {
+    return Invalid(node, absl::StrCat("body has ", body->inputs().size(), " inputs and ",
+                                      body->outputs().size(), " outputs for ", node.num_inputs(),
+                                      " Loop inputs and num_carried ", carried));
+  }
+  const TensorType iter{DType::kInt64, {}}, cond{DType::kBool, {}};
+  if (body->inputs()[0]->type() != iter || body->inputs()[1]->type() != cond) {
+    return Invalid(node, "body inputs 0 and 1 must be i64[] (iteration_num) and bool[] (cond)");
+  }
+  const TensorType& cond_out = body->outputs()[0]->type();
+  if (cond_out.dtype != DType::kBool || cond_out.NumElements() != 1) {
+    return Invalid(node, absl::StrCat("body output 0 (the condition) has type ",
+                                      cond_out.ToString(), ", expected one bool"));
+  }
+  // M and cond are scalars as the body's iteration_num and cond are; the rest as the body's.
+  for (int i = 0; i < 2 + carried + outer; ++i) {
+    const Value* in = node.input(i);
+    const TensorType& want = i == 0 ? iter : body->inputs()[i]->type();
+    if (in == nullptr || in->type() != want) {
+      return Invalid(
+          node, absl::StrCat("input ", i, " is ", in == nullptr ? "missing" : in->type().ToString(),
+                             ", expected ", want.ToString()));
+    }
+  }
+  Types out;
+  for (int i = 0; i < carried; ++i) {
+    const TensorType& t = body->outputs()[1 + i]->type();
+    if (t != node.input(2 + i)->type()) {
+      return Invalid(
+          node,
+          absl::StrCat("loop-carried value ", i, " has type ", node.input(2 + i)->type().ToString(),
+                       " before the loop and ", t.ToString(), " after an iteration"));
+    }
+    out.push_back(t);
+  }
+  if (scans > 0 && n < 0) return Invalid(node, "scan outputs need attribute 'scan_length'");
+  for (int64_t k = 0; k < scans; ++k) {
+    TensorType t = body->outputs()[1 + carried + k]->type();
+    t.shape.insert(t.shape.begin(), n);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 absl::StatusOr<Types> Dispatch(const Node& node) {
   switch (node.op()) {
     case OpKind::kRelu:
@@ -694,6 +748,8 @@ absl::StatusOr<Types> Dispatch(const Node& node) {
       return SliceRule(node);
     case OpKind::kConstant:
       return ConstantRule(node);
+    case OpKind::kLoop:
+      return LoopRule(node);
   }
   // Ops of the "NN ops" section of ops.def.
   if (IsNnOp(node.op())) return InferNnOpTypes(node);

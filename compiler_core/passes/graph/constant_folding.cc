@@ -38,7 +38,8 @@ bool HasOnlyConstantInputs(const Node& node) {
 
 /// The one folding pattern: evaluate the node and replace its results by constants.
 absl::StatusOr<bool> FoldConstantNode(Node& node, Rewriter& rewriter) {
-  if (!HasOnlyConstantInputs(node)) return false;
+  // A Loop left to run at run time is one too large to unroll: never evaluated at compile time.
+  if (node.op() == graph::OpKind::kLoop || !HasOnlyConstantInputs(node)) return false;
   std::vector<reference::TensorPtr> inputs;
   for (const Value* in : node.inputs()) {
     inputs.push_back(in == nullptr ? nullptr : in->constant());

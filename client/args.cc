@@ -99,8 +99,9 @@ absl::StatusOr<std::map<std::string, std::string>> ConstantInputsFrom(const Args
 }
 
 absl::StatusOr<importer::InputShapes> OneShapeProfileFrom(const Args& args,
-                                                          const std::string& command) {
-  absl::StatusOr<importer::ShapeProfiles> profiles = ShapeProfilesFrom(args);
+                                                          const std::string& command,
+                                                          importer::InputShapes* min_shapes) {
+  absl::StatusOr<importer::ShapeProfiles> profiles = ShapeProfilesFrom(args, min_shapes);
   if (!profiles.ok()) return profiles.status();
   return importer::SingleProfile(*profiles, command);
 }

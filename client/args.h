@@ -57,10 +57,11 @@ absl::StatusOr<importer::ShapeProfiles> ShapeProfilesFrom(
 absl::StatusOr<std::map<std::string, std::string>> ConstantInputsFrom(const Args& args);
 
 /// The one shape profile a command that compiles a single variant (`kiln tune`) takes: empty
-/// without --input-shape. Errors: ShapeProfilesFrom's; kInvalidArgument for several profiles,
-/// naming `command`.
-absl::StatusOr<importer::InputShapes> OneShapeProfileFrom(const Args& args,
-                                                          const std::string& command);
+/// without --input-shape. With `min_shapes`, dims may be ranges (`x=1..4,...`: the profile holds
+/// the maximums and `min_shapes` the minimums, as ShapeProfilesFrom). Errors: ShapeProfilesFrom's;
+/// kInvalidArgument for several profiles, naming `command`.
+absl::StatusOr<importer::InputShapes> OneShapeProfileFrom(
+    const Args& args, const std::string& command, importer::InputShapes* min_shapes = nullptr);
 
 }  // namespace kiln::client
 

@@ -79,9 +79,11 @@ absl::StatusOr<kiln::v1::TuneRequest> TuneRequestFrom(const Args& args) {
   for (const std::string& p : SplitAll(args, "--disable-pass")) {
     request.mutable_options()->add_disabled_passes(p);
   }
-  KILN_ASSIGN_OR_RETURN(importer::InputShapes shapes, OneShapeProfileFrom(args, "kiln tune"));
+  importer::InputShapes min_shapes;
+  KILN_ASSIGN_OR_RETURN(importer::InputShapes shapes,
+                        OneShapeProfileFrom(args, "kiln tune", &min_shapes));
   SetInputShapes(shapes.empty() ? importer::ShapeProfiles{} : importer::ShapeProfiles{shapes},
-                 *request.mutable_options());
+                 *request.mutable_options(), min_shapes);
   int64_t trials = 64;
   if (args.Has("--trials") && (!absl::SimpleAtoi(args.Get("--trials"), &trials) || trials < 1)) {
     return absl::InvalidArgumentError("--trials must be a positive integer");

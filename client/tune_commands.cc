@@ -28,7 +28,8 @@ namespace {
 int PrintSpace(const Args& args) {
   pipeline::CompileOptions options;
   options.target = args.Get("--target", "host");
-  absl::StatusOr<importer::InputShapes> shapes = OneShapeProfileFrom(args, "kiln tune");
+  absl::StatusOr<importer::InputShapes> shapes =
+      OneShapeProfileFrom(args, "kiln tune", &options.bounded_min_shapes);
   if (!shapes.ok()) return FailStatus(shapes.status());
   if (!shapes->empty()) options.shape_profiles = {*shapes};
   int64_t samples = 0;
@@ -118,7 +119,8 @@ void PrintJson(const std::vector<tuning::TuneTask>& tasks, const tuning::SearchR
 int TuneLocal(const Args& args) {
   pipeline::CompileOptions options;
   options.target = args.Get("--target", "host");
-  absl::StatusOr<importer::InputShapes> shapes = OneShapeProfileFrom(args, "kiln tune");
+  absl::StatusOr<importer::InputShapes> shapes =
+      OneShapeProfileFrom(args, "kiln tune", &options.bounded_min_shapes);
   if (!shapes.ok()) return FailStatus(shapes.status());
   if (!shapes->empty()) options.shape_profiles = {*shapes};
   tuning::SearchOptions search;

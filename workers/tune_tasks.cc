@@ -58,12 +58,19 @@ absl::StatusOr<kiln::v1::WorkloadsResult> ListWorkloads(std::string_view model_b
   options.target = task.target().empty() ? "host" : task.target();
   options.disabled_passes.assign(task.options().disabled_passes().begin(),
                                  task.options().disabled_passes().end());
-  KILN_ASSIGN_OR_RETURN(importer::InputShapes shapes, OneShapeProfileOf(task.options()));
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<graph::Graph> graph,
-                        importer::ImportOnnxBytes(model_bytes, scratch_dir, {shapes}));
+  // The one profile, its bounded dims' minimums (ranges) if any.
+  KILN_ASSIGN_OR_RETURN(importer::ShapeProfiles profiles, ShapeProfilesOf(task.options()));
+  KILN_ASSIGN_OR_RETURN(importer::InputShapes shapes,
+                        importer::SingleProfile(profiles, "a tune job"));
+  if (!shapes.empty()) options.shape_profiles = {shapes};
+  KILN_ASSIGN_OR_RETURN(options.bounded_min_shapes, BoundedMinShapesOf(task.options()));
   Target target;
   KILN_ASSIGN_OR_RETURN(std::vector<pipeline::ModelWorkload> workloads,
-                        pipeline::ExtractGraphWorkloads(std::move(graph), options, &target));
+                        pipeline::ExtractImportedWorkloads(
+                            [&](const importer::InputShapes& s) {
+                              return importer::ImportOnnxBytes(model_bytes, scratch_dir, {s});
+                            },
+                            options, &target));
   if (target.Key() != expected.Key()) {
     return absl::InternalError(absl::StrCat("the pipeline lowered for ", target.Key(),
                                             ", not ", expected.Key()));

@@ -3,12 +3,14 @@
 // run-time errors.
 #include <cmath>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_join.h"
 #include "compiler_core/importer/onnx/importer_test_util.h"
 #include "compiler_core/pipeline/compile.h"
+#include "compiler_core/pipeline/workloads.h"
 #include "compiler_core/runtime/executable.h"
 #include "compiler_core/support/status_macros.h"
 #include "gtest/gtest.h"
@@ -165,6 +167,39 @@ TEST(BoundedDimsTest, SoftmaxMatMulAndReduceMaxAlongABoundedDim) {
   ASSERT_EQ(m.outputs(1).lengths_size(), 1);
   EXPECT_EQ(m.outputs(1).lengths(0).symbol(), 0);
   for (int64_t s : {1, 5, 13, 16}) ExpectMatchesStatic(b, *bounded, {s, 8});
+}
+
+// `kiln tune` with ranges plans what the bounded compile plans: the tuner is asked for exactly
+// the compiled kernels' workloads (so its records apply), which differ from the fixed-shape
+// compile's where a bound needs masking.
+TEST(BoundedDimsTest, TuningPlansTheBoundedKernels) {
+  const ModelBuilder b = Attention();
+  const std::string bytes = b.Bytes();
+  const GraphImporter import = [&](const importer::InputShapes& shapes) {
+    return importer::ImportOnnxBytes(bytes, ::testing::TempDir(), {shapes});
+  };
+  auto keys_of = [&](const importer::InputShapes& min) -> std::set<std::string> {
+    CompileOptions options;
+    options.shape_profiles = {{{"x", {16, 8}}}};
+    options.bounded_min_shapes = min;
+    absl::StatusOr<std::vector<ModelWorkload>> workloads =
+        ExtractImportedWorkloads(import, options);
+    EXPECT_TRUE(workloads.ok()) << workloads.status();
+    absl::StatusOr<CompileResult> compiled = CompileProfiles(import, options);
+    EXPECT_TRUE(compiled.ok()) << compiled.status();
+    std::set<std::string> planned, kernels;
+    if (!workloads.ok() || !compiled.ok()) return planned;
+    for (const ModelWorkload& w : *workloads) planned.insert(w.workload_key);
+    for (const kiln::v1::KernelCall& k : compiled->artifact.manifest.kernels()) {
+      kernels.insert(k.workload_key());
+    }
+    EXPECT_EQ(planned, kernels);
+    return planned;
+  };
+  const std::set<std::string> bounded = keys_of({{"x", {1, 8}}});
+  const std::set<std::string> fixed = keys_of({});
+  EXPECT_FALSE(bounded.empty());
+  EXPECT_NE(bounded, fixed);
 }
 
 TEST(BoundedDimsTest, ReshapeKeepsTheBoundedDimOutermost) {

@@ -273,22 +273,36 @@ absl::StatusOr<CompileResult> CompileProfiles(const GraphImporter& import,
   return result;
 }
 
-absl::StatusOr<PlannedGraph> PlanModelFile(const std::string& model_path,
-                                           const CompileOptions& options) {
+absl::StatusOr<PlannedGraph> PlanImported(const GraphImporter& import,
+                                          const CompileOptions& options) {
   KILN_ASSIGN_OR_RETURN(importer::InputShapes shapes,
                         importer::SingleProfile(options.shape_profiles, "tuning"));
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<graph::Graph> graph,
-                        importer::ImportOnnxFile(model_path, {shapes, options.constant_inputs}));
-  return PlanGraph(std::move(graph), options);
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<graph::Graph> graph, import(shapes));
+  if (options.bounded_min_shapes.empty()) return PlanGraph(std::move(graph), options);
+  KILN_ASSIGN_OR_RETURN(passes::BoundedDims bounded,
+                        passes::BoundDims(*graph, shapes, options.bounded_min_shapes, import));
+  return PlanGraph(std::move(graph), options, &bounded);
+}
+
+namespace {
+
+// Imports the model file at `model_path` with `options`' constant inputs.
+GraphImporter FileImporter(const std::string& model_path, const CompileOptions& options) {
+  return [&model_path, &options](const importer::InputShapes& shapes) {
+    return importer::ImportOnnxFile(model_path, {shapes, options.constant_inputs});
+  };
+}
+
+}  // namespace
+
+absl::StatusOr<PlannedGraph> PlanModelFile(const std::string& model_path,
+                                           const CompileOptions& options) {
+  return PlanImported(FileImporter(model_path, options), options);
 }
 
 absl::StatusOr<CompileResult> CompileModelFile(const std::string& model_path,
                                                const CompileOptions& options) {
-  return CompileProfiles(
-      [&](const importer::InputShapes& shapes) {
-        return importer::ImportOnnxFile(model_path, {shapes, options.constant_inputs});
-      },
-      options);
+  return CompileProfiles(FileImporter(model_path, options), options);
 }
 
 }  // namespace kiln::pipeline

@@ -111,8 +111,14 @@ struct PlannedGraph {
 absl::StatusOr<PlannedGraph> PlanGraph(std::unique_ptr<graph::Graph> graph,
                                        const CompileOptions& options,
                                        const passes::BoundedDims* bounded = nullptr);
-/// Imports `model_path` and plans it (PlanGraph). Errors: the importer's and PlanGraph's;
-/// kInvalidArgument for more than one shape profile (the tuner plans one).
+/// Imports the model with `import` at the one shape profile of `options` and plans it
+/// (PlanGraph), with the bounded dims of `options.bounded_min_shapes` when set (passes::BoundDims
+/// over probe imports, as CompileProfiles does): the kernels a compile with the same options
+/// schedules. Errors: the importer's and PlanGraph's; kInvalidArgument for more than one shape
+/// profile (the tuner plans one).
+absl::StatusOr<PlannedGraph> PlanImported(const GraphImporter& import,
+                                          const CompileOptions& options);
+/// PlanImported of the model file at `model_path`.
 absl::StatusOr<PlannedGraph> PlanModelFile(const std::string& model_path,
                                            const CompileOptions& options);
 

@@ -71,6 +71,13 @@ absl::StatusOr<std::vector<ModelWorkload>> ExtractWorkloads(const std::string& m
   });
 }
 
+absl::StatusOr<std::vector<ModelWorkload>> ExtractImportedWorkloads(const GraphImporter& import,
+                                                                    const CompileOptions& options,
+                                                                    Target* target) {
+  return Extract(options, target,
+                 [&](const CompileOptions& recording) { return PlanImported(import, recording); });
+}
+
 absl::StatusOr<std::vector<ModelWorkload>> ExtractGraphWorkloads(
     std::unique_ptr<graph::Graph> graph, const CompileOptions& options, Target* target) {
   return Extract(options, target, [&](const CompileOptions& recording) {

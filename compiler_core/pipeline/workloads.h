@@ -27,6 +27,10 @@ struct ModelWorkload {
 absl::StatusOr<std::vector<ModelWorkload>> ExtractWorkloads(const std::string& model_path,
                                                             const CompileOptions& options,
                                                             Target* target = nullptr);
+/// The same for a model imported by `import` (PlanImported). Errors: those of PlanImported.
+absl::StatusOr<std::vector<ModelWorkload>> ExtractImportedWorkloads(const GraphImporter& import,
+                                                                    const CompileOptions& options,
+                                                                    Target* target = nullptr);
 /// The same for an imported graph (PlanGraph). Errors: those of PlanGraph.
 absl::StatusOr<std::vector<ModelWorkload>> ExtractGraphWorkloads(
     std::unique_ptr<graph::Graph> graph, const CompileOptions& options, Target* target = nullptr);

@@ -86,8 +86,8 @@ TEST(RuntimeLoopTest, ScanOutputFollowsTheIterationsRun) {
   EXPECT_EQ((*again)[0].data<float>()[1], 3.5f);
 }
 
-// tests/data/runtime_loop: a while loop, 500 RNN steps, a trip count from a graph input and a
-// nested loop whose inner trip count comes from the outer iteration number.
+// tests/data/runtime_loop: a while loop, 500 RNN steps, a trip count from a graph input, a
+// nested loop whose inner trip count comes from the outer iteration number, and a 600-step Scan.
 TEST(RuntimeLoopTest, TripCountFromAnInputAndNestedLoops) {
   absl::StatusOr<runtime::Artifact> artifact = Compile("tests/data/runtime_loop/model.onnx");
   ASSERT_TRUE(artifact.ok()) << artifact.status();
@@ -97,17 +97,19 @@ TEST(RuntimeLoopTest, TripCountFromAnInputAndNestedLoops) {
     ++loops;
     for (const kiln::v1::KernelCall& b : c.loop().body().kernels()) nested += b.has_loop();
   }
-  EXPECT_EQ(loops, 4);
+  EXPECT_EQ(loops, 5);
   EXPECT_EQ(nested, 1);
   auto exe = runtime::Executable::Load(*artifact, 2);
   ASSERT_TRUE(exe.ok()) << exe.status();
   auto x = importer::ReadTensorFile("tests/data/runtime_loop/test_data_set_0/input_0.pb");
   ASSERT_TRUE(x.ok()) << x.status();
+  auto seq = importer::ReadTensorFile("tests/data/runtime_loop/test_data_set_0/input_2.pb");
+  ASSERT_TRUE(seq.ok()) << seq.status();
   // nested_z after n outer iterations, the o-th running o + 1 inner steps z = z / 2 + 1.
   for (int64_t n : {0, 1, 3, 7}) {
     Tensor trips{TensorType{DType::kInt64, {}}, std::vector<uint8_t>(8)};
     std::memcpy(trips.bytes.data(), &n, 8);
-    auto out = (*exe)->Run({&x->tensor, &trips});
+    auto out = (*exe)->Run({&x->tensor, &trips, &seq->tensor});
     ASSERT_TRUE(out.ok()) << out.status();
     const Tensor& z = (*out)[5];
     for (int i = 0; i < 8; ++i) {

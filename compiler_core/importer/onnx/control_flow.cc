@@ -99,22 +99,6 @@ absl::StatusOr<Value*> Take(ImportContext& ctx, const std::string& name, Value* 
   return n->output(0);
 }
 
-// Counts a Scan's body copies against kMaxUnrolledNodes.
-absl::Status ChargeUnroll(const onnx::NodeProto& node, const onnx::GraphProto& body,
-                          int64_t iterations) {
-  const int64_t per = std::max(1, body.node_size());
-  if (iterations > kMaxUnrolledNodes / per) {  // iterations * per > the limit, without overflow
-    const std::string nodes = iterations > INT64_MAX / per ? std::string("more than 2^63")
-                                                           : absl::StrCat(iterations * per);
-    return absl::UnimplementedError(NodePrefix(node) +
-                                    absl::StrCat("unrolling ", iterations, " iterations of a ",
-                                                 body.node_size(), "-node body would import ",
-                                                 nodes, " nodes (the limit is ", kMaxUnrolledNodes,
-                                                 "); Kiln unrolls a Scan at compile time"));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::vector<Value*>> BuildIf(ImportContext& ctx, const onnx::NodeProto& node,
                                             const std::map<std::string, Value*>& values,
                                             const SubgraphImporter& import) {
@@ -277,26 +261,23 @@ absl::StatusOr<std::vector<Value*>> UnrollLoop(ImportContext& ctx, const onnx::N
   return outputs;
 }
 
-// The Loop as a graph Loop node over its body compiled on its own, run at run time.
-absl::StatusOr<std::vector<Value*>> RuntimeLoop(ImportContext& ctx, const onnx::NodeProto& node,
-                                                const LoopInputs& in,
-                                                const LoopBodyImporter& import_body) {
-  const std::string name = NodeDisplayName(node);
-  std::vector<TensorType> carried_types;
-  for (const Value* v : in.carried) carried_types.push_back(v->type());
-  absl::StatusOr<LoopBody> body = import_body(*in.body, carried_types, name + "/body");
-  if (!body.ok()) {
-    return absl::Status(body.status().code(),
-                        NodePrefix(node) + "body: " + std::string(body.status().message()));
-  }
-  const graph::Graph& g = *body->graph;
-  for (int i = 0; i < in.num_carried; ++i) {
+// The graph Loop node `name` over `body`, with trip count `m` and condition `c` (scalars),
+// initial carried values `carried` (named `carried_names` in messages), `num_scan` scan outputs
+// of `scan_length` rows (-1: none). kUnimplemented when a carried value changes type.
+absl::StatusOr<std::vector<Value*>> EmitLoop(ImportContext& ctx, const onnx::NodeProto& node,
+                                             const std::string& name, Value* m, Value* c,
+                                             const std::vector<Value*>& carried,
+                                             const std::vector<std::string>& carried_names,
+                                             const LoopBody& body, int num_scan,
+                                             int64_t scan_length) {
+  const graph::Graph& g = *body.graph;
+  for (size_t i = 0; i < carried.size(); ++i) {
     const TensorType& after = g.outputs()[1 + i]->type();
-    if (after != carried_types[i]) {
+    if (after != carried[i]->type()) {
       return absl::UnimplementedError(
           NodePrefix(node) +
-          absl::StrCat("loop-carried value ", i, " ('", node.input(i + 2), "') has type ",
-                       carried_types[i].ToString(), " before the loop and ", after.ToString(),
+          absl::StrCat("loop-carried value ", i, " ('", carried_names[i], "') has type ",
+                       carried[i]->type().ToString(), " before the loop and ", after.ToString(),
                        " after an iteration; a loop run over its compiled body needs one type"));
     }
   }
@@ -305,6 +286,41 @@ absl::StatusOr<std::vector<Value*>> RuntimeLoop(ImportContext& ctx, const onnx::
     return absl::InvalidArgumentError(NodePrefix(node) +
                                       absl::StrCat("body output 0 (the condition) has type ",
                                                    cond_out.ToString(), ", expected one bool"));
+  }
+  std::vector<Value*> inputs = {m, c};
+  inputs.insert(inputs.end(), carried.begin(), carried.end());
+  inputs.insert(inputs.end(), body.outer_inputs.begin(), body.outer_inputs.end());
+  AttrMap a;
+  a.Set("body", body.graph);
+  a.Set("num_carried", static_cast<int64_t>(carried.size()));
+  if (scan_length >= 0) a.Set("scan_length", scan_length);
+  KILN_ASSIGN_OR_RETURN(graph::Node * loop, ctx.Emit(OpKind::kLoop, name, inputs, a,
+                                                     static_cast<int>(carried.size()) + num_scan));
+  return loop->outputs();
+}
+
+// An i64 scalar constant (exact: ConstScalar goes through a double).
+Value* ConstI64Scalar(ImportContext& ctx, const std::string& name, int64_t v) {
+  auto t = Tensor::Zeros(TensorType{DType::kInt64, {}});
+  *t->mutable_data<int64_t>() = v;
+  return ctx.graph().AddConstant(name, std::move(t));
+}
+
+// The Loop as a graph Loop node over its body compiled on its own, run at run time.
+absl::StatusOr<std::vector<Value*>> RuntimeLoop(ImportContext& ctx, const onnx::NodeProto& node,
+                                                const LoopInputs& in,
+                                                const LoopBodyImporter& import_body) {
+  const std::string name = NodeDisplayName(node);
+  std::vector<TensorType> carried_types;
+  std::vector<std::string> carried_names;
+  for (int i = 0; i < in.num_carried; ++i) {
+    carried_types.push_back(in.carried[i]->type());
+    carried_names.push_back(node.input(i + 2));
+  }
+  absl::StatusOr<LoopBody> body = import_body(*in.body, carried_types, {}, name + "/body");
+  if (!body.ok()) {
+    return absl::Status(body.status().code(),
+                        NodePrefix(node) + "body: " + std::string(body.status().message()));
   }
   for (Value* v : {in.m, in.c}) {
     if (v != nullptr && v->type().NumElements() != 1) {
@@ -336,31 +352,16 @@ absl::StatusOr<std::vector<Value*>> RuntimeLoop(ImportContext& ctx, const onnx::
           "graph output's shape, or give M with --constant-input if it is a graph input)");
     }
   }
-  Value* m = in.m;
-  if (m == nullptr) {
-    m = ctx.ConstScalar(name + "/no_trip_count", DType::kInt64, 0);
-    // ConstScalar takes a double; INT64_MAX does not round-trip through one.
-    auto t = std::make_shared<Tensor>(*m->constant());
-    const int64_t max = INT64_MAX;
-    std::memcpy(t->bytes.data(), &max, sizeof(max));
-    m = ctx.graph().AddConstant(name + "/no_trip_count", std::move(t));
-  } else {
-    KILN_ASSIGN_OR_RETURN(m, ctx.EmitReshape(name + "/trip_count", m, {}));
+  Value* m = ConstI64Scalar(ctx, name + "/no_trip_count", INT64_MAX);
+  if (in.m != nullptr) {
+    KILN_ASSIGN_OR_RETURN(m, ctx.EmitReshape(name + "/trip_count", in.m, {}));
   }
-  Value* c = in.c == nullptr ? ctx.ConstScalar(name + "/no_cond", DType::kBool, 1) : in.c;
+  Value* c = ctx.ConstScalar(name + "/no_cond", DType::kBool, 1);
   if (in.c != nullptr) {
-    KILN_ASSIGN_OR_RETURN(c, ctx.EmitReshape(name + "/cond", c, {}));
+    KILN_ASSIGN_OR_RETURN(c, ctx.EmitReshape(name + "/cond", in.c, {}));
   }
-  std::vector<Value*> inputs = {m, c};
-  inputs.insert(inputs.end(), in.carried.begin(), in.carried.end());
-  inputs.insert(inputs.end(), body->outer_inputs.begin(), body->outer_inputs.end());
-  AttrMap a;
-  a.Set("body", body->graph);
-  a.Set("num_carried", int64_t{in.num_carried});
-  if (scan_length >= 0) a.Set("scan_length", scan_length);
-  KILN_ASSIGN_OR_RETURN(graph::Node * loop,
-                        ctx.Emit(OpKind::kLoop, name, inputs, a, in.num_carried + in.num_scan));
-  return loop->outputs();
+  return EmitLoop(ctx, node, name, m, c, in.carried, carried_names, *body, in.num_scan,
+                  scan_length);
 }
 
 // The run-time trip count of a Loop with trip count `m` and initial condition `c` (null: none):
@@ -442,15 +443,123 @@ absl::StatusOr<std::vector<Value*>> BuildLoop(ImportContext& ctx, const onnx::No
   return runtime.status();
 }
 
+// `v` ([length, ...]) reversed along axis 0 (a Slice with step -1) if `reverse`, then with axis
+// 0 moved to `axis` (a Transpose; negative counts from the end): a Loop's scan output placed as
+// Scan output `k`.
+absl::StatusOr<Value*> PlaceScanOutput(ImportContext& ctx, const onnx::NodeProto& node, int k,
+                                       const std::string& name, Value* v, bool reverse,
+                                       int64_t axis) {
+  const int64_t rank = v->type().rank();
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) {
+    return absl::InvalidArgumentError(
+        NodePrefix(node) + absl::StrCat("scan_output_axes[", k, "] is outside rank ", rank));
+  }
+  if (reverse) {
+    KILN_ASSIGN_OR_RETURN(
+        v, ctx.EmitValue(
+               OpKind::kSlice, name + "/reverse",
+               {v, ctx.ConstI64(name + "/starts", {-1}), ctx.ConstI64(name + "/ends", {INT64_MIN}),
+                ctx.ConstI64(name + "/axes", {0}), ctx.ConstI64(name + "/steps", {-1})}));
+  }
+  if (axis == 0) return v;
+  Ints perm;
+  for (int64_t d = 0; d < v->type().rank(); ++d) {
+    perm.push_back(d < axis ? d + 1 : d == axis ? 0 : d);
+  }
+  AttrMap a;
+  a.Set("perm", perm);
+  return ctx.EmitValue(OpKind::kTranspose, name + "/to_axis", {v}, a);
+}
+
+// A Scan too long to unroll as a graph Loop node of `length` iterations: its body wrapped in a
+// Loop body (iteration_num, cond, the states) that reads scan input j at index iteration_num
+// (length - 1 - iteration_num when reversed) along in_axes[j], and passes cond on.
+absl::StatusOr<std::vector<Value*>> RuntimeScan(
+    ImportContext& ctx, const onnx::NodeProto& node, const onnx::GraphProto& body,
+    const std::vector<Value*>& states, const std::vector<Value*>& inputs, int64_t length,
+    const Ints& in_axes, const Ints& in_reverse, const Ints& out_axes, const Ints& out_reverse,
+    const std::string& name, const LoopBodyImporter& import_body) {
+  const int num_states = static_cast<int>(states.size());
+  const int num_outputs = body.output_size() - num_states;
+  const std::string p = "__kiln_scan_";  // the wrapper's own names
+  onnx::GraphProto wrap;
+  wrap.set_name(body.name());
+  auto add_input = [&](const std::string& n, int elem_type) {
+    onnx::ValueInfoProto* vi = wrap.add_input();
+    vi->set_name(n);
+    vi->mutable_type()->mutable_tensor_type()->set_elem_type(elem_type);
+  };
+  add_input(p + "iter", onnx::TensorProto::INT64);
+  add_input(p + "cond", onnx::TensorProto::BOOL);
+  for (int i = 0; i < num_states; ++i) *wrap.add_input() = body.input(i);
+  *wrap.mutable_initializer() = body.initializer();
+  std::map<std::string, Value*> aliases;
+  auto add_node = [&](const std::string& op, std::vector<std::string> ins, const std::string& out) {
+    onnx::NodeProto* n = wrap.add_node();
+    n->set_op_type(op);
+    n->set_name(out);
+    for (const std::string& in : ins) n->add_input(in);
+    n->add_output(out);
+    return n;
+  };
+  auto int_tensor = [](onnx::NodeProto* n, int64_t v) {
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+    a->mutable_t()->add_int64_data(v);
+  };
+  for (size_t j = 0; j < inputs.size(); ++j) {
+    const std::string src = absl::StrCat(p, "src", j);
+    aliases[src] = inputs[j];
+    std::string index = p + "iter";
+    if (in_reverse[j] != 0) {
+      int_tensor(add_node("Constant", {}, absl::StrCat(p, "last", j)), length - 1);
+      index = absl::StrCat(p, "index", j);
+      add_node("Sub", {absl::StrCat(p, "last", j), p + "iter"}, index);
+    }
+    onnx::NodeProto* gather = add_node("Gather", {src, index}, body.input(num_states + j).name());
+    onnx::AttributeProto* axis = gather->add_attribute();
+    axis->set_name("axis");
+    axis->set_type(onnx::AttributeProto::INT);
+    axis->set_i(in_axes[j]);
+  }
+  for (const onnx::NodeProto& n : body.node()) *wrap.add_node() = n;
+  add_node("Identity", {p + "cond"}, p + "cond_out");
+  wrap.add_output()->set_name(p + "cond_out");
+  for (const onnx::ValueInfoProto& out : body.output()) *wrap.add_output() = out;
+
+  std::vector<TensorType> state_types;
+  std::vector<std::string> state_names;
+  for (int i = 0; i < num_states; ++i) {
+    state_types.push_back(states[i]->type());
+    state_names.push_back(body.input(i).name());
+  }
+  absl::StatusOr<LoopBody> loop_body = import_body(wrap, state_types, aliases, name + "/body");
+  if (!loop_body.ok()) {
+    return absl::Status(loop_body.status().code(),
+                        NodePrefix(node) + "body: " + std::string(loop_body.status().message()));
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<Value*> outs,
+                        EmitLoop(ctx, node, name, ConstI64Scalar(ctx, name + "/length", length),
+                                 ctx.ConstScalar(name + "/cond", DType::kBool, 1), states,
+                                 state_names, *loop_body, num_outputs, length));
+  for (int k = 0; k < num_outputs; ++k) {
+    Value*& v = outs[num_states + k];
+    KILN_ASSIGN_OR_RETURN(v, PlaceScanOutput(ctx, node, k, absl::StrCat(name, "/scan", k), v,
+                                             out_reverse[k] != 0, out_axes[k]));
+  }
+  return outs;
+}
+
 // One Scan over `states` and `inputs` whose scan axes are `in_axes` (opset 9 semantics; opset 8
 // calls it once per batch entry).
-absl::StatusOr<std::vector<Value*>> ScanOnce(ImportContext& ctx, const onnx::NodeProto& node,
-                                             const onnx::GraphProto& body,
-                                             std::vector<Value*> states,
-                                             const std::vector<Value*>& inputs, const Ints& in_axes,
-                                             const Ints& in_reverse, const Ints& out_axes,
-                                             const Ints& out_reverse, const std::string& name,
-                                             const SubgraphImporter& import) {
+absl::StatusOr<std::vector<Value*>> ScanOnce(
+    ImportContext& ctx, const onnx::NodeProto& node, const onnx::GraphProto& body,
+    std::vector<Value*> states, const std::vector<Value*>& inputs, const Ints& in_axes,
+    const Ints& in_reverse, const Ints& out_axes, const Ints& out_reverse, const std::string& name,
+    const SubgraphImporter& import, const LoopBodyImporter& import_body) {
   const int num_states = static_cast<int>(states.size());
   const int num_inputs = static_cast<int>(inputs.size());
   const int num_outputs = body.output_size() - num_states;
@@ -464,7 +573,16 @@ absl::StatusOr<std::vector<Value*>> ScanOnce(ImportContext& ctx, const onnx::Nod
                        " elements along its scan axis, scan input 0 has ", length));
     }
   }
-  KILN_RETURN_IF_ERROR(ChargeUnroll(node, body, length));
+  if (length == 0 && num_outputs > 0) {
+    return absl::UnimplementedError(
+        NodePrefix(node) +
+        "scans zero elements, so its scan outputs are empty (zero-sized "
+        "tensors are not supported)");
+  }
+  if (length > kMaxUnrolledLoopNodes / std::max(1, body.node_size())) {
+    return RuntimeScan(ctx, node, body, states, inputs, length, in_axes, in_reverse, out_axes,
+                       out_reverse, name, import_body);
+  }
   std::vector<std::vector<Value*>> scans(num_outputs);
   for (int64_t t = 0; t < length; ++t) {
     const std::string iter = absl::StrCat(name, "/iter", t, "/");
@@ -498,7 +616,8 @@ absl::StatusOr<std::vector<Value*>> ScanOnce(ImportContext& ctx, const onnx::Nod
 
 absl::StatusOr<std::vector<Value*>> BuildScan(ImportContext& ctx, const onnx::NodeProto& node,
                                               const std::map<std::string, Value*>& values,
-                                              const SubgraphImporter& import) {
+                                              const SubgraphImporter& import,
+                                              const LoopBodyImporter& import_body) {
   const onnx::GraphProto* body = GraphAttr(node, "body");
   std::optional<int64_t> num_inputs = IntAttr(node, "num_scan_inputs");
   if (body == nullptr || !num_inputs) {
@@ -568,9 +687,9 @@ absl::StatusOr<std::vector<Value*>> BuildScan(ImportContext& ctx, const onnx::No
         KILN_ASSIGN_OR_RETURN(Value * v, Take(ctx, absl::StrCat(entry, "/in", j), inputs[j], b, 0));
         x.push_back(v);
       }
-      KILN_ASSIGN_OR_RETURN(
-          std::vector<Value*> out,
-          ScanOnce(ctx, node, *body, s, x, in_axes, reverse, out_axes, out_reverse, entry, import));
+      KILN_ASSIGN_OR_RETURN(std::vector<Value*> out,
+                            ScanOnce(ctx, node, *body, s, x, in_axes, reverse, out_axes,
+                                     out_reverse, entry, import, import_body));
       for (size_t k = 0; k < out.size(); ++k) per_batch[k].push_back(out[k]);
     }
     std::vector<Value*> outputs;
@@ -596,7 +715,7 @@ absl::StatusOr<std::vector<Value*>> BuildScan(ImportContext& ctx, const onnx::No
     }
   }
   return ScanOnce(ctx, node, *body, states, inputs, in_axes, in_reverse, out_axes, out_reverse,
-                  name, import);
+                  name, import, import_body);
 }
 
 }  // namespace
@@ -608,7 +727,7 @@ absl::StatusOr<std::vector<Value*>> BuildControlFlow(ImportContext& ctx,
                                                      const LoopBodyImporter& import_body) {
   if (node.op_type() == "If") return BuildIf(ctx, node, values, import);
   if (node.op_type() == "Loop") return BuildLoop(ctx, node, values, import, import_body);
-  return BuildScan(ctx, node, values, import);
+  return BuildScan(ctx, node, values, import, import_body);
 }
 
 }  // namespace kiln::importer

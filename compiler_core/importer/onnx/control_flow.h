@@ -15,10 +15,9 @@
 
 namespace kiln::importer {
 
-/// Most body nodes one Scan may unroll into (iterations x body nodes).
-inline constexpr int64_t kMaxUnrolledNodes = 100000;
-/// Most body nodes a Loop is unrolled into; a larger Loop runs at run time over its compiled
-/// body (graph op Loop), as does every Loop whose trip count or condition is a run-time value.
+/// Most body nodes a Loop or Scan is unrolled into; a larger one runs at run time over its
+/// compiled body (graph op Loop), as does every Loop whose trip count or condition is a run-time
+/// value.
 inline constexpr int64_t kMaxUnrolledLoopNodes = 2000;
 
 /// Imports subgraph `body` into the graph under construction and returns the values of its
@@ -38,12 +37,15 @@ struct LoopBody {
 };
 
 /// Imports Loop body `body` with loop-carried values of `carried` types into a new graph named
-/// `name`. Errors: the body's nodes' import errors; kUnimplemented for an outer-scope sequence.
+/// `name`. `aliases` name outer values the body reads under names of its own (a Scan's inputs,
+/// sliced per iteration by nodes the Scan adds to its body). Errors: the body's nodes' import
+/// errors; kUnimplemented for an outer-scope sequence.
 using LoopBodyImporter = std::function<absl::StatusOr<LoopBody>(
-    const onnx::GraphProto& body, const std::vector<TensorType>& carried, const std::string& name)>;
+    const onnx::GraphProto& body, const std::vector<TensorType>& carried,
+    const std::map<std::string, graph::Value*>& aliases, const std::string& name)>;
 
-/// The outputs of the If, Loop or Scan `node` (inputs resolved in `values`), built by inlining
-/// (ONNX operator spec, opsets 1-21):
+/// The outputs of the If, Loop or Scan `node` (inputs resolved in `values`) (ONNX operator spec,
+/// opsets 1-21):
 /// - If: a condition that is a compile-time constant imports its taken branch only; a run-time
 ///   condition imports both branches and selects each output with Where, which needs both
 ///   branches to give it one type (else kUnimplemented).
@@ -53,12 +55,14 @@ using LoopBodyImporter = std::function<absl::StatusOr<LoopBody>(
 ///   outputs stacked along a new axis 0. Otherwise it becomes a graph Loop node over the body
 ///   imported by `import_body`, run at run time; its scan outputs have the leading dim M (a
 ///   constant) or the one ONNX shape inference or the declared graph output gives.
-/// - Scan: unrolled along its scan axes (scan_input_axes/_directions, scan_output_axes/
-///   _directions of opset 9+; opset 8's batch axis and sequence_lens, which must be full).
+/// - Scan (scan_input_axes/_directions, scan_output_axes/_directions of opset 9+; opset 8's
+///   batch axis and sequence_lens, which must be full): unrolled along its scan axes when small
+///   (kMaxUnrolledLoopNodes), else a graph Loop node of its length over its body, which reads
+///   each scan input at the iteration's index (Gather); the scan outputs are reversed (Slice) and
+///   moved to their axes (Transpose) after the Loop.
 /// Errors: kInvalidArgument for a malformed node; kUnimplemented for a run-time Loop whose scan
-/// outputs have no static length, loop-carried values whose type changes, more than
-/// kMaxUnrolledNodes unrolled Scan nodes, and zero iterations with scan outputs (zero-sized
-/// tensors).
+/// outputs have no static length, loop-carried values or Scan states whose type changes, and
+/// zero iterations with scan outputs (zero-sized tensors).
 absl::StatusOr<std::vector<graph::Value*>> BuildControlFlow(
     ImportContext& ctx, const onnx::NodeProto& node,
     const std::map<std::string, graph::Value*>& values, const SubgraphImporter& import,

@@ -273,11 +273,13 @@ absl::StatusOr<std::vector<Value*>> ImportSubgraph(ImportContext& ctx,
 
 // A Loop body as a graph of its own (LoopBodyImporter): its inputs are iteration_num, cond and
 // the carried values, then a proxy input per non-constant outer-scope value it reads (in name
-// order); outer constants are shared as the body's constants.
-absl::StatusOr<LoopBody> ImportLoopBody(ImportContext& ctx, const onnx::NodeProto& loop,
+// order; `aliases` first, under their own names); outer constants are shared as the body's
+// constants.
+absl::StatusOr<LoopBody> ImportLoopBody(ImportContext& ctx,
                                         const std::map<std::string, Value*>& outer,
                                         const onnx::GraphProto& body,
                                         const std::vector<TensorType>& carried,
+                                        const std::map<std::string, Value*>& aliases,
                                         const std::string& name) {
   LoopBody result;
   result.graph = std::make_shared<Graph>();
@@ -291,10 +293,17 @@ absl::StatusOr<LoopBody> ImportLoopBody(ImportContext& ctx, const onnx::NodeProt
     const std::string& in = body.input(static_cast<int>(i) + 2).name();
     bound[in] = g.AddInput(in, carried[i]);
   }
+  // The names the body reads from outside: those of a node holding it as a graph attribute.
+  onnx::NodeProto holder;
+  onnx::AttributeProto* attr = holder.add_attribute();
+  attr->set_name("body");
+  attr->set_type(onnx::AttributeProto::GRAPH);
+  *attr->mutable_g() = body;
   std::set<std::string> free;
-  OuterScopeNames(loop, free);
-  std::map<std::string, Value*> scope;
+  OuterScopeNames(holder, free);
+  std::vector<std::pair<std::string, Value*>> reads(aliases.begin(), aliases.end());
   for (const std::string& n : free) {
+    if (aliases.count(n)) continue;
     if (ctx.Sequence(n) != nullptr) {
       return absl::UnimplementedError(absl::StrCat("outer-scope value '", n,
                                                    "' is a sequence; a loop run over its "
@@ -302,7 +311,10 @@ absl::StatusOr<LoopBody> ImportLoopBody(ImportContext& ctx, const onnx::NodeProt
     }
     auto it = outer.find(n);
     if (it == outer.end() || it->second == nullptr) continue;  // undefined: BuildNodes says so
-    Value* v = it->second;
+    reads.emplace_back(n, it->second);
+  }
+  std::map<std::string, Value*> scope;
+  for (const auto& [n, v] : reads) {
     if (v->is_constant()) {
       scope[n] = g.AddConstant(v->name(), v->constant());
     } else {
@@ -326,11 +338,11 @@ absl::StatusOr<BuiltOutputs> BuildControlFlowNode(ImportContext& ctx, const onnx
                                 const std::string& sub_prefix) {
     return ImportSubgraph(ctx, values, body, bound, sub_prefix);
   };
-  LoopBodyImporter import_body = [&](const onnx::GraphProto& body,
-                                     const std::vector<TensorType>& carried,
-                                     const std::string& name) {
-    return ImportLoopBody(ctx, proto, values, body, carried, name);
-  };
+  LoopBodyImporter import_body =
+      [&](const onnx::GraphProto& body, const std::vector<TensorType>& carried,
+          const std::map<std::string, Value*>& aliases, const std::string& name) {
+        return ImportLoopBody(ctx, values, body, carried, aliases, name);
+      };
   KILN_ASSIGN_OR_RETURN(std::vector<Value*> outs,
                         BuildControlFlow(ctx, proto, values, import, import_body));
   std::set<const Value*> outer;

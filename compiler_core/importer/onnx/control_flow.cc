@@ -99,6 +99,41 @@ absl::StatusOr<Value*> Take(ImportContext& ctx, const std::string& name, Value* 
   return n->output(0);
 }
 
+// The elements of sequence output `i` of subgraph `body` just imported (its output is null).
+std::vector<Value*> SequenceOutput(const ImportContext& ctx, const onnx::GraphProto& body, int i) {
+  const std::vector<Value*>* seq = ctx.Sequence(body.output(i).name());
+  return seq == nullptr ? std::vector<Value*>{} : *seq;
+}
+
+// Where(cond, a, b) of two sequences of one length and element types, element by element.
+absl::StatusOr<std::vector<Value*>> SelectSequences(ImportContext& ctx, const onnx::NodeProto& node,
+                                                    int i, Value* cond,
+                                                    const std::vector<Value*>& a,
+                                                    const std::vector<Value*>& b) {
+  bool same = a.size() == b.size();
+  for (size_t k = 0; same && k < a.size(); ++k) same = a[k]->type() == b[k]->type();
+  if (!same) {
+    return absl::UnimplementedError(
+        NodePrefix(node) + absl::StrCat("the condition is only known at run time and sequence "
+                                        "output ",
+                                        i, " has ", a.size(),
+                                        " elements in "
+                                        "then_branch and ",
+                                        b.size(),
+                                        " in else_branch, or "
+                                        "elements of other types; selecting needs one layout"));
+  }
+  std::vector<Value*> out;
+  for (size_t k = 0; k < a.size(); ++k) {
+    KILN_ASSIGN_OR_RETURN(
+        Value * v, ctx.EmitValue(OpKind::kWhere,
+                                 absl::StrCat(NodeDisplayName(node), "/select", i, "[", k, "]"),
+                                 {cond, a[k], b[k]}));
+    out.push_back(v);
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<Value*>> BuildIf(ImportContext& ctx, const onnx::NodeProto& node,
                                             const std::map<std::string, Value*>& values,
                                             const SubgraphImporter& import) {
@@ -112,11 +147,26 @@ absl::StatusOr<std::vector<Value*>> BuildIf(ImportContext& ctx, const onnx::Node
   const std::string name = NodeDisplayName(node);
   if (std::optional<int64_t> taken = ConstScalarValue(cond)) {
     // A condition known at compile time: the taken branch only, inlined.
-    return import(*taken != 0 ? *then_branch : *else_branch, {},
-                  absl::StrCat(name, *taken != 0 ? "/then/" : "/else/"));
+    const onnx::GraphProto& branch = *taken != 0 ? *then_branch : *else_branch;
+    KILN_ASSIGN_OR_RETURN(
+        std::vector<Value*> out,
+        import(branch, {}, absl::StrCat(name, *taken != 0 ? "/then/" : "/else/")));
+    for (int i = 0; i < static_cast<int>(out.size()) && i < node.output_size(); ++i) {
+      if (out[i] == nullptr) ctx.SetSequence(node.output(i), SequenceOutput(ctx, branch, i));
+    }
+    return out;
   }
+  // Both branches; a sequence output's elements are read right after its branch's import.
   KILN_ASSIGN_OR_RETURN(std::vector<Value*> then_out, import(*then_branch, {}, name + "/then/"));
+  std::vector<std::vector<Value*>> then_seqs(then_out.size());
+  for (size_t i = 0; i < then_out.size(); ++i) {
+    if (then_out[i] == nullptr) then_seqs[i] = SequenceOutput(ctx, *then_branch, i);
+  }
   KILN_ASSIGN_OR_RETURN(std::vector<Value*> else_out, import(*else_branch, {}, name + "/else/"));
+  if (then_out.size() != else_out.size()) {
+    return absl::InvalidArgumentError(NodePrefix(node) +
+                                      "the branches have different output counts");
+  }
   if (cond->type().NumElements() != 1 || cond->type().dtype != DType::kBool) {
     return absl::InvalidArgumentError(NodePrefix(node) + absl::StrCat("condition has type ",
                                                                       cond->type().ToString(),
@@ -129,6 +179,21 @@ absl::StatusOr<std::vector<Value*>> BuildIf(ImportContext& ctx, const onnx::Node
                                  {cond, ctx.ConstI64(name + "/cond/shape", {})}, reshape));
   std::vector<Value*> outputs;
   for (size_t i = 0; i < then_out.size(); ++i) {
+    if ((then_out[i] == nullptr) != (else_out[i] == nullptr)) {
+      return absl::UnimplementedError(NodePrefix(node) +
+                                      absl::StrCat("output ", i,
+                                                   " is a sequence in one branch and a "
+                                                   "tensor in the other"));
+    }
+    if (then_out[i] == nullptr) {
+      KILN_ASSIGN_OR_RETURN(
+          std::vector<Value*> selected,
+          SelectSequences(ctx, node, static_cast<int>(i), scalar->output(0), then_seqs[i],
+                          SequenceOutput(ctx, *else_branch, static_cast<int>(i))));
+      if (static_cast<int>(i) < node.output_size()) ctx.SetSequence(node.output(i), selected);
+      outputs.push_back(nullptr);
+      continue;
+    }
     if (then_out[i]->type() != else_out[i]->type()) {
       return absl::UnimplementedError(
           NodePrefix(node) +
@@ -166,7 +231,8 @@ struct LoopInputs {
   int num_scan = 0;
   Value* m = nullptr;  // null: no trip count
   Value* c = nullptr;  // null: no condition
-  std::vector<Value*> carried;
+  std::vector<Value*> carried;                           // null for a sequence
+  std::map<int, std::vector<Value*>> carried_sequences;  // by carried index
 };
 
 absl::StatusOr<LoopInputs> ReadLoopInputs(ImportContext& ctx, const onnx::NodeProto& node,
@@ -195,10 +261,9 @@ absl::StatusOr<LoopInputs> ReadLoopInputs(ImportContext& ctx, const onnx::NodePr
   for (int i = 0; i < in.num_carried; ++i) {
     Value* v = InputOf(node, values, i + 2);
     if (v == nullptr && ctx.Sequence(node.input(i + 2)) != nullptr) {
-      return absl::UnimplementedError(NodePrefix(node) + absl::StrCat("loop-carried value ", i,
-                                                                      " ('", node.input(i + 2),
-                                                                      "') is a sequence; loops "
-                                                                      "carry tensors only"));
+      in.carried_sequences[i] = *ctx.Sequence(node.input(i + 2));
+      in.carried.push_back(nullptr);
+      continue;
     }
     if (v == nullptr) {
       return absl::InvalidArgumentError(NodePrefix(node) +
@@ -226,6 +291,7 @@ absl::StatusOr<std::vector<Value*>> UnrollLoop(ImportContext& ctx, const onnx::N
     return absl::UnimplementedError(NodePrefix(node) + "too many iterations to unroll");
   }
   std::vector<Value*> carried = in.carried;
+  std::map<int, std::vector<Value*>> sequences = in.carried_sequences;
   std::vector<std::vector<Value*>> scans(in.num_scan);
   const std::string name = NodeDisplayName(node);
   for (int64_t iter = 0; cond && (!trip_count || iter < *trip_count); ++iter) {
@@ -237,9 +303,34 @@ absl::StatusOr<std::vector<Value*>> UnrollLoop(ImportContext& ctx, const onnx::N
                                                   DType::kInt64, static_cast<double>(iter));
     bound[body.input(1).name()] =
         ctx.ConstScalar(absl::StrCat(name, "/iter", iter, "/cond"), DType::kBool, 1);
-    for (int i = 0; i < in.num_carried; ++i) bound[body.input(i + 2).name()] = carried[i];
+    for (int i = 0; i < in.num_carried; ++i) {
+      if (carried[i] != nullptr) {
+        bound[body.input(i + 2).name()] = carried[i];
+      } else {
+        ctx.SetSequence(body.input(i + 2).name(), sequences[i]);
+      }
+    }
     KILN_ASSIGN_OR_RETURN(std::vector<Value*> out,
                           import(body, bound, absl::StrCat(name, "/iter", iter, "/")));
+    for (int i = 0; i < in.num_carried; ++i) {
+      if ((out[1 + i] == nullptr) != (carried[i] == nullptr)) {
+        return absl::InvalidArgumentError(
+            NodePrefix(node) +
+            absl::StrCat("loop-carried value ", i, " is a ",
+                         carried[i] == nullptr ? "sequence" : "tensor", " before iteration ", iter,
+                         " and a ", carried[i] == nullptr ? "tensor" : "sequence", " after it"));
+      }
+      if (out[1 + i] == nullptr) sequences[i] = SequenceOutput(ctx, body, 1 + i);
+    }
+    for (int k = 0; k < in.num_scan; ++k) {
+      if (out[1 + in.num_carried + k] == nullptr) {
+        return absl::UnimplementedError(NodePrefix(node) +
+                                        absl::StrCat("scan output ", k, " is a sequence"));
+      }
+    }
+    if (out[0] == nullptr) {
+      return absl::InvalidArgumentError(NodePrefix(node) + "the body's condition is a sequence");
+    }
     std::optional<int64_t> next = ConstScalarValue(out[0]);
     if (!next) {
       return absl::UnimplementedError(NodePrefix(node) + "a condition known at run time only");
@@ -249,6 +340,11 @@ absl::StatusOr<std::vector<Value*>> UnrollLoop(ImportContext& ctx, const onnx::N
     for (int k = 0; k < in.num_scan; ++k) scans[k].push_back(out[1 + in.num_carried + k]);
   }
   std::vector<Value*> outputs = carried;
+  for (const auto& [i, elements] : sequences) {
+    if (i + 2 < node.input_size() && i < node.output_size()) {
+      ctx.SetSequence(node.output(i), elements);
+    }
+  }
   for (int k = 0; k < in.num_scan; ++k) {
     if (scans[k].empty()) {
       return absl::InvalidArgumentError(
@@ -311,6 +407,14 @@ absl::StatusOr<std::vector<Value*>> RuntimeLoop(ImportContext& ctx, const onnx::
                                                 const LoopInputs& in,
                                                 const LoopBodyImporter& import_body) {
   const std::string name = NodeDisplayName(node);
+  if (!in.carried_sequences.empty()) {
+    const int i = in.carried_sequences.begin()->first;
+    return absl::UnimplementedError(
+        NodePrefix(node) +
+        absl::StrCat("loop-carried value ", i, " ('", node.input(i + 2),
+                     "') is a sequence; a sequence is carried only through a loop unrolled at "
+                     "compile time (a constant trip count and condition)"));
+  }
   std::vector<TensorType> carried_types;
   std::vector<std::string> carried_names;
   for (int i = 0; i < in.num_carried; ++i) {
@@ -412,6 +516,7 @@ absl::StatusOr<std::vector<Value*>> UnrollForStaticScans(ImportContext& ctx,
   a.Set("expected", Ints{*implied});
   a.Set("what", NodePrefix(node) + "the trip count (M, or 0 when the initial condition is false)");
   for (size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i] == nullptr) continue;  // a sequence: its elements come from checked values
     KILN_ASSIGN_OR_RETURN(graph::Node * check,
                           ctx.Emit(OpKind::kRuntimeCheck, absl::StrCat(name, "/checked", i),
                                    {outputs[i], runtime_trips}, a));
@@ -594,6 +699,7 @@ absl::StatusOr<std::vector<Value*>> ScanOnce(
                             Take(ctx, absl::StrCat(iter, "in", j), inputs[j], index, in_axes[j]));
     }
     KILN_ASSIGN_OR_RETURN(std::vector<Value*> out, import(body, bound, iter));
+    KILN_RETURN_IF_ERROR(RequireTensorOutputs(out, body));
     for (int i = 0; i < num_states; ++i) states[i] = out[i];
     for (int k = 0; k < num_outputs; ++k) scans[k].push_back(out[num_states + k]);
   }
@@ -719,6 +825,17 @@ absl::StatusOr<std::vector<Value*>> BuildScan(ImportContext& ctx, const onnx::No
 }
 
 }  // namespace
+
+absl::Status RequireTensorOutputs(const std::vector<Value*>& outs, const onnx::GraphProto& body) {
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (outs[i] != nullptr) continue;
+    return absl::UnimplementedError(absl::StrCat(
+        "subgraph '", body.name(), "' output '", body.output(static_cast<int>(i)).name(),
+        "' is a sequence; sequences pass only through If branches and loops unrolled at "
+        "compile time"));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::vector<Value*>> BuildControlFlow(ImportContext& ctx,
                                                      const onnx::NodeProto& node,

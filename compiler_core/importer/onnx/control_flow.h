@@ -21,11 +21,18 @@ namespace kiln::importer {
 inline constexpr int64_t kMaxUnrolledLoopNodes = 2000;
 
 /// Imports subgraph `body` into the graph under construction and returns the values of its
-/// outputs. Names resolve in `bound` (the body's inputs) first, then in the enclosing scopes
-/// (outer-scope values); values the body defines are named `prefix` + their ONNX name.
+/// outputs; a sequence output is null, its elements ctx.Sequence(its name) until the next import
+/// of the body. Names resolve in `bound` (the body's inputs) first, then in the enclosing scopes
+/// (outer-scope values, sequences by name); values the body defines are named `prefix` + their
+/// ONNX name.
 using SubgraphImporter = std::function<absl::StatusOr<std::vector<graph::Value*>>(
     const onnx::GraphProto& body, const std::map<std::string, graph::Value*>& bound,
     const std::string& prefix)>;
+
+/// OK when none of subgraph `body`'s imported outputs `outs` is a sequence (null); else
+/// kUnimplemented naming the output.
+absl::Status RequireTensorOutputs(const std::vector<graph::Value*>& outs,
+                                  const onnx::GraphProto& body);
 
 /// A Loop body imported into a graph of its own (graph op Loop's "body"): inputs
 /// (iteration_num i64 [], cond bool [], the carried values, then one per outer-scope value the
@@ -47,14 +54,14 @@ using LoopBodyImporter = std::function<absl::StatusOr<LoopBody>(
 /// The outputs of the If, Loop or Scan `node` (inputs resolved in `values`) (ONNX operator spec,
 /// opsets 1-21):
 /// - If: a condition that is a compile-time constant imports its taken branch only; a run-time
-///   condition imports both branches and selects each output with Where, which needs both
-///   branches to give it one type (else kUnimplemented).
+///   condition imports both branches and selects each output with Where (each element of a
+///   sequence output), which needs both branches to give it one type (else kUnimplemented).
 /// - Loop: when the trip count M and the condition (initial, and after every iteration) are
 ///   compile-time constants and the loop is small (kMaxUnrolledLoopNodes), the body is unrolled
-///   once per iteration with iter_num a constant, loop-carried values threaded through, and scan
-///   outputs stacked along a new axis 0. Otherwise it becomes a graph Loop node over the body
-///   imported by `import_body`, run at run time; its scan outputs have the leading dim M (a
-///   constant) or the one ONNX shape inference or the declared graph output gives.
+///   once per iteration with iter_num a constant, loop-carried values (tensors or sequences)
+///   threaded through, and scan outputs stacked along a new axis 0. Otherwise it becomes a graph
+///   Loop node over the body imported by `import_body`, run at run time; its scan outputs have the
+///   leading dim M (a constant) or the one ONNX shape inference or the declared graph output gives.
 /// - Scan (scan_input_axes/_directions, scan_output_axes/_directions of opset 9+; opset 8's
 ///   batch axis and sequence_lens, which must be full): unrolled along its scan axes when small
 ///   (kMaxUnrolledLoopNodes), else a graph Loop node of its length over its body, which reads

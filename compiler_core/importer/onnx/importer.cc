@@ -243,7 +243,7 @@ absl::StatusOr<std::vector<Value*>> ImportSubgraph(ImportContext& ctx,
     auto it = bound.find(in.name());
     if (it != bound.end()) {
       scope[in.name()] = it->second;
-    } else if (!scope.count(in.name())) {
+    } else if (!scope.count(in.name()) && ctx.Sequence(in.name()) == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("subgraph '", body.name(), "' input '", in.name(), "' is not bound"));
     }
@@ -257,10 +257,8 @@ absl::StatusOr<std::vector<Value*>> ImportSubgraph(ImportContext& ctx,
   for (const auto& out : body.output()) {
     auto it = scope.find(out.name());
     if (it == scope.end() && ctx.Sequence(out.name()) != nullptr) {
-      return absl::UnimplementedError(absl::StrCat("subgraph '", body.name(), "' output '",
-                                                   out.name(),
-                                                   "' is a sequence; If, Loop and "
-                                                   "Scan bodies give tensors only"));
+      outputs.push_back(nullptr);  // a sequence: its elements are ctx.Sequence(out.name())
+      continue;
     }
     if (it == scope.end() || it->second == nullptr) {
       return absl::InvalidArgumentError(
@@ -324,6 +322,7 @@ absl::StatusOr<LoopBody> ImportLoopBody(ImportContext& ctx,
   }
   KILN_ASSIGN_OR_RETURN(std::vector<Value*> outputs,
                         ImportSubgraph(body_ctx, scope, body, bound, ""));
+  KILN_RETURN_IF_ERROR(RequireTensorOutputs(outputs, body));
   g.SetOutputs(std::move(outputs));
   return result;
 }
@@ -348,7 +347,7 @@ absl::StatusOr<BuiltOutputs> BuildControlFlowNode(ImportContext& ctx, const onnx
   std::set<const Value*> outer;
   for (const auto& [name, v] : values) outer.insert(v);
   for (size_t i = 0; i < outs.size(); ++i) {
-    if (!outer.count(outs[i])) continue;
+    if (outs[i] == nullptr || !outer.count(outs[i])) continue;  // null: a sequence output
     KILN_ASSIGN_OR_RETURN(graph::Node * copy,
                           ctx.Emit(graph::OpKind::kIdentity,
                                    absl::StrCat(NodeDisplayName(proto), "/out", i), {outs[i]}, {}));
@@ -418,6 +417,9 @@ absl::Status BuildNodes(const onnx::GraphProto& g, ImportContext& ctx, const Typ
       const std::string& name = proto.output(i);
       if (name.empty()) continue;
       Value* v = i < static_cast<int>(outs.size()) ? outs[i] : nullptr;
+      if (v == nullptr && IsControlFlowOp(proto.op_type()) && ctx.Sequence(name) != nullptr) {
+        continue;  // a sequence output of If or Loop
+      }
       if (v == nullptr) {
         if (ctx.IsUsed(name)) {
           return absl::UnimplementedError(node.Prefix() +

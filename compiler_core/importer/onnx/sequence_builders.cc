@@ -214,6 +214,7 @@ absl::Status SequenceMap(SequenceImport& s, const SubgraphImporter& import,
     KILN_ASSIGN_OR_RETURN(
         Elements result,
         import(*body, bound, absl::StrCat(prefix, NodeDisplayName(s.node()), "/elem", k, "/")));
+    KILN_RETURN_IF_ERROR(RequireTensorOutputs(result, *body));
     for (size_t j = 0; j < result.size(); ++j) outs[j].push_back(result[j]);
   }
   for (int j = 0; j < body->output_size(); ++j) s.SetSequence(j, std::move(outs[j]));

@@ -165,6 +165,8 @@ class Planner {
       return absl::Status(plan.status().code(),
                           absl::StrCat(what, " body: ", plan.status().message()));
     }
+    // The body's outputs are the Loop's to read, never cut to a run's shape.
+    for (kiln::v1::TensorSpec& out : *plan->manifest.mutable_outputs()) out.set_bounded(false);
     k.loop_body = std::make_unique<KernelPlan>(std::move(*plan));
     k.loop_node = &node;
     k.lowered.func.name = absl::StrCat("loop_", kernels_.size());
@@ -201,13 +203,18 @@ class Planner {
     loop->set_scan_length(node.attrs().GetInt("scan_length", 0));
     loop->set_what(absl::StrCat("node '", node.name(), "' (Loop)"));
     *loop->mutable_body() = std::move(body.manifest);
-    // A scan output returned as a graph output has the iterations run as its leading dim.
+    // A scan output returned as a model output (once) that nothing else reads has the
+    // iterations run as its leading dim; anything read elsewhere needs the compiled length. A
+    // Loop body's outputs are never cut: the Loop around it reads them.
     const int num_carried = loop->num_carried();
     for (size_t o = static_cast<size_t>(num_carried); o < node.outputs().size(); ++o) {
-      auto it = output_index_.find(node.output(static_cast<int>(o)));
-      if (it != output_index_.end() && !kernel.loop_exact) {
-        m.mutable_outputs(it->second)->set_bounded(true);
+      const Value* v = node.output(static_cast<int>(o));
+      auto it = output_index_.find(v);
+      if (it == output_index_.end() || kernel.loop_exact || !graph_.Users(v).empty() ||
+          std::count(graph_.outputs().begin(), graph_.outputs().end(), v) != 1) {
+        continue;
       }
+      m.mutable_outputs(it->second)->set_bounded(true);
     }
   }
 

@@ -575,7 +575,7 @@ struct Executable::Impl {
       for (int a = 0; a < call.args_size(); ++a) args[a] = Resolve(call.args(a), p, f);
       const auto start = std::chrono::steady_clock::now();
       if (p.loops[k] != nullptr) {
-        KILN_RETURN_IF_ERROR(RunLoop(*p.loops[k], call, args, f, trims));
+        KILN_RETURN_IF_ERROR(RunLoop(p, *p.loops[k], call, args, f, trims));
       } else {
         p.kernels[k](&context, args.data());
       }
@@ -589,8 +589,8 @@ struct Executable::Impl {
     return absl::OkStatus();
   }
 
-  /// One Loop call (LoopCall): `args` are its bound inputs and outputs.
-  absl::Status RunLoop(LoopProgram& lp, const kiln::v1::KernelCall& call,
+  /// One Loop call (LoopCall) of program `p`: `args` are its bound inputs and outputs.
+  absl::Status RunLoop(const Program& p, LoopProgram& lp, const kiln::v1::KernelCall& call,
                        const std::vector<void*>& args, const Frame& f,
                        std::vector<OutputTrim>& trims) {
     const kiln::v1::LoopCall& loop = call.loop();
@@ -640,30 +640,24 @@ struct Executable::Impl {
     }
     if (num_scans == 0 || n == loop.scan_length()) return absl::OkStatus();
     for (int s = 0; s < num_scans; ++s) {
+      // Only a graph output that nothing else reads is bounded (CheckLoopCall checked its spec).
       const kiln::v1::Binding& b = call.args(final_at + nc + s);
+      const kiln::v1::Manifest& owner = *p.manifest;
       if (b.kind() != kiln::v1::Binding::OUTPUT || f.outputs == nullptr ||
-          !OutputBounded(b.index())) {
+          !owner.outputs(static_cast<int>(b.index())).bounded()) {
         return absl::InvalidArgumentError(absl::StrCat(
             loop.what(), ": the loop ran ", n, " iterations, but its scan output ", s,
-            " is read by later kernels as compiled for ", loop.scan_length(),
+            " was compiled for ", loop.scan_length(),
             " (the length ONNX shape inference, the declared graph output or a constant trip "
-            "count gave)"));
+            "count gave) and is read as such"));
       }
-      const kiln::v1::TensorSpec& spec = current_outputs->Get(static_cast<int>(b.index()));
+      const kiln::v1::TensorSpec& spec = owner.outputs(static_cast<int>(b.index()));
       std::vector<int64_t> shape(spec.shape().begin(), spec.shape().end());
       shape[0] = n;
       trims.push_back({static_cast<int>(b.index()), std::move(shape)});
     }
     return absl::OkStatus();
   }
-
-  /// Whether graph output `o` of the running variant may be returned with fewer rows.
-  bool OutputBounded(int64_t o) const {
-    return current_outputs != nullptr && o >= 0 && o < current_outputs->size() &&
-           current_outputs->Get(static_cast<int>(o)).bounded();
-  }
-  /// The running variant's output specs (set by RunImpl).
-  const google::protobuf::RepeatedPtrField<kiln::v1::TensorSpec>* current_outputs = nullptr;
 
   /// Resolves `m`'s kernel symbols into a new variant and allocates its persistent buffer.
   absl::Status AddVariant(const kiln::v1::Manifest& m) {
@@ -873,7 +867,6 @@ absl::StatusOr<std::vector<Tensor>> Executable::RunImpl(const std::vector<const 
   }
   if (kernel_ms != nullptr) kernel_ms->assign(static_cast<size_t>(vm.kernels_size()), 0.0);
   std::vector<OutputTrim> trims;
-  impl.current_outputs = &vm.outputs();
   const Frame frame{input_ptrs.data(), output_ptrs.data(), impl.arena.get()};
   KILN_RETURN_IF_ERROR(impl.RunProgram(v.program, frame, kernel_ms, trims));
   for (const OutputTrim& trim : trims) TrimToShape(outputs[trim.output], trim.shape);

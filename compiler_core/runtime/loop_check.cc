@@ -42,6 +42,13 @@ absl::Status CheckLoopCall(
   if (body.profiles_size() > 0 || body.bound_symbols_size() > 0 || !call.init_symbol().empty()) {
     return bad("a Loop body has no shape profiles, bound symbols or init symbol");
   }
+  for (const auto* specs : {&body.inputs(), &body.outputs()}) {
+    for (const kiln::v1::TensorSpec& spec : *specs) {
+      if (spec.bounded() || spec.lengths_size() > 0) {
+        return bad(absl::StrCat("body tensor '", spec.name(), "' is bounded"));
+      }
+    }
+  }
   for (const kiln::v1::KernelCall& c : body.kernels()) {
     for (const kiln::v1::ShapeCheck& check : c.shape_checks()) {
       if (check.bounded()) return bad("a body kernel bounds an output (ShapeCheck.bounded)");
@@ -103,6 +110,21 @@ absl::Status CheckLoopCall(
     }
     if (want < 0 || have != want || b.size_bytes() != want) {
       return bad(absl::StrCat("argument ", a, " binds ", have, " bytes, the body needs ", want));
+    }
+    // A Loop output written into a graph output: the runtime cuts a bounded scan output's
+    // leading dim, so the output's spec must be the body's (with scan_length rows) exactly.
+    if (a >= body.inputs_size() && b.kind() == kiln::v1::Binding::OUTPUT) {
+      const int o = a - body.inputs_size();  // Loop output: carried, then scans
+      const kiln::v1::TensorSpec& step = body.outputs(1 + o);
+      const kiln::v1::TensorSpec& out = parent.outputs(static_cast<int>(b.index()));
+      std::vector<int64_t> shape(step.shape().begin(), step.shape().end());
+      if (o >= nc) shape.insert(shape.begin(), loop.scan_length());
+      if (out.dtype() != step.dtype() ||
+          !std::equal(shape.begin(), shape.end(), out.shape().begin(), out.shape().end()) ||
+          (o < nc && out.bounded())) {
+        return bad(absl::StrCat("argument ", a, " binds graph output '", out.name(), "' ",
+                                out.dtype(), " of another shape than the body gives"));
+      }
     }
   }
   return absl::OkStatus();

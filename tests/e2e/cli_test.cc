@@ -229,6 +229,16 @@ TEST(CliTest, ControlFlowModelPassesCheck) {
   EXPECT_NE(ir.find("Where("), std::string::npos) << ir;
 }
 
+// An If on a run-time condition runs only the branch it selects (tests/data/runtime_if,
+// scripts/make-runtime-loop-model): its then_branch holds a run-time Loop whose scan output
+// would fail on the second data set's n=0, where the condition selects else_branch.
+TEST(CliTest, RuntimeIfRunsOnlyTheSelectedBranch) {
+  auto [rc, out] = Kiln("check tests/data/runtime_if");
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("PASS test_data_set_0/y:"), std::string::npos) << out;
+  EXPECT_NE(out.find("PASS test_data_set_1/y:"), std::string::npos) << out;
+}
+
 // A bidirectional RNN whose sequence_lens ([4, 1, 2]) arrive at run time
 // (tests/data/rnn_seq_lens, scripts/make-rnn-seq-lens-model: numpy references with ONNX
 // Runtime's semantics): steps past each entry's length keep its state and give zeros, and the

@@ -145,11 +145,55 @@ TEST(RuntimeLoopTest, MalformedLoopCallIsRefusedAtLoad) {
   absl::Status carried = mutate([](kiln::v1::LoopCall& l) { l.set_num_carried(0); });
   EXPECT_EQ(carried.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(carried.message().find("node 'rnn_h' (Loop)"), std::string::npos) << carried;
+  // A graph output of the Loop's bytes but another shape: the runtime cuts its leading dim.
+  runtime::Artifact reshaped = *artifact;
+  for (kiln::v1::TensorSpec& out : *reshaped.manifest.mutable_outputs()) {
+    if (out.name() != "rnn_seq") continue;
+    out.clear_shape();
+    for (int64_t d : {8000, 1, 1}) out.add_shape(d);
+  }
+  absl::Status shape = runtime::Executable::Load(reshaped, 1).status();
+  EXPECT_EQ(shape.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(shape.message().find("binds graph output 'rnn_seq' f32 of another shape than the "
+                                 "body gives"),
+            std::string::npos)
+      << shape;
   absl::Status missing = mutate([](kiln::v1::LoopCall& l) {
     l.mutable_body()->mutable_kernels(0)->set_symbol("l6_kernel_99");
   });
   EXPECT_EQ(missing.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(missing.message().find("l6_kernel_99"), std::string::npos) << missing;
+}
+
+// A scan output both returned and read by a later op (scripts/make-runtime-loop-model's
+// scan_read_twice.onnx: scan [6,2] and its mean) is not cut to the iterations run: fewer than the
+// compiled 6 is an error, never a mean over rows that were not computed.
+TEST(RuntimeLoopTest, ScanOutputReadLaterMustHaveItsCompiledLength) {
+  absl::StatusOr<runtime::Artifact> artifact =
+      Compile("tests/data/runtime_loop/scan_read_twice.onnx");
+  ASSERT_TRUE(artifact.ok()) << artifact.status();
+  EXPECT_FALSE(artifact->manifest.outputs(0).bounded());
+  auto exe = runtime::Executable::Load(*artifact, 1);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  Tensor x{TensorType{DType::kFloat32, {2}}, std::vector<uint8_t>(8)};
+  const float xs[2] = {1, 2};
+  std::memcpy(x.bytes.data(), xs, 8);
+  auto run = [&](int64_t m) {
+    Tensor trips{TensorType{DType::kInt64, {}}, std::vector<uint8_t>(8)};
+    std::memcpy(trips.bytes.data(), &m, 8);
+    return (*exe)->Run({&x, &trips});
+  };
+  auto three = run(3);
+  ASSERT_FALSE(three.ok());
+  EXPECT_NE(three.status().message().find("(Loop): the loop ran 3 iterations, but its scan "
+                                          "output 0 was compiled for 6"),
+            std::string::npos)
+      << three.status();
+  auto six = run(6);
+  ASSERT_TRUE(six.ok()) << six.status();
+  // Rows x + i for i in 0..5: means 1 + 2.5 and 2 + 2.5.
+  EXPECT_FLOAT_EQ((*six)[1].data<float>()[0], 3.5f);
+  EXPECT_FLOAT_EQ((*six)[1].data<float>()[1], 4.5f);
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // If, Loop and Scan: an If whose condition is a compile-time constant becomes its taken branch;
-// an If on a run-time condition whose branches produce the same types becomes both branches and
-// a Where per output; a small Loop whose trip count and condition are known at compile time, and
-// every Scan (its length is a static dim), are unrolled, one copy of the body per iteration; any
-// other Loop becomes a graph Loop node over its body imported as a graph of its own.
+// an If on a run-time condition becomes a one-iteration graph Loop per branch, run when taken,
+// and a Where per output; a small Loop whose trip count and condition are known at compile time
+// and a short Scan are unrolled, one copy of the body per iteration; any other Loop or Scan
+// becomes a graph Loop node over its body imported as a graph of its own.
 #include "compiler_core/importer/onnx/control_flow.h"
 
 #include <algorithm>
@@ -134,9 +134,14 @@ absl::StatusOr<std::vector<Value*>> SelectSequences(ImportContext& ctx, const on
   return out;
 }
 
+absl::StatusOr<std::vector<Value*>> GuardedIf(ImportContext& ctx, const onnx::NodeProto& node,
+                                              Value* cond, const std::vector<TensorType>& types,
+                                              const LoopBodyImporter& import_body);
+
 absl::StatusOr<std::vector<Value*>> BuildIf(ImportContext& ctx, const onnx::NodeProto& node,
                                             const std::map<std::string, Value*>& values,
-                                            const SubgraphImporter& import) {
+                                            const SubgraphImporter& import,
+                                            const LoopBodyImporter& import_body) {
   const onnx::GraphProto* then_branch = GraphAttr(node, "then_branch");
   const onnx::GraphProto* else_branch = GraphAttr(node, "else_branch");
   Value* cond = InputOf(node, values, 0);
@@ -177,6 +182,23 @@ absl::StatusOr<std::vector<Value*>> BuildIf(ImportContext& ctx, const onnx::Node
   KILN_ASSIGN_OR_RETURN(graph::Node * scalar,
                         ctx.Emit(OpKind::kReshape, name + "/cond",
                                  {cond, ctx.ConstI64(name + "/cond/shape", {})}, reshape));
+  // Tensor outputs of one type in both branches: run only the branch the condition selects
+  // (GuardedIf), so that the other cannot fail or loop forever on data meant for the first.
+  // Branches that cannot be compiled on their own (sequences) run both and select.
+  bool same_types = true;
+  std::vector<TensorType> types;
+  for (size_t i = 0; same_types && i < then_out.size(); ++i) {
+    same_types = then_out[i] != nullptr && else_out[i] != nullptr &&
+                 then_out[i]->type() == else_out[i]->type();
+    if (same_types) types.push_back(then_out[i]->type());
+  }
+  if (same_types && !then_out.empty()) {
+    absl::StatusOr<std::vector<Value*>> guarded =
+        GuardedIf(ctx, node, scalar->output(0), types, import_body);
+    if (guarded.ok() || guarded.status().code() != absl::StatusCode::kUnimplemented) {
+      return guarded;
+    }
+  }
   std::vector<Value*> outputs;
   for (size_t i = 0; i < then_out.size(); ++i) {
     if ((then_out[i] == nullptr) != (else_out[i] == nullptr)) {
@@ -448,6 +470,11 @@ absl::StatusOr<std::vector<Value*>> RuntimeLoop(ImportContext& ctx, const onnx::
       scan_length = *implied;
     } else if (m && *m > 0) {
       scan_length = *m;
+    } else if (m) {
+      return absl::UnimplementedError(
+          NodePrefix(node) + absl::StrCat("the trip count M is ", *m,
+                                          ", so its scan outputs are empty (zero-sized tensors "
+                                          "are not supported)"));
     } else {
       return absl::UnimplementedError(
           NodePrefix(node) +
@@ -466,6 +493,67 @@ absl::StatusOr<std::vector<Value*>> RuntimeLoop(ImportContext& ctx, const onnx::
   }
   return EmitLoop(ctx, node, name, m, c, in.carried, carried_names, *body, in.num_scan,
                   scan_length);
+}
+
+// An If on the run-time condition `cond` (a bool scalar) whose outputs have `types`: each branch
+// a graph Loop of one iteration when it is taken and none otherwise, carrying the branch's
+// outputs (zeros before), then a Where per output.
+absl::StatusOr<std::vector<Value*>> GuardedIf(ImportContext& ctx, const onnx::NodeProto& node,
+                                              Value* cond, const std::vector<TensorType>& types,
+                                              const LoopBodyImporter& import_body) {
+  const std::string name = NodeDisplayName(node);
+  KILN_ASSIGN_OR_RETURN(Value * taken, [&]() -> absl::StatusOr<Value*> {
+    AttrMap cast;
+    cast.Set("to", int64_t{onnx::TensorProto::INT64});
+    return ctx.EmitValue(OpKind::kCast, name + "/then_trips", {cond}, cast);
+  }());
+  KILN_ASSIGN_OR_RETURN(Value * not_taken,
+                        ctx.EmitValue(OpKind::kSub, name + "/else_trips",
+                                      {ConstI64Scalar(ctx, name + "/one", 1), taken}));
+  Value* always = ctx.ConstScalar(name + "/always", DType::kBool, 1);
+  std::vector<Value*> initial;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < types.size(); ++i) {
+    initial.push_back(
+        ctx.graph().AddConstant(absl::StrCat(name, "/before", i), Tensor::Zeros(types[i])));
+    names.push_back(i < static_cast<size_t>(node.output_size()) ? node.output(i) : "");
+  }
+  std::vector<std::vector<Value*>> results;
+  for (const char* which : {"then_branch", "else_branch"}) {
+    const onnx::GraphProto& branch = *GraphAttr(node, which);
+    const std::string p = "__kiln_if_";
+    onnx::GraphProto wrap;
+    wrap.set_name(branch.name());
+    for (const char* in : {"iter", "cond"}) wrap.add_input()->set_name(p + in);
+    for (size_t i = 0; i < types.size(); ++i)
+      wrap.add_input()->set_name(absl::StrCat(p, "prev", i));
+    *wrap.mutable_initializer() = branch.initializer();
+    *wrap.mutable_value_info() = branch.value_info();
+    *wrap.mutable_node() = branch.node();
+    onnx::NodeProto* pass = wrap.add_node();
+    pass->set_op_type("Identity");
+    pass->add_input(p + "cond");
+    pass->add_output(p + "cond_out");
+    wrap.add_output()->set_name(p + "cond_out");
+    for (const onnx::ValueInfoProto& out : branch.output()) *wrap.add_output() = out;
+    const std::string part = absl::StrCat(name, which[0] == 't' ? "/then" : "/else");
+    absl::StatusOr<LoopBody> body = import_body(wrap, types, {}, part);
+    if (!body.ok()) {
+      return absl::Status(body.status().code(),
+                          NodePrefix(node) + which + ": " + std::string(body.status().message()));
+    }
+    KILN_ASSIGN_OR_RETURN(std::vector<Value*> outs,
+                          EmitLoop(ctx, node, part, which[0] == 't' ? taken : not_taken, always,
+                                   initial, names, *body, 0, -1));
+    results.push_back(std::move(outs));
+  }
+  std::vector<Value*> outputs;
+  for (size_t i = 0; i < types.size(); ++i) {
+    KILN_ASSIGN_OR_RETURN(Value * v, ctx.EmitValue(OpKind::kWhere, absl::StrCat(name, "/select", i),
+                                                   {cond, results[0][i], results[1][i]}));
+    outputs.push_back(v);
+  }
+  return outputs;
 }
 
 // The run-time trip count of a Loop with trip count `m` and initial condition `c` (null: none):
@@ -599,6 +687,7 @@ absl::StatusOr<std::vector<Value*>> RuntimeScan(
   add_input(p + "cond", onnx::TensorProto::BOOL);
   for (int i = 0; i < num_states; ++i) *wrap.add_input() = body.input(i);
   *wrap.mutable_initializer() = body.initializer();
+  *wrap.mutable_value_info() = body.value_info();
   std::map<std::string, Value*> aliases;
   auto add_node = [&](const std::string& op, std::vector<std::string> ins, const std::string& out) {
     onnx::NodeProto* n = wrap.add_node();
@@ -842,7 +931,7 @@ absl::StatusOr<std::vector<Value*>> BuildControlFlow(ImportContext& ctx,
                                                      const std::map<std::string, Value*>& values,
                                                      const SubgraphImporter& import,
                                                      const LoopBodyImporter& import_body) {
-  if (node.op_type() == "If") return BuildIf(ctx, node, values, import);
+  if (node.op_type() == "If") return BuildIf(ctx, node, values, import, import_body);
   if (node.op_type() == "Loop") return BuildLoop(ctx, node, values, import, import_body);
   return BuildScan(ctx, node, values, import, import_body);
 }

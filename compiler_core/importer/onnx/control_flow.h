@@ -53,9 +53,12 @@ using LoopBodyImporter = std::function<absl::StatusOr<LoopBody>(
 
 /// The outputs of the If, Loop or Scan `node` (inputs resolved in `values`) (ONNX operator spec,
 /// opsets 1-21):
-/// - If: a condition that is a compile-time constant imports its taken branch only; a run-time
-///   condition imports both branches and selects each output with Where (each element of a
-///   sequence output), which needs both branches to give it one type (else kUnimplemented).
+/// - If: a condition that is a compile-time constant imports its taken branch only. On a run-time
+///   condition each branch becomes a graph Loop of one iteration when taken and none otherwise
+///   (its outputs carried from zeros), so only the selected branch runs, and a Where per output
+///   selects; branches that cannot be imported on their own (sequence outputs) are imported
+///   inline and both run, each output (each element of a sequence) selected with Where. Both
+///   branches must give each output one type (else kUnimplemented).
 /// - Loop: when the trip count M and the condition (initial, and after every iteration) are
 ///   compile-time constants and the loop is small (kMaxUnrolledLoopNodes), the body is unrolled
 ///   once per iteration with iter_num a constant, loop-carried values (tensors or sequences)

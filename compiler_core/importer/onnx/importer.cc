@@ -252,6 +252,15 @@ absl::StatusOr<std::vector<Value*>> ImportSubgraph(ImportContext& ctx,
     for (const auto& in : node.input()) ctx.MarkUsed(in);
   }
   for (const auto& out : body.output()) ctx.MarkUsed(out.name());
+  // The static types the subgraph declares (value_info, outputs; ONNX shape inference fills
+  // value_info too), for ops whose output shape they fix (a run-time Loop's scan outputs).
+  TypeMap declared;
+  for (const auto* infos : {&body.value_info(), &body.output()}) {
+    for (const onnx::ValueInfoProto& vi : *infos) declared[vi.name()] = vi.type();
+  }
+  for (const auto& [name, type] : declared) {
+    if (std::optional<TensorType> known = KnownType(declared, name)) ctx.SetKnownType(name, *known);
+  }
   KILN_RETURN_IF_ERROR(BuildNodes(body, ctx, {}, scope, prefix));
   std::vector<Value*> outputs;
   for (const auto& out : body.output()) {

@@ -59,5 +59,10 @@ if [[ ! -f "$DYN_DIR/model.onnx" ]]; then
   cp tests/data/transformer_encoder_dynint8/output_0.pb "$DYN_DIR/test_data_set_0/"
 fi
 
+# The control-flow rows: loops run at run time over compiled bodies (tests/data/runtime_loop: a
+# while loop, 500 RNN steps, a run-time trip count, nested loops, a 600-step Scan), an If whose
+# branches are such loops (tests/data/runtime_if), and unrolled If/Loop/Scan
+# (tests/data/control_flow).
 exec node bench/ort_bench.mjs --kiln-bin "$BIN" --ort-dir "$ORT_DIR" --models ../shared/models \
-  --extra-model "$INT8_DIR" --extra-model "$DYN_DIR" "$@"
+  --extra-model "$INT8_DIR" --extra-model "$DYN_DIR" --extra-model tests/data/runtime_loop \
+  --extra-model tests/data/runtime_if --extra-model tests/data/control_flow "$@"

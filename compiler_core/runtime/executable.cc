@@ -573,7 +573,8 @@ struct Executable::Impl {
       const kiln::v1::KernelCall& call = m.kernels(k);
       std::vector<void*>& args = p.args[k];
       for (int a = 0; a < call.args_size(); ++a) args[a] = Resolve(call.args(a), p, f);
-      const auto start = std::chrono::steady_clock::now();
+      std::chrono::steady_clock::time_point start;
+      if (kernel_ms != nullptr) start = std::chrono::steady_clock::now();
       if (p.loops[k] != nullptr) {
         KILN_RETURN_IF_ERROR(RunLoop(p, *p.loops[k], call, args, f, trims));
       } else {

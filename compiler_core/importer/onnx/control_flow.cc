@@ -136,6 +136,7 @@ absl::StatusOr<std::vector<Value*>> SelectSequences(ImportContext& ctx, const on
 
 absl::StatusOr<std::vector<Value*>> GuardedIf(ImportContext& ctx, const onnx::NodeProto& node,
                                               Value* cond, const std::vector<TensorType>& types,
+                                              const std::vector<int>& seq_lengths,
                                               const LoopBodyImporter& import_body);
 
 absl::StatusOr<std::vector<Value*>> BuildIf(ImportContext& ctx, const onnx::NodeProto& node,
@@ -185,16 +186,30 @@ absl::StatusOr<std::vector<Value*>> BuildIf(ImportContext& ctx, const onnx::Node
   // Tensor outputs of one type in both branches: run only the branch the condition selects
   // (GuardedIf), so that the other cannot fail or loop forever on data meant for the first.
   // Branches that cannot be compiled on their own (sequences) run both and select.
+  // A sequence output takes part element by element (one length and element types in both).
   bool same_types = true;
   std::vector<TensorType> types;
+  std::vector<int> seq_lengths;  // per output: -1 for a tensor, else its element count
   for (size_t i = 0; same_types && i < then_out.size(); ++i) {
+    if (then_out[i] == nullptr && else_out[i] == nullptr) {
+      const std::vector<Value*> b = SequenceOutput(ctx, *else_branch, static_cast<int>(i));
+      const std::vector<Value*>& a = then_seqs[i];
+      same_types = a.size() == b.size();
+      for (size_t k = 0; same_types && k < a.size(); ++k) {
+        same_types = a[k]->type() == b[k]->type();
+        types.push_back(a[k]->type());
+      }
+      seq_lengths.push_back(static_cast<int>(a.size()));
+      continue;
+    }
     same_types = then_out[i] != nullptr && else_out[i] != nullptr &&
                  then_out[i]->type() == else_out[i]->type();
     if (same_types) types.push_back(then_out[i]->type());
+    seq_lengths.push_back(-1);
   }
-  if (same_types && !then_out.empty()) {
+  if (same_types && !types.empty()) {
     absl::StatusOr<std::vector<Value*>> guarded =
-        GuardedIf(ctx, node, scalar->output(0), types, import_body);
+        GuardedIf(ctx, node, scalar->output(0), types, seq_lengths, import_body);
     if (guarded.ok() || guarded.status().code() != absl::StatusCode::kUnimplemented) {
       return guarded;
     }
@@ -222,9 +237,9 @@ absl::StatusOr<std::vector<Value*>> BuildIf(ImportContext& ctx, const onnx::Node
           absl::StrCat("the condition is only known at run time and output ", i, " has type ",
                        then_out[i]->type().ToString(), " in then_branch but ",
                        else_out[i]->type().ToString(),
-                       " in else_branch; Kiln compiles an If on a run-time condition as both "
-                       "branches and a select, which needs equal types (a constant condition, "
-                       "e.g. with --constant-input, inlines one branch)"));
+                       " in else_branch; Kiln selects an If's outputs on a run-time condition, "
+                       "which needs equal types (a constant condition, e.g. with "
+                       "--constant-input, inlines one branch)"));
     }
     KILN_ASSIGN_OR_RETURN(graph::Node * select,
                           ctx.Emit(OpKind::kWhere, absl::StrCat(name, "/select", i),
@@ -495,11 +510,15 @@ absl::StatusOr<std::vector<Value*>> RuntimeLoop(ImportContext& ctx, const onnx::
                   scan_length);
 }
 
-// An If on the run-time condition `cond` (a bool scalar) whose outputs have `types`: each branch
-// a graph Loop of one iteration when it is taken and none otherwise, carrying the branch's
-// outputs (zeros before), then a Where per output.
+// An If on the run-time condition `cond` (a bool scalar): each branch a graph Loop of one
+// iteration when it is taken and none otherwise, carrying the branch's outputs (zeros before),
+// then a Where per output. Output i is a tensor (seq_lengths[i] = -1) or a sequence of
+// seq_lengths[i] elements, carried element by element (SequenceAt in the branch's body); `types`
+// are the carried tensors' types in that order. A sequence output's elements are set as
+// ctx.Sequence(its name) and its value is null.
 absl::StatusOr<std::vector<Value*>> GuardedIf(ImportContext& ctx, const onnx::NodeProto& node,
                                               Value* cond, const std::vector<TensorType>& types,
+                                              const std::vector<int>& seq_lengths,
                                               const LoopBodyImporter& import_body) {
   const std::string name = NodeDisplayName(node);
   KILN_ASSIGN_OR_RETURN(Value * taken, [&]() -> absl::StatusOr<Value*> {
@@ -535,7 +554,29 @@ absl::StatusOr<std::vector<Value*>> GuardedIf(ImportContext& ctx, const onnx::No
     pass->add_input(p + "cond");
     pass->add_output(p + "cond_out");
     wrap.add_output()->set_name(p + "cond_out");
-    for (const onnx::ValueInfoProto& out : branch.output()) *wrap.add_output() = out;
+    for (int i = 0; i < branch.output_size() && i < static_cast<int>(seq_lengths.size()); ++i) {
+      if (seq_lengths[i] < 0) {
+        *wrap.add_output() = branch.output(i);
+        continue;
+      }
+      for (int k = 0; k < seq_lengths[i]; ++k) {
+        const std::string index = absl::StrCat(p, "seq", i, "_index", k);
+        onnx::NodeProto* c = wrap.add_node();
+        c->set_op_type("Constant");
+        c->add_output(index);
+        onnx::AttributeProto* value = c->add_attribute();
+        value->set_name("value");
+        value->set_type(onnx::AttributeProto::TENSOR);
+        value->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+        value->mutable_t()->add_int64_data(k);
+        onnx::NodeProto* at = wrap.add_node();
+        at->set_op_type("SequenceAt");
+        at->add_input(branch.output(i).name());
+        at->add_input(index);
+        at->add_output(absl::StrCat(p, "seq", i, "_", k));
+        wrap.add_output()->set_name(at->output(0));
+      }
+    }
     const std::string part = absl::StrCat(name, which[0] == 't' ? "/then" : "/else");
     absl::StatusOr<LoopBody> body = import_body(wrap, types, {}, part);
     if (!body.ok()) {
@@ -547,11 +588,23 @@ absl::StatusOr<std::vector<Value*>> GuardedIf(ImportContext& ctx, const onnx::No
                                    initial, names, *body, 0, -1));
     results.push_back(std::move(outs));
   }
-  std::vector<Value*> outputs;
+  std::vector<Value*> selected;
   for (size_t i = 0; i < types.size(); ++i) {
     KILN_ASSIGN_OR_RETURN(Value * v, ctx.EmitValue(OpKind::kWhere, absl::StrCat(name, "/select", i),
                                                    {cond, results[0][i], results[1][i]}));
-    outputs.push_back(v);
+    selected.push_back(v);
+  }
+  std::vector<Value*> outputs;
+  size_t next = 0;
+  for (size_t i = 0; i < seq_lengths.size(); ++i) {
+    if (seq_lengths[i] < 0) {
+      outputs.push_back(selected[next++]);
+      continue;
+    }
+    std::vector<Value*> elements(selected.begin() + next, selected.begin() + next + seq_lengths[i]);
+    next += seq_lengths[i];
+    if (static_cast<int>(i) < node.output_size()) ctx.SetSequence(node.output(i), elements);
+    outputs.push_back(nullptr);
   }
   return outputs;
 }

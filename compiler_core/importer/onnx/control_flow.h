@@ -18,7 +18,7 @@ namespace kiln::importer {
 /// Most body nodes a Loop or Scan is unrolled into; a larger one runs at run time over its
 /// compiled body (graph op Loop), as does every Loop whose trip count or condition is a run-time
 /// value.
-inline constexpr int64_t kMaxUnrolledLoopNodes = 2000;
+inline constexpr int64_t kMaxUnrolledLoopNodes = 512;
 
 /// Imports subgraph `body` into the graph under construction and returns the values of its
 /// outputs; a sequence output is null, its elements ctx.Sequence(its name) until the next import

@@ -577,7 +577,11 @@ absl::StatusOr<Expr> LowerTensorElementwise(KernelBuilder& b, const graph::Node&
                               loop::Unary(UnaryOp::kCeil, q), loop::Unary(UnaryOp::kFloor, q));
         return a - t * c;
       }
-      if (node.attrs().GetInt("fmod", 0) != 0) return a - Bin(BinaryOp::kDiv, a, c) * c;
+      if (node.attrs().GetInt("fmod", 0) != 0) {
+        // a - trunc(a / c) * c, and 0 for c = 0 (as the reference evaluator).
+        return loop::Select(Bin(BinaryOp::kEq, c, Const(0, c->dtype)), Const(0, a->dtype),
+                            a - Bin(BinaryOp::kDiv, a, c) * c);
+      }
       return Bin(BinaryOp::kFloorMod, a, c);
     }
     case OpKind::kBitShift: {

@@ -56,7 +56,9 @@ int64_t BinaryInt(OpKind op, int64_t a, int64_t b) {
     case OpKind::kAdd: case OpKind::kSum: return a + b;
     case OpKind::kSub: return a - b;
     case OpKind::kMul: return a * b;
-    case OpKind::kDiv: return b == 0 ? 0 : a / b;  // ONNX integer Div truncates
+    // ONNX integer Div truncates; by 0 it is undefined, Kiln gives 0 (and MIN / -1 wraps).
+    case OpKind::kDiv:
+      return b == 0 ? 0 : b == -1 ? static_cast<int64_t>(0 - static_cast<uint64_t>(a)) : a / b;
     case OpKind::kPow: {
       int64_t r = 1;
       for (int64_t k = 0; k < b; ++k) r *= a;

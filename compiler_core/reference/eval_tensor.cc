@@ -50,7 +50,7 @@ uint64_t GetU64(const Tensor& t, int64_t i) {
 }
 
 int64_t PyMod(int64_t a, int64_t b) {
-  if (b == 0) return 0;
+  if (b == 0 || b == -1) return 0;
   int64_t r = a % b;
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
   return r;
@@ -109,7 +109,7 @@ absl::StatusOr<TensorVec> EvalBinaryLike(const graph::Node& node, const TensorVe
         if (f) {
           StoreDouble(*out, i, std::fmod(fa, fb));
         } else if (node.attrs().GetInt("fmod", 0) != 0) {
-          StoreInt(*out, i, ib == 0 ? 0 : ia % ib);
+          StoreInt(*out, i, ib == 0 || ib == -1 ? 0 : ia % ib);
         } else if (u64) {
           StoreInt(*out, i, static_cast<int64_t>(ub == 0 ? 0 : ua % ub));
         } else {

@@ -1,8 +1,10 @@
 // End-to-end codegen tests for individual operations: floor division on negatives, integer and
 // bool dtypes, f16 and bf16 casts, gathers/scatters in vectorized loops, stack buffers, branches,
 // unrolled loops and error reporting.
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "compiler_core/codegen/llvm/codegen.h"
 #include "compiler_core/codegen/llvm/test_util.h"
 #include "compiler_core/ir/graph/tensor.h"
+#include "compiler_core/ir/loop/interpreter.h"
 #include "gtest/gtest.h"
 
 namespace kiln::codegen {
@@ -38,31 +41,42 @@ int64_t RefFloorDiv(int64_t a, int64_t b) {
 }
 int64_t RefFloorMod(int64_t a, int64_t b) { return a - RefFloorDiv(a, b) * b; }
 
+// A kernel `name`(a, b, out) over a, b: `dtype`[n] storing out[kind, k, j] = ops(a[j], b[j])[k],
+// with j vectorized (kind 0) and serial (kind 1).
+Func BinaryOpsKernel(const std::string& name, DType dtype, int64_t n,
+                     const std::function<std::vector<Expr>(Expr, Expr)>& ops) {
+  auto a = MakeBuffer("a", dtype, {n});
+  auto b = MakeBuffer("b", dtype, {n});
+  const int64_t count = static_cast<int64_t>(ops(I(0), I(1)).size());
+  auto out = MakeBuffer("out", dtype, {2, count, n});
+  std::vector<Stmt> stmts;
+  for (int kind = 0; kind < 2; ++kind) {
+    Var j = MakeVar(kind == 0 ? "jv" : "js");
+    std::vector<Expr> vals = ops(loop::Load(a, {V(j)}), loop::Load(b, {V(j)}));
+    std::vector<Stmt> stores;
+    for (int64_t k = 0; k < count; ++k) {
+      stores.push_back(loop::Store(out, {I(kind), I(k), V(j)}, vals[k]));
+    }
+    stmts.push_back(
+        loop::For(j, n, loop::Block(stores), kind == 0 ? ForKind::kVectorized : ForKind::kSerial));
+  }
+  Func f;
+  f.name = name;
+  f.params = {a, b, out};
+  f.body = loop::Block(stmts);
+  return f;
+}
+
 // out[k, j] for k = 0: a floordiv b, 1: a floormod b, 2: a floordiv 3, 3: a floormod 3,
 // 4: a / b (truncating); j vectorized (kind 0) or serial (kind 1).
 TEST(CodegenOpsTest, FloorDivModOnNegatives) {
   constexpr int64_t N = 14;
-  auto a = MakeBuffer("a", DType::kInt64, {N});
-  auto b = MakeBuffer("b", DType::kInt64, {N});
-  auto out = MakeBuffer("out", DType::kInt64, {2, 5, N});
-  std::vector<Stmt> stmts;
-  for (int kind = 0; kind < 2; ++kind) {
-    Var j = MakeVar(kind == 0 ? "jv" : "js");
-    Expr x = loop::Load(a, {V(j)}), y = loop::Load(b, {V(j)});
-    std::vector<Expr> vals = {loop::Binary(BinaryOp::kFloorDiv, x, y),
-                              loop::Binary(BinaryOp::kFloorMod, x, y),
-                              loop::Binary(BinaryOp::kFloorDiv, x, I(3)),
-                              loop::Binary(BinaryOp::kFloorMod, x, I(3)),
-                              loop::Binary(BinaryOp::kDiv, x, y)};
-    std::vector<Stmt> stores;
-    for (int k = 0; k < 5; ++k) stores.push_back(loop::Store(out, {I(kind), I(k), V(j)}, vals[k]));
-    stmts.push_back(loop::For(j, N, loop::Block(stores),
-                              kind == 0 ? ForKind::kVectorized : ForKind::kSerial));
-  }
-  Func f;
-  f.name = "floordiv";
-  f.params = {a, b, out};
-  f.body = loop::Block(stmts);
+  Func f = BinaryOpsKernel("floordiv", DType::kInt64, N, [](Expr x, Expr y) {
+    return std::vector<Expr>{
+        loop::Binary(BinaryOp::kFloorDiv, x, y), loop::Binary(BinaryOp::kFloorMod, x, y),
+        loop::Binary(BinaryOp::kFloorDiv, x, I(3)), loop::Binary(BinaryOp::kFloorMod, x, I(3)),
+        loop::Binary(BinaryOp::kDiv, x, y)};
+  });
   auto lib = CompileAndLoad({f});
   ASSERT_TRUE(lib.ok()) << lib.status();
   std::vector<int64_t> av = {-7, -6, -5, -1, 0, 1, 5, 6, 7, -7, -3, 3, 7, -8};
@@ -81,6 +95,51 @@ TEST(CodegenOpsTest, FloorDivModOnNegatives) {
   }
   EXPECT_EQ(RefFloorDiv(-7, 3), -3);  // the reference itself
   EXPECT_EQ(RefFloorMod(-7, 3), 2);
+}
+
+// Integer division is total (loop_ir.h): by 0 it gives 0, and MIN / -1 gives MIN with remainder
+// 0, vectorized and serial, i32 and i64, equal to the interpreter; x86's idiv would trap.
+TEST(CodegenOpsTest, IntegerDivisionByZeroAndMinByMinusOneDoNotTrap) {
+  for (DType t : {DType::kInt32, DType::kInt64}) {
+    SCOPED_TRACE(DTypeName(t));
+    constexpr int64_t N = 8;
+    Func f = BinaryOpsKernel("total_div", t, N, [](Expr x, Expr y) {
+      return std::vector<Expr>{loop::Binary(BinaryOp::kDiv, x, y),
+                               loop::Binary(BinaryOp::kFloorDiv, x, y),
+                               loop::Binary(BinaryOp::kFloorMod, x, y)};
+    });
+    auto lib = CompileAndLoad({f});
+    ASSERT_TRUE(lib.ok()) << lib.status();
+    const int64_t min = t == DType::kInt32 ? INT32_MIN : INT64_MIN;
+    const std::vector<int64_t> av = {7, -7, 0, min, min, min, 5, -9};
+    const std::vector<int64_t> bv = {0, 0, 0, -1, 0, 1, -1, 2};
+    // Expected: div, floordiv, floormod per element.
+    const std::vector<std::array<int64_t, 3>> want = {{0, 0, 0},     {0, 0, 0},  {0, 0, 0},
+                                                      {min, min, 0}, {0, 0, 0},  {min, min, 0},
+                                                      {-5, -5, 0},   {-4, -5, 1}};
+    auto run = [&](auto zero) {
+      using T = decltype(zero);
+      std::vector<T> as(av.begin(), av.end()), bs(bv.begin(), bv.end()), os(2 * 3 * N, 99);
+      CallKernel((*lib)->Get("total_div"), {as.data(), bs.data(), os.data()});
+      std::vector<T> is(2 * 3 * N, 99);
+      absl::Status interpreted = loop::InterpretFunc(f, {as.data(), bs.data(), is.data()});
+      EXPECT_TRUE(interpreted.ok()) << interpreted;
+      EXPECT_EQ(is, os);
+      for (int kind = 0; kind < 2; ++kind) {
+        for (int k = 0; k < 3; ++k) {
+          for (int64_t j = 0; j < N; ++j) {
+            EXPECT_EQ(static_cast<int64_t>(os[(kind * 3 + k) * N + j]), want[j][k])
+                << "kind " << kind << " op " << k << ": " << av[j] << ", " << bv[j];
+          }
+        }
+      }
+    };
+    if (t == DType::kInt32) {
+      run(int32_t{0});
+    } else {
+      run(int64_t{0});
+    }
+  }
 }
 
 // Index arithmetic with floordiv/floormod: y[j] = x[j // 4, j % 4] (a reshape).

@@ -129,7 +129,9 @@ llvm::Value* KernelEmitter::EmitBinary(const loop::ExprNode& e) {
       return f ? with_contract(b_.CreateFMul(a, b)) : b_.CreateMul(a, b, "", false, nsw);
     case BinaryOp::kDiv:
       if (f) return b_.CreateFDiv(a, b);
-      return s ? b_.CreateSDiv(a, b) : b_.CreateUDiv(a, b);
+      return EmitTotalDivision(e.operands[1], s, a, b, [&](llvm::Value* x, llvm::Value* y) {
+        return s ? b_.CreateSDiv(x, y) : b_.CreateUDiv(x, y);
+      });
     case BinaryOp::kFloorDiv:
       return EmitFloorDivMod(false, e, a, b);
     case BinaryOp::kFloorMod:

@@ -183,20 +183,48 @@ llvm::Value* KernelEmitter::EmitFloorDivMod(bool is_mod, const loop::ExprNode& e
   }
   if (t == DType::kBool) return Fail("floor div/mod on bool", a->getType());
   bool nonneg = IsNonNegative(e.operands[0]) && IsNonNegative(e.operands[1]);
-  if (!IsSigned(t) || nonneg) return is_mod ? b_.CreateURem(a, b) : b_.CreateUDiv(a, b);
-  // Truncating division, then step toward -inf when the remainder's sign differs from b's.
-  llvm::Value* q = b_.CreateSDiv(a, b);
-  llvm::Value* r = b_.CreateSRem(a, b);
-  llvm::Value* zero = llvm::Constant::getNullValue(a->getType());
   const loop::Expr& divisor = e.operands[1];
-  llvm::Value* adjust;
-  if (divisor->kind == loop::ExprKind::kIntImm && divisor->int_value > 0) {
-    adjust = b_.CreateICmpSLT(r, zero);
-  } else {
-    adjust = b_.CreateAnd(b_.CreateICmpNE(r, zero), b_.CreateICmpSLT(b_.CreateXor(r, b), zero));
+  if (!IsSigned(t) || nonneg) {
+    return EmitTotalDivision(divisor, false, a, b, [&](llvm::Value* x, llvm::Value* y) {
+      return is_mod ? b_.CreateURem(x, y) : b_.CreateUDiv(x, y);
+    });
   }
-  if (is_mod) return b_.CreateSelect(adjust, b_.CreateAdd(r, b), r);
-  return b_.CreateSelect(adjust, b_.CreateSub(q, llvm::ConstantInt::get(a->getType(), 1)), q);
+  return EmitTotalDivision(divisor, true, a, b, [&](llvm::Value* x, llvm::Value* y) {
+    // Truncating division, then step toward -inf when the remainder's sign differs from y's.
+    llvm::Value* q = b_.CreateSDiv(x, y);
+    llvm::Value* r = b_.CreateSRem(x, y);
+    llvm::Value* zero = llvm::Constant::getNullValue(x->getType());
+    llvm::Value* adjust;
+    if (divisor->kind == loop::ExprKind::kIntImm && divisor->int_value > 0) {
+      adjust = b_.CreateICmpSLT(r, zero);
+    } else {
+      adjust = b_.CreateAnd(b_.CreateICmpNE(r, zero), b_.CreateICmpSLT(b_.CreateXor(r, y), zero));
+    }
+    if (is_mod) return b_.CreateSelect(adjust, b_.CreateAdd(r, y), r);
+    return b_.CreateSelect(adjust, b_.CreateSub(q, llvm::ConstantInt::get(x->getType(), 1)), q);
+  });
+}
+
+llvm::Value* KernelEmitter::EmitTotalDivision(
+    const loop::Expr& divisor, bool is_signed, llvm::Value* a, llvm::Value* b,
+    const std::function<llvm::Value*(llvm::Value*, llvm::Value*)>& op) {
+  if (divisor->kind == loop::ExprKind::kIntImm && divisor->int_value != 0 &&
+      !(is_signed && divisor->int_value == -1)) {
+    return op(a, b);
+  }
+  llvm::Type* type = a->getType();
+  llvm::Value* zero = llvm::Constant::getNullValue(type);
+  llvm::Value* is_zero = b_.CreateICmpEQ(b, zero);
+  llvm::Value* unsafe = is_zero;
+  if (is_signed) {
+    llvm::Value* min =
+        llvm::ConstantInt::get(type, llvm::APInt::getSignedMinValue(type->getScalarSizeInBits()));
+    llvm::Value* overflow = b_.CreateAnd(b_.CreateICmpEQ(a, min),
+                                         b_.CreateICmpEQ(b, llvm::Constant::getAllOnesValue(type)));
+    unsafe = b_.CreateOr(is_zero, overflow);
+  }
+  llvm::Value* safe = b_.CreateSelect(unsafe, llvm::ConstantInt::get(type, 1), b);
+  return b_.CreateSelect(is_zero, zero, op(a, safe));
 }
 
 llvm::Value* KernelEmitter::EmitDot4U8S8(llvm::Value* acc, llvm::Value* a, llvm::Value* b) {

@@ -97,6 +97,13 @@ class KernelEmitter {
   llvm::Value* EmitMinMax(bool is_max, DType dtype, llvm::Value* a, llvm::Value* b);
   llvm::Value* EmitFloorDivMod(bool is_mod, const loop::ExprNode& e, llvm::Value* a,
                                llvm::Value* b);
+  /// Integer division made total, as the loop IR defines it: a divisor of 0 gives 0, and for
+  /// signed types MIN / -1 gives MIN and its remainder 0 (x86's idiv traps on both). `op`
+  /// computes the result from `a` and a divisor that is neither; divisors known to be safe
+  /// (a constant other than 0 and -1) skip the guards.
+  llvm::Value* EmitTotalDivision(const loop::Expr& divisor, bool is_signed, llvm::Value* a,
+                                 llvm::Value* b,
+                                 const std::function<llvm::Value*(llvm::Value*, llvm::Value*)>& op);
   llvm::Value* EmitIntrinsic(llvm::Intrinsic::ID id, llvm::Value* a, llvm::Value* b = nullptr);
   /// acc + dot4_u8s8(a, b) (acc may be null: 0) on i32 scalars or <W x i32> vectors; VPDPBUSD
   /// where the target has it at W lanes, else widened byte products.

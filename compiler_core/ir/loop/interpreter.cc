@@ -263,12 +263,13 @@ class Interpreter {
       case BinaryOp::kDiv:
       case BinaryOp::kFloorDiv:
       case BinaryOp::kFloorMod:
+        // Total, as the loop IR defines integer division: x / 0 = 0 (and its remainder 0);
+        // MIN / -1 = MIN, remainder 0.
         if (y == 0) {
-          Fail(absl::InvalidArgumentError(absl::StrCat("integer division by zero in ",
-                                                       BinaryOpName(e->binary_op))));
-          return {};
-        }
-        if (u) {
+          r.i = 0;
+        } else if (!u && y == -1) {
+          r.i = e->binary_op == BinaryOp::kFloorMod ? 0 : static_cast<int64_t>(0 - ux);
+        } else if (u) {
           r.i = static_cast<int64_t>(e->binary_op == BinaryOp::kFloorMod ? ux % uy : ux / uy);
         } else if (e->binary_op == BinaryOp::kDiv) {
           r.i = x / y;

@@ -51,6 +51,8 @@ enum class BinaryOp : uint8_t {
   kAdd,
   kSub,
   kMul,
+  // Integer division (kDiv, kFloorDiv, kFloorMod) is total: a divisor of 0 gives 0, and a signed
+  // MIN / -1 gives MIN (remainder 0) where C leaves both undefined and x86 traps.
   kDiv,       // float division; for integers, truncating division (C semantics)
   kFloorDiv,  // integer division rounding toward negative infinity (index arithmetic)
   kFloorMod,  // remainder with the sign of the divisor (index arithmetic)

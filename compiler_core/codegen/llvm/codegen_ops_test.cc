@@ -142,6 +142,23 @@ TEST(CodegenOpsTest, IntegerDivisionByZeroAndMinByMinusOneDoNotTrap) {
   }
 }
 
+// A loop bound to a GPU block or thread index is a clear error for a CPU target, naming the loop.
+TEST(CodegenOpsTest, ThreadBoundLoopNeedsAGpuTarget) {
+  auto x = MakeBuffer("x", DType::kFloat32, {4});
+  Var i = MakeVar("i");
+  Func f;
+  f.name = "bound";
+  f.params = {x};
+  f.body = loop::For(i, 4, loop::Store(x, {V(i)}, loop::FloatImm(1.0)), ForKind::kBlockIdxX);
+  absl::StatusOr<std::string> ir = EmitLlvmIr({f}, HostTarget());
+  ASSERT_FALSE(ir.ok());
+  EXPECT_EQ(ir.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(ir.status().message().find(
+                "loop 'i' is bound to blockIdx.x; thread-bound loops need a GPU target"),
+            std::string::npos)
+      << ir.status();
+}
+
 // Index arithmetic with floordiv/floormod: y[j] = x[j // 4, j % 4] (a reshape).
 TEST(CodegenOpsTest, FloorDivModInIndices) {
   auto x = MakeBuffer("x", DType::kFloat32, {3, 4});

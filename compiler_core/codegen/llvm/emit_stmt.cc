@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler_core/codegen/llvm/emitter.h"
 #include "compiler_core/codegen/llvm/vector_analysis.h"
+#include "compiler_core/ir/loop/printer.h"
 
 namespace kiln::codegen {
 
@@ -60,6 +61,15 @@ void KernelEmitter::EmitFor(const loop::StmtNode& s) {
       return EmitVectorizedFor(s);
     case ForKind::kParallel:
       return EmitParallelFor(s);
+    case ForKind::kBlockIdxX:
+    case ForKind::kBlockIdxY:
+    case ForKind::kBlockIdxZ:
+    case ForKind::kThreadIdxX:
+    case ForKind::kThreadIdxY:
+    case ForKind::kThreadIdxZ:
+      Fail(absl::StrCat("loop '", s.loop_var->name, "' is bound to ", loop::ForKindName(s.for_kind),
+                        "; thread-bound loops need a GPU target"));
+      return;
   }
 }
 

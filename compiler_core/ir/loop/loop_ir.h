@@ -127,7 +127,24 @@ enum class ForKind : uint8_t {
   kParallel,    // iterations split across the runtime's thread pool
   kVectorized,  // iterations become SIMD lanes; must be innermost, static extent
   kUnrolled,    // body replicated `extent` times
+  // GPU thread binding (CUDA's grid): each iteration runs on its own block or thread, the loop
+  // variable being that index. Printed blockIdx.x .. threadIdx.z. Iterations are independent
+  // (no reduction loop); within one nest each index is bound once, and a block loop is never
+  // inside a thread loop. Only a GPU target's code generator accepts them.
+  kBlockIdxX,
+  kBlockIdxY,
+  kBlockIdxZ,
+  kThreadIdxX,
+  kThreadIdxY,
+  kThreadIdxZ,
 };
+
+/// Whether `kind` binds the loop to a GPU block or thread index.
+inline bool IsThreadBound(ForKind kind) { return kind >= ForKind::kBlockIdxX; }
+/// Whether `kind` binds the loop to a block index (blockIdx.x/y/z).
+inline bool IsBlockBound(ForKind kind) {
+  return kind >= ForKind::kBlockIdxX && kind <= ForKind::kBlockIdxZ;
+}
 
 struct StmtNode;
 using Stmt = std::shared_ptr<const StmtNode>;

@@ -21,7 +21,7 @@ namespace {
 // The last enumerators; the name lookups below walk the enums up to them.
 constexpr BinaryOp kLastBinaryOp = BinaryOp::kDot4U8S8;
 constexpr UnaryOp kLastUnaryOp = UnaryOp::kAtanh;
-constexpr ForKind kLastForKind = ForKind::kUnrolled;
+constexpr ForKind kLastForKind = ForKind::kThreadIdxZ;
 
 template <typename Enum>
 std::optional<Enum> EnumFromName(std::string_view name, Enum last, const char* (*name_of)(Enum)) {

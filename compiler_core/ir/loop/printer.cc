@@ -13,6 +13,18 @@ const char* ForKindName(ForKind kind) {
     case ForKind::kParallel: return "parallel";
     case ForKind::kVectorized: return "vectorized";
     case ForKind::kUnrolled: return "unrolled";
+    case ForKind::kBlockIdxX:
+      return "blockIdx.x";
+    case ForKind::kBlockIdxY:
+      return "blockIdx.y";
+    case ForKind::kBlockIdxZ:
+      return "blockIdx.z";
+    case ForKind::kThreadIdxX:
+      return "threadIdx.x";
+    case ForKind::kThreadIdxY:
+      return "threadIdx.y";
+    case ForKind::kThreadIdxZ:
+      return "threadIdx.z";
   }
   return "?";
 }

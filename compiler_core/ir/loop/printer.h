@@ -8,8 +8,9 @@
 //     }
 //   }
 //
-// Reduction loops print "reduce" after the range; immediates of a dtype other than i64 (ints)
-// or f32 (floats) carry a ":dtype" suffix.
+// A loop's kind prefixes it (serial loops have none): parallel, vectorized, unrolled, or a GPU
+// binding blockIdx.x|y|z, threadIdx.x|y|z. Reduction loops print "reduce" after the range;
+// immediates of a dtype other than i64 (ints) or f32 (floats) carry a ":dtype" suffix.
 #ifndef KILN_COMPILER_CORE_IR_LOOP_PRINTER_H_
 #define KILN_COMPILER_CORE_IR_LOOP_PRINTER_H_
 

@@ -136,7 +136,10 @@ class Verifier final : public Visitor {
     loops_.push_back(s.get());
     bound_.insert(var);
     parallel_depth_ += s->for_kind == ForKind::kParallel;
+    const bool bound = IsThreadBound(s->for_kind);
+    if (bound) bound_kinds_.push_back(s->for_kind);
     Visitor::VisitStmt(s);
+    if (bound) bound_kinds_.pop_back();
     parallel_depth_ -= s->for_kind == ForKind::kParallel;
     bound_.erase(var);
     loops_.pop_back();
@@ -177,6 +180,21 @@ class Verifier final : public Visitor {
     if (s->for_kind == ForKind::kParallel) {
       if (s->is_reduction) return Fail(s, "a parallel loop must not be a reduction");
       if (parallel_depth_ > 0) return Fail(s, "a parallel loop is nested in a parallel loop");
+      if (!bound_kinds_.empty()) return Fail(s, "a parallel loop is inside a thread-bound loop");
+    }
+    if (IsThreadBound(s->for_kind)) {
+      const std::string what = absl::StrCat("a loop bound to ", ForKindName(s->for_kind));
+      if (s->is_reduction) return Fail(s, what + " must not be a reduction");
+      if (parallel_depth_ > 0) return Fail(s, what + " is inside a parallel loop");
+      for (ForKind outer : bound_kinds_) {
+        if (outer == s->for_kind) {
+          return Fail(s, what + " is inside another loop bound to the same index");
+        }
+        if (IsBlockBound(s->for_kind) && !IsBlockBound(outer)) {
+          return Fail(s, absl::StrCat(what, " is inside a loop bound to ", ForKindName(outer),
+                                      " (block loops enclose thread loops)"));
+        }
+      }
     }
     return true;
   }
@@ -248,6 +266,7 @@ class Verifier final : public Visitor {
   std::set<const VarNode*> bound_;           // variables of the enclosing loops
   std::set<const VarNode*> ever_bound_;      // variables bound by any loop so far
   int parallel_depth_ = 0;
+  std::vector<ForKind> bound_kinds_;  // the thread-bound loops enclosing the current statement
   bool in_init_ = false;                     // visiting func.init
   std::set<const Buffer*> persistent_;       // workspaces init stores to
   std::set<const Buffer*> params_;

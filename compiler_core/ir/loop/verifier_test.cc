@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "compiler_core/ir/loop/parser.h"
+#include "compiler_core/ir/loop/printer.h"
 #include "gtest/gtest.h"
 
 namespace kiln::loop {
@@ -67,6 +68,44 @@ TEST(LoopVerifierTest, RejectsIllegalLoopKinds) {
   EXPECT_EQ(VerifyText("func @k(%x: f32[0]) anchor=Relu {\n"
                        "  for i in 0..0 {\n    %x[i] = 0.0\n  }\n}\n"),
             "");
+}
+
+// GPU thread binding (issue 9): a grid of blocks and threads verifies, round-trips through the
+// printer and parser, and each binding rule's violation is reported.
+TEST(LoopVerifierTest, ThreadBoundLoops) {
+  const std::string grid =
+      "func @k(%x: f32[8,4,32], %y: f32[8,4,32]) anchor=Relu {\n"
+      "  blockIdx.x for b in 0..8 {\n"
+      "    blockIdx.y for c in 0..4 {\n"
+      "      threadIdx.x for t in 0..32 {\n"
+      "        %y[b, c, t] = max(%x[b, c, t], 0.0)\n"
+      "      }\n"
+      "    }\n"
+      "  }\n"
+      "}\n";
+  EXPECT_EQ(VerifyText(grid), "");
+  absl::StatusOr<Func> parsed = ParseFunc(grid);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(PrintFunc(*parsed), grid);
+  EXPECT_EQ(VerifyText("func @k(%x: f32[4,4]) anchor=Relu {\n"
+                       "  threadIdx.x for i in 0..4 {\n    blockIdx.x for j in 0..4 {\n"
+                       "      %x[i, j] = 0.0\n    }\n  }\n}\n"),
+            "func 'k': in 'blockIdx.x for j in 0..4': a loop bound to blockIdx.x is inside a loop "
+            "bound to threadIdx.x (block loops enclose thread loops)");
+  EXPECT_EQ(VerifyText("func @k(%x: f32[4,4]) anchor=Relu {\n"
+                       "  threadIdx.x for i in 0..4 {\n    threadIdx.x for j in 0..4 {\n"
+                       "      %x[i, j] = 0.0\n    }\n  }\n}\n"),
+            "func 'k': in 'threadIdx.x for j in 0..4': a loop bound to threadIdx.x is inside "
+            "another loop bound to the same index");
+  EXPECT_EQ(VerifyText("func @k(%x: f32[4]) anchor=Relu {\n"
+                       "  threadIdx.y for i in 0..4 reduce {\n    %x[0] = %x[i]\n  }\n}\n"),
+            "func 'k': in 'threadIdx.y for i in 0..4 reduce': a loop bound to threadIdx.y must "
+            "not be a reduction");
+  EXPECT_EQ(VerifyText("func @k(%x: f32[4,4]) anchor=Relu {\n"
+                       "  parallel for i in 0..4 {\n    blockIdx.z for j in 0..4 {\n"
+                       "      %x[i, j] = 0.0\n    }\n  }\n}\n"),
+            "func 'k': in 'blockIdx.z for j in 0..4': a loop bound to blockIdx.z is inside a "
+            "parallel loop");
 }
 
 TEST(LoopVerifierTest, RejectsBadNamesAndScopes) {

@@ -1,5 +1,6 @@
-// vectorize / unroll / parallel: set a loop's ForKind after checking that the kind is legal
-// for it (innermost non-reduction for SIMD, no nested or reduction parallelism).
+// vectorize / unroll / parallel / bind: set a loop's ForKind after checking that the kind is
+// legal for it (innermost non-reduction for SIMD, no nested or reduction parallelism, GPU
+// indices bound once per nest, blocks outside threads).
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/loop/printer.h"
 #include "compiler_core/schedule/loop_utils.h"
@@ -34,6 +35,19 @@ absl::StatusOr<Stmt> AnnotateLoop(const Stmt& body, const std::string& name, For
         }
       }
       if (ContainsForKind(s->body, ForKind::kParallel)) return fail("it contains a parallel loop");
+    }
+    if (loop::IsThreadBound(kind)) {
+      // The loop IR verifier's binding rules, checked before the rewrite.
+      if (s->is_reduction) return fail("it is a reduction loop");
+      for (const loop::StmtNode* e : enclosing) {
+        if (e->for_kind == ForKind::kParallel || e->for_kind == kind ||
+            (loop::IsBlockBound(kind) && loop::IsThreadBound(e->for_kind) &&
+             !loop::IsBlockBound(e->for_kind))) {
+          return fail(absl::StrCat("it is inside ", ForKindName(e->for_kind), " loop '",
+                                   e->loop_var->name, "'"));
+        }
+      }
+      if (ContainsForKind(s->body, kind)) return fail("a loop inside it is bound the same");
     }
     return WithKind(s, kind);
   };

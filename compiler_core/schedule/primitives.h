@@ -29,7 +29,9 @@ absl::StatusOr<loop::Stmt> FuseLoops(const loop::Stmt& body, const std::string& 
                                      const std::string& inner);
 /// Sets the loop kind after checking legality: kVectorized needs an innermost non-reduction
 /// loop; kParallel a non-reduction loop with no parallel loop around or inside it;
-/// kUnrolled any loop. The loop must be serial (or already of `kind`).
+/// kUnrolled any loop; a GPU binding (blockIdx.x .. threadIdx.z) a non-reduction loop not
+/// inside a parallel loop, a loop bound the same, or (for a block index) a thread-bound loop,
+/// with no loop inside bound the same. The loop must be serial (or already of `kind`).
 absl::StatusOr<loop::Stmt> AnnotateLoop(const loop::Stmt& body, const std::string& name,
                                         loop::ForKind kind);
 

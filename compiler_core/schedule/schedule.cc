@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler_core/ir/loop/printer.h"
 #include "compiler_core/schedule/hoist.h"
 #include "compiler_core/schedule/primitives.h"
 #include "compiler_core/schedule/winograd.h"
@@ -44,6 +45,16 @@ absl::StatusOr<loop::Stmt> ApplyStep(const Primitive& p, const loop::Stmt& body)
     case Primitive::Kind::kParallel:
       if (auto s = need(1); !s.ok()) return s;
       return AnnotateLoop(body, p.loops[0], loop::ForKind::kParallel);
+    case Primitive::Kind::kBind: {
+      if (auto s = need(2); !s.ok()) return s;
+      for (int k = static_cast<int>(loop::ForKind::kBlockIdxX);
+           k <= static_cast<int>(loop::ForKind::kThreadIdxZ); ++k) {
+        const auto kind = static_cast<loop::ForKind>(k);
+        if (p.loops[1] == loop::ForKindName(kind)) return AnnotateLoop(body, p.loops[0], kind);
+      }
+      return absl::FailedPreconditionError(
+          absl::StrCat("'", p.loops[1], "' is not a GPU index (blockIdx.x|y|z, threadIdx.x|y|z)"));
+    }
     case Primitive::Kind::kWinograd:
     case Primitive::Kind::kComputeAt:
       break;  // Func rewrites: ApplySchedule
@@ -63,6 +74,8 @@ const char* PrimitiveKindName(Primitive::Kind kind) {
     case Primitive::Kind::kParallel: return "parallel";
     case Primitive::Kind::kWinograd: return "winograd";
     case Primitive::Kind::kComputeAt: return "compute_at";
+    case Primitive::Kind::kBind:
+      return "bind";
   }
   return "?";
 }

@@ -17,20 +17,27 @@ namespace kiln::schedule {
 /// One schedule step.
 struct Primitive {
   enum class Kind : uint8_t {
-    kSplit, kReorder, kFuse, kVectorize, kUnroll, kParallel,
-    kWinograd,  // rewrites a conv update nest (winograd.h); names no loop
+    kSplit,
+    kReorder,
+    kFuse,
+    kVectorize,
+    kUnroll,
+    kParallel,
+    kWinograd,   // rewrites a conv update nest (winograd.h); names no loop
     kComputeAt,  // moves a pointwise nest into a contraction's register block (primitives.h)
+    kBind,       // binds a loop to a GPU block or thread index (primitives.h AnnotateLoop)
   };
   Kind kind;
   /// kSplit/kVectorize/kUnroll/kParallel: one loop; kReorder: the new order, outermost first;
   /// kFuse: two directly nested loops, outer first; kWinograd: none; kComputeAt: the pointwise
-  /// nest's outermost loop, then the reduction loop it moves to.
+  /// nest's outermost loop, then the reduction loop it moves to; kBind: the loop, then the index
+  /// ("blockIdx.x" .. "threadIdx.z"), printed bind(i, blockIdx.x).
   std::vector<std::string> loops;
   int64_t factor = 0;  // kSplit: inner extent; kWinograd: the output tile m
 };
 
 /// The primitive's name as printed: "split", "reorder", "fuse", "vectorize", "unroll",
-/// "parallel", "winograd".
+/// "parallel", "winograd", "compute_at", "bind".
 const char* PrimitiveKindName(Primitive::Kind kind);
 
 /// An ordered list of primitives. Printed one per line, e.g. "split(ow, 16)".

@@ -19,10 +19,10 @@ using loop::ErrorAt;
 using loop::Token;
 using loop::TokenKind;
 
-constexpr Primitive::Kind kKinds[] = {Primitive::Kind::kSplit,     Primitive::Kind::kReorder,
-                                      Primitive::Kind::kFuse,      Primitive::Kind::kVectorize,
-                                      Primitive::Kind::kUnroll,    Primitive::Kind::kParallel,
-                                      Primitive::Kind::kWinograd,  Primitive::Kind::kComputeAt};
+constexpr Primitive::Kind kKinds[] = {
+    Primitive::Kind::kSplit,     Primitive::Kind::kReorder,   Primitive::Kind::kFuse,
+    Primitive::Kind::kVectorize, Primitive::Kind::kUnroll,    Primitive::Kind::kParallel,
+    Primitive::Kind::kWinograd,  Primitive::Kind::kComputeAt, Primitive::Kind::kBind};
 
 std::optional<Primitive::Kind> KindFromName(std::string_view name) {
   for (Primitive::Kind kind : kKinds) {
@@ -46,7 +46,8 @@ absl::StatusOr<Primitive> ParseStep(const std::vector<Token>& tokens, size_t* po
       name.kind == TokenKind::kIdent ? KindFromName(name.text) : std::nullopt;
   if (!kind) {
     return expected(
-        "a schedule primitive (split, reorder, fuse, vectorize, unroll, parallel or winograd)");
+        "a schedule primitive (split, reorder, fuse, vectorize, unroll, parallel, winograd, "
+        "compute_at or bind)");
   }
   Primitive p{*kind, {}, 0};
   ++*pos;

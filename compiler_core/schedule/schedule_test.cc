@@ -7,6 +7,8 @@
 
 #include "compiler_core/ir/loop/interpreter.h"
 #include "compiler_core/ir/loop/printer.h"
+#include "compiler_core/ir/loop/verifier.h"
+#include "compiler_core/schedule/schedule_parser.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -199,6 +201,35 @@ TEST(ScheduleTest, IllegalPrimitivesFail) {
                        {Kind::kVectorize, {"j.i"}},
                        {Kind::kParallel, {"j.i"}}}),
                 "already vectorized");
+}
+
+// bind (issue 9): a GPU grid over the matmul's spatial loops, parsed from the schedule text,
+// applied, verified and interpreted (a bound loop's iterations are independent, so the
+// interpreter runs them in order and the result equals the unscheduled one); illegal bindings
+// fail saying why.
+TEST(ScheduleTest, BindToGpuIndices) {
+  absl::StatusOr<Schedule> parsed = ParseSchedule(
+      "split(j, 5)\nbind(i, blockIdx.x)\nbind(j.o, blockIdx.y)\nbind(j.i, threadIdx.x)");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->ToString(),
+            "split(j, 5)\nbind(i, blockIdx.x)\nbind(j.o, blockIdx.y)\nbind(j.i, threadIdx.x)");
+  Func f = MatMulFunc();
+  absl::Status applied = ApplySchedule(*parsed, f);
+  ASSERT_TRUE(applied.ok()) << applied;
+  EXPECT_THAT(PrintStmt(f.body), HasSubstr("blockIdx.x for i in 0..4 {\n"
+                                           "  blockIdx.y for j.o in 0..2 {\n"
+                                           "    threadIdx.x for j.i in 0..5 {\n"));
+  EXPECT_TRUE(loop::VerifyFunc(f).ok());
+  EXPECT_EQ(Execute(f), Execute(MatMulFunc()));
+  ExpectIllegal(Steps({{Kind::kBind, {"k", "threadIdx.x"}}}), "it is a reduction loop");
+  ExpectIllegal(Steps({{Kind::kBind, {"i", "threadIdx.x"}}, {Kind::kBind, {"j", "blockIdx.x"}}}),
+                "it is inside threadIdx.x loop 'i'");
+  ExpectIllegal(Steps({{Kind::kBind, {"i", "blockIdx.x"}}, {Kind::kBind, {"j", "blockIdx.x"}}}),
+                "it is inside blockIdx.x loop 'i'");
+  ExpectIllegal(Steps({{Kind::kParallel, {"i"}}, {Kind::kBind, {"j", "threadIdx.y"}}}),
+                "it is inside parallel loop 'i'");
+  ExpectIllegal(Steps({{Kind::kBind, {"i", "warp.x"}}}),
+                "'warp.x' is not a GPU index (blockIdx.x|y|z, threadIdx.x|y|z)");
 }
 
 TEST(ScheduleTest, ErrorNamesTheStep) {

@@ -169,7 +169,6 @@ class Planner {
     for (kiln::v1::TensorSpec& out : *plan->manifest.mutable_outputs()) out.set_bounded(false);
     k.loop_body = std::make_unique<KernelPlan>(std::move(*plan));
     k.loop_node = &node;
-    k.lowered.func.name = absl::StrCat("loop_", kernels_.size());
     for (const Value* v : node.inputs()) k.lowered.param_values.push_back(v);
     for (const Value* v : node.outputs()) {
       k.lowered.param_values.push_back(v);

@@ -439,6 +439,52 @@ Value* ConstI64Scalar(ImportContext& ctx, const std::string& name, int64_t v) {
   return ctx.graph().AddConstant(name, std::move(t));
 }
 
+// An ONNX Loop body built around subgraph `sub` (a Scan's body, an If branch): inputs
+// <prefix>iter (i64) and <prefix>cond (bool), `sub`'s initializers and value_info, and output 0
+// the condition passed on; the caller adds the carried inputs, the nodes and the other outputs.
+class LoopBodyProto {
+ public:
+  LoopBodyProto(const onnx::GraphProto& sub, std::string prefix) : prefix_(std::move(prefix)) {
+    graph_.set_name(sub.name());
+    for (auto [in, type] : {std::pair{"iter", onnx::TensorProto::INT64},
+                            std::pair{"cond", onnx::TensorProto::BOOL}}) {
+      onnx::ValueInfoProto* vi = graph_.add_input();
+      vi->set_name(Name(in));
+      vi->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+    }
+    *graph_.mutable_initializer() = sub.initializer();
+    *graph_.mutable_value_info() = sub.value_info();
+    Node("Identity", {Name("cond")}, Name("cond_out"));
+    graph_.add_output()->set_name(Name("cond_out"));
+  }
+
+  onnx::GraphProto& graph() { return graph_; }
+  /// A name of the wrapper's own: `prefix` + `what`.
+  std::string Name(const std::string& what) const { return prefix_ + what; }
+  onnx::NodeProto* Node(const std::string& op, const std::vector<std::string>& ins,
+                        const std::string& out) {
+    onnx::NodeProto* n = graph_.add_node();
+    n->set_op_type(op);
+    n->set_name(out);
+    for (const std::string& in : ins) n->add_input(in);
+    n->add_output(out);
+    return n;
+  }
+  /// A Constant node `out` holding the i64 scalar `v`; returns `out`.
+  std::string ConstI64(const std::string& out, int64_t v) {
+    onnx::AttributeProto* a = Node("Constant", {}, out)->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+    a->mutable_t()->add_int64_data(v);
+    return out;
+  }
+
+ private:
+  std::string prefix_;
+  onnx::GraphProto graph_;
+};
+
 // The Loop as a graph Loop node over its body compiled on its own, run at run time.
 absl::StatusOr<std::vector<Value*>> RuntimeLoop(ImportContext& ctx, const onnx::NodeProto& node,
                                                 const LoopInputs& in,
@@ -498,12 +544,17 @@ absl::StatusOr<std::vector<Value*>> RuntimeLoop(ImportContext& ctx, const onnx::
           "graph output's shape, or give M with --constant-input if it is a graph input)");
     }
   }
-  Value* m = ConstI64Scalar(ctx, name + "/no_trip_count", INT64_MAX);
-  if (in.m != nullptr) {
+  // An absent trip count is no limit; an absent condition is true.
+  Value* m;
+  if (in.m == nullptr) {
+    m = ConstI64Scalar(ctx, name + "/no_trip_count", INT64_MAX);
+  } else {
     KILN_ASSIGN_OR_RETURN(m, ctx.EmitReshape(name + "/trip_count", in.m, {}));
   }
-  Value* c = ctx.ConstScalar(name + "/no_cond", DType::kBool, 1);
-  if (in.c != nullptr) {
+  Value* c;
+  if (in.c == nullptr) {
+    c = ctx.ConstScalar(name + "/no_cond", DType::kBool, 1);
+  } else {
     KILN_ASSIGN_OR_RETURN(c, ctx.EmitReshape(name + "/cond", in.c, {}));
   }
   return EmitLoop(ctx, node, name, m, c, in.carried, carried_names, *body, in.num_scan,
@@ -531,54 +582,39 @@ absl::StatusOr<std::vector<Value*>> GuardedIf(ImportContext& ctx, const onnx::No
                                       {ConstI64Scalar(ctx, name + "/one", 1), taken}));
   Value* always = ctx.ConstScalar(name + "/always", DType::kBool, 1);
   std::vector<Value*> initial;
-  std::vector<std::string> names;
   for (size_t i = 0; i < types.size(); ++i) {
     initial.push_back(
         ctx.graph().AddConstant(absl::StrCat(name, "/before", i), Tensor::Zeros(types[i])));
-    names.push_back(i < static_cast<size_t>(node.output_size()) ? node.output(i) : "");
+  }
+  // The carried values' names in messages: each output, each element of a sequence output.
+  std::vector<std::string> names;
+  for (size_t i = 0; i < seq_lengths.size(); ++i) {
+    const std::string out = static_cast<int>(i) < node.output_size() ? node.output(i) : "";
+    if (seq_lengths[i] < 0) names.push_back(out);
+    for (int k = 0; k < seq_lengths[i]; ++k) names.push_back(absl::StrCat(out, "[", k, "]"));
   }
   std::vector<std::vector<Value*>> results;
   for (const char* which : {"then_branch", "else_branch"}) {
     const onnx::GraphProto& branch = *GraphAttr(node, which);
-    const std::string p = "__kiln_if_";
-    onnx::GraphProto wrap;
-    wrap.set_name(branch.name());
-    for (const char* in : {"iter", "cond"}) wrap.add_input()->set_name(p + in);
-    for (size_t i = 0; i < types.size(); ++i)
-      wrap.add_input()->set_name(absl::StrCat(p, "prev", i));
-    *wrap.mutable_initializer() = branch.initializer();
-    *wrap.mutable_value_info() = branch.value_info();
-    *wrap.mutable_node() = branch.node();
-    onnx::NodeProto* pass = wrap.add_node();
-    pass->set_op_type("Identity");
-    pass->add_input(p + "cond");
-    pass->add_output(p + "cond_out");
-    wrap.add_output()->set_name(p + "cond_out");
+    LoopBodyProto wrap(branch, "__kiln_if_");
+    for (size_t i = 0; i < types.size(); ++i) {
+      wrap.graph().add_input()->set_name(wrap.Name(absl::StrCat("prev", i)));
+    }
+    for (const onnx::NodeProto& n : branch.node()) *wrap.graph().add_node() = n;
     for (int i = 0; i < branch.output_size() && i < static_cast<int>(seq_lengths.size()); ++i) {
       if (seq_lengths[i] < 0) {
-        *wrap.add_output() = branch.output(i);
+        *wrap.graph().add_output() = branch.output(i);
         continue;
       }
       for (int k = 0; k < seq_lengths[i]; ++k) {
-        const std::string index = absl::StrCat(p, "seq", i, "_index", k);
-        onnx::NodeProto* c = wrap.add_node();
-        c->set_op_type("Constant");
-        c->add_output(index);
-        onnx::AttributeProto* value = c->add_attribute();
-        value->set_name("value");
-        value->set_type(onnx::AttributeProto::TENSOR);
-        value->mutable_t()->set_data_type(onnx::TensorProto::INT64);
-        value->mutable_t()->add_int64_data(k);
-        onnx::NodeProto* at = wrap.add_node();
-        at->set_op_type("SequenceAt");
-        at->add_input(branch.output(i).name());
-        at->add_input(index);
-        at->add_output(absl::StrCat(p, "seq", i, "_", k));
-        wrap.add_output()->set_name(at->output(0));
+        const std::string index = wrap.ConstI64(wrap.Name(absl::StrCat("seq", i, "_index", k)), k);
+        const std::string element = wrap.Name(absl::StrCat("seq", i, "_", k));
+        wrap.Node("SequenceAt", {branch.output(i).name(), index}, element);
+        wrap.graph().add_output()->set_name(element);
       }
     }
     const std::string part = absl::StrCat(name, which[0] == 't' ? "/then" : "/else");
-    absl::StatusOr<LoopBody> body = import_body(wrap, types, {}, part);
+    absl::StatusOr<LoopBody> body = import_body(wrap.graph(), types, {}, part);
     if (!body.ok()) {
       return absl::Status(body.status().code(),
                           NodePrefix(node) + which + ": " + std::string(body.status().message()));
@@ -728,54 +764,26 @@ absl::StatusOr<std::vector<Value*>> RuntimeScan(
     const std::string& name, const LoopBodyImporter& import_body) {
   const int num_states = static_cast<int>(states.size());
   const int num_outputs = body.output_size() - num_states;
-  const std::string p = "__kiln_scan_";  // the wrapper's own names
-  onnx::GraphProto wrap;
-  wrap.set_name(body.name());
-  auto add_input = [&](const std::string& n, int elem_type) {
-    onnx::ValueInfoProto* vi = wrap.add_input();
-    vi->set_name(n);
-    vi->mutable_type()->mutable_tensor_type()->set_elem_type(elem_type);
-  };
-  add_input(p + "iter", onnx::TensorProto::INT64);
-  add_input(p + "cond", onnx::TensorProto::BOOL);
-  for (int i = 0; i < num_states; ++i) *wrap.add_input() = body.input(i);
-  *wrap.mutable_initializer() = body.initializer();
-  *wrap.mutable_value_info() = body.value_info();
+  LoopBodyProto wrap(body, "__kiln_scan_");
+  for (int i = 0; i < num_states; ++i) *wrap.graph().add_input() = body.input(i);
   std::map<std::string, Value*> aliases;
-  auto add_node = [&](const std::string& op, std::vector<std::string> ins, const std::string& out) {
-    onnx::NodeProto* n = wrap.add_node();
-    n->set_op_type(op);
-    n->set_name(out);
-    for (const std::string& in : ins) n->add_input(in);
-    n->add_output(out);
-    return n;
-  };
-  auto int_tensor = [](onnx::NodeProto* n, int64_t v) {
-    onnx::AttributeProto* a = n->add_attribute();
-    a->set_name("value");
-    a->set_type(onnx::AttributeProto::TENSOR);
-    a->mutable_t()->set_data_type(onnx::TensorProto::INT64);
-    a->mutable_t()->add_int64_data(v);
-  };
   for (size_t j = 0; j < inputs.size(); ++j) {
-    const std::string src = absl::StrCat(p, "src", j);
+    const std::string src = wrap.Name(absl::StrCat("src", j));
     aliases[src] = inputs[j];
-    std::string index = p + "iter";
+    std::string index = wrap.Name("iter");
     if (in_reverse[j] != 0) {
-      int_tensor(add_node("Constant", {}, absl::StrCat(p, "last", j)), length - 1);
-      index = absl::StrCat(p, "index", j);
-      add_node("Sub", {absl::StrCat(p, "last", j), p + "iter"}, index);
+      const std::string last = wrap.ConstI64(wrap.Name(absl::StrCat("last", j)), length - 1);
+      index = wrap.Name(absl::StrCat("index", j));
+      wrap.Node("Sub", {last, wrap.Name("iter")}, index);
     }
-    onnx::NodeProto* gather = add_node("Gather", {src, index}, body.input(num_states + j).name());
-    onnx::AttributeProto* axis = gather->add_attribute();
+    onnx::AttributeProto* axis =
+        wrap.Node("Gather", {src, index}, body.input(num_states + j).name())->add_attribute();
     axis->set_name("axis");
     axis->set_type(onnx::AttributeProto::INT);
     axis->set_i(in_axes[j]);
   }
-  for (const onnx::NodeProto& n : body.node()) *wrap.add_node() = n;
-  add_node("Identity", {p + "cond"}, p + "cond_out");
-  wrap.add_output()->set_name(p + "cond_out");
-  for (const onnx::ValueInfoProto& out : body.output()) *wrap.add_output() = out;
+  for (const onnx::NodeProto& n : body.node()) *wrap.graph().add_node() = n;
+  for (const onnx::ValueInfoProto& out : body.output()) *wrap.graph().add_output() = out;
 
   std::vector<TensorType> state_types;
   std::vector<std::string> state_names;
@@ -783,7 +791,8 @@ absl::StatusOr<std::vector<Value*>> RuntimeScan(
     state_types.push_back(states[i]->type());
     state_names.push_back(body.input(i).name());
   }
-  absl::StatusOr<LoopBody> loop_body = import_body(wrap, state_types, aliases, name + "/body");
+  absl::StatusOr<LoopBody> loop_body =
+      import_body(wrap.graph(), state_types, aliases, name + "/body");
   if (!loop_body.ok()) {
     return absl::Status(loop_body.status().code(),
                         NodePrefix(node) + "body: " + std::string(loop_body.status().message()));

@@ -300,14 +300,8 @@ absl::StatusOr<LoopBody> ImportLoopBody(ImportContext& ctx,
     const std::string& in = body.input(static_cast<int>(i) + 2).name();
     bound[in] = g.AddInput(in, carried[i]);
   }
-  // The names the body reads from outside: those of a node holding it as a graph attribute.
-  onnx::NodeProto holder;
-  onnx::AttributeProto* attr = holder.add_attribute();
-  attr->set_name("body");
-  attr->set_type(onnx::AttributeProto::GRAPH);
-  *attr->mutable_g() = body;
-  std::set<std::string> free;
-  OuterScopeNames(holder, free);
+  std::set<std::string> free;  // the names the body reads from outside
+  GraphOuterScopeNames(body, free);
   std::vector<std::pair<std::string, Value*>> reads(aliases.begin(), aliases.end());
   for (const std::string& n : free) {
     if (aliases.count(n)) continue;

@@ -116,31 +116,27 @@ absl::Status CheckGraphOpsSupported(const onnx::GraphProto& graph) {
   return absl::OkStatus();
 }
 
-// The names a node's subgraphs read from enclosing scopes (outer-scope values, ONNX IR spec
-// "Names Within a Graph"): every name a nested node reads that no nested graph defines.
-void AddOuterScopeNames(const onnx::NodeProto& node, std::set<std::string>& names) {
-  for (const auto& a : node.attribute()) {
-    if (a.type() != onnx::AttributeProto::GRAPH) continue;
-    const onnx::GraphProto& g = a.g();
-    std::set<std::string> defined, read;
-    for (const auto& in : g.input()) defined.insert(in.name());
-    for (const auto& init : g.initializer()) defined.insert(init.name());
-    for (const auto& n : g.node()) {
-      for (const auto& out : n.output()) defined.insert(out);
-      for (const auto& in : n.input()) read.insert(in);
-      AddOuterScopeNames(n, read);
-    }
-    for (const auto& out : g.output()) read.insert(out.name());
-    for (const std::string& name : read) {
-      if (!name.empty() && !defined.count(name)) names.insert(name);
-    }
+}  // namespace
+
+void GraphOuterScopeNames(const onnx::GraphProto& g, std::set<std::string>& names) {
+  std::set<std::string> defined, read;
+  for (const auto& in : g.input()) defined.insert(in.name());
+  for (const auto& init : g.initializer()) defined.insert(init.name());
+  for (const auto& n : g.node()) {
+    for (const auto& out : n.output()) defined.insert(out);
+    for (const auto& in : n.input()) read.insert(in);
+    OuterScopeNames(n, read);
+  }
+  for (const auto& out : g.output()) read.insert(out.name());
+  for (const std::string& name : read) {
+    if (!name.empty() && !defined.count(name)) names.insert(name);
   }
 }
 
-}  // namespace
-
 void OuterScopeNames(const onnx::NodeProto& node, std::set<std::string>& names) {
-  AddOuterScopeNames(node, names);
+  for (const auto& a : node.attribute()) {
+    if (a.type() == onnx::AttributeProto::GRAPH) GraphOuterScopeNames(a.g(), names);
+  }
 }
 
 bool IsControlFlowOp(const std::string& op_type) {
@@ -172,7 +168,7 @@ absl::Status SortNodes(onnx::GraphProto& graph) {
   for (int i = 0; i < n; ++i) {
     // Explicit inputs, then what its subgraphs read from this graph (they must come first too).
     std::set<std::string> outer_scope;
-    AddOuterScopeNames(graph.node(i), outer_scope);
+    OuterScopeNames(graph.node(i), outer_scope);
     std::vector<std::string> reads(graph.node(i).input().begin(), graph.node(i).input().end());
     for (const std::string& name : outer_scope) {
       if (producer.count(name) || outside.count(name)) reads.push_back(name);

@@ -68,6 +68,9 @@ std::string NodePrefix(const onnx::NodeProto& node);
 /// Adds to `names` the names that `node`'s subgraphs read from enclosing scopes (outer-scope
 /// values, ONNX IR spec "Names Within a Graph").
 void OuterScopeNames(const onnx::NodeProto& node, std::set<std::string>& names);
+/// Adds to `names` the names that subgraph `g` (and the subgraphs in it) read from enclosing
+/// scopes: every name read that no graph on the way defines.
+void GraphOuterScopeNames(const onnx::GraphProto& g, std::set<std::string>& names);
 
 }  // namespace kiln::importer
 

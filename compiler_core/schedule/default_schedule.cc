@@ -620,6 +620,7 @@ class Planner {
 }  // namespace
 
 Schedule PlanSchedule(const loop::Func& func, const Target& target, KnobContext& knobs) {
+  if (target.IsGpu()) return PlanGpuSchedule(func, knobs);
   return Planner(func, target, knobs).Run();
 }
 

@@ -75,7 +75,13 @@ class KnobContext {
 /// The schedule template: the default schedule's planner with every decision asked of
 /// `knobs`. With a default KnobContext it returns DefaultSchedule(func, target). Every step is
 /// tried on a copy and dropped if illegal, so the result always applies to `func`.
+/// On a GPU target (target.IsGpu()) it is PlanGpuSchedule's template.
 Schedule PlanSchedule(const loop::Func& func, const Target& target, KnobContext& knobs);
+
+/// The GPU schedule template (gpu_schedule.cc): per top-level nest, its leading spatial loops
+/// fused, split by the block size (knob "n<i>.threads") and bound to blockIdx.x / threadIdx.x.
+/// Every step is tried on a copy and dropped if illegal.
+Schedule PlanGpuSchedule(const loop::Func& func, KnobContext& knobs);
 
 }  // namespace kiln::schedule
 

@@ -66,8 +66,10 @@ struct Schedule {
 /// e.g. winograd's weight transform runs once at load time, not every call.
 absl::Status ApplySchedule(const Schedule& schedule, loop::Func& func);
 
-/// The default schedule for a lowered kernel on `target`: tiles and vectorizes the innermost
-/// spatial loops to the target's f32 lanes, and parallelizes the outermost spatial loop.
+/// The default schedule for a lowered kernel on `target`: on a CPU, tiles and vectorizes the
+/// innermost spatial loops to the target's f32 lanes, and parallelizes the outermost spatial
+/// loop; on a GPU, binds each nest's leading spatial loops to blocks and threads
+/// (PlanGpuSchedule, knobs.h).
 Schedule DefaultSchedule(const loop::Func& func, const Target& target);
 
 }  // namespace kiln::schedule

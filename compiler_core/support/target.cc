@@ -1,12 +1,54 @@
 // Target canonical key.
 #include "compiler_core/support/target.h"
 
+#include <iterator>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace kiln {
 
+std::string GpuTarget::SmName() const {
+  return absl::StrCat("sm_", sm, arch_specific ? "a" : "");
+}
+
 std::string Target::Key() const {
+  if (IsGpu()) {
+    return absl::StrCat(kind, ":", gpu.SmName(), ":ptx", gpu.ptx_version, ":", triple);
+  }
   return absl::StrCat(kind, ":", cpu, ":", triple, ":v", vector_bits, ":", features);
+}
+
+absl::StatusOr<Target> ParseCudaTarget(std::string_view spec) {
+  struct Sm {
+    const char* name;
+    int sm;
+    bool arch_specific;
+    int ptx;
+  };
+  static constexpr Sm kSms[] = {{"sm_80", 80, false, 70},
+                                {"sm_86", 86, false, 71},
+                                {"sm_89", 89, false, 78},
+                                {"sm_90", 90, false, 78},
+                                {"sm_90a", 90, true, 80}};
+  static_assert(std::size(kSms) == std::size(kCudaSmNames));
+  std::string_view name = spec;
+  if (name.substr(0, 5) == "cuda:") name.remove_prefix(5);
+  for (const Sm& sm : kSms) {
+    if (name != sm.name) continue;
+    Target t;
+    t.kind = "cuda";
+    t.triple = "nvptx64-nvidia-cuda";
+    t.cpu = sm.name;
+    t.features = absl::StrCat("+ptx", sm.ptx);
+    t.vector_bits = 32;
+    t.num_cores = 1;
+    t.gpu = GpuTarget{sm.sm, sm.arch_specific, sm.ptx};
+    return t;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "target '", std::string(spec), "': unknown CUDA architecture (expected cuda:",
+      absl::StrJoin(kCudaSmNames, "|cuda:"), ")"));
 }
 
 bool Target::HasFeature(std::string_view name) const {

@@ -1,5 +1,6 @@
 // The target descriptor: what hardware a compile is for. Resolved from a user spec ("host",
-// "cpu:<llvm cpu name>") by codegen::ResolveTarget, which asks LLVM for the CPU's features.
+// "cpu:<llvm cpu name>") by codegen::ResolveTarget, which asks LLVM for the CPU's features, or
+// ("cuda:sm_80" .. "cuda:sm_90a") by ParseCudaTarget, which needs no LLVM.
 #ifndef KILN_COMPILER_CORE_SUPPORT_TARGET_H_
 #define KILN_COMPILER_CORE_SUPPORT_TARGET_H_
 
@@ -7,16 +8,34 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/statusor.h"
+
 namespace kiln {
 
-/// A resolved CPU target. All fields are filled by codegen::ResolveTarget.
+/// The GPU part of a CUDA target: the SM architecture the PTX is generated for and the PTX ISA
+/// version it declares (the lowest that SM allows, so that older drivers still JIT it).
+struct GpuTarget {
+  int sm = 0;                  // compute capability * 10: 80, 86, 89, 90
+  bool arch_specific = false;  // sm_90a: Hopper's wgmma/setmaxnreg; runs on sm_90 only
+  int ptx_version = 0;         // PTX ISA * 10, e.g. 70 for PTX 7.0
+  /// "sm_90a", "sm_80".
+  std::string SmName() const;
+};
+
+/// A resolved target: a kind, the LLVM triple/CPU/features its code generator uses, and for
+/// "cuda" the GPU part. All fields are filled by codegen::ResolveTarget (or ParseCudaTarget).
 struct Target {
-  std::string kind = "cpu";   // "cpu" (later "cuda")
-  std::string triple;          // LLVM target triple, e.g. "x86_64-pc-linux-gnu"
-  std::string cpu;             // LLVM CPU name, e.g. "znver4", "skylake-avx512", "x86-64-v3"
-  std::string features;        // LLVM feature string, sorted, e.g. "+avx2,+fma,..."
-  int vector_bits = 128;       // widest usable float SIMD register: 128 (SSE), 256 (AVX2), 512
+  std::string kind = "cpu";   // "cpu" or "cuda"
+  std::string triple;          // LLVM target triple, e.g. "x86_64-pc-linux-gnu", "nvptx64-nvidia-cuda"
+  std::string cpu;             // LLVM CPU name, e.g. "znver4", "skylake-avx512", "sm_90a"
+  std::string features;        // LLVM feature string, sorted, e.g. "+avx2,+fma,..." or "+ptx78"
+  int vector_bits = 128;       // widest usable float SIMD register: 128 (SSE), 256 (AVX2), 512;
+                               // 32 on a GPU (one f32 per thread)
   int num_cores = 1;           // threads the runtime's pool uses by default (host only)
+  GpuTarget gpu;               // kind "cuda" only
+
+  /// Whether this is a GPU target (kind "cuda").
+  bool IsGpu() const { return kind == "cuda"; }
 
   /// f32 lanes in one vector register (vector_bits / 32).
   int f32_lanes() const { return vector_bits / 32; }
@@ -30,10 +49,20 @@ struct Target {
   bool HasInt8Dot4(int bits) const;
   /// HasInt8Dot4 at the target's full vector width.
   bool HasInt8Dot4() const { return HasInt8Dot4(vector_bits); }
-  /// Canonical string form, part of artifact cache keys: "cpu:<cpu>:<triple>:v<bits>:<features>".
-  /// Excludes num_cores (the artifact runs with any thread count).
+  /// Canonical string form, part of artifact cache keys: "cpu:<cpu>:<triple>:v<bits>:<features>"
+  /// or "cuda:<sm>:ptx<version>:<triple>". Excludes num_cores (the artifact runs with any thread
+  /// count).
   std::string Key() const;
 };
+
+/// The CUDA SM architectures Kiln generates PTX for: sm_80, sm_86, sm_89, sm_90, sm_90a.
+inline constexpr const char* kCudaSmNames[] = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
+
+/// Parses "cuda:sm_80|sm_86|sm_89|sm_90|sm_90a" into a kind "cuda" Target (triple
+/// nvptx64-nvidia-cuda, cpu the SM name, features "+ptxNN"). The PTX version is the lowest the
+/// SM allows (PTX ISA notes: sm_80 7.0, sm_86 7.1, sm_89 and sm_90 7.8, sm_90a 8.0).
+/// Errors: kInvalidArgument naming the spec and listing the SMs supported.
+absl::StatusOr<Target> ParseCudaTarget(std::string_view spec);
 
 }  // namespace kiln
 

@@ -4,9 +4,11 @@
 // -print-ir-after).
 //
 //   kiln-opt [-passes=a,b,c] [-split-input-file] [-print-ir-after=a,b|all] [-verify-each=0|1]
-//            [-int8-dot4=0|1] [-schedule=FILE] [-schedule-text=STEPS] [FILE|-]
+//            [-int8-dot4=0|1] [-schedule=FILE] [-schedule-text=STEPS]
+//            [-target=T [-default-schedule] [-emit=llvm|ptx]] [FILE|-]
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -17,6 +19,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/strings/str_replace.h"
+#include "compiler_core/codegen/llvm/codegen.h"
 #include "compiler_core/importer/onnx/importer.h"
 #include "compiler_core/ir/graph/parser.h"
 #include "compiler_core/ir/graph/printer.h"
@@ -43,6 +47,11 @@ constexpr char kUsage[] =
     "                         matmul-u8s8 (default: 0)\n"
     "  -schedule=FILE         loop IR: apply the schedule in FILE (one step per line)\n"
     "  -schedule-text=STEPS   loop IR: apply these steps ('split(i, 4); vectorize(i.i)')\n"
+    "  -target=T              loop IR: the target of -default-schedule and -emit (host,\n"
+    "                         cpu:<llvm cpu name>, cuda:sm_80 .. cuda:sm_90a; default host)\n"
+    "  -default-schedule      loop IR: apply the target's default schedule first\n"
+    "  -emit=llvm|ptx         loop IR: print the scheduled func's optimized LLVM IR, or its PTX\n"
+    "                         (a cuda target), instead of the loop IR\n"
     "Loop IR input (a part whose first line is 'func ...') is parsed, verified, scheduled\n"
     "(the flags' steps, then the part's own '// SCHEDULE: STEPS' lines), verified and printed.\n"
     "  -list-passes           print the registered pass names\n";
@@ -58,6 +67,9 @@ struct Options {
   bool list_passes = false;
   std::string schedule_file;  // -schedule=
   std::string schedule_text;  // -schedule-text=
+  std::string target = "host";     // -target=
+  bool default_schedule = false;   // -default-schedule
+  std::string emit;                // -emit=: "", "llvm" or "ptx"
   std::string input = "-";
 };
 
@@ -91,6 +103,16 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
         options.schedule_file = std::string(arg);
       } else if (absl::ConsumePrefix(&arg, "schedule-text=")) {
         options.schedule_text = std::string(arg);
+      } else if (absl::ConsumePrefix(&arg, "target=")) {
+        options.target = std::string(arg);
+      } else if (absl::ConsumePrefix(&arg, "emit=")) {
+        if (arg != "llvm" && arg != "ptx") {
+          return absl::InvalidArgumentError(absl::StrCat("bad value in -", flag,
+                                                         " (expected llvm or ptx)"));
+        }
+        options.emit = std::string(arg);
+      } else if (arg == "default-schedule") {
+        options.default_schedule = true;
       } else if (arg == "split-input-file") {
         options.split_input_file = true;
       } else if (arg == "list-passes") {
@@ -228,16 +250,28 @@ absl::StatusOr<std::string> RunOnLoopIr(const std::string& part, const Options& 
     return absl::Status(verified.code(), absl::StrCat(what, " is invalid: ", verified.message()));
   };
   KILN_RETURN_IF_ERROR(verify("input func"));
+  std::optional<Target> target;
+  if (options.default_schedule || !options.emit.empty()) {
+    KILN_ASSIGN_OR_RETURN(target, codegen::ResolveTarget(options.target));
+  }
   schedule::Schedule sched;
+  if (options.default_schedule) sched = schedule::DefaultSchedule(*func, *target);
   if (!options.schedule_file.empty()) {
     KILN_ASSIGN_OR_RETURN(std::string text, ReadInput(options.schedule_file));
     KILN_RETURN_IF_ERROR(AppendSchedule(text, options.schedule_file, sched));
   }
   KILN_RETURN_IF_ERROR(AppendSchedule(options.schedule_text, "-schedule-text", sched));
   KILN_RETURN_IF_ERROR(AppendSchedule(InlineSchedule(part), "", sched));
-  if (sched.steps.empty()) return loop::PrintFunc(*func);
-  KILN_RETURN_IF_ERROR(schedule::ApplySchedule(sched, *func));
-  KILN_RETURN_IF_ERROR(verify("scheduled func"));
+  if (!sched.steps.empty()) {
+    KILN_RETURN_IF_ERROR(schedule::ApplySchedule(sched, *func));
+    KILN_RETURN_IF_ERROR(verify("scheduled func"));
+  }
+  if (options.emit == "ptx") return codegen::CompileToPtx({*func}, *target);
+  if (options.emit == "llvm") return codegen::EmitLlvmIr({*func}, *target);
+  if (options.default_schedule) {
+    return absl::StrCat("// SCHEDULE: ", absl::StrReplaceAll(sched.ToString(), {{"\n", "; "}}),
+                        "\n", loop::PrintFunc(*func));
+  }
   return loop::PrintFunc(*func);
 }
 

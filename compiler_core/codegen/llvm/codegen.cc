@@ -151,10 +151,28 @@ absl::StatusOr<std::string> EmitLlvmIr(const std::vector<loop::Func>& funcs,
   return text;
 }
 
+absl::StatusOr<std::string> CompileToPtx(const std::vector<loop::Func>& funcs,
+                                         const Target& target, const StageTimeFn& on_stage) {
+  if (!target.IsGpu()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PTX needs a CUDA target, not ", target.Key()));
+  }
+  KILN_RETURN_IF_ERROR(CheckKernelNames(funcs));
+  std::vector<const loop::Func*> all;
+  for (const loop::Func& func : funcs) all.push_back(&func);
+  KILN_ASSIGN_OR_RETURN(ModuleBundle bundle, BuildOptimizedModule(all, target, on_stage));
+  ScopedStageTimer ptx_timer(on_stage, "codegen: ptx");
+  return EmitAssemblyFile(*bundle.module, *bundle.machine);
+}
+
 absl::StatusOr<std::string> CompileToSharedObject(const std::vector<loop::Func>& funcs,
                                                   const Target& target,
                                                   const StageTimeFn& on_stage, int threads,
                                                   size_t shard_size) {
+  if (target.IsGpu()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a shared object needs a CPU target, not ", target.Key()));
+  }
   KILN_RETURN_IF_ERROR(CheckKernelNames(funcs));
   const std::vector<std::vector<size_t>> shards = PartitionIntoShards(funcs, shard_size);
   std::vector<ShardResult> results(shards.size());

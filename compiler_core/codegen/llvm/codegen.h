@@ -1,5 +1,5 @@
-// Loop IR → LLVM IR → x86-64 object → shared object (lld as a library). This header keeps LLVM
-// out of its includers.
+// Loop IR → LLVM IR → x86-64 object → shared object (lld as a library), or → PTX text for a
+// CUDA target (LLVM's NVPTX backend). This header keeps LLVM out of its includers.
 #ifndef KILN_COMPILER_CORE_CODEGEN_LLVM_CODEGEN_H_
 #define KILN_COMPILER_CORE_CODEGEN_LLVM_CODEGEN_H_
 
@@ -14,8 +14,9 @@
 
 namespace kiln::codegen {
 
-/// Resolves a target spec: "host" (this machine's CPU and features) or "cpu:<llvm cpu name>"
-/// (e.g. "cpu:skylake-avx512", "cpu:znver4", "cpu:x86-64-v3").
+/// Resolves a target spec: "host" (this machine's CPU and features), "cpu:<llvm cpu name>"
+/// (e.g. "cpu:skylake-avx512", "cpu:znver4", "cpu:x86-64-v3") or a CUDA architecture
+/// ("cuda:sm_90", ParseCudaTarget).
 /// Errors: kInvalidArgument for an unknown spec or a CPU name LLVM does not know for x86-64.
 absl::StatusOr<Target> ResolveTarget(std::string_view spec);
 
@@ -52,6 +53,17 @@ absl::StatusOr<std::string> CompileToSharedObject(const std::vector<loop::Func>&
                                                   const StageTimeFn& on_stage = {},
                                                   int threads = 0,
                                                   size_t shard_size = kShardSize);
+
+/// Compiles `funcs` for a GPU target (target.IsGpu()) into one PTX module; returns its text.
+/// Every func becomes one .entry per launch (loop::SplitGpuLaunches), named
+/// loop::GpuLaunchSymbol(func, i), and a func with an init also gets the entries of
+/// loop::InitSymbol(func)'s launches. `on_stage` receives the times of emitting each kernel,
+/// verifying, optimizing and emitting the PTX ("codegen: ptx").
+/// Errors: kInvalidArgument for a CPU target, a bad kernel name, loop IR the GPU cannot run
+/// (a thread-bound loop outside its launch's opening chain, more than 1024 threads per
+/// block, f64 math); kInternal for invalid LLVM IR or a backend failure.
+absl::StatusOr<std::string> CompileToPtx(const std::vector<loop::Func>& funcs,
+                                         const Target& target, const StageTimeFn& on_stage = {});
 
 }  // namespace kiln::codegen
 

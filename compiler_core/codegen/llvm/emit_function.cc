@@ -42,6 +42,10 @@ KernelEmitter::KernelEmitter(llvm::Module& module, const Target& target, const l
 void KernelEmitter::SetFunctionAttributes(llvm::Function* fn) {
   if (!target_.cpu.empty()) fn->addFnAttr("target-cpu", target_.cpu);
   if (!target_.features.empty()) fn->addFnAttr("target-features", target_.features);
+  if (target_.IsGpu()) {
+    fn->setDoesNotThrow();
+    return;
+  }
   // Let the backend keep SIMD values as wide as the target's registers (skylake-avx512 would
   // otherwise split 512-bit vectors under its prefer-256-bit tuning).
   std::string bits = std::to_string(target_.vector_bits);
@@ -83,6 +87,7 @@ absl::Status KernelEmitter::Emit() {
   UseCollector uses;
   uses.Visit(func_.body);
   used_buffers_ = std::move(uses.buffers);
+  if (target_.IsGpu()) return EmitGpuEntries();
   std::vector<const loop::Buffer*> globals;
   for (const auto& b : func_.params) globals.push_back(b.get());
   for (const auto& b : func_.workspaces) globals.push_back(b.get());
@@ -125,7 +130,8 @@ absl::Status KernelEmitter::Emit() {
 }
 
 void KernelEmitter::EmitParallelFor(const loop::StmtNode& s) {
-  if (fs_.parallel_depth > 0 || vs_.lanes > 1) {
+  // A GPU thread runs a parallel loop serially; its parallelism is the bound loops'.
+  if (fs_.parallel_depth > 0 || vs_.lanes > 1 || target_.IsGpu()) {
     EmitSerialFor(s);  // nested parallelism runs serially inside one task
     return;
   }

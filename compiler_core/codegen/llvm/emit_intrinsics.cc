@@ -26,6 +26,28 @@ llvm::Value* KernelEmitter::EmitUnary(const loop::ExprNode& e) {
     if (!f) return Fail("float math on a non-float dtype", a->getType());
     return EmitIntrinsic(id, a);
   };
+  if (target_.IsGpu()) {
+    switch (e.unary_op) {
+      case UnaryOp::kExp:
+      case UnaryOp::kLog:
+      case UnaryOp::kTanh:
+      case UnaryOp::kErf:
+      case UnaryOp::kSin:
+      case UnaryOp::kCos:
+      case UnaryOp::kTan:
+      case UnaryOp::kAsin:
+      case UnaryOp::kAcos:
+      case UnaryOp::kAtan:
+      case UnaryOp::kSinh:
+      case UnaryOp::kCosh:
+      case UnaryOp::kAsinh:
+      case UnaryOp::kAcosh:
+      case UnaryOp::kAtanh:
+        return EmitGpuMath(e.unary_op, t, a);
+      default:
+        break;
+    }
+  }
   switch (e.unary_op) {
     case UnaryOp::kNeg:
       if (f) return b_.CreateFNeg(a);

@@ -1,7 +1,8 @@
 // KernelEmitter: translates one loop::Func into LLVM IR. The class is split across files by
 // concern: emit_function.cc (kernel entry points, function attributes, parallel outlining),
 // emit_stmt.cc (statements, loops, memory), emit_vector.cc (SIMD loops), emit_expr.cc
-// (expressions, casts) and emit_intrinsics.cc (math, min/max, floor division).
+// (expressions, casts), emit_intrinsics.cc (math, min/max, floor division), and for GPU targets
+// emit_gpu.cc (kernel entries, thread-bound loops) and emit_gpu_math.cc (the math library).
 #ifndef KILN_COMPILER_CORE_CODEGEN_LLVM_EMITTER_H_
 #define KILN_COMPILER_CORE_CODEGEN_LLVM_EMITTER_H_
 
@@ -20,10 +21,13 @@
 
 namespace kiln::codegen {
 
-/// Emits one loop::Func into `module` as
+/// Emits one loop::Func into `module`. On a CPU target as
 ///   extern "C" void <name>(const kiln_context* ctx, void* const* args)
 /// plus internal helpers: <name>.impl (the body, with noalias buffer parameters; always inlined
 /// into <name>) and, per parallel loop, <name>.parN (the kiln_task_fn) and <name>.parN.body.
+/// On a GPU target as one PTX kernel entry per launch (loop::SplitGpuLaunches)
+///   .entry <name>_k<i>(.param .u64 buffer0, ...)   // params, then workspaces
+/// whose thread-bound loops read %ctaid / %tid.
 class KernelEmitter {
  public:
   KernelEmitter(llvm::Module& module, const Target& target, const loop::Func& func);
@@ -54,6 +58,21 @@ class KernelEmitter {
                                      const std::vector<const loop::Buffer*>& buffers,
                                      size_t num_i64_params);
   void EmitParallelFor(const loop::StmtNode& s);
+
+  // ---- emit_gpu.cc: GPU kernel entries and thread-bound loops.
+  absl::Status EmitGpuEntries();
+  void EmitBoundFor(const loop::StmtNode& s);
+
+  // ---- emit_gpu_math.cc: the GPU math library (f32 polynomials; f16 through f32). NVPTX has
+  // no libm to call, and LLVM cannot lower llvm.exp/log/pow for it.
+  llvm::Value* EmitGpuMath(loop::UnaryOp op, DType dtype, llvm::Value* a);
+  llvm::Value* EmitGpuPow(DType dtype, llvm::Value* a, llvm::Value* b);
+  llvm::Value* EmitLogF32(llvm::Value* x);
+  /// sin(x) (cosine false) or cos(x) for f32: Cody-Waite reduction by pi/2, then Cephes'
+  /// minimax polynomials on [-pi/4, pi/4].
+  llvm::Value* EmitSinCosF32(llvm::Value* x, bool cosine);
+  llvm::Value* EmitAtanF32(llvm::Value* x);
+  llvm::Value* EmitErfF32(llvm::Value* x);
 
   // ---- emit_stmt.cc: statements and memory.
   void EmitStmt(const loop::Stmt& s);

@@ -16,6 +16,8 @@ namespace kiln::codegen {
 
 /// Registers the x86 target with LLVM (once per process).
 void InitializeX86Target();
+/// Registers the NVPTX target with LLVM (once per process).
+void InitializeNvptxTarget();
 
 /// A TargetMachine for `target` (PIC, aggressive codegen, FMA contraction where IR allows).
 absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> CreateTargetMachine(const Target& target);
@@ -25,6 +27,9 @@ void OptimizeModule(llvm::Module& module, llvm::TargetMachine& machine);
 
 /// Emits `module` as an ELF relocatable object; returns its bytes.
 absl::StatusOr<std::string> EmitObjectFile(llvm::Module& module, llvm::TargetMachine& machine);
+
+/// Emits `module` as target assembly (PTX for NVPTX); returns its text.
+absl::StatusOr<std::string> EmitAssemblyFile(llvm::Module& module, llvm::TargetMachine& machine);
 
 /// Links ELF objects, in order, into one shared object with lld (serialized by a mutex);
 /// returns the .so bytes.

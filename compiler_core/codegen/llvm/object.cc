@@ -1,5 +1,5 @@
 // Optimization and object emission: the new pass manager's O3 pipeline with the target's cost
-// model, then the legacy codegen pipeline writing an ELF object into memory.
+// model, then the legacy codegen pipeline writing an ELF object (or PTX text) into memory.
 #include "absl/strings/str_cat.h"
 #include "compiler_core/codegen/llvm/internal.h"
 #include "llvm/ADT/SmallVector.h"
@@ -39,15 +39,31 @@ void OptimizeModule(llvm::Module& module, llvm::TargetMachine& machine) {
   mpm.run(module, mam);
 }
 
-absl::StatusOr<std::string> EmitObjectFile(llvm::Module& module, llvm::TargetMachine& machine) {
+namespace {
+
+absl::StatusOr<std::string> EmitFile(llvm::Module& module, llvm::TargetMachine& machine,
+                                     llvm::CodeGenFileType type) {
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager pm;
-  if (machine.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
-    return absl::InternalError("the target cannot emit object files");
+  if (machine.addPassesToEmitFile(pm, os, nullptr, type)) {
+    return absl::InternalError(
+        absl::StrCat("the target ", machine.getTargetTriple().str(), " cannot emit ",
+                     type == llvm::CodeGenFileType::ObjectFile ? "object files" : "assembly"));
   }
   pm.run(module);
   return std::string(buffer.data(), buffer.size());
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> EmitObjectFile(llvm::Module& module, llvm::TargetMachine& machine) {
+  return EmitFile(module, machine, llvm::CodeGenFileType::ObjectFile);
+}
+
+absl::StatusOr<std::string> EmitAssemblyFile(llvm::Module& module,
+                                             llvm::TargetMachine& machine) {
+  return EmitFile(module, machine, llvm::CodeGenFileType::AssemblyFile);
 }
 
 }  // namespace kiln::codegen

@@ -1,5 +1,6 @@
 // Target hooks: resolving "host" / "cpu:<name>" specs into kiln::Target (CPU, sorted feature
-// string, SIMD width) and creating the matching LLVM TargetMachine.
+// string, SIMD width), "cuda:sm_NN" through ParseCudaTarget, and creating the matching LLVM
+// TargetMachine (x86-64 or NVPTX).
 #include <algorithm>
 #include <mutex>
 #include <thread>
@@ -50,7 +51,18 @@ void InitializeX86Target() {
   });
 }
 
+void InitializeNvptxTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+}
+
 absl::StatusOr<Target> ResolveTarget(std::string_view spec) {
+  if (spec.substr(0, 5) == "cuda:") return ParseCudaTarget(spec);
   InitializeX86Target();
   Target t;
   t.kind = "cpu";
@@ -84,7 +96,8 @@ absl::StatusOr<Target> ResolveTarget(std::string_view spec) {
     t.num_cores = 1;
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
-        "unknown target spec '", std::string(spec), "' (expected host or cpu:<llvm cpu name>)"));
+        "unknown target spec '", std::string(spec),
+        "' (expected host, cpu:<llvm cpu name> or cuda:sm_80|sm_86|sm_89|sm_90|sm_90a)"));
   }
   SortFeatures(features);
   t.features = absl::StrJoin(features, ",");
@@ -99,12 +112,15 @@ absl::StatusOr<Target> ResolveTarget(std::string_view spec) {
 }
 
 absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> CreateTargetMachine(const Target& target) {
-  InitializeX86Target();
-  if (target.kind != "cpu") {
-    return absl::InvalidArgumentError(absl::StrCat("LLVM CPU codegen got target kind ",
-                                                   target.kind));
+  if (target.kind != "cpu" && target.kind != "cuda") {
+    return absl::InvalidArgumentError(absl::StrCat("LLVM codegen got target kind ", target.kind));
   }
-  // A hand-built Target may leave the triple empty: default to x86-64 Linux.
+  if (target.IsGpu()) {
+    InitializeNvptxTarget();
+  } else {
+    InitializeX86Target();
+  }
+  // A hand-built CPU Target may leave the triple empty: default to x86-64 Linux.
   std::string triple = target.triple.empty() ? X86Triple() : target.triple;
   std::string error;
   const llvm::Target* llvm_target = llvm::TargetRegistry::lookupTarget(triple, error);

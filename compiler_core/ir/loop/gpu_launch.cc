@@ -1,0 +1,83 @@
+// SplitGpuLaunches: top-level statements → launches with grid and block dimensions.
+#include "compiler_core/ir/loop/gpu_launch.h"
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/ir/loop/printer.h"
+#include "compiler_core/ir/loop/visitor.h"
+
+namespace kiln::loop {
+namespace {
+
+void Flatten(const Stmt& s, std::vector<Stmt>& out) {
+  if (s == nullptr) return;
+  if (s->kind != StmtKind::kBlock) {
+    out.push_back(s);
+    return;
+  }
+  for (const Stmt& c : s->stmts) Flatten(c, out);
+}
+
+// The statement inside a one-statement Block (recursively).
+Stmt Single(Stmt s) {
+  while (s != nullptr && s->kind == StmtKind::kBlock && s->stmts.size() == 1) s = s->stmts[0];
+  return s;
+}
+
+}  // namespace
+
+int64_t GpuLaunch::Threads() const {
+  return grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2];
+}
+
+std::string GpuLaunchSymbol(const std::string& kernel, size_t index) {
+  return absl::StrCat(kernel, "_k", index);
+}
+
+absl::StatusOr<std::vector<GpuLaunch>> SplitGpuLaunches(const Stmt& body) {
+  std::vector<Stmt> stmts;
+  Flatten(body, stmts);
+  std::vector<GpuLaunch> launches;
+  for (const Stmt& top : stmts) {
+    GpuLaunch launch;
+    launch.body = top;
+    // The opening chain of bound loops.
+    Stmt s = Single(top);
+    while (s != nullptr && s->kind == StmtKind::kFor && IsThreadBound(s->for_kind)) {
+      if (s->limit != nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "GPU loop '", s->loop_var->name, "' (", ForKindName(s->for_kind),
+            ") has a run-time limit; bound loops need a static extent"));
+      }
+      const int k = static_cast<int>(s->for_kind) -
+                    static_cast<int>(IsBlockBound(s->for_kind) ? ForKind::kBlockIdxX
+                                                               : ForKind::kThreadIdxX);
+      (IsBlockBound(s->for_kind) ? launch.grid : launch.block)[k] = s->extent;
+      s = Single(s->body);
+    }
+    // No bound loop below the chain.
+    absl::Status misplaced;
+    VisitStmts(s, [&](const Stmt& inner) {
+      if (misplaced.ok() && inner->kind == StmtKind::kFor && IsThreadBound(inner->for_kind)) {
+        misplaced = absl::InvalidArgumentError(absl::StrCat(
+            "GPU loop '", inner->loop_var->name, "' (", ForKindName(inner->for_kind),
+            ") is not in the chain of bound loops that opens its launch"));
+      }
+    });
+    if (!misplaced.ok()) return misplaced;
+    const int64_t block = launch.block[0] * launch.block[1] * launch.block[2];
+    if (block > 1024) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("GPU launch ", launches.size(), ": ", block,
+                       " threads per block (CUDA allows at most 1024)"));
+    }
+    if (launch.grid[0] > 2147483647 || launch.grid[1] > 65535 || launch.grid[2] > 65535) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("GPU launch ", launches.size(), ": grid ", launch.grid[0], "x",
+                       launch.grid[1], "x", launch.grid[2], " exceeds CUDA's limits"));
+    }
+    launches.push_back(std::move(launch));
+  }
+  return launches;
+}
+
+}  // namespace kiln::loop

@@ -1,0 +1,104 @@
+// The GPU schedule template (and so the default GPU schedule). Each top-level nest of a kernel
+// becomes its own launch (codegen/llvm/gpu_phases.h), so nests need no barrier between them.
+// Per nest: the leading spatial (non-reduction) loops of its perfect chain are fused into one
+// loop, split by the block size (knob "n<i>.threads": 64..1024, default 256), and bound to
+// blockIdx.x (the outer part) and threadIdx.x (the inner part and a split tail). Reductions and
+// everything below the fused loop run serially inside each thread, so every thread owns one
+// output point (or one row, for a softmax or a layer norm) and iterations stay independent.
+// A nest with no leading spatial loop (a full reduction to a scalar) runs on one thread.
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/ir/loop/visitor.h"
+#include "compiler_core/schedule/knobs.h"
+#include "compiler_core/schedule/loop_utils.h"
+#include "compiler_core/schedule/schedule.h"
+
+namespace kiln::schedule {
+namespace {
+
+using loop::Stmt;
+using Kind = Primitive::Kind;
+
+/// Threads per block unless the knob says otherwise: 8 warps, CUDA's usual starting point.
+constexpr int64_t kDefaultThreads = 256;
+
+class GpuPlanner {
+ public:
+  GpuPlanner(const loop::Func& func, KnobContext& knobs) : work_(func), knobs_(knobs) {}
+
+  Schedule Run() {
+    // A step names loops; a name used twice would apply it to loops of other nests too.
+    std::map<std::string, int> uses;
+    loop::VisitStmts(work_.body, [&](const Stmt& s) {
+      if (s->kind == loop::StmtKind::kFor) ++uses[s->loop_var->name];
+    });
+    std::vector<Stmt> nests = TopLevelStmts(work_.body);
+    for (size_t i = 0; i < nests.size(); ++i) {
+      std::vector<Stmt> chain = PerfectChain(nests[i]);
+      std::vector<std::string> spatial;
+      for (const Stmt& l : chain) {
+        if (l->is_reduction || l->limit != nullptr || l->for_kind != loop::ForKind::kSerial ||
+            uses[l->loop_var->name] != 1) {
+          break;
+        }
+        spatial.push_back(l->loop_var->name);
+      }
+      if (spatial.empty()) continue;
+      std::string fused = spatial[0];
+      int64_t extent = chain[0]->extent;
+      for (size_t k = 1; k < spatial.size(); ++k) {
+        if (!Try(Kind::kFuse, {fused, spatial[k]})) break;
+        fused = absl::StrCat(fused, ".", spatial[k]);
+        extent *= chain[k]->extent;
+      }
+      const int64_t threads = knobs_.Choose(absl::StrCat("n", i, ".threads"),
+                                            {64, 128, 256, 512, 1024}, kDefaultThreads);
+      if (extent <= threads) {
+        Try(Kind::kBind, {fused, "threadIdx.x"});
+        continue;
+      }
+      if (!Try(Kind::kSplit, {fused}, threads)) continue;
+      Try(Kind::kBind, {fused + ".o", "blockIdx.x"});
+      Try(Kind::kBind, {fused + ".i", "threadIdx.x"});
+      if (extent % threads != 0) Try(Kind::kBind, {fused + ".t", "threadIdx.x"});
+    }
+    return schedule_;
+  }
+
+ private:
+  // The top-level statements of `body`, nested Blocks flattened.
+  static std::vector<Stmt> TopLevelStmts(const Stmt& body) {
+    std::vector<Stmt> out;
+    if (body == nullptr) return out;
+    if (body->kind != loop::StmtKind::kBlock) return {body};
+    for (const Stmt& s : body->stmts) {
+      std::vector<Stmt> inner = TopLevelStmts(s);
+      out.insert(out.end(), inner.begin(), inner.end());
+    }
+    return out;
+  }
+
+  bool Try(Kind kind, std::vector<std::string> loops, int64_t factor = 0) {
+    Schedule one;
+    one.steps.push_back(Primitive{kind, std::move(loops), factor});
+    loop::Func copy = work_;
+    if (!ApplySchedule(one, copy).ok()) return false;
+    work_ = std::move(copy);
+    schedule_.steps.push_back(one.steps[0]);
+    return true;
+  }
+
+  loop::Func work_;
+  KnobContext& knobs_;
+  Schedule schedule_;
+};
+
+}  // namespace
+
+Schedule PlanGpuSchedule(const loop::Func& func, KnobContext& knobs) {
+  return GpuPlanner(func, knobs).Run();
+}
+
+}  // namespace kiln::schedule

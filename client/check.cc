@@ -12,7 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "compiler_core/importer/onnx/input_shapes.h"
 #include "compiler_core/importer/onnx/tensor_file.h"
-#include "compiler_core/runtime/executable.h"
+#include "compiler_core/runtime/cuda/load_runner.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::client {
@@ -225,9 +225,10 @@ absl::StatusOr<std::vector<const Tensor*>> FeedPointers(
 // Runs `data_sets` through `artifact` and compares every output with its reference.
 absl::StatusOr<std::vector<OutputComparison>> CheckDataSets(const std::vector<fs::path>& data_sets,
                                                             const runtime::Artifact& artifact,
-                                                            const Tolerance& tolerance) {
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> exe,
-                        runtime::Executable::Load(artifact));
+                                                            const Tolerance& tolerance,
+                                                            const std::string& device) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<runtime::ModelRunner> exe,
+                        runtime::cuda::LoadRunner(artifact, device));
   const kiln::v1::Manifest& m = exe->manifest();
   std::vector<OutputComparison> comparisons;
   for (const fs::path& ds : data_sets) {
@@ -262,12 +263,13 @@ absl::StatusOr<std::vector<OutputComparison>> CheckDataSets(const std::vector<fs
 
 absl::StatusOr<std::vector<OutputComparison>> CheckArtifact(const std::string& dir,
                                                             const runtime::Artifact& artifact,
-                                                            const Tolerance& tolerance) {
+                                                            const Tolerance& tolerance,
+                                                            const std::string& device) {
   std::vector<fs::path> data_sets = DataSets(dir);
   if (data_sets.empty()) {
     return absl::NotFoundError(absl::StrCat("no test_data_set_* directory in '", dir, "'"));
   }
-  return CheckDataSets(data_sets, artifact, tolerance);
+  return CheckDataSets(data_sets, artifact, tolerance, device);
 }
 
 absl::StatusOr<std::vector<CheckCompile>> PlanCheckCompiles(
@@ -329,13 +331,14 @@ absl::StatusOr<std::vector<CheckCompile>> PlanCheckCompiles(
 absl::StatusOr<std::vector<OutputComparison>> CheckCompiled(const CheckCompile& compile,
                                                             const runtime::Artifact& artifact,
                                                             std::vector<std::string>* skipped,
-                                                            const Tolerance& tolerance) {
+                                                            const Tolerance& tolerance,
+                                                            const std::string& device) {
   std::vector<fs::path> matching;
   // An artifact with bounded dims runs every data set; one outside the bounds fails with the
   // runtime's error.
   if (!compile.skip_other_shapes || artifact.manifest.bound_symbols_size() > 0) {
     matching.assign(compile.data_sets.begin(), compile.data_sets.end());
-    return CheckDataSets(matching, artifact, tolerance);
+    return CheckDataSets(matching, artifact, tolerance, device);
   }
   const kiln::v1::Manifest& m = artifact.manifest;
   // The input shapes of each compiled variant: "x=1,3 y=2" per profile (or for the model).
@@ -379,12 +382,12 @@ absl::StatusOr<std::vector<OutputComparison>> CheckCompiled(const CheckCompile& 
                      absl::StrJoin(compiled_shapes, " | "), "); ", absl::StrJoin(others, "; ")));
   }
   if (skipped != nullptr) skipped->insert(skipped->end(), others.begin(), others.end());
-  return CheckDataSets(matching, artifact, tolerance);
+  return CheckDataSets(matching, artifact, tolerance, device);
 }
 
 absl::StatusOr<CheckReport> CheckModelDir(const std::string& dir,
                                           const pipeline::CompileOptions& options,
-                                          const Tolerance& tolerance) {
+                                          const Tolerance& tolerance, const std::string& device) {
   KILN_ASSIGN_OR_RETURN(std::vector<CheckCompile> compiles,
                         PlanCheckCompiles(dir, options.shape_profiles, options.constant_inputs));
   const std::string model = (fs::path(dir) / "model.onnx").string();
@@ -395,7 +398,8 @@ absl::StatusOr<CheckReport> CheckModelDir(const std::string& dir,
     KILN_ASSIGN_OR_RETURN(pipeline::CompileResult compiled,
                           pipeline::CompileModelFile(model, compile_options));
     KILN_ASSIGN_OR_RETURN(std::vector<OutputComparison> outputs,
-                          CheckCompiled(compile, compiled.artifact, &report.skipped, tolerance));
+                          CheckCompiled(compile, compiled.artifact, &report.skipped, tolerance,
+                                        device));
     report.outputs.insert(report.outputs.end(), outputs.begin(), outputs.end());
     if (!compile.shape_profiles.empty()) {
       report.input_shapes.push_back(absl::StrFormat(

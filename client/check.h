@@ -53,12 +53,15 @@ struct CheckReport {
   bool all_pass = false;
 };
 
+/// `device` everywhere below: where the artifact runs, "cpu" or "cuda:N" (runtime::cuda::LoadRunner).
+
 /// Runs every `dir`/test_data_set_*/ through `artifact` and compares each output with its
 /// reference (see CheckModelDir for the layout). Errors: kNotFound if there is no data set;
 /// kInvalidArgument if a data set's inputs do not match the artifact; load/run errors.
 absl::StatusOr<std::vector<OutputComparison>> CheckArtifact(const std::string& dir,
                                                             const runtime::Artifact& artifact,
-                                                            const Tolerance& tolerance = {});
+                                                            const Tolerance& tolerance = {},
+                                                            const std::string& device = "cpu");
 
 /// One compile of a check and the data sets (directories) it checks.
 struct CheckCompile {
@@ -86,7 +89,8 @@ absl::StatusOr<std::vector<CheckCompile>> PlanCheckCompiles(
 absl::StatusOr<std::vector<OutputComparison>> CheckCompiled(const CheckCompile& compile,
                                                             const runtime::Artifact& artifact,
                                                             std::vector<std::string>* skipped,
-                                                            const Tolerance& tolerance = {});
+                                                            const Tolerance& tolerance = {},
+                                                            const std::string& device = "cpu");
 
 /// Compiles `dir`/model.onnx with `options` and checks every `dir`/test_data_set_*/ (inputs
 /// input_N.pb in graph input order, references output_N.pb in graph output order). A model
@@ -98,7 +102,8 @@ absl::StatusOr<std::vector<OutputComparison>> CheckCompiled(const CheckCompile& 
 /// if a data set's inputs do not match the model.
 absl::StatusOr<CheckReport> CheckModelDir(const std::string& dir,
                                           const pipeline::CompileOptions& options,
-                                          const Tolerance& tolerance = {});
+                                          const Tolerance& tolerance = {},
+                                          const std::string& device = "cpu");
 
 }  // namespace kiln::client
 

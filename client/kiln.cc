@@ -21,23 +21,24 @@
 #include "compiler_core/importer/onnx/tensor_file.h"
 #include "compiler_core/pipeline/compile.h"
 #include "compiler_core/runtime/artifact.h"
-#include "compiler_core/runtime/executable.h"
+#include "compiler_core/runtime/cuda/load_runner.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::client {
 namespace {
 
 constexpr char kUsage[] = R"(usage:
-  kiln compile MODEL.onnx -o OUT.kiln [--target host|cpu:<llvm cpu name>] [--print-ir-after=PASS]
+  kiln compile MODEL.onnx -o OUT.kiln [--target host|cpu:<llvm cpu name>|cuda:sm_NN]
+               [--print-ir-after=PASS]
                [--disable-pass=PASS] [--records FILE.jsonl [--hardware-key K]]
                [--input-shape NAME=D0,D1,... ...] [--constant-input NAME=FILE.pb ...]
                [--time-passes]
                [--server HOST:PORT [--json] [--timeout-s S] [--hardware-key K] [--untuned]
                 [--tune=background [--trials N] [--time-budget-s S]]]
-  kiln run OUT.kiln --input NAME=FILE.pb ... --output-dir DIR [--threads N]
+  kiln run OUT.kiln --input NAME=FILE.pb ... --output-dir DIR [--threads N] [--device D]
   kiln check DIR [--target T] [--print-ir-after=PASS] [--disable-pass=PASS] [--server HOST:PORT]
              [--records FILE.jsonl [--hardware-key K]] [--input-shape NAME=D0,D1,... ...]
-             [--constant-input NAME=FILE.pb ...]
+             [--constant-input NAME=FILE.pb ...] [--device D]
   kiln inspect OUT.kiln
   kiln tune MODEL.onnx --print-space [--target T] [--samples N] [--seed S]
             [--input-shape NAME=D0,D1,... ...] (also with --local and --server)
@@ -54,6 +55,9 @@ constexpr char kUsage[] = R"(usage:
   kiln records list|export --server HOST:PORT [--hardware-key K]
   kiln records import FILE.jsonl --server HOST:PORT
 
+A target cuda:sm_80|sm_86|sm_89|sm_90|sm_90a compiles PTX for that NVIDIA GPU architecture on any
+host; D is where run and check execute: cpu, or cuda:N (the default for a CUDA artifact: cuda:0),
+through the NVIDIA driver (libcuda.so.1), JIT-compiling the PTX at load.
 PASS is a graph pass (constant-folding, simplify, fold-batchnorm, matmul-layout, matmul-pack,
 cse, dce, layout-nchwc, conv-u8s8, matmul-u8s8, fusion), "import", "lower"
 (loop IR before scheduling), "schedule" (loop IR after scheduling) or "all"; repeatable.
@@ -208,7 +212,7 @@ std::string SafeFileName(const std::string& name) {
 }
 
 int Run(int argc, char** argv) {
-  Args args = ParseArgs(argc, argv, 2, {"--input", "--output-dir", "--threads"});
+  Args args = ParseArgs(argc, argv, 2, {"--input", "--output-dir", "--threads", "--device"});
   if (!args.error.empty()) return Fail(args.error);
   if (args.positional.size() != 1) return Fail("run: expected one OUT.kiln\n" + std::string(kUsage));
   std::string out_dir = args.Get("--output-dir");
@@ -219,7 +223,10 @@ int Run(int argc, char** argv) {
   if (args.Has("--threads") && !absl::SimpleAtoi(args.Get("--threads"), &threads)) {
     return Fail("run: --threads needs an integer");
   }
-  auto exe = runtime::Executable::Load(std::move(*artifact), threads);
+  // A CUDA artifact runs on the first GPU unless --device says otherwise.
+  const std::string device = args.Get(
+      "--device", artifact->manifest.code_kind() == kiln::v1::PTX ? "cuda:0" : "cpu");
+  auto exe = runtime::cuda::LoadRunner(std::move(*artifact), device, threads);
   if (!exe.ok()) return FailStatus(exe.status());
   const auto& m = (*exe)->manifest();
   std::map<std::string, std::string> files;
@@ -306,7 +313,7 @@ int Check(int argc, char** argv) {
   Args args = ParseArgs(argc, argv, 2,
                         {"--target", "--print-ir-after", "--disable-pass", "--server",
                          "--timeout-s", "--records", "--hardware-key", "--input-shape",
-                         "--constant-input"});
+                         "--constant-input", "--device"});
   if (!args.error.empty()) return Fail(args.error);
   if (args.positional.size() != 1) return Fail("check: expected one model DIR\n" + std::string(kUsage));
   if (args.Has("--server")) return CheckOnServer(args);
@@ -316,7 +323,10 @@ int Check(int argc, char** argv) {
   std::unique_ptr<FileRecords> records;
   absl::Status loaded = WithRecords(args, options, records);
   if (!loaded.ok()) return FailStatus(loaded);
-  auto report = CheckModelDir(args.positional[0], options);
+  // A CUDA target's artifact runs on the first GPU unless --device says otherwise.
+  const std::string device =
+      args.Get("--device", absl::StartsWith(options.target, "cuda") ? "cuda:0" : "cpu");
+  auto report = CheckModelDir(args.positional[0], options, Tolerance{}, device);
   if (!report.ok()) return FailStatus(report.status());
   if (report->input_shapes.empty()) {
     PrintTimings(report->compile);
@@ -389,6 +399,13 @@ void PrintKernelsAndMemory(const kiln::v1::Manifest& m, const std::string& inden
     if (!k.init_symbol().empty()) {
       std::cout << indent << "      init at load: " << k.init_symbol() << "\n";
     }
+    for (const auto* launches : {&k.init_launches(), &k.launches()}) {
+      for (const kiln::v1::GpuLaunch& l : *launches) {
+        std::cout << indent << "      " << (launches == &k.launches() ? "launch " : "init launch ")
+                  << l.entry() << "  grid " << absl::StrJoin(l.grid(), "x") << "  block "
+                  << absl::StrJoin(l.block(), "x") << "\n";
+      }
+    }
     if (k.has_loop()) {
       const kiln::v1::Manifest& body = k.loop().body();
       std::cout << indent << "      loop over a compiled body: " << k.loop().num_carried()
@@ -432,7 +449,9 @@ int Inspect(int argc, char** argv) {
             << (m.tuning_digest().empty() ? std::string("none (default schedules)")
                                           : "records " + m.tuning_digest())
             << "\n"
-            << "code:             " << artifact->code.size() << " bytes (ELF shared object)\n"
+            << "code:             " << artifact->code.size()
+            << (artifact->manifest.code_kind() == kiln::v1::PTX ? " bytes (PTX module)\n"
+                                                                 : " bytes (ELF shared object)\n")
             << "weights:          " << m.weights_bytes() << " bytes\n";
   if (m.profiles_size() == 0) PrintMemorySizes(m, "");
   for (const auto& in : m.inputs()) std::cout << "input:  " << SpecText(in, &m) << "\n";

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -12,12 +13,14 @@
 #include "compiler_core/importer/onnx/importer.h"
 #include "compiler_core/ir/graph/graph_hash.h"
 #include "compiler_core/ir/graph/printer.h"
+#include "compiler_core/ir/loop/gpu_launch.h"
 #include "compiler_core/ir/loop/verifier.h"
 #include "compiler_core/passes/graph/pass.h"
 #include "compiler_core/pipeline/compiler_version.h"
 #include "compiler_core/pipeline/kernel_plan.h"
 #include "compiler_core/pipeline/profiles.h"
 #include "compiler_core/runtime/abi.h"
+#include "compiler_core/runtime/manifest_calls.h"
 #include "compiler_core/support/sha256.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -29,8 +32,10 @@ double MsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-// The default pass pipeline minus `disabled`; every disabled name must be a registered pass.
-absl::StatusOr<std::vector<std::string>> EnabledPasses(const std::vector<std::string>& disabled) {
+// The default pass pipeline of `target_kind` minus `disabled`; every disabled name must be a
+// registered pass.
+absl::StatusOr<std::vector<std::string>> EnabledPasses(const std::vector<std::string>& disabled,
+                                                       const std::string& target_kind) {
   std::vector<std::string> registered = passes::RegisteredPassNames();
   for (const std::string& name : disabled) {
     if (std::find(registered.begin(), registered.end(), name) == registered.end()) {
@@ -39,7 +44,7 @@ absl::StatusOr<std::vector<std::string>> EnabledPasses(const std::vector<std::st
     }
   }
   std::vector<std::string> enabled;
-  for (const std::string& name : passes::DefaultPassPipeline()) {
+  for (const std::string& name : passes::DefaultPassPipeline(target_kind)) {
     if (std::find(disabled.begin(), disabled.end(), name) == disabled.end()) {
       enabled.push_back(name);
     }
@@ -90,6 +95,11 @@ absl::StatusOr<PlannedGraph> PlanGraphInPlace(graph::Graph& graph_ref,
   PlannedGraph planned;
   CompileResult& result = planned.result;
   KILN_ASSIGN_OR_RETURN(result.target, codegen::ResolveTarget(options.target));
+  if (bounded != nullptr && result.target.IsGpu()) {
+    return absl::UnimplementedError(absl::StrCat(
+        "bounded dims (--input-shape NAME=MIN..MAX) are not supported for target ",
+        options.target, " yet; compile a static shape or several shape profiles"));
+  }
   result.graph_hash = graph::GraphHash(*graph);
   if (bounded != nullptr) {
     result.graph_hash = passes::BoundedGraphHash(*graph, *bounded);
@@ -106,7 +116,7 @@ absl::StatusOr<PlannedGraph> PlanGraphInPlace(graph::Graph& graph_ref,
     print(std::string(pass), ir);
   };
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> pass_names,
-                        EnabledPasses(options.disabled_passes));
+                        EnabledPasses(options.disabled_passes, result.target.kind));
   KILN_RETURN_IF_ERROR(passes::RunPasses(*graph, pass_names, pass_options));
   std::optional<passes::BoundedDims> final_bounded;
   if (bounded != nullptr) {
@@ -164,6 +174,43 @@ void StampManifest(kiln::v1::Manifest& m, const std::string& graph_hash, const T
   m.set_model_name(model_name);
 }
 
+// Records each PTX kernel call's launches (loop::SplitGpuLaunches of its func and its init).
+absl::Status RecordGpuLaunches(const std::vector<loop::Func>& funcs, kiln::v1::Manifest& m) {
+  std::map<std::string, const loop::Func*> by_name;
+  for (const loop::Func& func : funcs) by_name[func.name] = &func;
+  auto add = [](const loop::Stmt& body, const std::string& name,
+                google::protobuf::RepeatedPtrField<kiln::v1::GpuLaunch>& out) -> absl::Status {
+    KILN_ASSIGN_OR_RETURN(std::vector<loop::GpuLaunch> launches, loop::SplitGpuLaunches(body));
+    for (size_t i = 0; i < launches.size(); ++i) {
+      kiln::v1::GpuLaunch* l = out.Add();
+      l->set_entry(loop::GpuLaunchSymbol(name, i));
+      for (int d = 0; d < 3; ++d) {
+        l->add_grid(launches[i].grid[d]);
+        l->add_block(launches[i].block[d]);
+      }
+    }
+    return absl::OkStatus();
+  };
+  absl::Status status;
+  m.set_code_kind(kiln::v1::PTX);
+  runtime::ForEachKernelCall(m, [&](kiln::v1::KernelCall& call) {
+    if (!status.ok() || call.symbol().empty()) return;
+    auto it = by_name.find(call.symbol());
+    if (it == by_name.end()) {
+      status = absl::InternalError(absl::StrCat("kernel call ", call.symbol(), " has no func"));
+      return;
+    }
+    call.set_code_kind(kiln::v1::PTX);
+    status = add(it->second->body, call.symbol(), *call.mutable_launches());
+    if (status.ok() && it->second->init != nullptr) {
+      status = add(it->second->init, loop::InitSymbol(call.symbol()),
+                   *call.mutable_init_launches());
+    }
+  });
+  for (kiln::v1::Manifest& profile : *m.mutable_profiles()) profile.set_code_kind(kiln::v1::PTX);
+  return status;
+}
+
 // Codegen of `plan`'s kernels into `result`'s artifact (manifest, code, weights).
 absl::Status GenerateCode(KernelPlan& plan, const CompileOptions& options, CompileResult& result) {
   // One optimized module per kernel, so that each kernel's LLVM IR can be diffed on its own.
@@ -172,9 +219,14 @@ absl::Status GenerateCode(KernelPlan& plan, const CompileOptions& options, Compi
     PrintIr(options, "llvm", llvm_ir);
   }
   auto codegen_start = std::chrono::steady_clock::now();
-  KILN_ASSIGN_OR_RETURN(std::string code,
-                        codegen::CompileToSharedObject(plan.funcs, result.target,
-                                                       options.on_stage));
+  std::string code;
+  if (result.target.IsGpu()) {
+    KILN_RETURN_IF_ERROR(RecordGpuLaunches(plan.funcs, plan.manifest));
+    KILN_ASSIGN_OR_RETURN(code, codegen::CompileToPtx(plan.funcs, result.target, options.on_stage));
+  } else {
+    KILN_ASSIGN_OR_RETURN(code, codegen::CompileToSharedObject(plan.funcs, result.target,
+                                                               options.on_stage));
+  }
   result.timings.codegen_ms = MsSince(codegen_start);
   result.artifact.manifest = std::move(plan.manifest);
   result.artifact.code = std::move(code);

@@ -9,22 +9,24 @@
 #include "absl/status/statusor.h"
 #include "compiler_core/ir/graph/tensor.h"
 #include "compiler_core/runtime/artifact.h"
+#include "compiler_core/runtime/runner.h"
 
 namespace kiln::runtime {
 
 /// A loaded artifact, ready to run. Run is not reentrant; use one Executable per thread.
-class Executable {
+class Executable final : public ModelRunner {
  public:
   /// Loads `artifact`'s shared object (from memory, via memfd), resolves every kernel symbol
   /// (of every shape profile) and runs the kernels' init entry points (KernelCall.init_symbol)
   /// once, which fill the persistent buffers from the weights. The profiles share the weights
   /// and one arena sized for the largest.
   /// `num_threads` <= 0 means the number of online cores. Errors: kInvalidArgument if the ABI
-  /// version differs or a symbol is missing; kInternal if the loader fails.
+  /// version differs, a symbol is missing or the artifact holds PTX (a CUDA target's: run it
+  /// with cuda::CudaExecutable); kInternal if the loader fails.
   static absl::StatusOr<std::unique_ptr<Executable>> Load(Artifact artifact, int num_threads = 0);
-  ~Executable();
+  ~Executable() override;
 
-  const kiln::v1::Manifest& manifest() const;
+  const kiln::v1::Manifest& manifest() const override;
 
   /// Runs the model. `inputs` must match the manifest's inputs in order, dtype and shape
   /// (kInvalidArgument naming the input otherwise). An artifact with shape profiles
@@ -34,7 +36,7 @@ class Executable {
   /// (kInvalidArgument naming the dim and range otherwise); its bounded inputs are copied into
   /// buffers padded to their bounds. Returns the outputs in manifest order, with the shapes of
   /// the profile that ran, or, with bounded dims, the shapes the inputs give.
-  absl::StatusOr<std::vector<Tensor>> Run(const std::vector<const Tensor*>& inputs);
+  absl::StatusOr<std::vector<Tensor>> Run(const std::vector<const Tensor*>& inputs) override;
 
   /// Like Run, and also stores each kernel call's wall time in ms in `kernel_ms` (resized to the
   /// kernel count of the manifest or profile that ran, in its order). For profiling; `kernel_ms` may not be null.

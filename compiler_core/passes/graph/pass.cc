@@ -3,6 +3,7 @@
 #include "compiler_core/passes/graph/pass.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -92,6 +93,19 @@ std::vector<std::string> RegisteredPassNames() {
 }
 
 std::vector<std::string> DefaultPassPipeline() { return RegisteredPassNames(); }
+
+std::vector<std::string> DefaultPassPipeline(std::string_view target_kind) {
+  std::vector<std::string> names = DefaultPassPipeline();
+  if (target_kind == "cpu") return names;
+  std::vector<std::string> kept;
+  for (const std::string& name : names) {
+    if (std::find(std::begin(kCpuOnlyPasses), std::end(kCpuOnlyPasses), name) ==
+        std::end(kCpuOnlyPasses)) {
+      kept.push_back(name);
+    }
+  }
+  return kept;
+}
 
 absl::Status RunPasses(graph::Graph& graph, const std::vector<std::string>& pass_names,
                        const PipelineOptions& options) {

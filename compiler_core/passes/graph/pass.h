@@ -60,6 +60,13 @@ absl::Status RunPasses(graph::Graph& graph, const std::vector<std::string>& pass
 /// The default optimization pipeline: constant-folding, simplify, fold-batchnorm, matmul-layout,
 /// matmul-pack, cse, dce, layout-nchwc, fusion.
 std::vector<std::string> DefaultPassPipeline();
+/// The default pipeline for a target kind: every pass for "cpu"; for "cuda" without the CPU
+/// layout passes (kCpuOnlyPasses: NCHWc blocking, matmul packing and the VNNI int8 rewrites,
+/// which shape data for SIMD registers).
+std::vector<std::string> DefaultPassPipeline(std::string_view target_kind);
+/// The passes only a CPU target runs: layout-nchwc, matmul-pack, conv-u8s8, matmul-u8s8.
+inline constexpr const char* kCpuOnlyPasses[] = {"layout-nchwc", "matmul-pack", "conv-u8s8",
+                                                 "matmul-u8s8"};
 
 }  // namespace kiln::passes
 

@@ -220,6 +220,14 @@ absl::Status GenerateCode(KernelPlan& plan, const CompileOptions& options, Compi
   }
   auto codegen_start = std::chrono::steady_clock::now();
   std::string code;
+  if (result.target.IsGpu() && options.emulate_gpu_on_host) {
+    KILN_ASSIGN_OR_RETURN(result.target, codegen::ResolveTarget("host"));
+    result.target.emulate_gpu = true;
+    plan.manifest.set_target_key(result.target.Key());
+    for (kiln::v1::Manifest& p : *plan.manifest.mutable_profiles()) {
+      p.set_target_key(result.target.Key());
+    }
+  }
   if (result.target.IsGpu()) {
     KILN_RETURN_IF_ERROR(RecordGpuLaunches(plan.funcs, plan.manifest));
     KILN_ASSIGN_OR_RETURN(code, codegen::CompileToPtx(plan.funcs, result.target, options.on_stage));

@@ -25,7 +25,7 @@ namespace kiln::pipeline {
 
 /// Options of one compile. No global state: everything a compile depends on is here.
 struct CompileOptions {
-  /// Target spec: "host" or "cpu:<llvm cpu name>" (see codegen::ResolveTarget).
+  /// Target spec: "host", "cpu:<llvm cpu name>" or "cuda:sm_NN" (see codegen::ResolveTarget).
   std::string target = "host";
   /// Shapes of graph inputs with symbolic dims (`--input-shape`), used by the import of
   /// CompileModelFile / CompileProfiles / PlanModelFile: one InputShapes per shape profile
@@ -57,6 +57,10 @@ struct CompileOptions {
   /// kernel's lowering and scheduling, the loop IR verifier, memory planning, codegen per
   /// kernel, optimization, object file, link): `kiln compile --time-passes`.
   StageTimeFn on_stage;
+  /// Tests only: with a GPU `target`, plan as for it (its passes, its GPU schedules) but
+  /// generate host code (Target::emulate_gpu: bound loops serial, the GPU math library), so the
+  /// artifact runs on this CPU and its numbers check the GPU schedules and math.
+  bool emulate_gpu_on_host = false;
   /// Receives printed IR; stderr when unset.
   std::function<void(const std::string& stage, const std::string& ir)> printer;
 };

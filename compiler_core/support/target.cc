@@ -16,7 +16,8 @@ std::string Target::Key() const {
   if (IsGpu()) {
     return absl::StrCat(kind, ":", gpu.SmName(), ":ptx", gpu.ptx_version, ":", triple);
   }
-  return absl::StrCat(kind, ":", cpu, ":", triple, ":v", vector_bits, ":", features);
+  return absl::StrCat(kind, ":", cpu, ":", triple, ":v", vector_bits, ":", features,
+                      emulate_gpu ? ":emulate-gpu" : "");
 }
 
 absl::StatusOr<Target> ParseCudaTarget(std::string_view spec) {

@@ -26,13 +26,17 @@ struct GpuTarget {
 /// "cuda" the GPU part. All fields are filled by codegen::ResolveTarget (or ParseCudaTarget).
 struct Target {
   std::string kind = "cpu";   // "cpu" or "cuda"
-  std::string triple;          // LLVM target triple, e.g. "x86_64-pc-linux-gnu", "nvptx64-nvidia-cuda"
+  std::string triple;          // LLVM target triple: "x86_64-pc-linux-gnu", "nvptx64-nvidia-cuda"
   std::string cpu;             // LLVM CPU name, e.g. "znver4", "skylake-avx512", "sm_90a"
   std::string features;        // LLVM feature string, sorted, e.g. "+avx2,+fma,..." or "+ptx78"
   int vector_bits = 128;       // widest usable float SIMD register: 128 (SSE), 256 (AVX2), 512;
                                // 32 on a GPU (one f32 per thread)
   int num_cores = 1;           // threads the runtime's pool uses by default (host only)
   GpuTarget gpu;               // kind "cuda" only
+  /// A CPU target running loop IR scheduled for a GPU (CompileOptions::emulate_gpu_on_host):
+  /// thread-bound loops run as serial loops and math uses the GPU math library, so the GPU
+  /// schedules and math are checked against references on machines without a GPU.
+  bool emulate_gpu = false;
 
   /// Whether this is a GPU target (kind "cuda").
   bool IsGpu() const { return kind == "cuda"; }

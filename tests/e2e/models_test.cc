@@ -38,43 +38,13 @@ void ExpectModelPasses(const std::string& dir) {
 
 TEST(ModelsTest, ExampleSqueezenetInRepo) { ExpectModelPasses("examples/squeezenet1_1"); }
 
-// Every row of ../shared/models/MANIFEST.tsv whose status is `included` (static shapes) or
-// `symbolic` (symbolic input dims: kiln check takes the shapes from each test data set), so a
-// model added there is tested. Read at test discovery, from the repo root.
-std::vector<std::string> ManifestModels() {
-  std::ifstream in("../shared/models/MANIFEST.tsv");
-  std::vector<std::string> names;
-  std::string line;
-  int status_column = -1;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells = absl::StrSplit(line, '\t');
-    if (status_column < 0) {
-      auto it = std::find(cells.begin(), cells.end(), "status");
-      if (it == cells.end()) break;
-      status_column = static_cast<int>(it - cells.begin());
-      continue;
-    }
-    if (static_cast<int>(cells.size()) <= status_column) continue;
-    const std::string& status = cells[status_column];
-    if (status == "included" || status == "symbolic") names.push_back(cells[0]);
-  }
-  if (names.empty()) names.push_back("MANIFEST_tsv_missing");  // skips (or fails in CI) below
-  return names;
-}
-
 class ManifestModelsTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(ManifestModelsTest, Passes) {
   KILN_REQUIRE_PATH_OR_SKIP("../shared/models/MANIFEST.tsv");
   ExpectModelPasses("../shared/models/" + GetParam());
 }
-INSTANTIATE_TEST_SUITE_P(Shared, ManifestModelsTest, ::testing::ValuesIn(ManifestModels()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string name = info.param;
-                           for (char& c : name) {
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           }
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Shared, ManifestModelsTest, ::testing::ValuesIn(testing::ManifestModels()),
+                         testing::ParamName);
 
 // The CNNs of ../shared/models and the mlp with the batch dim of their input and outputs made
 // symbolic (dim_param "N", as exporters mark it): kiln check compiles one variant per data set

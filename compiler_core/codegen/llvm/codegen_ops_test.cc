@@ -568,8 +568,13 @@ TEST(CodegenOpsTest, Errors) {
   EXPECT_EQ(EmitLlvmIr({f, f}, HostTarget()).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(EmitLlvmIr({f}, HostTarget()).ok());
   Target gpu;
-  gpu.kind = "cuda";
+  gpu.kind = "cuda";  // no SM: not a resolved target
   EXPECT_EQ(EmitLlvmIr({f}, gpu).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(EmitLlvmIr({f}, *ParseCudaTarget("cuda:sm_80")).ok());
+  // A shared object needs a CPU target; PTX a GPU one.
+  EXPECT_EQ(CompileToSharedObject({f}, *ParseCudaTarget("cuda:sm_80")).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CompileToPtx({f}, HostTarget()).status().code(), absl::StatusCode::kInvalidArgument);
   // A default-constructed CPU target (no triple, no CPU) still compiles: generic x86-64.
   auto so = CompileToSharedObject({f}, Target{});
   EXPECT_TRUE(so.ok()) << so.status();

@@ -68,6 +68,7 @@ void KernelEmitter::EmitFor(const loop::StmtNode& s) {
     case ForKind::kThreadIdxY:
     case ForKind::kThreadIdxZ:
       if (target_.IsGpu()) return EmitBoundFor(s);
+      if (target_.emulate_gpu) return EmitSerialFor(s);
       Fail(absl::StrCat("loop '", s.loop_var->name, "' is bound to ", loop::ForKindName(s.for_kind),
                         "; thread-bound loops need a GPU target"));
       return;

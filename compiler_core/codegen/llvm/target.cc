@@ -116,6 +116,10 @@ absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> CreateTargetMachine(const T
     return absl::InvalidArgumentError(absl::StrCat("LLVM codegen got target kind ", target.kind));
   }
   if (target.IsGpu()) {
+    if (target.gpu.sm == 0 || target.triple.empty()) {
+      return absl::InvalidArgumentError(
+          "a cuda target needs its SM and triple (resolve it with ParseCudaTarget)");
+    }
     InitializeNvptxTarget();
   } else {
     InitializeX86Target();

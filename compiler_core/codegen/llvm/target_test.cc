@@ -68,5 +68,38 @@ TEST(ResolveTargetTest, BadSpecs) {
   EXPECT_EQ(ResolveTarget("cpu:i386").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ResolveTargetTest, CudaArchitectures) {
+  struct Case {
+    const char* spec;
+    const char* key;
+    int sm;
+    bool arch_specific;
+  };
+  for (const Case& c : {Case{"cuda:sm_80", "cuda:sm_80:ptx70:nvptx64-nvidia-cuda", 80, false},
+                        Case{"cuda:sm_86", "cuda:sm_86:ptx71:nvptx64-nvidia-cuda", 86, false},
+                        Case{"cuda:sm_89", "cuda:sm_89:ptx78:nvptx64-nvidia-cuda", 89, false},
+                        Case{"cuda:sm_90", "cuda:sm_90:ptx78:nvptx64-nvidia-cuda", 90, false},
+                        Case{"cuda:sm_90a", "cuda:sm_90a:ptx80:nvptx64-nvidia-cuda", 90, true}}) {
+    auto t = ResolveTarget(c.spec);
+    ASSERT_TRUE(t.ok()) << c.spec << ": " << t.status();
+    EXPECT_TRUE(t->IsGpu());
+    EXPECT_EQ(t->kind, "cuda");
+    EXPECT_EQ(t->Key(), c.key);
+    EXPECT_EQ(t->gpu.sm, c.sm);
+    EXPECT_EQ(t->gpu.arch_specific, c.arch_specific);
+    EXPECT_EQ(t->cpu, std::string(c.spec).substr(5));
+    EXPECT_EQ(t->f32_lanes(), 1);
+    // ParseCudaTarget is the same resolution without LLVM.
+    EXPECT_EQ(ParseCudaTarget(c.spec)->Key(), c.key);
+  }
+  auto bad = ResolveTarget("cuda:sm_75");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(),
+            "target 'cuda:sm_75': unknown CUDA architecture (expected "
+            "cuda:sm_80|cuda:sm_86|cuda:sm_89|cuda:sm_90|cuda:sm_90a)");
+  EXPECT_EQ(ResolveTarget("cuda:").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResolveTarget("cuda").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace kiln::codegen

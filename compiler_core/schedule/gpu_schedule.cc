@@ -1,16 +1,20 @@
 // The GPU schedule template (and so the default GPU schedule). Each top-level nest of a kernel
-// becomes its own launch (codegen/llvm/gpu_phases.h), so nests need no barrier between them.
-// Per nest: the leading spatial (non-reduction) loops of its perfect chain are fused into one
-// loop, split by the block size (knob "n<i>.threads": 64..1024, default 256), and bound to
-// blockIdx.x (the outer part) and threadIdx.x (the inner part and a split tail). Reductions and
-// everything below the fused loop run serially inside each thread, so every thread owns one
-// output point (or one row, for a softmax or a layer norm) and iterations stay independent.
-// A nest with no leading spatial loop (a full reduction to a scalar) runs on one thread.
+// becomes its own launch (loop::SplitGpuLaunches), so nests need no barrier between them.
+// A contraction nest (matmul, conv) whose GEMM is at least 32 x 32 x 16 becomes a
+// shared-memory tiled GEMM (gpu_tile.h; knobs "n<i>.gpu_tile", "n<i>.tm", "n<i>.tn",
+// "n<i>.bk"). Per other nest: the leading spatial (non-reduction) loops of its perfect chain are
+// fused into one loop, split by the block size (knob "n<i>.threads": 64..1024, default 256), and
+// bound to blockIdx.x (the outer part) and threadIdx.x (the inner part and a split tail).
+// Reductions and everything below the fused loop run serially inside each thread, so every thread
+// owns one output point (or one row, for a softmax or a layer norm) and iterations stay
+// independent. A nest with no leading spatial loop (a full reduction to a scalar) runs on one
+// thread.
 #include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/loop/visitor.h"
+#include "compiler_core/schedule/gpu_tile.h"
 #include "compiler_core/schedule/knobs.h"
 #include "compiler_core/schedule/loop_utils.h"
 #include "compiler_core/schedule/schedule.h"
@@ -36,6 +40,10 @@ class GpuPlanner {
     });
     std::vector<Stmt> nests = TopLevelStmts(work_.body);
     for (size_t i = 0; i < nests.size(); ++i) {
+      const std::string prefix = absl::StrCat("n", i, ".");
+      if (nests[i]->kind == loop::StmtKind::kFor && TryGpuTile(nests[i]->loop_var->name, prefix)) {
+        continue;
+      }
       std::vector<Stmt> chain = PerfectChain(nests[i]);
       std::vector<std::string> spatial;
       for (const Stmt& l : chain) {
@@ -53,8 +61,8 @@ class GpuPlanner {
         fused = absl::StrCat(fused, ".", spatial[k]);
         extent *= chain[k]->extent;
       }
-      const int64_t threads = knobs_.Choose(absl::StrCat("n", i, ".threads"),
-                                            {64, 128, 256, 512, 1024}, kDefaultThreads);
+      const int64_t threads =
+          knobs_.Choose(prefix + "threads", {64, 128, 256, 512, 1024}, kDefaultThreads);
       if (extent <= threads) {
         Try(Kind::kBind, {fused, "threadIdx.x"});
         continue;
@@ -68,6 +76,25 @@ class GpuPlanner {
   }
 
  private:
+  // A contraction large enough to fill a 64 x 64 tile: the shared-memory tiled GEMM (knobs
+  // "gpu_tile", "tm", "tn", "bk"). False if it does not apply or the knob says no.
+  bool TryGpuTile(const std::string& nest, const std::string& prefix) {
+    absl::StatusOr<GemmShape> gemm = AnalyzeContraction(work_, nest);
+    if (!gemm.ok() || gemm->m < 32 || gemm->n < 32 || gemm->k < 16) return false;
+    if (!knobs_.ChooseBool(prefix + "gpu_tile", true)) return false;
+    auto per_thread = [](int64_t extent) -> int64_t { return extent >= 64 ? 4 : 2; };
+    const int64_t tm = knobs_.Choose(prefix + "tm", {1, 2, 4, 8}, per_thread(gemm->m));
+    const int64_t tn = knobs_.Choose(prefix + "tn", {1, 2, 4, 8}, per_thread(gemm->n));
+    const int64_t bk = knobs_.Choose(prefix + "bk", {8, 16, 32}, 16);
+    Schedule one;
+    one.steps.push_back(Primitive{Kind::kGpuTile, {nest}, 0, {tm, tn, bk}});
+    loop::Func copy = work_;
+    if (!ApplySchedule(one, copy).ok()) return false;
+    work_ = std::move(copy);
+    schedule_.steps.push_back(one.steps[0]);
+    return true;
+  }
+
   // The top-level statements of `body`, nested Blocks flattened.
   static std::vector<Stmt> TopLevelStmts(const Stmt& body) {
     std::vector<Stmt> out;

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler_core/ir/loop/printer.h"
+#include "compiler_core/schedule/gpu_tile.h"
 #include "compiler_core/schedule/hoist.h"
 #include "compiler_core/schedule/primitives.h"
 #include "compiler_core/schedule/winograd.h"
@@ -16,6 +17,9 @@ std::string StepString(const Primitive& p) {
   std::string args = absl::StrJoin(p.loops, ", ");
   if (p.kind == Primitive::Kind::kSplit) absl::StrAppend(&args, ", ", p.factor);
   if (p.kind == Primitive::Kind::kWinograd) args = absl::StrCat(p.factor);
+  if (p.kind == Primitive::Kind::kGpuTile && !p.factors.empty()) {
+    absl::StrAppend(&args, ", ", absl::StrJoin(p.factors, ", "));
+  }
   return absl::StrCat(PrimitiveKindName(p.kind), "(", args, ")");
 }
 
@@ -57,6 +61,7 @@ absl::StatusOr<loop::Stmt> ApplyStep(const Primitive& p, const loop::Stmt& body)
     }
     case Primitive::Kind::kWinograd:
     case Primitive::Kind::kComputeAt:
+    case Primitive::Kind::kGpuTile:
       break;  // Func rewrites: ApplySchedule
   }
   return absl::FailedPreconditionError("unknown primitive");
@@ -76,6 +81,8 @@ const char* PrimitiveKindName(Primitive::Kind kind) {
     case Primitive::Kind::kComputeAt: return "compute_at";
     case Primitive::Kind::kBind:
       return "bind";
+    case Primitive::Kind::kGpuTile:
+      return "gpu_tile";
   }
   return "?";
 }
@@ -96,6 +103,10 @@ absl::Status ApplySchedule(const Schedule& schedule, loop::Func& func) {
     } else if (p.kind == Primitive::Kind::kWinograd) {
       st = p.loops.empty() ? ApplyWinograd(work, p.factor)
                            : absl::FailedPreconditionError("expected no loop names");
+    } else if (p.kind == Primitive::Kind::kGpuTile) {
+      st = p.loops.size() == 1 && p.factors.size() == 3
+               ? GpuTileContraction(work, p.loops[0], p.factors[0], p.factors[1], p.factors[2])
+               : absl::FailedPreconditionError("expected a loop name and 3 factors");
     } else if (p.kind == Primitive::Kind::kComputeAt) {
       st = p.loops.size() == 2 ? ComputeAt(work, p.loops[0], p.loops[1])
                                : absl::FailedPreconditionError("expected 2 loop name(s)");

@@ -26,6 +26,7 @@ struct Primitive {
     kWinograd,   // rewrites a conv update nest (winograd.h); names no loop
     kComputeAt,  // moves a pointwise nest into a contraction's register block (primitives.h)
     kBind,       // binds a loop to a GPU block or thread index (primitives.h AnnotateLoop)
+    kGpuTile,    // rewrites a contraction nest into a shared-memory tiled GEMM (gpu_tile.h)
   };
   Kind kind;
   /// kSplit/kVectorize/kUnroll/kParallel: one loop; kReorder: the new order, outermost first;
@@ -34,10 +35,13 @@ struct Primitive {
   /// ("blockIdx.x" .. "threadIdx.z"), printed bind(i, blockIdx.x).
   std::vector<std::string> loops;
   int64_t factor = 0;  // kSplit: inner extent; kWinograd: the output tile m
+  /// kGpuTile: tm, tn, bk (accumulators per thread along M and N, the K tile), printed
+  /// gpu_tile(nest, tm, tn, bk).
+  std::vector<int64_t> factors = {};
 };
 
 /// The primitive's name as printed: "split", "reorder", "fuse", "vectorize", "unroll",
-/// "parallel", "winograd", "compute_at", "bind".
+/// "parallel", "winograd", "compute_at", "bind", "gpu_tile".
 const char* PrimitiveKindName(Primitive::Kind kind);
 
 /// An ordered list of primitives. Printed one per line, e.g. "split(ow, 16)".

@@ -19,10 +19,11 @@ using loop::ErrorAt;
 using loop::Token;
 using loop::TokenKind;
 
-constexpr Primitive::Kind kKinds[] = {
-    Primitive::Kind::kSplit,     Primitive::Kind::kReorder,   Primitive::Kind::kFuse,
-    Primitive::Kind::kVectorize, Primitive::Kind::kUnroll,    Primitive::Kind::kParallel,
-    Primitive::Kind::kWinograd,  Primitive::Kind::kComputeAt, Primitive::Kind::kBind};
+constexpr Primitive::Kind kKinds[] = {Primitive::Kind::kSplit,    Primitive::Kind::kReorder,
+                                      Primitive::Kind::kFuse,     Primitive::Kind::kVectorize,
+                                      Primitive::Kind::kUnroll,   Primitive::Kind::kParallel,
+                                      Primitive::Kind::kWinograd, Primitive::Kind::kComputeAt,
+                                      Primitive::Kind::kBind,     Primitive::Kind::kGpuTile};
 
 std::optional<Primitive::Kind> KindFromName(std::string_view name) {
   for (Primitive::Kind kind : kKinds) {
@@ -47,7 +48,7 @@ absl::StatusOr<Primitive> ParseStep(const std::vector<Token>& tokens, size_t* po
   if (!kind) {
     return expected(
         "a schedule primitive (split, reorder, fuse, vectorize, unroll, parallel, winograd, "
-        "compute_at or bind)");
+        "compute_at, bind or gpu_tile)");
   }
   Primitive p{*kind, {}, 0};
   ++*pos;
@@ -67,6 +68,24 @@ absl::StatusOr<Primitive> ParseStep(const std::vector<Token>& tokens, size_t* po
   }
   while (true) {
     const Token& arg = tokens[*pos];
+    if (p.kind == Primitive::Kind::kGpuTile && !p.loops.empty()) {
+      // gpu_tile(nest, tm, tn, bk): the integers after the loop name.
+      int64_t value = 0;
+      auto res = std::from_chars(arg.text.data(), arg.text.data() + arg.text.size(), value);
+      if (arg.kind != TokenKind::kNumber || res.ec != std::errc() ||
+          res.ptr != arg.text.data() + arg.text.size()) {
+        return expected("an integer gpu_tile factor");
+      }
+      p.factors.push_back(value);
+      ++*pos;
+      if (tokens[*pos].Is(",")) {
+        ++*pos;
+        continue;
+      }
+      if (!tokens[*pos].Is(")")) return expected("',' or ')'");
+      if (p.factors.size() != 3) return expected("3 gpu_tile factors (tm, tn, bk)");
+      break;
+    }
     if (p.kind == Primitive::Kind::kSplit && !p.loops.empty() && arg.kind == TokenKind::kNumber) {
       auto res = std::from_chars(arg.text.data(), arg.text.data() + arg.text.size(), p.factor);
       if (res.ec != std::errc() || res.ptr != arg.text.data() + arg.text.size()) {

@@ -183,7 +183,8 @@ llvm::AllocaInst* KernelEmitter::CreateEntryAlloca(llvm::Type* type, uint64_t al
 
 void KernelEmitter::EmitAllocate(const loop::StmtNode& s) {
   const loop::Buffer& buf = *s.buffer;
-  if (buf.scope != loop::Buffer::Scope::kLocal) {
+  if (target_.IsGpu()) return EmitGpuAllocate(s);
+  if (buf.scope != loop::Buffer::Scope::kLocal && buf.scope != loop::Buffer::Scope::kShared) {
     Fail(absl::StrCat("Allocate of non-local buffer ", buf.name));
     return;
   }
@@ -201,6 +202,21 @@ llvm::Value* KernelEmitter::BufferPointer(const loop::Buffer& buffer) {
                 b_.getPtrTy());
   }
   return it->second;
+}
+
+llvm::Value* KernelEmitter::FlatIndexOf(const loop::Buffer& buffer,
+                                        const std::vector<loop::Expr>& indices) {
+  auto it = private_dims_.find(&buffer);
+  if (it == private_dims_.end()) return FlatIndex(buffer, indices);
+  loop::Buffer reduced = buffer;
+  reduced.shape.clear();
+  std::vector<loop::Expr> kept;
+  for (size_t d = 0; d < indices.size() && d < it->second.size(); ++d) {
+    if (it->second[d]) continue;
+    reduced.shape.push_back(buffer.shape[d]);
+    kept.push_back(indices[d]);
+  }
+  return FlatIndex(reduced, kept);
 }
 
 llvm::Value* KernelEmitter::FlatIndex(const loop::Buffer& buffer,
@@ -240,7 +256,7 @@ llvm::Value* KernelEmitter::EmitLoad(const loop::ExprNode& e) {
   llvm::Value* base = BufferPointer(*e.buffer);
   if (vs_.lanes > 1) return EmitVectorLoad(e, base);
   llvm::Type* mem = MemType(e.buffer->dtype);
-  llvm::Value* ptr = b_.CreateInBoundsGEP(mem, base, FlatIndex(*e.buffer, e.operands));
+  llvm::Value* ptr = b_.CreateInBoundsGEP(mem, base, FlatIndexOf(*e.buffer, e.operands));
   llvm::Value* v = b_.CreateAlignedLoad(mem, ptr, llvm::Align(DTypeSize(e.buffer->dtype)));
   if (e.buffer->dtype == DType::kBool) v = b_.CreateICmpNE(v, b_.getInt8(0));
   return v;
@@ -257,7 +273,7 @@ void KernelEmitter::EmitStore(const loop::StmtNode& s) {
   if (s.buffer->dtype == DType::kBool) value = b_.CreateZExt(value, WithLanes(b_.getInt8Ty(), value));
   if (vs_.lanes > 1) return EmitVectorStore(s, base, value);
   llvm::Type* mem = MemType(s.buffer->dtype);
-  llvm::Value* ptr = b_.CreateInBoundsGEP(mem, base, FlatIndex(*s.buffer, s.indices));
+  llvm::Value* ptr = b_.CreateInBoundsGEP(mem, base, FlatIndexOf(*s.buffer, s.indices));
   b_.CreateAlignedStore(value, ptr, llvm::Align(DTypeSize(s.buffer->dtype)));
 }
 

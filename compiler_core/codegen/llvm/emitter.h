@@ -6,8 +6,10 @@
 #ifndef KILN_COMPILER_CORE_CODEGEN_LLVM_EMITTER_H_
 #define KILN_COMPILER_CORE_CODEGEN_LLVM_EMITTER_H_
 
+#include <array>
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -62,6 +64,10 @@ class KernelEmitter {
   // ---- emit_gpu.cc: GPU kernel entries and thread-bound loops.
   absl::Status EmitGpuEntries();
   void EmitBoundFor(const loop::StmtNode& s);
+  /// A GPU Allocate: a shared buffer as an addrspace(3) global of the module; a local one
+  /// allocated at block level whose leading dims every access indexes by enclosing thread-loop
+  /// variables gets those dims dropped (each thread holds its own slice, in registers).
+  void EmitGpuAllocate(const loop::StmtNode& s);
 
   // ---- emit_gpu_math.cc: the GPU math library (f32 polynomials; f16 through f32). NVPTX has
   // no libm to call, and LLVM cannot lower llvm.exp/log/pow for it.
@@ -91,6 +97,8 @@ class KernelEmitter {
                 llvm::MDNode* loop_md = nullptr);
   /// Row-major flattened i64 index (a <W x i64> vector if an index varies across lanes).
   llvm::Value* FlatIndex(const loop::Buffer& buffer, const std::vector<loop::Expr>& indices);
+  /// FlatIndex without the dims a GPU thread holds privately (EmitGpuAllocate).
+  llvm::Value* FlatIndexOf(const loop::Buffer& buffer, const std::vector<loop::Expr>& indices);
   llvm::Value* BufferPointer(const loop::Buffer& buffer);
   llvm::Value* EmitLoad(const loop::ExprNode& e);
   llvm::AllocaInst* CreateEntryAlloca(llvm::Type* type, uint64_t align, const std::string& name);
@@ -156,6 +164,12 @@ class KernelEmitter {
   FunctionState fs_;
   VectorState vs_;
   bool index_mode_ = false;  // emitting index arithmetic: integer ops get nsw
+  // GPU: the launch being emitted (its chain thread loops run unguarded), how many thread loops
+  // enclose the statement being emitted, and the dims of privatized local buffers.
+  std::set<const loop::StmtNode*> chain_threads_;
+  std::array<int64_t, 3> launch_block_ = {1, 1, 1};
+  int thread_depth_ = 0;
+  std::map<const loop::Buffer*, std::vector<bool>> private_dims_;
   int num_outlined_ = 0;
   absl::Status status_;
 };

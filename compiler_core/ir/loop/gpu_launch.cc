@@ -1,6 +1,8 @@
 // SplitGpuLaunches: top-level statements → launches with grid and block dimensions.
 #include "compiler_core/ir/loop/gpu_launch.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/loop/printer.h"
 #include "compiler_core/ir/loop/visitor.h"
@@ -52,16 +54,31 @@ absl::StatusOr<std::vector<GpuLaunch>> SplitGpuLaunches(const Stmt& body) {
                     static_cast<int>(IsBlockBound(s->for_kind) ? ForKind::kBlockIdxX
                                                                : ForKind::kThreadIdxX);
       (IsBlockBound(s->for_kind) ? launch.grid : launch.block)[k] = s->extent;
+      if (!IsBlockBound(s->for_kind)) launch.chain_threads.push_back(s.get());
       s = Single(s->body);
     }
-    // No bound loop below the chain.
+    // Below the chain: no block loop; thread loops widen the block to their largest extent
+    // (each thread runs its own iteration of every such loop, the others idle).
     absl::Status misplaced;
     VisitStmts(s, [&](const Stmt& inner) {
-      if (misplaced.ok() && inner->kind == StmtKind::kFor && IsThreadBound(inner->for_kind)) {
-        misplaced = absl::InvalidArgumentError(absl::StrCat(
-            "GPU loop '", inner->loop_var->name, "' (", ForKindName(inner->for_kind),
-            ") is not in the chain of bound loops that opens its launch"));
+      if (!misplaced.ok() || inner->kind != StmtKind::kFor || !IsThreadBound(inner->for_kind)) {
+        return;
       }
+      if (IsBlockBound(inner->for_kind)) {
+        misplaced = absl::InvalidArgumentError(
+            absl::StrCat("GPU loop '", inner->loop_var->name, "' (", ForKindName(inner->for_kind),
+                         ") is not in the chain of block loops that opens its launch"));
+        return;
+      }
+      if (inner->limit != nullptr) {
+        misplaced = absl::InvalidArgumentError(
+            absl::StrCat("GPU loop '", inner->loop_var->name, "' (", ForKindName(inner->for_kind),
+                         ") has a run-time limit; bound loops need a static extent"));
+        return;
+      }
+      int64_t& dim =
+          launch.block[static_cast<int>(inner->for_kind) - static_cast<int>(ForKind::kThreadIdxX)];
+      dim = std::max(dim, inner->extent);
     });
     if (!misplaced.ok()) return misplaced;
     const int64_t block = launch.block[0] * launch.block[1] * launch.block[2];

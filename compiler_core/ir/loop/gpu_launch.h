@@ -19,6 +19,8 @@ namespace kiln::loop {
 /// dimensions (x, y, z; 1 where no loop is bound to that index).
 struct GpuLaunch {
   Stmt body;
+  /// The thread loops of the opening chain (the others run guarded, followed by a barrier).
+  std::vector<const StmtNode*> chain_threads;
   std::array<int64_t, 3> grid = {1, 1, 1};
   std::array<int64_t, 3> block = {1, 1, 1};
   /// grid x * y * z * block x * y * z: the threads that run `body`.
@@ -28,11 +30,16 @@ struct GpuLaunch {
 /// The entry point of launch `index` of kernel `kernel`: "<kernel>_k<index>".
 std::string GpuLaunchSymbol(const std::string& kernel, size_t index);
 
-/// Splits `body` into its launches. The thread-bound loops of a launch must open it as one
-/// chain of directly nested loops (a block loop, or a thread loop, each holding only the next),
-/// with no limit; no thread-bound loop may appear elsewhere. A launch with no bound loop runs on
-/// one thread. Errors: kInvalidArgument naming the loop that breaks the rule, or a block of more
-/// than 1024 threads (CUDA's limit) or a grid dimension above 2^31 - 1 (x) / 65535 (y, z).
+/// Splits `body` into its launches. The block loops of a launch must open it as one chain of
+/// directly nested loops (possibly followed by thread loops, each holding only the next); the
+/// chain's extents are the grid and block dimensions. Thread loops may also appear below the
+/// chain (after a shared-memory alloc, inside a serial loop over tiles): the block then has
+/// each index's largest extent, every thread runs its own iteration of each such loop (threads
+/// past a loop's extent skip it), and a barrier follows each outermost one, so that what one
+/// thread loop writes to shared memory the next reads (the loop IR's serial order). Bound loops
+/// have no limit. A launch with no bound loop runs on one thread. Errors: kInvalidArgument
+/// naming the loop that breaks a rule, or a block of more than 1024 threads (CUDA's limit) or a
+/// grid dimension above 2^31 - 1 (x) / 65535 (y, z).
 absl::StatusOr<std::vector<GpuLaunch>> SplitGpuLaunches(const Stmt& body);
 
 }  // namespace kiln::loop

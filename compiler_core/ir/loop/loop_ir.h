@@ -20,6 +20,10 @@ struct Buffer {
   enum class Scope : uint8_t {
     kGlobal,  // passed in by the runtime: a kernel parameter or a workspace
     kLocal,   // allocated on the kernel's stack by an Allocate statement (e.g. a register tile)
+    // GPU shared memory, allocated by an Allocate inside a launch's block loops and outside its
+    // thread loops: one copy per block, seen by all its threads (a tile staged for reuse). On
+    // a CPU (and in the interpreter) it is a local buffer.
+    kShared,
   };
   std::string name;              // unique within a Func; printed as %name
   DType dtype = DType::kFloat32;
@@ -163,7 +167,8 @@ struct StmtNode {
   /// it accumulates into): it may not be vectorized or parallelized.
   bool is_reduction = false;
   Stmt body;
-  // kStore: buffer[indices] = value. kAllocate: buffer (kLocal scope) lives for `body`.
+  // kStore: buffer[indices] = value. kAllocate: buffer (kLocal or kShared scope) lives for
+  // `body`.
   BufferRef buffer;
   std::vector<Expr> indices;
   Expr value;

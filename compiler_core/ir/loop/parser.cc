@@ -274,10 +274,16 @@ class Parser {
     return IfThenElse(std::move(cond), std::move(then_body), std::move(else_body));
   }
 
-  /// "alloc %buf: dtype[shape] { ... }": a kLocal buffer visible in the body.
+  /// "alloc [shared] %buf: dtype[shape] { ... }": a kLocal (kShared) buffer visible in the
+  /// body.
   absl::StatusOr<Stmt> ParseAlloc() {
     KILN_RETURN_IF_ERROR(Expect("alloc"));
-    KILN_ASSIGN_OR_RETURN(BufferRef buffer, ParseBufferDecl(Buffer::Scope::kLocal));
+    Buffer::Scope scope = Buffer::Scope::kLocal;
+    if (Peek().Is("shared")) {
+      Next();
+      scope = Buffer::Scope::kShared;
+    }
+    KILN_ASSIGN_OR_RETURN(BufferRef buffer, ParseBufferDecl(scope));
     absl::StatusOr<Stmt> body = ParseBody();
     buffers_.pop_back();
     if (!body.ok()) return body.status();

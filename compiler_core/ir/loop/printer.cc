@@ -159,8 +159,9 @@ std::string PrintStmt(const Stmt& s, int indent) {
       return absl::StrCat(out, "\n");
     }
     case StmtKind::kAllocate:
-      return absl::StrCat(pad, "alloc ", BufferDecl(s->buffer), " {\n",
-                          PrintStmt(s->body, indent + 2), pad, "}\n");
+      return absl::StrCat(
+          pad, "alloc ", s->buffer->scope == Buffer::Scope::kShared ? "shared " : "",
+          BufferDecl(s->buffer), " {\n", PrintStmt(s->body, indent + 2), pad, "}\n");
   }
   return "";
 }

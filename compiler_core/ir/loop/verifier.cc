@@ -2,6 +2,7 @@
 // stacks and stops at the first violation.
 #include "compiler_core/ir/loop/verifier.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -203,8 +204,14 @@ class Verifier final : public Visitor {
     const Buffer* b = s->buffer.get();
     if (!b) {
       Fail(s, "the alloc has no buffer");
-    } else if (b->scope != Buffer::Scope::kLocal) {
-      Fail(s, "an alloc'd buffer must have local scope");
+    } else if (b->scope != Buffer::Scope::kLocal && b->scope != Buffer::Scope::kShared) {
+      Fail(s, "an alloc'd buffer must have local or shared scope");
+    } else if (b->scope == Buffer::Scope::kShared &&
+               std::any_of(bound_kinds_.begin(), bound_kinds_.end(),
+                           [](ForKind k) { return !IsBlockBound(k); })) {
+      Fail(s, absl::StrCat("shared buffer %", b->name,
+                           " is allocated inside a thread loop (one copy per block: allocate it "
+                           "outside the thread loops)"));
     } else if (FindVisible(b->name)) {
       Fail(s, absl::StrCat("buffer %", b->name, " is already defined"));
     }

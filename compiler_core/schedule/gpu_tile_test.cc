@@ -1,0 +1,143 @@
+// gpu_tile (gpu_tile.h) on contractions parsed from loop IR text: the tiled nest computes what
+// the untiled one does (the interpreter runs both; thread loops run serially, the loop IR's
+// meaning), the result verifies, and nests that are not GEMMs are refused with the reason.
+#include "compiler_core/schedule/gpu_tile.h"
+
+#include <string>
+#include <vector>
+
+#include "compiler_core/ir/loop/interpreter.h"
+#include "compiler_core/ir/loop/parser.h"
+#include "compiler_core/ir/loop/printer.h"
+#include "compiler_core/ir/loop/verifier.h"
+#include "compiler_core/schedule/schedule.h"
+#include "compiler_core/schedule/schedule_parser.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kiln::schedule {
+namespace {
+
+using ::testing::HasSubstr;
+
+loop::Func Parse(const std::string& text) {
+  absl::StatusOr<loop::Func> f = loop::ParseFunc(text);
+  EXPECT_TRUE(f.ok()) << f.status();
+  return *f;
+}
+
+// Runs `f` on deterministic inputs (every param filled, the output too: it holds the init);
+// returns the last param.
+std::vector<float> Run(const loop::Func& f) {
+  std::vector<std::vector<float>> data;
+  std::vector<void*> ptrs;
+  for (size_t p = 0; p < f.params.size(); ++p) {
+    data.emplace_back(static_cast<size_t>(f.params[p]->NumElements()));
+    for (size_t e = 0; e < data.back().size(); ++e) {
+      data.back()[e] = static_cast<float>(((e * 7 + p * 13) % 23) - 11) / 8.0f;
+    }
+  }
+  for (auto& d : data) ptrs.push_back(d.data());
+  absl::Status s = loop::InterpretFunc(f, ptrs);
+  EXPECT_TRUE(s.ok()) << s;
+  return data.back();
+}
+
+void ExpectTiledMatches(const std::string& text, const std::string& steps) {
+  loop::Func f = Parse(text);
+  absl::StatusOr<Schedule> schedule = ParseSchedule(steps);
+  ASSERT_TRUE(schedule.ok()) << schedule.status();
+  EXPECT_EQ(schedule->ToString(), steps);
+  loop::Func tiled = f;
+  absl::Status applied = ApplySchedule(*schedule, tiled);
+  ASSERT_TRUE(applied.ok()) << applied;
+  absl::Status verified = loop::VerifyFunc(tiled);
+  EXPECT_TRUE(verified.ok()) << verified << "\n" << loop::PrintFunc(tiled);
+  std::vector<float> want = Run(f), got = Run(tiled);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t e = 0; e < want.size(); ++e) {
+    EXPECT_NEAR(got[e], want[e], 1e-4 + 1e-5 * std::abs(want[e])) << "element " << e;
+  }
+}
+
+void ExpectGemm(const std::string& text, const std::string& nest, GemmShape want) {
+  absl::StatusOr<GemmShape> got = AnalyzeContraction(Parse(text), nest);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(std::vector<int64_t>({got->m, got->n, got->k, got->batch}),
+            std::vector<int64_t>({want.m, want.n, want.k, want.batch}));
+}
+
+TEST(GpuTileTest, RaggedMatMul) {
+  const std::string mm =
+      "func @mm(%a: f32[37,29], %b: f32[29,45], %c: f32[37,45]) anchor=MatMul {\n"
+      "  for i in 0..37 {\n    for j in 0..45 {\n      for k in 0..29 reduce {\n"
+      "        %c[i, j] = (%c[i, j] + (%a[i, k] * %b[k, j]))\n      }\n    }\n  }\n}\n";
+  ExpectTiledMatches(mm, "gpu_tile(i, 2, 4, 8)");
+  ExpectTiledMatches(mm, "gpu_tile(i, 1, 1, 32)");
+  loop::Func f = Parse(mm);
+  ASSERT_TRUE(GpuTileContraction(f, "i", 2, 4, 8).ok());
+  const std::string printed = loop::PrintFunc(f);
+  EXPECT_THAT(printed, HasSubstr("  blockIdx.y for c.bm in 0..2 {\n"
+                                 "    blockIdx.x for c.bn in 0..1 {\n"
+                                 "      alloc shared %c_xs: f32[8,33] {\n"
+                                 "        alloc shared %c_ys: f32[8,65] {\n"
+                                 "          alloc %c_acc: f32[16,16,2,4] {\n"));
+  EXPECT_THAT(printed, HasSubstr("for c.ko in 0..4 reduce {"));
+  ExpectGemm(mm, "i", {37, 45, 29, 1});
+}
+
+TEST(GpuTileTest, BatchedMatMulUsesTheGridZ) {
+  const std::string bmm =
+      "func @bmm(%a: f32[3,20,17], %b: f32[3,17,33], %c: f32[3,20,33]) anchor=MatMul {\n"
+      "  for b0 in 0..3 {\n    for i in 0..20 {\n      for j in 0..33 {\n"
+      "        for k in 0..17 reduce {\n"
+      "          %c[b0, i, j] = (%c[b0, i, j] + (%a[b0, i, k] * %b[b0, k, j]))\n"
+      "        }\n      }\n    }\n  }\n}\n";
+  ExpectTiledMatches(bmm, "gpu_tile(b0, 2, 2, 16)");
+  ExpectGemm(bmm, "b0", {20, 33, 17, 3});
+  loop::Func f = Parse(bmm);
+  ASSERT_TRUE(GpuTileContraction(f, "b0", 2, 2, 16).ok());
+  EXPECT_THAT(loop::PrintFunc(f), HasSubstr("blockIdx.z for c.b in 0..3 {"));
+}
+
+TEST(GpuTileTest, StridedConvAsImplicitGemm) {
+  // out[n, oc, oh, ow] += pad[n, ic, 2 oh + kh, 2 ow + kw] * w[oc, ic, kh, kw]: M = oc (only w
+  // reads it), N = n, oh, ow, K = ic, kh, kw.
+  const std::string conv =
+      "func @conv(%pad: f32[2,3,13,13], %w: f32[5,3,3,3], %out: f32[2,5,6,6]) anchor=Conv {\n"
+      "  for n in 0..2 {\n    for oc in 0..5 {\n      for oh in 0..6 {\n        for ow in 0..6 {\n"
+      "          for ic in 0..3 reduce {\n            for kh in 0..3 reduce {\n"
+      "              for kw in 0..3 reduce {\n"
+      "                %out[n, oc, oh, ow] = (%out[n, oc, oh, ow] + (%pad[n, ic, ((oh * 2) + kh), "
+      "((ow * 2) + kw)] * %w[oc, ic, kh, kw]))\n"
+      "              }\n            }\n          }\n        }\n      }\n    }\n  }\n}\n";
+  ExpectTiledMatches(conv, "gpu_tile(n, 2, 1, 8)");
+  // M: n, oh, ow (read by the first operand only); N: oc; K: ic, kh, kw.
+  ExpectGemm(conv, "n", {72, 5, 27, 1});
+}
+
+TEST(GpuTileTest, RefusesWhatIsNotAGemm) {
+  const std::string depthwise =
+      "func @dw(%pad: f32[1,4,10,10], %w: f32[4,1,3,3], %out: f32[1,4,8,8]) anchor=Conv {\n"
+      "  for n in 0..1 {\n    for c in 0..4 {\n      for oh in 0..8 {\n        for ow in 0..8 {\n"
+      "          for kh in 0..3 reduce {\n            for kw in 0..3 reduce {\n"
+      "              %out[n, c, oh, ow] = (%out[n, c, oh, ow] + (%pad[n, c, (oh + kh), (ow + kw)] "
+      "* %w[c, 0, kh, kw]))\n"
+      "            }\n          }\n        }\n      }\n    }\n  }\n}\n";
+  loop::Func f = Parse(depthwise);
+  absl::Status s = GpuTileContraction(f, "n", 4, 4, 16);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.message(), "not a GEMM: no spatial loop read by only one operand, or no reduction");
+  const std::string relu =
+      "func @r(%x: f32[8], %y: f32[8]) anchor=Relu {\n  for i in 0..8 {\n"
+      "    %y[i] = max(%x[i], 0.0)\n  }\n}\n";
+  f = Parse(relu);
+  s = GpuTileContraction(f, "i", 4, 4, 16);
+  EXPECT_EQ(s.message(), "the store is not an accumulation C = C + X * Y");
+  EXPECT_EQ(GpuTileContraction(f, "nope", 4, 4, 16).message(), "no top-level nest 'nope'");
+  EXPECT_EQ(GpuTileContraction(f, "i", 0, 4, 16).message(), "gpu_tile factors must be positive");
+  EXPECT_FALSE(ParseSchedule("gpu_tile(i, 4, 4)").ok());
+}
+
+}  // namespace
+}  // namespace kiln::schedule

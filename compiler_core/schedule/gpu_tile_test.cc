@@ -101,8 +101,7 @@ TEST(GpuTileTest, BatchedMatMulUsesTheGridZ) {
 }
 
 TEST(GpuTileTest, StridedConvAsImplicitGemm) {
-  // out[n, oc, oh, ow] += pad[n, ic, 2 oh + kh, 2 ow + kw] * w[oc, ic, kh, kw]: M = oc (only w
-  // reads it), N = n, oh, ow, K = ic, kh, kw.
+  // out[n, oc, oh, ow] += pad[n, ic, 2 oh + kh, 2 ow + kw] * w[oc, ic, kh, kw].
   const std::string conv =
       "func @conv(%pad: f32[2,3,13,13], %w: f32[5,3,3,3], %out: f32[2,5,6,6]) anchor=Conv {\n"
       "  for n in 0..2 {\n    for oc in 0..5 {\n      for oh in 0..6 {\n        for ow in 0..6 {\n"

@@ -1,5 +1,5 @@
 // `kiln check`: compile a model directory's model.onnx, run every test_data_set_* through the
-// compiled artifact, and compare each output with the stored reference.
+// compiled artifact, and compare each output with the stored reference (check_data.h).
 #ifndef KILN_CLIENT_CHECK_H_
 #define KILN_CLIENT_CHECK_H_
 
@@ -8,36 +8,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/check_data.h"
 #include "compiler_core/importer/onnx/input_shapes.h"
 #include "compiler_core/ir/graph/tensor.h"
 #include "compiler_core/pipeline/compile.h"
 #include "compiler_core/runtime/artifact.h"
 
 namespace kiln::client {
-
-/// Tolerance of the comparison: floating point elements pass when
-/// |got - expected| <= atol + rtol * |expected| (NaN matches NaN); integers and bools exactly.
-struct Tolerance {
-  double atol = 1e-4;
-  double rtol = 1e-3;
-};
-
-/// Result of comparing one output tensor.
-struct OutputComparison {
-  std::string data_set;   // e.g. "test_data_set_0"
-  std::string name;       // output name
-  bool pass = false;
-  double max_abs_error = 0;
-  double max_rel_error = 0;  // max over elements of |got - expected| / |expected| (|expected|>0)
-  std::string error;         // why it failed beyond tolerance (shape or dtype mismatch, ...)
-};
-
-/// One line for a report: "PASS|FAIL <data set>/<output>: max_abs_err=... max_rel_err=...".
-std::string FormatComparison(const OutputComparison& c);
-
-/// Compares `got` with `expected`: shapes and dtypes must be equal exactly.
-OutputComparison CompareTensors(const Tensor& got, const Tensor& expected,
-                                const Tolerance& tolerance);
 
 struct CheckReport {
   pipeline::CompileResult compile;  // graph hash, target, timings (artifact included); the
@@ -53,15 +30,7 @@ struct CheckReport {
   bool all_pass = false;
 };
 
-/// `device` everywhere below: where the artifact runs, "cpu" or "cuda:N" (runtime::cuda::LoadRunner).
-
-/// Runs every `dir`/test_data_set_*/ through `artifact` and compares each output with its
-/// reference (see CheckModelDir for the layout). Errors: kNotFound if there is no data set;
-/// kInvalidArgument if a data set's inputs do not match the artifact; load/run errors.
-absl::StatusOr<std::vector<OutputComparison>> CheckArtifact(const std::string& dir,
-                                                            const runtime::Artifact& artifact,
-                                                            const Tolerance& tolerance = {},
-                                                            const std::string& device = "cpu");
+/// `device` below: where the artifact runs, "cpu" or "cuda:N" (runtime::cuda::LoadRunner).
 
 /// One compile of a check and the data sets (directories) it checks.
 struct CheckCompile {

@@ -62,7 +62,7 @@ class GpuPlanner {
         extent *= chain[k]->extent;
       }
       const int64_t threads =
-          knobs_.Choose(prefix + "threads", {64, 128, 256, 512, 1024}, kDefaultThreads);
+          knobs_.Choose(prefix + "threads", {64, 128, 256, 512, 1024}, DefaultThreads(extent));
       if (extent <= threads) {
         Try(Kind::kBind, {fused, "threadIdx.x"});
         continue;
@@ -76,6 +76,20 @@ class GpuPlanner {
   }
 
  private:
+  // Threads per block for a fused extent: 256 unless a divisor of the extent avoids the split's
+  // tail (a launch of its own): the largest one up to 256 that is a multiple of a warp (32), else
+  // one of at least 64.
+  static int64_t DefaultThreads(int64_t extent) {
+    if (extent <= kDefaultThreads) return kDefaultThreads;
+    int64_t any = 0;
+    for (int64_t d = kDefaultThreads; d >= 32; --d) {
+      if (extent % d != 0) continue;
+      if (d % 32 == 0) return d;
+      if (any == 0 && d >= 64) any = d;
+    }
+    return any != 0 ? any : kDefaultThreads;
+  }
+
   // A contraction large enough to fill a 64 x 64 tile: the shared-memory tiled GEMM (knobs
   // "gpu_tile", "tm", "tn", "bk"). False if it does not apply or the knob says no.
   bool TryGpuTile(const std::string& nest, const std::string& prefix) {

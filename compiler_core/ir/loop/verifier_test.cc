@@ -137,7 +137,7 @@ TEST(LoopVerifierTest, RejectsBadNamesAndScopes) {
             "an enclosing alloc");
   BufferRef global = MakeBuffer("g", DType::kFloat32, {4});
   EXPECT_EQ(VerifyBody(base, Allocate(global, Store(global, {IntImm(0)}, FloatImm(0)))),
-            "func 'k': in 'alloc %g: f32[4]': an alloc'd buffer must have local scope");
+            "func 'k': in 'alloc %g: f32[4]': an alloc'd buffer must have local or shared scope");
   Func twice = base;
   twice.workspaces = {MakeBuffer("x", DType::kFloat32, {2})};
   EXPECT_EQ(VerifyFunc(twice).message(), "func 'k': buffer %x is declared twice");

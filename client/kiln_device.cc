@@ -4,9 +4,10 @@
 //
 //   kiln-device info [--device cuda:N]
 //   kiln-device check OUT.kiln DIR [--device D]   DIR/test_data_set_*: compare every output
-//   kiln-device time OUT.kiln DIR [--device D] [--warmup N] [--repeats N]
-//       median and minimum latency of data set 0 in ms, one JSON line; on a GPU the device time
-//       of the launches (CUDA events, inputs already on the device), on a CPU the wall time.
+//   kiln-device time OUT.kiln [DIR] [--device D] [--warmup N] [--repeats N]
+//       median and minimum latency of data set 0 (without DIR: of deterministic pseudo-random
+//       inputs, e.g. for a GEMM) in ms, one JSON line; on a GPU the device time of the
+//       launches (CUDA events, inputs already on the device), on a CPU the wall time.
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -27,7 +28,7 @@ constexpr char kUsage[] =
     "usage:\n"
     "  kiln-device info [--device cuda:N]\n"
     "  kiln-device check OUT.kiln DIR [--device cpu|cuda:N]\n"
-    "  kiln-device time OUT.kiln DIR [--device cpu|cuda:N] [--warmup N] [--repeats N]\n"
+    "  kiln-device time OUT.kiln [DIR] [--device cpu|cuda:N] [--warmup N] [--repeats N]\n"
     "The device defaults to cuda:0 for a CUDA artifact, cpu otherwise.\n";
 
 int Fail(const std::string& message) {
@@ -105,20 +106,72 @@ int Check(const Args& args) {
   return pass ? 0 : 1;
 }
 
+// Inputs for `m` (one profile: its own specs) filled from a fixed-seed LCG: floats in [-1, 1),
+// integers in 0..3, bools false.
+std::vector<Tensor> RandomInputs(const kiln::v1::Manifest& m) {
+  const kiln::v1::Manifest& v = m.profiles_size() > 0 ? m.profiles(0) : m;
+  std::vector<Tensor> inputs;
+  uint64_t state = 0x9E3779B97F4A7C15ull;
+  for (const kiln::v1::TensorSpec& spec : v.inputs()) {
+    Tensor t;
+    t.type = TensorType{*ParseDType(spec.dtype()), {spec.shape().begin(), spec.shape().end()}};
+    t.bytes.assign(static_cast<size_t>(t.type.NumBytes()), 0);
+    for (int64_t i = 0; i < t.type.NumElements(); ++i) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      const double u = static_cast<double>(state >> 11) / 9007199254740992.0;  // [0, 1)
+      const float f = static_cast<float>(2 * u - 1);
+      const int64_t n = static_cast<int64_t>(u * 4);
+      switch (t.type.dtype) {
+        case DType::kFloat32:
+          t.mutable_data<float>()[i] = f;
+          break;
+        case DType::kFloat64:
+          t.mutable_data<double>()[i] = f;
+          break;
+        case DType::kFloat16:
+          t.mutable_data<uint16_t>()[i] = FloatToHalf(f);
+          break;
+        case DType::kBFloat16:
+          t.mutable_data<uint16_t>()[i] = FloatToBFloat16(f);
+          break;
+        case DType::kInt64:
+          t.mutable_data<int64_t>()[i] = n;
+          break;
+        case DType::kInt32:
+          t.mutable_data<int32_t>()[i] = static_cast<int32_t>(n);
+          break;
+        default:
+          break;  // other dtypes stay 0
+      }
+    }
+    inputs.push_back(std::move(t));
+  }
+  return inputs;
+}
+
 int Time(const Args& args) {
-  if (args.positional.size() != 2) return Fail(std::string("time: OUT.kiln DIR\n") + kUsage);
+  if (args.positional.empty() || args.positional.size() > 2) {
+    return Fail(std::string("time: OUT.kiln [DIR]\n") + kUsage);
+  }
   auto artifact = runtime::ReadArtifactFile(args.positional[0]);
   if (!artifact.ok()) return Fail(artifact.status().ToString());
   const std::string device = DeviceFor(args, *artifact);
-  std::vector<std::filesystem::path> sets = client::DataSets(args.positional[1]);
-  if (sets.empty()) return Fail("no test_data_set_* in " + args.positional[1]);
-  auto files = client::ReadDataSetInputs(sets[0], artifact->manifest);
-  if (!files.ok()) return Fail(files.status().ToString());
-  std::vector<importer::NamedTensor*> feeds = client::FeedsOf(artifact->manifest, *files);
+  std::vector<Tensor> random;
+  std::vector<importer::NamedTensor> files;
   std::vector<const Tensor*> inputs;
-  for (importer::NamedTensor* f : feeds) {
-    if (f == nullptr) return Fail("a data set file is missing for an input");
-    inputs.push_back(&f->tensor);
+  if (args.positional.size() == 1) {
+    random = RandomInputs(artifact->manifest);
+    for (const Tensor& t : random) inputs.push_back(&t);
+  } else {
+    std::vector<std::filesystem::path> sets = client::DataSets(args.positional[1]);
+    if (sets.empty()) return Fail("no test_data_set_* in " + args.positional[1]);
+    auto read = client::ReadDataSetInputs(sets[0], artifact->manifest);
+    if (!read.ok()) return Fail(read.status().ToString());
+    files = std::move(*read);
+    for (importer::NamedTensor* f : client::FeedsOf(artifact->manifest, files)) {
+      if (f == nullptr) return Fail("a data set file is missing for an input");
+      inputs.push_back(&f->tensor);
+    }
   }
   std::vector<double> ms;
   if (device == "cpu") {

@@ -44,7 +44,7 @@ constexpr char kUsage[] = R"(usage:
             [--input-shape NAME=D0,D1,... ...] (also with --local and --server)
   kiln tune MODEL.onnx --local --records-out FILE.jsonl [--target T] [--trials N]
             [--time-budget-s S] [--threads N (default 1)] [--seed S] [--random]
-            [--no-cache-flush] [--json]
+            [--no-cache-flush] [--json] [--device cuda:N (a cuda target: the GPU measured on)]
   kiln tune MODEL.onnx --server HOST:PORT [--target T] [--trials N] [--time-budget-s S]
             [--seed S] [--hardware-key K] [--random] [--json]
   kiln cancel JOB_ID --server HOST:PORT

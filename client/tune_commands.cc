@@ -1,14 +1,14 @@
 // kiln tune.
 #include "client/tune_commands.h"
 
+#include <unistd.h>
+
 #include <iostream>
 #include <random>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include <unistd.h>
-
 #include "client/args.h"
 #include "client/json.h"
 #include "client/records_file.h"
@@ -16,6 +16,7 @@
 #include "client/tune_summary.h"
 #include "compiler_core/pipeline/compiler_version.h"
 #include "compiler_core/pipeline/workloads.h"
+#include "compiler_core/runtime/cuda/cuda_driver.h"
 #include "compiler_core/schedule/schedule.h"
 #include "compiler_core/tuning/hardware.h"
 #include "compiler_core/tuning/local_measurer.h"
@@ -144,7 +145,19 @@ int TuneLocal(const Args& args) {
   Target target;
   auto workloads = pipeline::ExtractWorkloads(args.positional[0], options, &target);
   if (!workloads.ok()) return FailStatus(workloads.status());
-  const tuning::HardwareInfo hw = tuning::DetectCpuHardware(target, threads);
+  // A GPU target measures on the first GPU (--device cuda:N for another).
+  int gpu = 0;
+  if (target.IsGpu()) {
+    auto ordinal = runtime::cuda::ParseCudaDevice(args.Get("--device", "cuda:0"));
+    if (!ordinal.ok()) return FailStatus(ordinal.status());
+    gpu = *ordinal;
+  }
+  absl::StatusOr<tuning::HardwareInfo> detected =
+      target.IsGpu()
+          ? tuning::DetectCudaHardware(target, gpu)
+          : absl::StatusOr<tuning::HardwareInfo>(tuning::DetectCpuHardware(target, threads));
+  if (!detected.ok()) return FailStatus(detected.status());
+  const tuning::HardwareInfo hw = *detected;
   // Earlier records of similar hardware in the output file seed the search.
   tuning::RecordSet known;
   if (absl::StatusOr<tuning::RecordSet> existing = ReadRecordSet(records_out); existing.ok()) {
@@ -167,11 +180,13 @@ int TuneLocal(const Args& args) {
     tasks.push_back(std::move(t));
   }
   // The measuring process owns `threads` cores, as a measure worker does.
-  if (absl::StatusOr<std::vector<int>> pinned = tuning::PinToCores(threads); !pinned.ok()) {
+  if (absl::StatusOr<std::vector<int>> pinned = tuning::PinToCores(threads);
+      !pinned.ok() && !target.IsGpu()) {
     std::cerr << "kiln: tune: not pinned: " << pinned.status().message() << "\n";
   }
   tuning::MeasureOptions measure;
   measure.num_threads = threads;
+  measure.device = gpu;
   if (!args.Has("--no-cache-flush")) measure.cache_flush_bytes = tuning::CacheFlushBytesFor(hw);
   tuning::LocalMeasurer measurer(target, hw.Key(), measure);
   const tuning::FeatureContext features = tuning::FeatureContextFor(hw, target, threads);
@@ -212,10 +227,10 @@ int TuneLocal(const Args& args) {
 
 int TuneCommand(int argc, char** argv) {
   Args args = ParseArgs(argc, argv, 2,
-                        {"--target", "--print-space", "--samples", "--seed", "--server",
-                         "--trials", "--time-budget-s", "--json", "--local", "--records-out",
-                         "--threads", "--random", "--hardware-key", "--disable-pass",
-                         "--timeout-s", "--no-cache-flush", "--input-shape"},
+                        {"--target", "--print-space", "--samples", "--seed", "--server", "--trials",
+                         "--time-budget-s", "--json", "--local", "--records-out", "--threads",
+                         "--random", "--hardware-key", "--disable-pass", "--timeout-s",
+                         "--no-cache-flush", "--input-shape", "--device"},
                         {"--print-space", "--json", "--local", "--random", "--no-cache-flush"});
   if (!args.error.empty()) return Fail(args.error);
   if (args.positional.size() != 1) return Fail("tune: expected one MODEL.onnx");

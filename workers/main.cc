@@ -1,6 +1,6 @@
-// kiln-worker: a compile worker process (or with --measure cpu, a measure worker). Connects to
-// kilnd's WorkerHub and runs what it is given until SIGTERM/SIGINT (exit 0) or until kilnd
-// stays unreachable too long (exit 1).
+// kiln-worker: a compile worker process (or with --measure cpu|cuda:N, a measure worker). Connects
+// to kilnd's WorkerHub and runs what it is given until SIGTERM/SIGINT (exit 0) or until kilnd stays
+// unreachable too long (exit 1).
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -11,9 +11,12 @@
 #include <thread>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler_core/codegen/llvm/codegen.h"
+#include "compiler_core/runtime/cuda/cuda_driver.h"
 #include "compiler_core/tuning/hardware.h"
+#include "compiler_core/tuning/measure.h"
 #include "workers/worker.h"
 
 namespace {
@@ -22,6 +25,7 @@ constexpr char kUsage[] =
     "usage: kiln-worker --connect HOST:PORT [--slots N] [--id NAME] [--give-up-after-s S]\n"
     "                   [--grace-s S]\n"
     "       kiln-worker --connect HOST:PORT --measure cpu [--cores N] [--core-offset K] ...\n"
+    "       kiln-worker --connect HOST:PORT --measure cuda:N ...\n"
     "  --connect        kilnd's address (required)\n"
     "  --slots          tasks compiled at once (default 1)\n"
     "  --id             worker name sent at registration (default kiln-worker-<pid>)\n"
@@ -29,6 +33,9 @@ constexpr char kUsage[] =
     "  --grace-s        after SIGTERM, wait this long for a running compile (default 5)\n"
     "  --measure cpu    be a measure worker for this machine's CPU: measures tune candidates,\n"
     "                   one batch at a time, and compiles nothing\n"
+    "  --measure cuda:N be a measure worker for GPU N (through the NVIDIA driver): times\n"
+    "                   candidates with CUDA events, each in a child process with its own\n"
+    "                   context, for code of that GPU's SM (cuda:sm_80 .. cuda:sm_90)\n"
     "  --cores N        cores the measure worker owns and measures with (default 1)\n"
     "  --core-offset K  pin to N cores starting at the K-th this process may use (default 0)\n"
     "  --inject-fault wrong-outputs  (tests) every built candidate computes wrong outputs\n";
@@ -47,6 +54,7 @@ int main(int argc, char** argv) {
   bool measure = false;
   int cores = 1;
   int core_offset = 0;
+  int gpu = -1;  // --measure cuda:N
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i], value;
     if (flag == "-h" || flag == "--help") {
@@ -78,8 +86,11 @@ int main(int argc, char** argv) {
       grace_s = n;
     } else if (flag == "--measure") {
       if (value != "cpu") {
-        return Usage("--measure cpu is the only device kind this build measures (cuda comes "
-                     "with the CUDA target), not '" + value + "'");
+        absl::StatusOr<int> ordinal = kiln::runtime::cuda::ParseCudaDevice(value);
+        if (!ordinal.ok()) {
+          return Usage("--measure wants cpu or cuda:N, not '" + value + "'");
+        }
+        gpu = *ordinal;
       }
       measure = true;
     } else if (flag == "--cores") {
@@ -99,7 +110,24 @@ int main(int argc, char** argv) {
   if (!measure && (cores != 1 || core_offset != 0)) {
     return Usage("--cores and --core-offset go with --measure cpu");
   }
-  if (measure) {
+  if (measure && gpu >= 0) {
+    // A GPU measure worker measures code for its own SM.
+    absl::StatusOr<kiln::runtime::cuda::CudaDeviceInfo> device =
+        kiln::runtime::cuda::QueryCudaDevice(gpu);
+    if (!device.ok()) return Usage(std::string(device.status().message()));
+    absl::StatusOr<kiln::Target> target =
+        kiln::ParseCudaTarget(absl::StrCat("cuda:sm_", device->sm));
+    if (!target.ok()) return Usage(std::string(target.status().message()));
+    absl::StatusOr<kiln::tuning::HardwareInfo> hw = kiln::tuning::DetectCudaHardware(*target, gpu);
+    if (!hw.ok()) return Usage(std::string(hw.status().message()));
+    options.measure_hardware_key = hw->Key();
+    options.measure_device_name = hw->device;
+    options.measure_device_kind = "cuda";
+    options.measure_device_ordinal = gpu;
+    options.slots = 1;
+    std::cerr << "kiln-worker: measure worker on cuda:" << gpu << ", hardware key "
+              << options.measure_hardware_key << "\n";
+  } else if (measure) {
     // A measure worker owns its cores: pinned before any thread starts, so all inherit it.
     absl::StatusOr<kiln::Target> host = kiln::codegen::ResolveTarget("host");
     if (!host.ok()) return Usage(std::string(host.status().message()));

@@ -118,8 +118,8 @@ absl::StatusOr<kiln::v1::BuildResult> BuildBatch(const kiln::v1::BuildTask& task
 }
 
 absl::StatusOr<kiln::v1::MeasureResult> MeasureBatch(const kiln::v1::MeasureTask& task,
-                                                     const std::string& hardware_key,
-                                                     int cores) {
+                                                     const std::string& hardware_key, int cores,
+                                                     int device) {
   if (task.hardware_key() != hardware_key) {
     return absl::FailedPreconditionError(
         absl::StrCat("this measure worker measures on ", hardware_key, ", not on ",
@@ -127,6 +127,7 @@ absl::StatusOr<kiln::v1::MeasureResult> MeasureBatch(const kiln::v1::MeasureTask
   }
   kiln::v1::MeasureOptions options = task.options();
   options.set_num_threads(cores);
+  options.set_device(device);
   KILN_ASSIGN_OR_RETURN(kiln::v1::BatchMeasurement m,
                         tuning::RunBatchMessage(task.batch(), options));
   m.set_hardware_key(hardware_key);

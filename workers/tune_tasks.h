@@ -37,11 +37,12 @@ absl::StatusOr<kiln::v1::BuildResult> BuildBatch(const kiln::v1::BuildTask& task
                                                  const BuildFaults& faults = {});
 
 /// Runs a built batch on this machine as the measure worker of `hardware_key` owning `cores`
-/// cores (tuning/measure_proto.h RunBatchMessage, with num_threads = cores); the measurement
-/// names `hardware_key`. Errors: kFailedPrecondition when the task is for another hardware key
-/// (both named); those of RunBatchMessage.
+/// cores (tuning/measure_proto.h RunBatchMessage, with num_threads = cores) and, for a PTX
+/// batch, GPU `device`; the measurement names `hardware_key`. Errors: kFailedPrecondition when the
+/// task is for another hardware key (both named); those of RunBatchMessage.
 absl::StatusOr<kiln::v1::MeasureResult> MeasureBatch(const kiln::v1::MeasureTask& task,
-                                                     const std::string& hardware_key, int cores);
+                                                     const std::string& hardware_key, int cores,
+                                                     int device = 0);
 
 }  // namespace kiln::workers
 

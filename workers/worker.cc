@@ -122,8 +122,8 @@ kiln::v1::Worker Worker::Capabilities() const {
   if (measures()) {
     kiln::v1::MeasureCapability& m =
         *w.mutable_capabilities()->add_capabilities()->mutable_measure();
-    m.set_device_kind("cpu");
-    m.set_device_ordinal(0);
+    m.set_device_kind(options_.measure_device_kind);
+    m.set_device_ordinal(options_.measure_device_ordinal);
     m.set_device_name(options_.measure_device_name);
     m.set_hardware_key(options_.measure_hardware_key);
     m.set_cores(options_.measure_cores);
@@ -131,7 +131,8 @@ kiln::v1::Worker Worker::Capabilities() const {
   }
   kiln::v1::CompileCapability& compile =
       *w.mutable_capabilities()->add_capabilities()->mutable_compile();
-  compile.add_target_kinds("cpu");  // codegen/llvm: "host" and "cpu:<llvm cpu name>"
+  compile.add_target_kinds("cpu");   // codegen/llvm: "host" and "cpu:<llvm cpu name>"
+  compile.add_target_kinds("cuda");  // NVPTX: "cuda:sm_NN" (PTX, built with no GPU here)
   if (auto host = codegen::ResolveTarget("host"); host.ok()) {
     compile.set_host_cpu(host->cpu);
     compile.set_host_features(host->features);
@@ -421,7 +422,7 @@ absl::Status Worker::RunTuneStep(const kiln::v1::WorkerTask& task, Clock::time_p
     case kiln::v1::WorkerTask::kMeasure: {
       KILN_ASSIGN_OR_RETURN(*result.mutable_measure(),
                             MeasureBatch(task.measure(), options_.measure_hardware_key,
-                                         options_.measure_cores));
+                                         options_.measure_cores, options_.measure_device_ordinal));
       return absl::OkStatus();
     }
     default:

@@ -45,6 +45,9 @@ struct WorkerOptions {
   std::string measure_hardware_key;
   std::string measure_device_name;
   int measure_cores = 1;
+  /// The device measured on: "cpu", or "cuda" with the GPU's ordinal.
+  std::string measure_device_kind = "cpu";
+  int measure_device_ordinal = 0;
   /// Faults injected into build tasks, for kilnd's tests.
   BuildFaults build_faults;
 };

@@ -223,7 +223,7 @@ TEST(WorkerTest, RegistersHeartbeatsCompilesAndUploads) {
     ASSERT_EQ(w.capabilities().capabilities_size(), 1);
     ASSERT_TRUE(w.capabilities().capabilities(0).has_compile());
     const kiln::v1::CompileCapability& compile = w.capabilities().capabilities(0).compile();
-    EXPECT_THAT(compile.target_kinds(), ::testing::ElementsAre("cpu"));
+    EXPECT_THAT(compile.target_kinds(), ::testing::ElementsAre("cpu", "cuda"));
     EXPECT_FALSE(compile.host_cpu().empty());
     EXPECT_EQ(w.slots(), 2);
     EXPECT_GT(w.pid(), 0);

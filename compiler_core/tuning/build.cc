@@ -3,15 +3,41 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/codegen/llvm/codegen.h"
+#include "compiler_core/ir/loop/gpu_launch.h"
 
 namespace kiln::tuning {
 namespace {
 
-BuiltKernel Built(const loop::Func& f) {
+// The launches of `body` (a GPU kernel's), entries named after `name`.
+absl::StatusOr<std::vector<KernelLaunch>> LaunchesOf(const loop::Stmt& body,
+                                                     const std::string& name) {
+  absl::StatusOr<std::vector<loop::GpuLaunch>> launches = loop::SplitGpuLaunches(body);
+  if (!launches.ok()) return launches.status();
+  std::vector<KernelLaunch> out;
+  for (size_t i = 0; i < launches->size(); ++i) {
+    out.push_back({loop::GpuLaunchSymbol(name, i), (*launches)[i].grid, (*launches)[i].block});
+  }
+  return out;
+}
+
+BuiltKernel Built(const loop::Func& f, bool gpu) {
   BuiltKernel k;
   k.symbol = f.name;
   if (f.init) k.init_symbol = loop::InitSymbol(f.name);
   for (const loop::BufferRef& w : f.workspaces) k.workspace_bytes.push_back(w->NumBytes());
+  if (gpu) {
+    absl::StatusOr<std::vector<KernelLaunch>> body = LaunchesOf(f.body, f.name);
+    absl::StatusOr<std::vector<KernelLaunch>> init =
+        f.init ? LaunchesOf(f.init, loop::InitSymbol(f.name))
+               : absl::StatusOr<std::vector<KernelLaunch>>(std::vector<KernelLaunch>{});
+    if (!body.ok() || !init.ok()) {
+      k.status = body.ok() ? init.status() : body.status();
+      k.symbol.clear();
+      return k;
+    }
+    k.launches = std::move(*body);
+    k.init_launches = std::move(*init);
+  }
   return k;
 }
 
@@ -24,8 +50,11 @@ absl::StatusOr<CandidateBatch> BuildFuncs(const loop::Func& reference,
   loop::Func ref = reference;
   ref.name = "kiln_reference";
   funcs.push_back(ref);
+  const bool gpu = target.IsGpu();
   CandidateBatch batch;
-  batch.reference = Built(ref);
+  batch.ptx = gpu;
+  batch.reference = Built(ref, gpu);
+  if (!batch.reference.status.ok()) return batch.reference.status;
   for (size_t i = 0; i < candidates.size(); ++i) {
     loop::Func f = candidates[i];
     f.name = absl::StrCat("kiln_candidate_", i);
@@ -37,10 +66,11 @@ absl::StatusOr<CandidateBatch> BuildFuncs(const loop::Func& reference,
       batch.candidates.push_back(k);
       continue;
     }
-    batch.candidates.push_back(Built(f));
-    funcs.push_back(std::move(f));
+    batch.candidates.push_back(Built(f, gpu));
+    if (batch.candidates.back().status.ok()) funcs.push_back(std::move(f));
   }
-  absl::StatusOr<std::string> code = codegen::CompileToSharedObject(funcs, target);
+  absl::StatusOr<std::string> code =
+      gpu ? codegen::CompileToPtx(funcs, target) : codegen::CompileToSharedObject(funcs, target);
   if (!code.ok()) return code.status();
   batch.code = std::move(*code);
   return batch;

@@ -16,7 +16,8 @@
 namespace kiln::tuning {
 
 /// Builds the default schedule of `lowered` and each of `candidates` (schedules of
-/// `lowered`) into one batch for `target`. A schedule that does not apply gets its error as
+/// `lowered`) into one batch for `target`: a shared object for a CPU, PTX with each kernel's
+/// launches for a GPU (CandidateBatch::ptx). A schedule that does not apply gets its error as
 /// the candidate's status (kFailedPrecondition) and no symbol. Errors: code generation failures
 /// (kInternal).
 absl::StatusOr<CandidateBatch> BuildCandidates(const loop::Func& lowered,

@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "compiler_core/runtime/code_module.h"
 #include "compiler_core/runtime/thread_pool.h"
+#include "compiler_core/tuning/measure_device.h"
 
 namespace kiln::tuning {
 namespace {
@@ -75,48 +76,105 @@ double ElementAsDouble(const loop::Buffer& b, const uint8_t* data, int64_t i) {
   }
 }
 
+/// The host CPU: the kernel runs on the params in place, on a thread pool.
+class CpuMeasureDevice final : public MeasureDevice {
+ public:
+  CpuMeasureDevice(const std::string& code, const BuiltKernel& kernel,
+                   const MeasureOptions& options)
+      : code_(code), kernel_(kernel), options_(options), pool_(options.num_threads) {}
+
+  absl::Status Prepare(const std::vector<uint8_t*>& params, const std::vector<int64_t>&) override {
+    absl::StatusOr<std::unique_ptr<runtime::CodeModule>> module = runtime::CodeModule::Load(code_);
+    if (!module.ok()) return module.status();
+    module_ = std::move(*module);
+    absl::StatusOr<kiln_kernel_fn> fn = module_->Kernel(kernel_.symbol);
+    if (!fn.ok()) return fn.status();
+    fn_ = *fn;
+    for (uint8_t* p : params) args_.push_back(p);
+    for (int64_t bytes : kernel_.workspace_bytes) {
+      workspaces_.push_back(Allocate(bytes));
+      args_.push_back(workspaces_.back().get());
+    }
+    ctx_ = kiln_context{&runtime::ThreadPool::ParallelForTrampoline, &pool_};
+    if (options_.cache_flush_bytes > 0) flush_ = Allocate(options_.cache_flush_bytes);
+    if (!kernel_.init_symbol.empty()) {
+      // Load-time work (e.g. a weight transform) runs once, as at artifact load: never timed.
+      absl::StatusOr<kiln_kernel_fn> init = module_->Kernel(kernel_.init_symbol);
+      if (!init.ok()) return init.status();
+      (*init)(&ctx_, args_.data());
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Run() override {
+    fn_(&ctx_, args_.data());
+    return absl::OkStatus();
+  }
+  absl::Status ReadBack() override { return absl::OkStatus(); }  // the params are host memory
+  absl::StatusOr<double> TimedRun() override {
+    // Reading a buffer of cache_flush_bytes moves the kernel's data out of the private caches
+    // (untimed).
+    if (flush_) {
+      uint64_t sum = 0;
+      const uint8_t* p = flush_.get();
+      for (int64_t i = 0; i < options_.cache_flush_bytes; i += 64) sum += p[i];
+      sink_ = sink_ + sum;
+    }
+    auto start = std::chrono::steady_clock::now();
+    fn_(&ctx_, args_.data());
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
+  }
+
+ private:
+  const std::string& code_;
+  const BuiltKernel& kernel_;
+  const MeasureOptions& options_;
+  runtime::ThreadPool pool_;
+  std::unique_ptr<runtime::CodeModule> module_;
+  kiln_kernel_fn fn_ = nullptr;
+  kiln_context ctx_{};
+  std::vector<void*> args_;
+  std::vector<Aligned> workspaces_;
+  Aligned flush_;
+  volatile uint64_t sink_ = 0;
+};
+
 /// Runs one kernel in this (child) process and fills `report`. `reference` holds the reference's
 /// params after its run (nullptr when this is the reference: then the params are copied there).
-void ChildMain(const loop::Func& workload, const std::string& code, const BuiltKernel& kernel,
+void ChildMain(const loop::Func& workload, const CandidateBatch& batch, const BuiltKernel& kernel,
                const MeasureOptions& options, uint8_t* reference, ChildReport* report) {
   auto fail = [&](const std::string& message) {
     std::snprintf(report->message, kMessageBytes, "%s", message.c_str());
     report->done = 1;
   };
-  absl::StatusOr<std::unique_ptr<runtime::CodeModule>> module = runtime::CodeModule::Load(code);
-  if (!module.ok()) return fail(std::string(module.status().message()));
-  absl::StatusOr<kiln_kernel_fn> fn = (*module)->Kernel(kernel.symbol);
-  if (!fn.ok()) return fail(std::string(fn.status().message()));
+  std::unique_ptr<MeasureDevice> device;
+  if (batch.ptx) {
+    absl::StatusOr<std::unique_ptr<MeasureDevice>> cuda =
+        MakeCudaMeasureDevice(batch, kernel, options);
+    if (!cuda.ok()) return fail(cuda.status().ToString());
+    device = std::move(*cuda);
+  } else {
+    device = std::make_unique<CpuMeasureDevice>(batch.code, kernel, options);
+  }
   std::vector<Aligned> buffers;
-  std::vector<void*> args;
+  std::vector<uint8_t*> params;
+  std::vector<int64_t> param_bytes;
   for (size_t p = 0; p < workload.params.size(); ++p) {
     buffers.push_back(Allocate(workload.params[p]->NumBytes()));
     FillParam(*workload.params[p], buffers.back().get(), options.input_seed + p);
-    args.push_back(buffers.back().get());
+    params.push_back(buffers.back().get());
+    param_bytes.push_back(workload.params[p]->NumBytes());
   }
-  for (int64_t bytes : kernel.workspace_bytes) {
-    buffers.push_back(Allocate(bytes));
-    args.push_back(buffers.back().get());
-  }
-  runtime::ThreadPool pool(options.num_threads);
-  kiln_context ctx{&runtime::ThreadPool::ParallelForTrampoline, &pool};
-  if (!kernel.init_symbol.empty()) {
-    // Load-time work (e.g. a weight transform) runs once, as at artifact load: never timed.
-    absl::StatusOr<kiln_kernel_fn> init = (*module)->Kernel(kernel.init_symbol);
-    if (!init.ok()) return fail(std::string(init.status().message()));
-    (*init)(&ctx, args.data());
-  }
-  (*fn)(&ctx, args.data());
+  if (absl::Status s = device->Prepare(params, param_bytes); !s.ok()) return fail(s.ToString());
+  if (absl::Status s = device->Run(); !s.ok()) return fail(s.ToString());
+  if (absl::Status s = device->ReadBack(); !s.ok()) return fail(s.ToString());
   // Compare (or publish, for the reference) every param: inputs stay as they were, results
   // must match.
   size_t offset = 0;
-  for (size_t p = 0; p < workload.params.size(); ++p) {
+  for (size_t p = 0; p < workload.params.size() && reference != nullptr; ++p) {
     const loop::Buffer& b = *workload.params[p];
     const size_t bytes = static_cast<size_t>(b.NumBytes());
-    const uint8_t* got = static_cast<const uint8_t*>(args[p]);
-    if (reference == nullptr) {
-      continue;
-    }
+    const uint8_t* got = params[p];
     const uint8_t* want = reference + offset;
     offset += bytes;
     if (b.dtype == DType::kFloat32 || b.dtype == DType::kFloat64) {
@@ -145,38 +203,22 @@ void ChildMain(const loop::Func& workload, const std::string& code, const BuiltK
     // The caller's region for the reference's params follows the report.
     uint8_t* out = reinterpret_cast<uint8_t*>(report + 1);
     for (size_t p = 0; p < workload.params.size(); ++p) {
-      const size_t bytes = static_cast<size_t>(workload.params[p]->NumBytes());
-      std::memcpy(out, args[p], bytes);
-      out += bytes;
+      std::memcpy(out, params[p], static_cast<size_t>(param_bytes[p]));
+      out += param_bytes[p];
     }
   }
-  // Reading a buffer of cache_flush_bytes between runs moves the kernel's data out of the
-  // private caches (untimed).
-  Aligned flush = options.cache_flush_bytes > 0 ? Allocate(options.cache_flush_bytes) : nullptr;
-  volatile uint64_t sink = 0;
-  auto evict = [&] {
-    if (!flush) return;
-    uint64_t sum = 0;
-    const uint8_t* p = flush.get();
-    for (int64_t i = 0; i < options.cache_flush_bytes; i += 64) sum += p[i];
-    sink = sink + sum;
-  };
   for (int i = 0; i < options.warmup_runs; ++i) {
-    evict();
-    (*fn)(&ctx, args.data());
+    absl::StatusOr<double> ms = device->TimedRun();
+    if (!ms.ok()) return fail(ms.status().ToString());
   }
   double total = 0;
   const int max_repeats = std::min(kMaxRepeats, std::max(1, options.max_repeats));
   int n = 0;
   while (n < max_repeats && (n < options.min_repeats || total < options.min_measure_ms)) {
-    evict();
-    auto start = std::chrono::steady_clock::now();
-    (*fn)(&ctx, args.data());
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count();
-    report->times_ms[n++] = ms;
-    total += ms;
+    absl::StatusOr<double> ms = device->TimedRun();
+    if (!ms.ok()) return fail(ms.status().ToString());
+    report->times_ms[n++] = *ms;
+    total += *ms;
   }
   report->repeats = n;
   report->ok = 1;
@@ -210,7 +252,7 @@ double Percentile(std::vector<double> sorted, double q) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
 }
 
-absl::StatusOr<Measurement> RunOne(const loop::Func& workload, const std::string& code,
+absl::StatusOr<Measurement> RunOne(const loop::Func& workload, const CandidateBatch& batch,
                                    const BuiltKernel& kernel, const MeasureOptions& options,
                                    uint8_t* reference, SharedRegion& region) {
   Measurement m;
@@ -223,7 +265,7 @@ absl::StatusOr<Measurement> RunOne(const loop::Func& workload, const std::string
   if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
   if (pid == 0) {
     ::alarm(static_cast<unsigned>(std::max(1.0, std::ceil(options.timeout_s))));
-    ChildMain(workload, code, kernel, options, reference, report);
+    ChildMain(workload, batch, kernel, options, reference, report);
     ::_exit(0);
   }
   int wstatus = 0;
@@ -281,7 +323,7 @@ absl::StatusOr<BatchMeasurement> RunCandidates(const loop::Func& lowered,
   std::vector<uint8_t> reference(param_bytes);
   BatchMeasurement out;
   absl::StatusOr<Measurement> ref =
-      RunOne(lowered, batch.code, batch.reference, options, nullptr, region);
+      RunOne(lowered, batch, batch.reference, options, nullptr, region);
   if (!ref.ok()) return ref.status();
   if (!ref->status.ok()) {
     return absl::FailedPreconditionError(
@@ -290,8 +332,7 @@ absl::StatusOr<BatchMeasurement> RunCandidates(const loop::Func& lowered,
   out.reference = *ref;
   std::memcpy(reference.data(), region.data() + sizeof(ChildReport), param_bytes);
   for (const BuiltKernel& k : batch.candidates) {
-    absl::StatusOr<Measurement> m =
-        RunOne(lowered, batch.code, k, options, reference.data(), region);
+    absl::StatusOr<Measurement> m = RunOne(lowered, batch, k, options, reference.data(), region);
     if (!m.ok()) return m.status();
     out.candidates.push_back(*m);
   }

@@ -11,6 +11,7 @@
 #ifndef KILN_COMPILER_CORE_TUNING_MEASURE_H_
 #define KILN_COMPILER_CORE_TUNING_MEASURE_H_
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,6 +23,13 @@
 
 namespace kiln::tuning {
 
+/// One launch of a PTX kernel entry (a GPU batch): grid and block dimensions (x, y, z).
+struct KernelLaunch {
+  std::string entry;
+  std::array<int64_t, 3> grid = {1, 1, 1};
+  std::array<int64_t, 3> block = {1, 1, 1};
+};
+
 /// One kernel of a batch.
 struct BuiltKernel {
   absl::Status status;          // why it was not built (then symbol is "")
@@ -30,17 +38,21 @@ struct BuiltKernel {
   /// load-time init (loop::Func::init); "" when it has none.
   std::string init_symbol;
   std::vector<int64_t> workspace_bytes;  // its workspaces, passed after the params
+  /// A GPU batch's kernel: its launches (body, then init), in order; `symbol` names the func.
+  std::vector<KernelLaunch> launches, init_launches;
 };
 
 /// Built code for one workload: the reference kernel and the candidates.
 struct CandidateBatch {
-  std::string code;             // ELF shared object (CPU); the device's code format later
+  std::string code;             // ELF shared object (CPU) or PTX text (ptx: a GPU's)
+  bool ptx = false;             // run on cuda:`device` through the CUDA driver
   BuiltKernel reference;        // the default schedule's kernel
   std::vector<BuiltKernel> candidates;
 };
 
 struct MeasureOptions {
   int num_threads = 1;         // threads of the pool the kernels' parallel loops run on
+  int device = 0;              // a PTX batch's GPU: cuda:<device>
   int warmup_runs = 2;
   int min_repeats = 5;
   int max_repeats = 200;
@@ -63,8 +75,14 @@ struct MeasureOptions {
 };
 
 /// Twice the largest cache below the last level of `hardware` (CPU: 2 x L2), or twice its only
-/// cache level; 0 when no cache size is known.
+/// cache level (a GPU's L2); 0 when no cache size is known.
 int64_t CacheFlushBytesFor(const HardwareInfo& hardware);
+
+/// GPU `ordinal` as a measure worker for `target` (a cuda target) sees it: device "<name>,
+/// <memory> MiB, driver <version>", compute_units its SMs, cache_bytes its L2 (measure_cuda.cc).
+/// Errors: kUnavailable without a driver, kNotFound for a missing device, kFailedPrecondition
+/// when the device's SM cannot run the target's PTX.
+absl::StatusOr<HardwareInfo> DetectCudaHardware(const Target& target, int ordinal);
 
 /// The outcome for one kernel.
 struct Measurement {
@@ -84,9 +102,11 @@ struct BatchMeasurement {
 };
 
 /// Runs `batch` for workload `lowered` (whose params give the buffers' dtypes and shapes) on
-/// this machine, one child process per kernel, the reference first. Errors: kFailedPrecondition
-/// when the reference itself fails (then nothing can be compared), kInternal when no child can
-/// be started.
+/// this machine, one child process per kernel, the reference first. A PTX batch runs on GPU
+/// `options.device` through the CUDA driver, each child with its own context, so a kernel that
+/// faults (a sticky CUDA error) kills only its child; its times are CUDA-event times. Errors:
+/// kFailedPrecondition when the reference itself fails (then nothing can be compared), kInternal
+/// when no child can be started.
 absl::StatusOr<BatchMeasurement> RunCandidates(const loop::Func& lowered,
                                                const CandidateBatch& batch,
                                                const MeasureOptions& options);

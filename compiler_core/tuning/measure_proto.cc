@@ -10,10 +10,39 @@
 namespace kiln::tuning {
 namespace {
 
+void LaunchesToProto(const std::vector<KernelLaunch>& in,
+                     google::protobuf::RepeatedPtrField<v1::GpuLaunch>& out) {
+  for (const KernelLaunch& l : in) {
+    v1::GpuLaunch* p = out.Add();
+    p->set_entry(l.entry);
+    for (int d = 0; d < 3; ++d) {
+      p->add_grid(l.grid[d]);
+      p->add_block(l.block[d]);
+    }
+  }
+}
+
+std::vector<KernelLaunch> LaunchesFromProto(
+    const google::protobuf::RepeatedPtrField<v1::GpuLaunch>& in) {
+  std::vector<KernelLaunch> out;
+  for (const v1::GpuLaunch& p : in) {
+    KernelLaunch l;
+    l.entry = p.entry();
+    for (int d = 0; d < 3 && d < p.grid_size() && d < p.block_size(); ++d) {
+      l.grid[d] = p.grid(d);
+      l.block[d] = p.block(d);
+    }
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
 v1::BuiltKernel KernelToProto(const BuiltKernel& k) {
   v1::BuiltKernel p;
   p.set_symbol(k.symbol);
   p.set_init_symbol(k.init_symbol);
+  LaunchesToProto(k.launches, *p.mutable_launches());
+  LaunchesToProto(k.init_launches, *p.mutable_init_launches());
   for (int64_t b : k.workspace_bytes) p.add_workspace_bytes(b);
   p.set_error_code(static_cast<int32_t>(k.status.code()));
   p.set_error_message(std::string(k.status.message()));
@@ -25,6 +54,8 @@ BuiltKernel KernelFromProto(const v1::BuiltKernel& p) {
   k.symbol = p.symbol();
   k.init_symbol = p.init_symbol();
   k.workspace_bytes.assign(p.workspace_bytes().begin(), p.workspace_bytes().end());
+  k.launches = LaunchesFromProto(p.launches());
+  k.init_launches = LaunchesFromProto(p.init_launches());
   k.status = absl::Status(static_cast<absl::StatusCode>(p.error_code()), p.error_message());
   return k;
 }
@@ -59,7 +90,7 @@ Measurement FromProto(const v1::KernelMeasurement& p) {
 v1::CandidateBatch BatchToProto(const loop::Func& lowered, const CandidateBatch& batch) {
   v1::CandidateBatch p;
   p.set_workload(CanonicalWorkloadText(lowered));
-  p.set_code_format(kElfSharedObject);
+  p.set_code_format(batch.ptx ? kPtx : kElfSharedObject);
   p.set_code(batch.code);
   *p.mutable_reference() = KernelToProto(batch.reference);
   for (const BuiltKernel& k : batch.candidates) *p.add_candidates() = KernelToProto(k);
@@ -78,6 +109,7 @@ v1::MeasureOptions MeasureOptionsToProto(const MeasureOptions& o) {
   p.set_rtol(o.rtol);
   p.set_input_seed(o.input_seed);
   p.set_cache_flush_bytes(o.cache_flush_bytes);
+  p.set_device(o.device);
   return p;
 }
 
@@ -94,6 +126,7 @@ MeasureOptions MeasureOptionsFromProto(const v1::MeasureOptions& p) {
   o.input_seed = p.input_seed();
   // Bounded: a flush larger than 1 GiB is a mistake, not a cache.
   o.cache_flush_bytes = std::clamp<int64_t>(p.cache_flush_bytes(), 0, int64_t{1} << 30);
+  o.device = std::max(0, p.device());
   return o;
 }
 
@@ -113,10 +146,10 @@ BatchMeasurement MeasurementFromProto(const v1::BatchMeasurement& p) {
 
 absl::StatusOr<v1::BatchMeasurement> RunBatchMessage(const v1::CandidateBatch& batch,
                                                      const v1::MeasureOptions& options) {
-  if (batch.code_format() != kElfSharedObject) {
+  if (batch.code_format() != kElfSharedObject && batch.code_format() != kPtx) {
     return absl::InvalidArgumentError(absl::StrCat("code format '", batch.code_format(),
-                                                   "' cannot run on this device (it loads '",
-                                                   kElfSharedObject, "')"));
+                                                   "' is neither '", kElfSharedObject, "' nor '",
+                                                   kPtx, "'"));
   }
   absl::StatusOr<loop::Func> workload = loop::ParseFunc(batch.workload());
   if (!workload.ok()) {
@@ -125,6 +158,7 @@ absl::StatusOr<v1::BatchMeasurement> RunBatchMessage(const v1::CandidateBatch& b
   }
   CandidateBatch built;
   built.code = batch.code();
+  built.ptx = batch.code_format() == kPtx;
   built.reference = KernelFromProto(batch.reference());
   for (const v1::BuiltKernel& k : batch.candidates()) built.candidates.push_back(KernelFromProto(k));
   absl::StatusOr<BatchMeasurement> m =

@@ -12,6 +12,7 @@ namespace kiln::tuning {
 
 /// The code format of CPU batches: an ELF shared object for the target.
 inline constexpr char kElfSharedObject[] = "elf-shared-object";
+inline constexpr char kPtx[] = "ptx";
 
 /// `batch` built for workload `lowered` as a message (the workload as its canonical text).
 v1::CandidateBatch BatchToProto(const loop::Func& lowered, const CandidateBatch& batch);

@@ -3,6 +3,7 @@
 // reported without being run.
 #include "compiler_core/tuning/measure.h"
 
+#include "compiler_core/runtime/cuda/cuda_driver.h"
 #include "compiler_core/tuning/build.h"
 #include "compiler_core/tuning/measure_proto.h"
 #include "compiler_core/tuning/space.h"
@@ -184,6 +185,43 @@ TEST(MeasureTest, WinogradCandidatesMatchTheDirectConv) {
 namespace kiln::tuning {
 namespace {
 
+// A CUDA target's batch: PTX with every kernel's launches, which survive the protocol; on a
+// machine without a GPU the reference's child reports why and nothing else runs.
+TEST(MeasureProtoTest, GpuBatchesCarryPtxAndLaunches) {
+  loop::Func lowered = LoweredMatMul(64, 96, 48);
+  absl::StatusOr<Target> gpu = ParseCudaTarget("cuda:sm_80");
+  ASSERT_TRUE(gpu.ok());
+  ScheduleSpace space(lowered, *gpu);
+  std::mt19937_64 rng(3);
+  absl::StatusOr<CandidateBatch> batch =
+      BuildCandidates(lowered, {space.Sample(rng).schedule, space.Default().schedule}, *gpu);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_TRUE(batch->ptx);
+  EXPECT_NE(batch->code.find(".target sm_80"), std::string::npos);
+  for (const BuiltKernel* k : {&batch->reference, &batch->candidates[0], &batch->candidates[1]}) {
+    ASSERT_TRUE(k->status.ok()) << k->status;
+    ASSERT_FALSE(k->launches.empty());
+    for (const KernelLaunch& l : k->launches) {
+      EXPECT_NE(batch->code.find(".entry " + l.entry + "("), std::string::npos) << l.entry;
+      EXPECT_LE(l.block[0] * l.block[1] * l.block[2], 1024);
+    }
+  }
+  v1::CandidateBatch wire = BatchToProto(lowered, *batch);
+  EXPECT_EQ(wire.code_format(), "ptx");
+  ASSERT_EQ(wire.reference().launches_size(), static_cast<int>(batch->reference.launches.size()));
+  EXPECT_EQ(wire.reference().launches(0).entry(), batch->reference.launches[0].entry);
+  EXPECT_EQ(wire.reference().launches(0).block(0), batch->reference.launches[0].block[0]);
+  MeasureOptions on_gpu1 = Quick();
+  on_gpu1.device = 1;
+  EXPECT_EQ(MeasureOptionsFromProto(MeasureOptionsToProto(on_gpu1)).device, 1);
+  if (!runtime::cuda::CudaDriver::Get().ok()) {
+    absl::StatusOr<BatchMeasurement> m = RunCandidates(lowered, *batch, Quick());
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(std::string(m.status().message()), HasSubstr("no CUDA driver"));
+  }
+}
+
 TEST(MeasureProtoTest, ABatchSentAsAMessageMeasuresTheSame) {
   loop::Func lowered = LoweredMatMul();
   const Target target = Host();
@@ -209,11 +247,16 @@ TEST(MeasureProtoTest, ABatchSentAsAMessageMeasuresTheSame) {
   EXPECT_GT(back.candidates[0].repeats, 0);
   EXPECT_EQ(back.candidates[1].status.code(), absl::StatusCode::kFailedPrecondition);
 
+  // ELF code claimed to be PTX: the reference fails in its child (no driver here, or the
+  // driver refuses the bytes), never the measuring process.
   v1::CandidateBatch ptx = wire;
   ptx.set_code_format("ptx");
-  EXPECT_EQ(RunBatchMessage(ptx, {}).status(),
-            absl::InvalidArgumentError("code format 'ptx' cannot run on this device (it loads "
-                                       "'elf-shared-object')"));
+  EXPECT_EQ(RunBatchMessage(ptx, {}).status().code(), absl::StatusCode::kFailedPrecondition);
+  v1::CandidateBatch cubin = wire;
+  cubin.set_code_format("cubin");
+  EXPECT_EQ(
+      RunBatchMessage(cubin, {}).status(),
+      absl::InvalidArgumentError("code format 'cubin' is neither 'elf-shared-object' nor 'ptx'"));
   v1::CandidateBatch garbage = wire;
   garbage.set_workload("func @x(");
   EXPECT_EQ(RunBatchMessage(garbage, {}).status().code(), absl::StatusCode::kInvalidArgument);

@@ -139,6 +139,18 @@ absl::StatusOr<CudaDeviceInfo> QueryCudaDevice(int ordinal) {
                                          CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
                  "cuDeviceGetAttribute");
   }
+  int shared = 0, l2 = 0;
+  if (s.ok()) {
+    s = d->Check(d->cuDeviceGetAttribute(
+                     &shared, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, dev),
+                 "cuDeviceGetAttribute");
+  }
+  if (s.ok()) {
+    s = d->Check(d->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev),
+                 "cuDeviceGetAttribute");
+  }
+  info.shared_bytes_per_sm = shared;
+  info.l2_bytes = l2;
   if (s.ok()) s = d->Check(d->cuDeviceTotalMem(&memory, dev), "cuDeviceTotalMem");
   if (s.ok()) s = d->Check(d->cuDriverGetVersion(&info.driver_version), "cuDriverGetVersion");
   if (!s.ok()) return s;

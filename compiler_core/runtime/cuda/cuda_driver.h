@@ -28,6 +28,8 @@ inline constexpr CUresult CUDA_SUCCESS = 0;
 inline constexpr CUresult CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222;
 inline constexpr CUresult CUDA_ERROR_NO_BINARY_FOR_GPU = 209;
 inline constexpr int CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
+inline constexpr int CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38;
+inline constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR = 81;
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 inline constexpr int CU_JIT_ERROR_LOG_BUFFER = 5;
@@ -89,6 +91,8 @@ struct CudaDeviceInfo {
   int multiprocessors = 0;
   int64_t memory_bytes = 0;
   int driver_version = 0;  // e.g. 13000 for CUDA 13.0
+  int64_t shared_bytes_per_sm = 0;
+  int64_t l2_bytes = 0;
 };
 
 /// Queries device `ordinal`. Errors: kUnavailable without a driver, kNotFound for an ordinal

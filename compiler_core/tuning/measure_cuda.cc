@@ -1,0 +1,185 @@
+// The CUDA measure device: a PTX batch's kernel in the child's own CUDA context (so a fault,
+// which leaves the context unusable, dies with the child), its params and workspaces in device
+// memory, timed with CUDA events around its launches; a cache flush overwrites a buffer of
+// cache_flush_bytes (2 x L2) before each timed run.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/runtime/cuda/cuda_driver.h"
+#include "compiler_core/runtime/cuda/cuda_executable.h"
+#include "compiler_core/support/status_macros.h"
+#include "compiler_core/tuning/measure_device.h"
+
+namespace kiln::tuning {
+namespace {
+
+using runtime::cuda::CudaDriver;
+using runtime::cuda::CUdeviceptr;
+
+class CudaMeasureDevice final : public MeasureDevice {
+ public:
+  CudaMeasureDevice(const CandidateBatch& batch, const BuiltKernel& kernel,
+                    const MeasureOptions& options)
+      : batch_(batch), kernel_(kernel), options_(options) {}
+  // The child exits right after measuring; the driver reclaims the context with the process.
+  ~CudaMeasureDevice() override = default;
+
+  absl::Status Load() {
+    KILN_ASSIGN_OR_RETURN(d_, CudaDriver::Get());
+    KILN_RETURN_IF_ERROR(d_->Check(d_->cuDeviceGet(&device_, options_.device), "cuDeviceGet"));
+    runtime::cuda::CUcontext ctx = nullptr;
+    KILN_RETURN_IF_ERROR(
+        d_->Check(d_->cuDevicePrimaryCtxRetain(&ctx, device_), "cuDevicePrimaryCtxRetain"));
+    KILN_RETURN_IF_ERROR(d_->Check(d_->cuCtxSetCurrent(ctx), "cuCtxSetCurrent"));
+    KILN_RETURN_IF_ERROR(d_->Check(d_->cuStreamCreate(&stream_, 0), "cuStreamCreate"));
+    std::string ptx = batch_.code;
+    ptx.push_back('\0');
+    KILN_RETURN_IF_ERROR(
+        d_->Check(d_->cuModuleLoadDataEx(&module_, ptx.data(), 0, nullptr, nullptr),
+                  "loading the batch's PTX"));
+    auto resolve = [&](const std::vector<KernelLaunch>& in,
+                       std::vector<Resolved>& out) -> absl::Status {
+      for (const KernelLaunch& l : in) {
+        Resolved r{nullptr, l};
+        KILN_RETURN_IF_ERROR(d_->Check(d_->cuModuleGetFunction(&r.fn, module_, l.entry.c_str()),
+                                       absl::StrCat("PTX entry ", l.entry)));
+        out.push_back(r);
+      }
+      return absl::OkStatus();
+    };
+    KILN_RETURN_IF_ERROR(resolve(kernel_.launches, launches_));
+    return resolve(kernel_.init_launches, init_launches_);
+  }
+
+  absl::Status Prepare(const std::vector<uint8_t*>& params,
+                       const std::vector<int64_t>& param_bytes) override {
+    host_ = params;
+    bytes_ = param_bytes;
+    for (size_t p = 0; p < params.size(); ++p) {
+      KILN_ASSIGN_OR_RETURN(CUdeviceptr ptr, Alloc(param_bytes[p]));
+      if (param_bytes[p] > 0) {
+        KILN_RETURN_IF_ERROR(
+            d_->Check(d_->cuMemcpyHtoD(ptr, params[p], static_cast<size_t>(param_bytes[p])),
+                      "copying a param to the device"));
+      }
+      args_.push_back(ptr);
+    }
+    for (int64_t bytes : kernel_.workspace_bytes) {
+      KILN_ASSIGN_OR_RETURN(CUdeviceptr ptr, Alloc(bytes));
+      args_.push_back(ptr);
+    }
+    for (CUdeviceptr& a : args_) arg_ptrs_.push_back(&a);
+    if (options_.cache_flush_bytes > 0) {
+      KILN_ASSIGN_OR_RETURN(flush_, Alloc(options_.cache_flush_bytes));
+    }
+    KILN_RETURN_IF_ERROR(d_->Check(d_->cuEventCreate(&start_, 0), "cuEventCreate"));
+    KILN_RETURN_IF_ERROR(d_->Check(d_->cuEventCreate(&end_, 0), "cuEventCreate"));
+    KILN_RETURN_IF_ERROR(Launch(init_launches_));
+    return Sync();
+  }
+
+  absl::Status Run() override {
+    KILN_RETURN_IF_ERROR(Launch(launches_));
+    return Sync();
+  }
+
+  absl::Status ReadBack() override {
+    for (size_t p = 0; p < host_.size(); ++p) {
+      if (bytes_[p] == 0) continue;
+      KILN_RETURN_IF_ERROR(
+          d_->Check(d_->cuMemcpyDtoH(host_[p], args_[p], static_cast<size_t>(bytes_[p])),
+                    "copying a param to the host"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<double> TimedRun() override {
+    if (flush_ != 0) {
+      KILN_RETURN_IF_ERROR(
+          d_->Check(d_->cuMemsetD8(flush_, 1, static_cast<size_t>(options_.cache_flush_bytes)),
+                    "flushing the L2"));
+    }
+    KILN_RETURN_IF_ERROR(d_->Check(d_->cuEventRecord(start_, stream_), "cuEventRecord"));
+    KILN_RETURN_IF_ERROR(Launch(launches_));
+    KILN_RETURN_IF_ERROR(d_->Check(d_->cuEventRecord(end_, stream_), "cuEventRecord"));
+    KILN_RETURN_IF_ERROR(d_->Check(d_->cuEventSynchronize(end_), "running the kernel"));
+    float ms = 0;
+    KILN_RETURN_IF_ERROR(
+        d_->Check(d_->cuEventElapsedTime(&ms, start_, end_), "cuEventElapsedTime"));
+    return static_cast<double>(ms);
+  }
+
+ private:
+  struct Resolved {
+    runtime::cuda::CUfunction fn;
+    KernelLaunch launch;
+  };
+
+  absl::StatusOr<CUdeviceptr> Alloc(int64_t bytes) {
+    CUdeviceptr ptr = 0;
+    const size_t size = static_cast<size_t>(std::max<int64_t>(bytes, 256));
+    KILN_RETURN_IF_ERROR(d_->Check(d_->cuMemAlloc(&ptr, size), "cuMemAlloc"));
+    KILN_RETURN_IF_ERROR(d_->Check(d_->cuMemsetD8(ptr, 0, size), "cuMemsetD8"));
+    return ptr;
+  }
+
+  absl::Status Launch(const std::vector<Resolved>& launches) {
+    for (const Resolved& r : launches) {
+      const KernelLaunch& l = r.launch;
+      KILN_RETURN_IF_ERROR(d_->Check(
+          d_->cuLaunchKernel(r.fn, static_cast<unsigned>(l.grid[0]),
+                             static_cast<unsigned>(l.grid[1]), static_cast<unsigned>(l.grid[2]),
+                             static_cast<unsigned>(l.block[0]), static_cast<unsigned>(l.block[1]),
+                             static_cast<unsigned>(l.block[2]), 0, stream_, arg_ptrs_.data(),
+                             nullptr),
+          absl::StrCat("launching ", l.entry)));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Sync() { return d_->Check(d_->cuStreamSynchronize(stream_), "running the kernel"); }
+
+  const CandidateBatch& batch_;
+  const BuiltKernel& kernel_;
+  const MeasureOptions& options_;
+  const CudaDriver* d_ = nullptr;
+  runtime::cuda::CUdevice device_ = 0;
+  runtime::cuda::CUstream stream_ = nullptr;
+  runtime::cuda::CUmodule module_ = nullptr;
+  runtime::cuda::CUevent start_ = nullptr, end_ = nullptr;
+  std::vector<Resolved> launches_, init_launches_;
+  std::vector<uint8_t*> host_;
+  std::vector<int64_t> bytes_;
+  std::vector<CUdeviceptr> args_;
+  std::vector<void*> arg_ptrs_;
+  CUdeviceptr flush_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<HardwareInfo> DetectCudaHardware(const Target& target, int ordinal) {
+  KILN_ASSIGN_OR_RETURN(runtime::cuda::CudaDeviceInfo info,
+                        runtime::cuda::QueryCudaDevice(ordinal));
+  if (target.IsGpu()) {
+    KILN_RETURN_IF_ERROR(runtime::cuda::CheckSmCompatible(target.gpu.sm, target.gpu.arch_specific,
+                                                          info.sm, info.name));
+  }
+  HardwareInfo hw;
+  hw.target_key = target.Key();
+  hw.device =
+      absl::StrCat(info.name, ", ", info.memory_bytes >> 20, " MiB, driver ", info.driver_version);
+  hw.compute_units = info.multiprocessors;
+  if (info.l2_bytes > 0) hw.cache_bytes = {info.l2_bytes};
+  return hw;
+}
+
+absl::StatusOr<std::unique_ptr<MeasureDevice>> MakeCudaMeasureDevice(
+    const CandidateBatch& batch, const BuiltKernel& kernel, const MeasureOptions& options) {
+  auto device = std::make_unique<CudaMeasureDevice>(batch, kernel, options);
+  KILN_RETURN_IF_ERROR(device->Load());
+  return std::unique_ptr<MeasureDevice>(std::move(device));
+}
+
+}  // namespace kiln::tuning

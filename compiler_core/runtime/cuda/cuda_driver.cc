@@ -60,6 +60,15 @@ absl::StatusOr<CudaDriver> LoadDriver() {
   Resolve(handle, "cuEventDestroy_v2", d.cuEventDestroy, missing);
   Resolve(handle, "cuGetErrorName", d.cuGetErrorName, missing);
   Resolve(handle, "cuGetErrorString", d.cuGetErrorString, missing);
+  // Optional: graphs. A missing one leaves its pointer null (HasGraphs() false).
+  std::string optional;
+  Resolve(handle, "cuStreamBeginCapture_v2", d.cuStreamBeginCapture, optional);
+  Resolve(handle, "cuStreamEndCapture", d.cuStreamEndCapture, optional);
+  Resolve(handle, "cuGraphInstantiateWithFlags", d.cuGraphInstantiateWithFlags, optional);
+  Resolve(handle, "cuGraphLaunch", d.cuGraphLaunch, optional);
+  Resolve(handle, "cuGraphExecDestroy", d.cuGraphExecDestroy, optional);
+  Resolve(handle, "cuGraphDestroy", d.cuGraphDestroy, optional);
+  if (!optional.empty()) d.cuGraphLaunch = nullptr;
   if (!missing.empty()) {
     return absl::UnavailableError(
         absl::StrCat("libcuda.so.1 has no ", missing, ": the NVIDIA driver is too old"));

@@ -23,6 +23,8 @@ using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
 
 inline constexpr CUresult CUDA_SUCCESS = 0;
 inline constexpr CUresult CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222;
@@ -32,6 +34,7 @@ inline constexpr int CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38;
 inline constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR = 81;
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+inline constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
 inline constexpr int CU_JIT_ERROR_LOG_BUFFER = 5;
 inline constexpr int CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
 
@@ -69,6 +72,14 @@ struct CudaDriver {
   CUresult (*cuEventSynchronize)(CUevent event);
   CUresult (*cuEventElapsedTime)(float* ms, CUevent start, CUevent end);
   CUresult (*cuEventDestroy)(CUevent event);
+  // CUDA graphs (optional: null when the driver lacks them; the runtime then launches directly).
+  CUresult (*cuStreamBeginCapture)(CUstream stream, int mode);
+  CUresult (*cuStreamEndCapture)(CUstream stream, CUgraph* graph);
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec* exec, CUgraph graph,
+                                          unsigned long long flags);
+  CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream stream);
+  CUresult (*cuGraphExecDestroy)(CUgraphExec exec);
+  CUresult (*cuGraphDestroy)(CUgraph graph);
   CUresult (*cuGetErrorName)(CUresult error, const char** name);
   CUresult (*cuGetErrorString)(CUresult error, const char** text);
 
@@ -76,6 +87,10 @@ struct CudaDriver {
   /// libcuda.so.1 cannot be loaded (no NVIDIA driver: the message says so, for tests to skip
   /// with), lacks an entry point, or cuInit fails (no device, driver/kernel mismatch).
   static absl::StatusOr<const CudaDriver*> Get();
+  /// Whether the graph entry points were found (CUDA 11.4 and later drivers).
+  bool HasGraphs() const {
+    return cuGraphLaunch != nullptr && cuGraphInstantiateWithFlags != nullptr;
+  }
 
   /// `what` failed with `result`, as a status: "what: CUDA_ERROR_NAME (description)".
   /// kFailedPrecondition for an unsupported PTX version or a missing binary for the GPU,

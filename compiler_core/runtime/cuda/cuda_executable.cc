@@ -1,5 +1,6 @@
 // CudaExecutable: load (checks, JIT, entries, weights, arena, inits) and run (copies in, launches
-// in order on one stream, shape checks, copies out).
+// in order on one stream, as one CUDA graph where the run never reads the device mid-way, shape
+// checks, copies out).
 #include "compiler_core/runtime/cuda/cuda_executable.h"
 
 #include <algorithm>
@@ -68,6 +69,11 @@ struct Variant {
   std::vector<Call> calls;
   std::vector<TensorType> input_types, output_types;
   DeviceBuffer persistent;
+  bool has_shape_checks = false;  // a run reads the device mid-way: no graph
+  // The launches captured as a CUDA graph, for the input and output buffers in `graph_io`.
+  CUgraphExec graph = nullptr;
+  std::vector<CUdeviceptr> graph_io;
+  bool graph_failed = false;  // capture failed once: launch directly from then on
 };
 
 std::vector<TensorType> TypesOf(
@@ -125,6 +131,9 @@ struct CudaExecutable::Impl {
   std::vector<DeviceBuffer> inputs, outputs;  // of the last run, reused when the sizes agree
 
   ~Impl() {
+    for (Variant& v : variants) {
+      if (v.graph != nullptr) d->cuGraphExecDestroy(v.graph);
+    }
     variants.clear();
     inputs.clear();
     outputs.clear();
@@ -194,8 +203,48 @@ struct CudaExecutable::Impl {
     return absl::OkStatus();
   }
 
-  // Every call of `v` in order; shape checks synchronize and read their workspace.
-  absl::Status RunCalls(const Variant& v, std::vector<OutputTrim>& trims) {
+  // The device buffers a run of `v` binds: its inputs, then its outputs.
+  std::vector<CUdeviceptr> IoOf(const Variant& v) const {
+    std::vector<CUdeviceptr> io;
+    for (size_t i = 0; i < v.input_types.size(); ++i) io.push_back(inputs[i].ptr);
+    for (size_t o = 0; o < v.output_types.size(); ++o) io.push_back(outputs[o].ptr);
+    return io;
+  }
+
+  // Captures every launch of `v` into a CUDA graph (one launch per run instead of one per
+  // kernel: the launch overhead of small models). False, leaving direct launches, when the
+  // driver has no graphs, the variant reads the device mid-run, or the capture fails.
+  bool Graph(Variant& v) {
+    if (v.graph_failed || v.has_shape_checks || !d->HasGraphs()) return false;
+    std::vector<CUdeviceptr> io = IoOf(v);
+    if (v.graph != nullptr && v.graph_io == io) return true;
+    if (v.graph != nullptr) {
+      d->cuGraphExecDestroy(v.graph);
+      v.graph = nullptr;
+    }
+    if (d->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS) {
+      v.graph_failed = true;
+      return false;
+    }
+    bool launched = true;
+    for (const Call& call : v.calls)
+      launched = launched && LaunchAll(call, call.launches, v, false).ok();
+    CUgraph graph = nullptr;
+    const bool captured = d->cuStreamEndCapture(stream, &graph) == CUDA_SUCCESS && launched;
+    if (captured && d->cuGraphInstantiateWithFlags(&v.graph, graph, 0) == CUDA_SUCCESS) {
+      v.graph_io = std::move(io);
+    } else {
+      v.graph = nullptr;
+      v.graph_failed = true;
+    }
+    if (graph != nullptr) d->cuGraphDestroy(graph);
+    return v.graph != nullptr;
+  }
+
+  // Every call of `v` in order (as one CUDA graph when it can be); shape checks synchronize
+  // and read their workspace.
+  absl::Status RunCalls(Variant& v, std::vector<OutputTrim>& trims) {
+    if (Graph(v)) return d->Check(d->cuGraphLaunch(v.graph, stream), "cuGraphLaunch");
     for (const Call& call : v.calls) {
       KILN_RETURN_IF_ERROR(LaunchAll(call, call.launches, v, false));
       if (call.call->shape_checks_size() == 0) continue;
@@ -363,6 +412,7 @@ absl::StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::Load(Artifact ar
           return absl::UnimplementedError("the CUDA runtime does not run bounded dims yet");
         }
       }
+      v.has_shape_checks = v.has_shape_checks || kc.shape_checks_size() > 0;
       Call call;
       call.call = &kc;
       KILN_RETURN_IF_ERROR(impl.Resolve(kc.launches(), call.launches));

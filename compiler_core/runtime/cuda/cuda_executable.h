@@ -1,7 +1,8 @@
 // CudaExecutable: runs an artifact compiled for a CUDA target ("cuda:sm_NN", code kind PTX) on
 // one GPU through the driver API (cuda_driver.h): the PTX module JIT-compiled by the driver at
 // load, one device arena per artifact (the static memory plan, as on the CPU), the weights
-// uploaded once, one stream, host-device copies at the edges of each run.
+// uploaded once, one stream, host-device copies at the edges of each run, and the launches of a
+// run captured once as a CUDA graph (replayed with one launch) when the driver has graphs.
 #ifndef KILN_COMPILER_CORE_RUNTIME_CUDA_CUDA_EXECUTABLE_H_
 #define KILN_COMPILER_CORE_RUNTIME_CUDA_CUDA_EXECUTABLE_H_
 

@@ -20,6 +20,12 @@ namespace kiln::client {
 
 namespace fs = std::filesystem;
 
+Tolerance ToleranceFor(const std::string& precision) {
+  if (precision == "tf32" || precision == "fp16") return Tolerance{1e-2, 1e-2};
+  if (precision == "bf16") return Tolerance{5e-2, 5e-2};
+  return Tolerance{};
+}
+
 std::string FormatComparison(const OutputComparison& c) {
   return absl::StrFormat("%s %s/%s: max_abs_err=%.3g max_rel_err=%.3g%s", c.pass ? "PASS" : "FAIL",
                          c.data_set, c.name, c.max_abs_error, c.max_rel_error,

@@ -22,6 +22,10 @@ struct Tolerance {
   double rtol = 1e-3;
 };
 
+/// The tolerance `kiln check` uses for a --precision: fp32 the default above; tf32 and fp16
+/// (10 mantissa bits per input) 1e-2 + 1e-2 |expected|; bf16 (7 bits) 5e-2 + 5e-2 |expected|.
+Tolerance ToleranceFor(const std::string& precision);
+
 /// Result of comparing one output tensor.
 struct OutputComparison {
   std::string data_set;  // e.g. "test_data_set_0"

@@ -28,7 +28,7 @@ namespace kiln::client {
 namespace {
 
 constexpr char kUsage[] = R"(usage:
-  kiln compile MODEL.onnx -o OUT.kiln [--target host|cpu:<llvm cpu name>|cuda:sm_NN]
+  kiln compile MODEL.onnx -o OUT.kiln [--target host|cpu:<llvm cpu name>|cuda:sm_NN [--precision P]]
                [--print-ir-after=PASS]
                [--disable-pass=PASS] [--records FILE.jsonl [--hardware-key K]]
                [--input-shape NAME=D0,D1,... ...] [--constant-input NAME=FILE.pb ...]
@@ -38,7 +38,7 @@ constexpr char kUsage[] = R"(usage:
   kiln run OUT.kiln --input NAME=FILE.pb ... --output-dir DIR [--threads N] [--device D]
   kiln check DIR [--target T] [--print-ir-after=PASS] [--disable-pass=PASS] [--server HOST:PORT]
              [--records FILE.jsonl [--hardware-key K]] [--input-shape NAME=D0,D1,... ...]
-             [--constant-input NAME=FILE.pb ...] [--device D]
+             [--constant-input NAME=FILE.pb ...] [--device D] [--precision P]
   kiln inspect OUT.kiln
   kiln tune MODEL.onnx --print-space [--target T] [--samples N] [--seed S]
             [--input-shape NAME=D0,D1,... ...] (also with --local and --server)
@@ -56,8 +56,10 @@ constexpr char kUsage[] = R"(usage:
   kiln records import FILE.jsonl --server HOST:PORT
 
 A target cuda:sm_80|sm_86|sm_89|sm_90|sm_90a compiles PTX for that NVIDIA GPU architecture on any
-host; D is where run and check execute: cpu, or cuda:N (the default for a CUDA artifact: cuda:0),
-through the NVIDIA driver (libcuda.so.1), JIT-compiling the PTX at load.
+host; --precision tf32|fp16|bf16 (compile, check) runs its matmuls and convs on tensor cores
+(check then uses the tolerance it prints); D is where run and check execute: cpu, or cuda:N
+(the default for a CUDA artifact: cuda:0), through the NVIDIA driver (libcuda.so.1),
+JIT-compiling the PTX at load.
 PASS is a graph pass (constant-folding, simplify, fold-batchnorm, matmul-layout, matmul-pack,
 cse, dce, layout-nchwc, conv-u8s8, matmul-u8s8, fusion), "import", "lower"
 (loop IR before scheduling), "schedule" (loop IR after scheduling) or "all"; repeatable.
@@ -80,6 +82,7 @@ and download the artifact; --json prints the result as one JSON object.
 absl::StatusOr<pipeline::CompileOptions> OptionsFrom(const Args& args) {
   pipeline::CompileOptions options;
   options.target = args.Get("--target", "host");
+  options.precision = args.Get("--precision", "fp32");
   options.print_ir_after = SplitAll(args, "--print-ir-after");
   options.disabled_passes = SplitAll(args, "--disable-pass");
   KILN_ASSIGN_OR_RETURN(options.shape_profiles,
@@ -159,7 +162,7 @@ int Compile(int argc, char** argv) {
                         {"-o", "--output", "--target", "--print-ir-after", "--disable-pass",
                          "--server", "--json", "--timeout-s", "--records", "--hardware-key",
                          "--untuned", "--tune", "--trials", "--time-budget-s", "--seed",
-                         "--input-shape", "--constant-input", "--time-passes"},
+                         "--input-shape", "--constant-input", "--time-passes", "--precision"},
                         /*bool_flags=*/{"--json", "--untuned", "--time-passes"});
   if (!args.error.empty()) return Fail(args.error);
   if (args.positional.size() != 1) return Fail("compile: expected one MODEL.onnx\n" + std::string(kUsage));
@@ -310,10 +313,10 @@ int Run(int argc, char** argv) {
 }
 
 int Check(int argc, char** argv) {
-  Args args = ParseArgs(argc, argv, 2,
-                        {"--target", "--print-ir-after", "--disable-pass", "--server",
-                         "--timeout-s", "--records", "--hardware-key", "--input-shape",
-                         "--constant-input", "--device"});
+  Args args = ParseArgs(
+      argc, argv, 2,
+      {"--target", "--print-ir-after", "--disable-pass", "--server", "--timeout-s", "--records",
+       "--hardware-key", "--input-shape", "--constant-input", "--device", "--precision"});
   if (!args.error.empty()) return Fail(args.error);
   if (args.positional.size() != 1) return Fail("check: expected one model DIR\n" + std::string(kUsage));
   if (args.Has("--server")) return CheckOnServer(args);
@@ -326,7 +329,13 @@ int Check(int argc, char** argv) {
   // A CUDA target's artifact runs on the first GPU unless --device says otherwise.
   const std::string device =
       args.Get("--device", absl::StartsWith(options.target, "cuda") ? "cuda:0" : "cpu");
-  auto report = CheckModelDir(args.positional[0], options, Tolerance{}, device);
+  const Tolerance tolerance = ToleranceFor(options.precision);
+  if (options.precision != "fp32") {
+    std::cout << absl::StrFormat(
+        "precision %s: outputs pass when |got - expected| <= %g + %g |expected|\n",
+        options.precision, tolerance.atol, tolerance.rtol);
+  }
+  auto report = CheckModelDir(args.positional[0], options, tolerance, device);
   if (!report.ok()) return FailStatus(report.status());
   if (report->input_shapes.empty()) {
     PrintTimings(report->compile);

@@ -27,6 +27,10 @@ namespace kiln::pipeline {
 struct CompileOptions {
   /// Target spec: "host", "cpu:<llvm cpu name>" or "cuda:sm_NN" (see codegen::ResolveTarget).
   std::string target = "host";
+  /// Matmul and conv precision on a cuda target (`--precision`): "fp32" (the default, CUDA
+  /// cores), or tensor cores with inputs rounded to "tf32", "fp16" or "bf16" and f32
+  /// accumulation (Target::gpu.precision; part of the target key, so of the cache key).
+  std::string precision = "fp32";
   /// Shapes of graph inputs with symbolic dims (`--input-shape`), used by the import of
   /// CompileModelFile / CompileProfiles / PlanModelFile: one InputShapes per shape profile
   /// (importer::ProfilesOf). They become the graph's static input shapes, so they are part of

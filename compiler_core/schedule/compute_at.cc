@@ -61,6 +61,7 @@ class Placer {
         }
         return changed ? loop::Block(std::move(stmts)) : s;
       }
+      case StmtKind::kMma:
       case StmtKind::kStore:
         if (s->buffer == pw_.store->buffer) {
           return Fail(absl::StrCat("the nest stores %", s->buffer->name, " outside loop '", at_,

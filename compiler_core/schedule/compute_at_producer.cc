@@ -146,6 +146,7 @@ class ProducerPlacer {
         }
         return changed ? loop::Block(std::move(stmts)) : s;
       }
+      case StmtKind::kMma:
       case StmtKind::kStore:
       case StmtKind::kIf: {
         std::set<const loop::Buffer*> loads, stores;

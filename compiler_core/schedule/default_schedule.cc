@@ -571,6 +571,7 @@ class Planner {
       case loop::StmtKind::kFor: return s->extent * Work(s->body);
       case loop::StmtKind::kAllocate: return Work(s->body);
       case loop::StmtKind::kIf: return std::max(Work(s->then_body), Work(s->else_body));
+      case loop::StmtKind::kMma:
       case loop::StmtKind::kStore: return 1;
       case loop::StmtKind::kBlock: {
         int64_t total = 0;
@@ -620,7 +621,7 @@ class Planner {
 }  // namespace
 
 Schedule PlanSchedule(const loop::Func& func, const Target& target, KnobContext& knobs) {
-  if (target.IsGpu()) return PlanGpuSchedule(func, knobs);
+  if (target.IsGpu()) return PlanGpuSchedule(func, target, knobs);
   return Planner(func, target, knobs).Run();
 }
 

@@ -30,7 +30,8 @@ constexpr int64_t kDefaultThreads = 256;
 
 class GpuPlanner {
  public:
-  GpuPlanner(const loop::Func& func, KnobContext& knobs) : work_(func), knobs_(knobs) {}
+  GpuPlanner(const loop::Func& func, const Target& target, KnobContext& knobs)
+      : work_(func), target_(target), knobs_(knobs) {}
 
   Schedule Run() {
     // A step names loops; a name used twice would apply it to loops of other nests too.
@@ -96,6 +97,18 @@ class GpuPlanner {
     absl::StatusOr<GemmShape> gemm = AnalyzeContraction(work_, nest);
     if (!gemm.ok() || gemm->m < 32 || gemm->n < 32 || gemm->k < 16) return false;
     if (!knobs_.ChooseBool(prefix + "gpu_tile", true)) return false;
+    // With a tensor-core precision: mma.sync tiles (knob "mma"), else the CUDA-core tiling.
+    const loop::MmaShape shape = MmaShapeOfPrecision(target_.gpu.precision);
+    if (shape != loop::MmaShape::kNone && knobs_.ChooseBool(prefix + "mma", true)) {
+      Schedule one;
+      one.steps.push_back(Primitive{Kind::kGpuTileMma, {nest, target_.gpu.precision}, 0, {}});
+      loop::Func copy = work_;
+      if (ApplySchedule(one, copy).ok()) {
+        work_ = std::move(copy);
+        schedule_.steps.push_back(one.steps[0]);
+        return true;
+      }
+    }
     auto per_thread = [](int64_t extent) -> int64_t { return extent >= 64 ? 4 : 2; };
     const int64_t tm = knobs_.Choose(prefix + "tm", {1, 2, 4, 8}, per_thread(gemm->m));
     const int64_t tn = knobs_.Choose(prefix + "tn", {1, 2, 4, 8}, per_thread(gemm->n));
@@ -132,14 +145,15 @@ class GpuPlanner {
   }
 
   loop::Func work_;
+  const Target& target_;
   KnobContext& knobs_;
   Schedule schedule_;
 };
 
 }  // namespace
 
-Schedule PlanGpuSchedule(const loop::Func& func, KnobContext& knobs) {
-  return GpuPlanner(func, knobs).Run();
+Schedule PlanGpuSchedule(const loop::Func& func, const Target& target, KnobContext& knobs) {
+  return GpuPlanner(func, target, knobs).Run();
 }
 
 }  // namespace kiln::schedule

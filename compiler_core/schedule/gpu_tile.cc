@@ -288,4 +288,122 @@ absl::Status GpuTileContraction(loop::Func& func, const std::string& nest, int64
   return absl::OkStatus();
 }
 
+loop::MmaShape MmaShapeOfPrecision(const std::string& precision) {
+  if (precision == "tf32") return loop::MmaShape::kM16N8K8Tf32;
+  if (precision == "fp16" || precision == "f16") return loop::MmaShape::kM16N8K16F16;
+  if (precision == "bf16") return loop::MmaShape::kM16N8K16Bf16;
+  return loop::MmaShape::kNone;
+}
+
+absl::Status GpuTileMma(loop::Func& func, const std::string& nest, loop::MmaShape shape) {
+  if (shape == loop::MmaShape::kNone) {
+    return absl::FailedPreconditionError("gpu_tile_mma needs an mma shape");
+  }
+  absl::StatusOr<Contraction> classified = Classify(func, nest);
+  if (!classified.ok()) return classified.status();
+  Contraction& ct = *classified;
+  const Group &m = ct.m, &n = ct.n, &batch = ct.batch, &k = ct.k;
+  const loop::BufferRef c = ct.store->buffer;
+  const std::string cn = c->name;
+  // A block: 4 warps as 2 x 2, each a 32 x 32 tile of C as 2 x 4 MMAs of 16 x 8.
+  constexpr int64_t kBlock = 64, kWarpM = 32, kWarpN = 32, kThreads = 128, kBk = 32, kPad = 8;
+  const int64_t mk = loop::MmaK(shape);
+  const DType tile_type = shape == loop::MmaShape::kM16N8K16F16    ? DType::kFloat16
+                          : shape == loop::MmaShape::kM16N8K16Bf16 ? DType::kBFloat16
+                                                                   : DType::kFloat32;
+  const loop::BufferRef xs =
+      loop::MakeBuffer(cn + "_xs", tile_type, {kBk, kBlock + kPad}, loop::Buffer::Scope::kShared);
+  const loop::BufferRef ys =
+      loop::MakeBuffer(cn + "_ys", tile_type, {kBk, kBlock + kPad}, loop::Buffer::Scope::kShared);
+  const loop::BufferRef acc = loop::MakeBuffer(cn + "_acc", DType::kFloat32, {kThreads, 2, 4, 4},
+                                               loop::Buffer::Scope::kLocal);
+  const Var gb = loop::MakeVar(cn + ".b"), gm = loop::MakeVar(cn + ".bm"),
+            gn = loop::MakeVar(cn + ".bn"), ko = loop::MakeVar(cn + ".ko");
+  int fresh = 0;
+  auto thread = [&]() { return loop::MakeVar(absl::StrCat(cn, ".t", ++fresh)); };
+  auto threads = [&](const Var& t, Stmt body) {
+    return loop::For(t, kThreads, std::move(body), ForKind::kThreadIdxX);
+  };
+  auto unrolled = [](const Var& v, int64_t n, Stmt body) {
+    return loop::For(v, n, std::move(body), ForKind::kUnrolled);
+  };
+  auto batched = [&](Expr e) { return batch.Apply(std::move(e), V(gb)); };
+
+  // acc = 0.
+  const Var t0 = thread(), i0 = loop::MakeVar(cn + ".i0"), j0 = loop::MakeVar(cn + ".j0"),
+            e0 = loop::MakeVar(cn + ".e0");
+  Stmt zero = threads(t0, unrolled(i0, 2,
+                                   unrolled(j0, 4,
+                                            unrolled(e0, 4,
+                                                     loop::Store(acc, {V(t0), V(i0), V(j0), V(e0)},
+                                                                 loop::FloatImm(0))))));
+  // tile[kk, i] = operand at (block * 64 + i, ko * bk + kk) as the tile's type, 0 outside;
+  // consecutive threads walk the rows (a coalesced read for a row-contiguous operand).
+  auto copy_tile = [&](const loop::BufferRef& tile, const Expr& operand, const Group& g,
+                       const Var& block, const std::string& tag) {
+    const Var t = thread(), l = loop::MakeVar(absl::StrCat(cn, ".", tag, "l"));
+    Expr e = V(l) * I(kThreads) + V(t);
+    Expr kk = Div(e, kBlock), i = Mod(e, kBlock);
+    Expr row = V(block) * I(kBlock) + i, kidx = V(ko) * I(kBk) + kk;
+    Expr value = batched(k.Apply(g.Apply(operand, row), kidx));
+    if (value->dtype != tile_type) value = loop::Cast(tile_type, value);
+    Stmt fill = loop::IfThenElse(And(Lt(row, g.extent), Lt(kidx, k.extent)),
+                                 loop::Store(tile, {kk, i}, value),
+                                 loop::Store(tile, {kk, i}, loop::FloatImm(0, tile_type)));
+    return threads(t, loop::For(l, kBk * kBlock / kThreads, fill, ForKind::kUnrolled));
+  };
+  Stmt load_x = copy_tile(xs, ct.x, m, gm, "x");
+  Stmt load_y = copy_tile(ys, ct.y, n, gn, "y");
+  // The warp's MMAs over the K tile.
+  const Var t2 = thread(), ks = loop::MakeVar(cn + ".ks"), i2 = loop::MakeVar(cn + ".i2"),
+            j2 = loop::MakeVar(cn + ".j2");
+  Expr warp2 = Div(V(t2), 32);
+  Stmt mma = threads(
+      t2, loop::For(
+              ks, kBk / mk,
+              unrolled(i2, 2,
+                       unrolled(j2, 4,
+                                loop::Mma(shape, acc, {V(t2), V(i2), V(j2), I(0)},
+                                          loop::Load(xs, {V(ks) * I(mk), Div(warp2, 2) * I(kWarpM) +
+                                                                             V(i2) * I(16)}),
+                                          loop::Load(ys, {V(ks) * I(mk), Mod(warp2, 2) * I(kWarpN) +
+                                                                             V(j2) * I(8)}),
+                                          Mod(V(t2), 32)))),
+              ForKind::kSerial, /*is_reduction=*/true));
+  Stmt k_tiles = loop::For(ko, (k.extent + kBk - 1) / kBk, loop::Block({load_x, load_y, mma}),
+                           ForKind::kSerial, /*is_reduction=*/true);
+  // C += acc at the lane's fragment positions (PTX's C layout: row g + 8 (e / 2), column
+  // 2 (lane % 4) + e % 2 of each 16 x 8 tile).
+  const Var t3 = thread(), i3 = loop::MakeVar(cn + ".i3"), j3 = loop::MakeVar(cn + ".j3"),
+            e3 = loop::MakeVar(cn + ".e3");
+  Expr lane = Mod(V(t3), 32), warp3 = Div(V(t3), 32);
+  Expr row = V(gm) * I(kBlock) + Div(warp3, 2) * I(kWarpM) + V(i3) * I(16) + Div(lane, 4) +
+             I(8) * Div(V(e3), 2);
+  Expr col = V(gn) * I(kBlock) + Mod(warp3, 2) * I(kWarpN) + V(j3) * I(8) + I(2) * Mod(lane, 4) +
+             Mod(V(e3), 2);
+  std::vector<Expr> c_at = batch.Apply(n.Apply(m.Apply(ct.store->indices, row), col), V(gb));
+  Expr sum = loop::Load(acc, {V(t3), V(i3), V(j3), V(e3)});
+  if (c->dtype != DType::kFloat32) sum = loop::Cast(c->dtype, sum);
+  Stmt write = threads(
+      t3,
+      unrolled(
+          i3, 2,
+          unrolled(j3, 4,
+                   unrolled(e3, 4,
+                            loop::IfThenElse(And(Lt(row, m.extent), Lt(col, n.extent)),
+                                             loop::Store(c, c_at, loop::Load(c, c_at) + sum))))));
+  Stmt tiled = loop::Allocate(
+      xs, loop::Allocate(ys, loop::Allocate(acc, loop::Block({zero, k_tiles, write}))));
+  tiled = loop::For(gn, (n.extent + kBlock - 1) / kBlock, tiled, ForKind::kBlockIdxX);
+  tiled = loop::For(gm, (m.extent + kBlock - 1) / kBlock, tiled, ForKind::kBlockIdxY);
+  if (batch.extent > 1) {
+    tiled = loop::For(gb, batch.extent, tiled, ForKind::kBlockIdxZ);
+  } else {
+    tiled = Substitute(tiled, gb.get(), I(0));
+  }
+  ct.top[ct.at] = tiled;
+  func.body = ct.top.size() == 1 ? ct.top[0] : loop::Block(ct.top);
+  return absl::OkStatus();
+}
+
 }  // namespace kiln::schedule

@@ -43,6 +43,18 @@ absl::StatusOr<GemmShape> AnalyzeContraction(const loop::Func& func, const std::
 absl::Status GpuTileContraction(loop::Func& func, const std::string& nest, int64_t tm, int64_t tn,
                                 int64_t bk);
 
+/// gpu_tile_mma(nest, tf32|f16|bf16): the same implicit GEMM on tensor cores: blocks of 128
+/// threads (4 warps as 2 x 2, each a 32 x 32 tile of C as 2 x 4 mma.sync of 16 x 8) over 64 x 64
+/// tiles of C, K tiles of 32 staged in shared memory as f32 (tf32) or as f16 / bf16 (rows padded
+/// by 8 so fragment reads avoid bank conflicts), f32 accumulators per lane in PTX's C fragment
+/// layout (loop::MmaShape), added to C at the end. Errors: as GpuTileContraction's, and
+/// kFailedPrecondition for kNone.
+absl::Status GpuTileMma(loop::Func& func, const std::string& nest, loop::MmaShape shape);
+
+/// The MMA shape of a --precision name: "tf32" m16n8k8.tf32, "fp16"/"f16" m16n8k16.f16,
+/// "bf16" m16n8k16.bf16; kNone for anything else (fp32).
+loop::MmaShape MmaShapeOfPrecision(const std::string& precision);
+
 }  // namespace kiln::schedule
 
 #endif  // KILN_COMPILER_CORE_SCHEDULE_GPU_TILE_H_

@@ -34,7 +34,7 @@ std::vector<float> Run(const loop::Func& f) {
   for (size_t p = 0; p < f.params.size(); ++p) {
     data.emplace_back(static_cast<size_t>(f.params[p]->NumElements()));
     for (size_t e = 0; e < data.back().size(); ++e) {
-      data.back()[e] = static_cast<float>(((e * 7 + p * 13) % 23) - 11) / 8.0f;
+      data.back()[e] = static_cast<float>(static_cast<int64_t>((e * 7 + p * 13) % 23) - 11) / 8;
     }
   }
   for (auto& d : data) ptrs.push_back(d.data());
@@ -43,7 +43,7 @@ std::vector<float> Run(const loop::Func& f) {
   return data.back();
 }
 
-void ExpectTiledMatches(const std::string& text, const std::string& steps) {
+void ExpectTiledMatches(const std::string& text, const std::string& steps, double tol = 1e-4) {
   loop::Func f = Parse(text);
   absl::StatusOr<Schedule> schedule = ParseSchedule(steps);
   ASSERT_TRUE(schedule.ok()) << schedule.status();
@@ -56,7 +56,7 @@ void ExpectTiledMatches(const std::string& text, const std::string& steps) {
   std::vector<float> want = Run(f), got = Run(tiled);
   ASSERT_EQ(got.size(), want.size());
   for (size_t e = 0; e < want.size(); ++e) {
-    EXPECT_NEAR(got[e], want[e], 1e-4 + 1e-5 * std::abs(want[e])) << "element " << e;
+    EXPECT_NEAR(got[e], want[e], tol + 1e-5 * std::abs(want[e])) << "element " << e;
   }
 }
 
@@ -113,6 +113,33 @@ TEST(GpuTileTest, StridedConvAsImplicitGemm) {
   ExpectTiledMatches(conv, "gpu_tile(n, 2, 1, 8)");
   // M: n, oh, ow (read by the first operand only); N: oc; K: ic, kh, kw.
   ExpectGemm(conv, "n", {72, 5, 27, 1});
+}
+
+// Tensor-core tiles (gpu_tile_mma): each lane's mma accumulates its fragment of a 16 x 8 tile
+// (loop::MmaAsLoops, what the interpreter runs), so the tiled nest computes the GEMM; f16 and
+// bf16 round the inputs (tolerance 2e-2 on sums of 29 products of values up to 1.4).
+TEST(GpuTileTest, TensorCoreTilesMatchTheUntiledNest) {
+  const std::string mm =
+      "func @mm(%a: f32[70,29], %b: f32[29,45], %c: f32[70,45]) anchor=MatMul {\n"
+      "  for i in 0..70 {\n    for j in 0..45 {\n      for k in 0..29 reduce {\n"
+      "        %c[i, j] = (%c[i, j] + (%a[i, k] * %b[k, j]))\n      }\n    }\n  }\n}\n";
+  ExpectTiledMatches(mm, "gpu_tile_mma(i, tf32)");
+  ExpectTiledMatches(mm, "gpu_tile_mma(i, fp16)", 2e-2);
+  ExpectTiledMatches(mm, "gpu_tile_mma(i, bf16)", 2e-1);
+  loop::Func f = Parse(mm);
+  ASSERT_TRUE(GpuTileMma(f, "i", loop::MmaShape::kM16N8K8Tf32).ok());
+  const std::string printed = loop::PrintFunc(f);
+  EXPECT_THAT(printed, HasSubstr("alloc shared %c_xs: f32[32,72] {"));
+  EXPECT_THAT(printed, HasSubstr("mma.m16n8k8.tf32 %c_acc[c.t4, c.i2, c.j2, 0] += "
+                                 "(%c_xs[(c.ks * 8), ((((c.t4 // 32) // 2) * 32) + (c.i2 * 16))] "
+                                 "* %c_ys[(c.ks * 8), ((((c.t4 // 32) % 2) * 32) + (c.j2 * 8))]) "
+                                 "lane (c.t4 % 32)"));
+  // The printed mma parses back to the same func.
+  absl::StatusOr<loop::Func> reparsed = loop::ParseFunc(printed);
+  ASSERT_TRUE(reparsed.ok()) << reparsed.status();
+  EXPECT_EQ(loop::PrintFunc(*reparsed), printed);
+  EXPECT_FALSE(ParseSchedule("gpu_tile_mma(i, fp64)").ok() &&
+               ApplySchedule(*ParseSchedule("gpu_tile_mma(i, fp64)"), f).ok());
 }
 
 TEST(GpuTileTest, RefusesWhatIsNotAGemm) {

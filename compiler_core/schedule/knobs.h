@@ -78,10 +78,11 @@ class KnobContext {
 /// On a GPU target (target.IsGpu()) it is PlanGpuSchedule's template.
 Schedule PlanSchedule(const loop::Func& func, const Target& target, KnobContext& knobs);
 
-/// The GPU schedule template (gpu_schedule.cc): per top-level nest, its leading spatial loops
-/// fused, split by the block size (knob "n<i>.threads") and bound to blockIdx.x / threadIdx.x.
-/// Every step is tried on a copy and dropped if illegal.
-Schedule PlanGpuSchedule(const loop::Func& func, KnobContext& knobs);
+/// The GPU schedule template (gpu_schedule.cc): contractions tiled in shared memory (on tensor
+/// cores with target.gpu.precision tf32/fp16/bf16); per other top-level nest, its leading
+/// spatial loops fused, split by the block size (knob "n<i>.threads") and bound to blockIdx.x /
+/// threadIdx.x. Every step is tried on a copy and dropped if illegal.
+Schedule PlanGpuSchedule(const loop::Func& func, const Target& target, KnobContext& knobs);
 
 }  // namespace kiln::schedule
 

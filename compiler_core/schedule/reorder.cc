@@ -51,6 +51,7 @@ class Reorderer {
         if (t == s->then_body && e == s->else_body) return s;
         return loop::IfThenElse(s->cond, t, e);
       }
+      case StmtKind::kMma:
       case StmtKind::kStore:
         return s;
     }

@@ -62,6 +62,7 @@ absl::StatusOr<loop::Stmt> ApplyStep(const Primitive& p, const loop::Stmt& body)
     case Primitive::Kind::kWinograd:
     case Primitive::Kind::kComputeAt:
     case Primitive::Kind::kGpuTile:
+    case Primitive::Kind::kGpuTileMma:
       break;  // Func rewrites: ApplySchedule
   }
   return absl::FailedPreconditionError("unknown primitive");
@@ -83,6 +84,8 @@ const char* PrimitiveKindName(Primitive::Kind kind) {
       return "bind";
     case Primitive::Kind::kGpuTile:
       return "gpu_tile";
+    case Primitive::Kind::kGpuTileMma:
+      return "gpu_tile_mma";
   }
   return "?";
 }
@@ -107,6 +110,12 @@ absl::Status ApplySchedule(const Schedule& schedule, loop::Func& func) {
       st = p.loops.size() == 1 && p.factors.size() == 3
                ? GpuTileContraction(work, p.loops[0], p.factors[0], p.factors[1], p.factors[2])
                : absl::FailedPreconditionError("expected a loop name and 3 factors");
+    } else if (p.kind == Primitive::Kind::kGpuTileMma) {
+      loop::MmaShape shape = loop::MmaShape::kNone;
+      if (p.loops.size() == 2) shape = MmaShapeOfPrecision(p.loops[1]);
+      st = shape != loop::MmaShape::kNone
+               ? GpuTileMma(work, p.loops[0], shape)
+               : absl::FailedPreconditionError("expected a loop name and tf32, f16 or bf16");
     } else if (p.kind == Primitive::Kind::kComputeAt) {
       st = p.loops.size() == 2 ? ComputeAt(work, p.loops[0], p.loops[1])
                                : absl::FailedPreconditionError("expected 2 loop name(s)");

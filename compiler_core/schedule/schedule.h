@@ -23,10 +23,11 @@ struct Primitive {
     kVectorize,
     kUnroll,
     kParallel,
-    kWinograd,   // rewrites a conv update nest (winograd.h); names no loop
-    kComputeAt,  // moves a pointwise nest into a contraction's register block (primitives.h)
-    kBind,       // binds a loop to a GPU block or thread index (primitives.h AnnotateLoop)
-    kGpuTile,    // rewrites a contraction nest into a shared-memory tiled GEMM (gpu_tile.h)
+    kWinograd,    // rewrites a conv update nest (winograd.h); names no loop
+    kComputeAt,   // moves a pointwise nest into a contraction's register block (primitives.h)
+    kBind,        // binds a loop to a GPU block or thread index (primitives.h AnnotateLoop)
+    kGpuTile,     // rewrites a contraction nest into a shared-memory tiled GEMM (gpu_tile.h)
+    kGpuTileMma,  // the same on tensor cores: gpu_tile_mma(nest, tf32|f16|bf16) (gpu_tile.h)
   };
   Kind kind;
   /// kSplit/kVectorize/kUnroll/kParallel: one loop; kReorder: the new order, outermost first;
@@ -41,7 +42,7 @@ struct Primitive {
 };
 
 /// The primitive's name as printed: "split", "reorder", "fuse", "vectorize", "unroll",
-/// "parallel", "winograd", "compute_at", "bind", "gpu_tile".
+/// "parallel", "winograd", "compute_at", "bind", "gpu_tile", "gpu_tile_mma".
 const char* PrimitiveKindName(Primitive::Kind kind);
 
 /// An ordered list of primitives. Printed one per line, e.g. "split(ow, 16)".

@@ -19,11 +19,11 @@ using loop::ErrorAt;
 using loop::Token;
 using loop::TokenKind;
 
-constexpr Primitive::Kind kKinds[] = {Primitive::Kind::kSplit,    Primitive::Kind::kReorder,
-                                      Primitive::Kind::kFuse,     Primitive::Kind::kVectorize,
-                                      Primitive::Kind::kUnroll,   Primitive::Kind::kParallel,
-                                      Primitive::Kind::kWinograd, Primitive::Kind::kComputeAt,
-                                      Primitive::Kind::kBind,     Primitive::Kind::kGpuTile};
+constexpr Primitive::Kind kKinds[] = {
+    Primitive::Kind::kSplit,     Primitive::Kind::kReorder,   Primitive::Kind::kFuse,
+    Primitive::Kind::kVectorize, Primitive::Kind::kUnroll,    Primitive::Kind::kParallel,
+    Primitive::Kind::kWinograd,  Primitive::Kind::kComputeAt, Primitive::Kind::kBind,
+    Primitive::Kind::kGpuTile,   Primitive::Kind::kGpuTileMma};
 
 std::optional<Primitive::Kind> KindFromName(std::string_view name) {
   for (Primitive::Kind kind : kKinds) {
@@ -48,7 +48,7 @@ absl::StatusOr<Primitive> ParseStep(const std::vector<Token>& tokens, size_t* po
   if (!kind) {
     return expected(
         "a schedule primitive (split, reorder, fuse, vectorize, unroll, parallel, winograd, "
-        "compute_at, bind or gpu_tile)");
+        "compute_at, bind, gpu_tile or gpu_tile_mma)");
   }
   Primitive p{*kind, {}, 0};
   ++*pos;

@@ -14,7 +14,8 @@ std::string GpuTarget::SmName() const {
 
 std::string Target::Key() const {
   if (IsGpu()) {
-    return absl::StrCat(kind, ":", gpu.SmName(), ":ptx", gpu.ptx_version, ":", triple);
+    return absl::StrCat(kind, ":", gpu.SmName(), ":ptx", gpu.ptx_version, ":", triple,
+                        gpu.precision == "fp32" ? "" : ":" + gpu.precision);
   }
   return absl::StrCat(kind, ":", cpu, ":", triple, ":v", vector_bits, ":", features,
                       emulate_gpu ? ":emulate-gpu" : "");

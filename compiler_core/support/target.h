@@ -18,6 +18,9 @@ struct GpuTarget {
   int sm = 0;                  // compute capability * 10: 80, 86, 89, 90
   bool arch_specific = false;  // sm_90a: Hopper's wgmma/setmaxnreg; runs on sm_90 only
   int ptx_version = 0;         // PTX ISA * 10, e.g. 70 for PTX 7.0
+  /// Matmuls and convs: "fp32" (CUDA cores, the default), or on tensor cores with inputs
+  /// rounded to "tf32", "fp16" or "bf16" (accumulating in f32): `--precision`.
+  std::string precision = "fp32";
   /// "sm_90a", "sm_80".
   std::string SmName() const;
 };

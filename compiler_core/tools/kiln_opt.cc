@@ -50,6 +50,7 @@ constexpr char kUsage[] =
     "  -target=T              loop IR: the target of -default-schedule and -emit (host,\n"
     "                         cpu:<llvm cpu name>, cuda:sm_80 .. cuda:sm_90a; default host)\n"
     "  -default-schedule      loop IR: apply the target's default schedule first\n"
+    "  -precision=P           loop IR, cuda target: fp32 (default), tf32, fp16 or bf16\n"
     "  -emit=llvm|ptx         loop IR: print the scheduled func's optimized LLVM IR, or its PTX\n"
     "                         (a cuda target), instead of the loop IR\n"
     "Loop IR input (a part whose first line is 'func ...') is parsed, verified, scheduled\n"
@@ -70,6 +71,7 @@ struct Options {
   std::string target = "host";     // -target=
   bool default_schedule = false;   // -default-schedule
   std::string emit;                // -emit=: "", "llvm" or "ptx"
+  std::string precision = "fp32";  // -precision=
   std::string input = "-";
 };
 
@@ -111,6 +113,8 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
                                                          " (expected llvm or ptx)"));
         }
         options.emit = std::string(arg);
+      } else if (absl::ConsumePrefix(&arg, "precision=")) {
+        options.precision = std::string(arg);
       } else if (arg == "default-schedule") {
         options.default_schedule = true;
       } else if (arg == "split-input-file") {
@@ -253,6 +257,7 @@ absl::StatusOr<std::string> RunOnLoopIr(const std::string& part, const Options& 
   std::optional<Target> target;
   if (options.default_schedule || !options.emit.empty()) {
     KILN_ASSIGN_OR_RETURN(target, codegen::ResolveTarget(options.target));
+    target->gpu.precision = options.precision;
   }
   schedule::Schedule sched;
   if (options.default_schedule) sched = schedule::DefaultSchedule(*func, *target);

@@ -37,6 +37,7 @@ void CountKernel(const Stmt& s, int depth, KernelRow& k) {
       if (s->is_reduction) at(KernelFeature::kNumReductionLoops) += 1;
       CountKernel(s->body, depth + 1, k);
       return;
+    case StmtKind::kMma:
     case StmtKind::kStore:
       return;
     case StmtKind::kBlock:

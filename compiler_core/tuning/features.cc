@@ -137,6 +137,7 @@ class Extractor {
         Visit(s->body);
         loops_.pop_back();
         return;
+      case StmtKind::kMma:
       case StmtKind::kStore:
         out_.push_back(Store(*s));
         return;

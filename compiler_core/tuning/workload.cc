@@ -84,6 +84,7 @@ int64_t StmtFlops(const Stmt& s) {
     case StmtKind::kFor: return s->extent * StmtFlops(s->body);
     case StmtKind::kAllocate: return StmtFlops(s->body);
     case StmtKind::kIf: return std::max(StmtFlops(s->then_body), StmtFlops(s->else_body));
+    case StmtKind::kMma:
     case StmtKind::kStore: return ExprFlops(s->value);
     case StmtKind::kBlock: {
       int64_t total = 0;

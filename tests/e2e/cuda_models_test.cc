@@ -99,6 +99,33 @@ TEST_P(CudaModelsTest, GpuSchedulesOnHost) {
   }
 }
 
+// --precision tf32 and fp16: matmuls and convs on tensor cores (mma.sync in the PTX); the same
+// plan on the host (each lane's MMA sums, fp16 inputs rounded) within the precision's
+// tolerance (client::ToleranceFor).
+TEST_P(CudaModelsTest, TensorCoresOnHost) {
+  KILN_REQUIRE_PATH_OR_SKIP(kModels + "MANIFEST.tsv");
+  const std::string dir = kModels + GetParam();
+  for (const char* precision : {"tf32", "fp16"}) {
+    pipeline::CompileOptions options;
+    options.target = "cuda:sm_90";
+    options.precision = precision;
+    std::vector<importer::ShapeProfiles> profiles = ProfilesOf(dir);
+    ASSERT_FALSE(profiles.empty());
+    options.shape_profiles = profiles[0];
+    auto compiled = pipeline::CompileModelFile(dir + "/model.onnx", options);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    EXPECT_EQ(compiled->artifact.manifest.target_key(),
+              absl::StrCat("cuda:sm_90:ptx78:nvptx64-nvidia-cuda:", precision));
+    const bool has_mma = compiled->artifact.code.find("mma.sync.aligned") != std::string::npos;
+    std::cout << GetParam() << " " << precision << ": mma.sync " << (has_mma ? "yes" : "no")
+              << "\n";
+    options.shape_profiles.clear();
+    options.emulate_gpu_on_host = true;
+    auto report = client::CheckModelDir(dir, options, client::ToleranceFor(precision));
+    ExpectPasses(report, absl::StrCat(GetParam(), " (", precision, " on the host)"));
+  }
+}
+
 TEST_P(CudaModelsTest, OnDevice) {
   KILN_REQUIRE_PATH_OR_SKIP(kModels + "MANIFEST.tsv");
   auto device = runtime::cuda::QueryCudaDevice(0);

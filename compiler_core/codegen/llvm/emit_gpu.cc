@@ -116,6 +116,79 @@ void KernelEmitter::EmitBoundFor(const loop::StmtNode& s) {
   if (outermost) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
 }
 
+void KernelEmitter::EmitGpuMma(const loop::StmtNode& s) {
+  using loop::BinaryOp;
+  const loop::Expr& a = s.value->operands[0];
+  const loop::Expr& b = s.value->operands[1];
+  const loop::Expr g = loop::Binary(BinaryOp::kFloorDiv, s.cond, loop::IntImm(4));
+  const loop::Expr t = loop::Binary(BinaryOp::kFloorMod, s.cond, loop::IntImm(4));
+  auto at = [](const loop::Expr& base, int64_t dk, const loop::Expr& k, int64_t dm,
+               const loop::Expr& m) {
+    // (base.k + dk + k, base.m + dm + m) of a tile load `base`.
+    return loop::Load(base->buffer, {base->operands[0] + loop::IntImm(dk) + k,
+                                     base->operands[1] + loop::IntImm(dm) + m});
+  };
+  auto f32 = [&](const loop::Expr& e) {
+    llvm::Value* v = EmitExpr(e);
+    if (e->dtype != DType::kFloat32) v = EmitCast(DType::kFloat32, e->dtype, v);
+    return v;
+  };
+  std::vector<llvm::Value*> args;
+  llvm::Intrinsic::ID id;
+  const loop::Expr two_t = loop::IntImm(2) * t;
+  if (s.mma == loop::MmaShape::kM16N8K8Tf32) {
+    // A (16 x 8): a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4); B (8 x 8):
+    // b0 (t, g), b1 (t + 4, g); each rounded to tf32 in an i32.
+    auto tf32 = [&](const loop::Expr& e) {
+      return b_.CreateIntrinsic(llvm::Intrinsic::nvvm_f2tf32_rna, {}, {f32(e)});
+    };
+    for (auto [dk, dm] : {std::pair<int64_t, int64_t>{0, 0}, {0, 8}, {4, 0}, {4, 8}}) {
+      args.push_back(tf32(at(a, dk, t, dm, g)));
+    }
+    for (int64_t dk : {0, 4}) args.push_back(tf32(at(b, dk, t, 0, g)));
+    id = llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32;
+  } else {
+    // m16n8k16: A a0 (g, 2t..2t+1), a1 (g + 8, ..), a2 (g, 2t+8..2t+9), a3 (g + 8, ..);
+    // B b0 (2t..2t+1, g), b1 (2t+8..2t+9, g); pairs along k packed low element first.
+    const bool f16 = s.mma == loop::MmaShape::kM16N8K16F16;
+    auto pack = [&](const loop::Expr& lo, const loop::Expr& hi) -> llvm::Value* {
+      if (f16) {
+        llvm::Value* v = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getHalfTy(), 2));
+        v = b_.CreateInsertElement(v, b_.CreateFPTrunc(f32(lo), b_.getHalfTy()), uint64_t{0});
+        return b_.CreateInsertElement(v, b_.CreateFPTrunc(f32(hi), b_.getHalfTy()), uint64_t{1});
+      }
+      // bf16: the upper 16 bits of the f32, rounded to nearest even (EmitCast's rounding).
+      auto bits = [&](const loop::Expr& e) {
+        llvm::Value* h = EmitCast(DType::kBFloat16, DType::kFloat32, f32(e));
+        return b_.CreateZExt(b_.CreateBitCast(h, b_.getInt16Ty()), b_.getInt32Ty());
+      };
+      return b_.CreateOr(bits(lo), b_.CreateShl(bits(hi), 16));
+    };
+    for (auto [dk, dm] : {std::pair<int64_t, int64_t>{0, 0}, {0, 8}, {8, 0}, {8, 8}}) {
+      args.push_back(pack(at(a, dk, two_t, dm, g), at(a, dk + 1, two_t, dm, g)));
+    }
+    for (int64_t dk : {0, 8}) {
+      args.push_back(pack(at(b, dk, two_t, 0, g), at(b, dk + 1, two_t, 0, g)));
+    }
+    id = f16 ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32
+             : llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16;
+  }
+  // C: the 4 accumulators from `indices` on along the last dim.
+  std::vector<std::vector<loop::Expr>> c_at;
+  for (int64_t e = 0; e < 4; ++e) {
+    std::vector<loop::Expr> idx = s.indices;
+    idx.back() = idx.back() + loop::IntImm(e);
+    c_at.push_back(idx);
+    args.push_back(EmitExpr(loop::Load(s.buffer, idx)));
+  }
+  llvm::Value* d = b_.CreateIntrinsic(id, {}, args);
+  for (unsigned e = 0; e < 4; ++e) {
+    llvm::Value* ptr = b_.CreateInBoundsGEP(MemType(DType::kFloat32), BufferPointer(*s.buffer),
+                                            FlatIndexOf(*s.buffer, c_at[e]));
+    b_.CreateAlignedStore(b_.CreateExtractValue(d, e), ptr, llvm::Align(4));
+  }
+}
+
 void KernelEmitter::EmitGpuAllocate(const loop::StmtNode& s) {
   const loop::Buffer& buf = *s.buffer;
   llvm::Type* elem = MemType(buf.dtype);

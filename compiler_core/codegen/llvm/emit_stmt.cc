@@ -46,6 +46,11 @@ void KernelEmitter::EmitStmt(const Stmt& s) {
     case StmtKind::kAllocate:
       EmitAllocate(*s);
       return;
+    case StmtKind::kMma:
+      // A GPU runs the warp's mma.sync; elsewhere the lane's sums (the loop IR's meaning).
+      if (target_.IsGpu()) return EmitGpuMma(*s);
+      EmitStmt(loop::MmaAsLoops(*s));
+      return;
   }
   Fail("unknown statement kind");
 }

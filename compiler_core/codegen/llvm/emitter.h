@@ -68,6 +68,10 @@ class KernelEmitter {
   /// allocated at block level whose leading dims every access indexes by enclosing thread-loop
   /// variables gets those dims dropped (each thread holds its own slice, in registers).
   void EmitGpuAllocate(const loop::StmtNode& s);
+  /// A kMma statement as one mma.sync: the lane's A and B fragments gathered from the tiles in
+  /// PTX's fragment layout (converted to tf32 / packed as f16x2 or bf16x2), its 4 accumulators
+  /// in and out.
+  void EmitGpuMma(const loop::StmtNode& s);
 
   // ---- emit_gpu_math.cc: the GPU math library (f32 polynomials; f16 through f32). NVPTX has
   // no libm to call, and LLVM cannot lower llvm.exp/log/pow for it.

@@ -373,6 +373,8 @@ class Interpreter {
         vars_[s->loop_var.get()] = saved;
         return;
       }
+      case StmtKind::kMma:
+        return Exec(MmaAsLoops(*s));
       case StmtKind::kStore: {
         Scalar v = Eval(s->value);
         uint8_t* p = Address(s->buffer, s->indices);

@@ -166,4 +166,56 @@ Stmt Allocate(BufferRef buffer, Stmt body) {
   return s;
 }
 
+const char* MmaShapeName(MmaShape shape) {
+  switch (shape) {
+    case MmaShape::kM16N8K8Tf32:
+      return "m16n8k8.tf32";
+    case MmaShape::kM16N8K16F16:
+      return "m16n8k16.f16";
+    case MmaShape::kM16N8K16Bf16:
+      return "m16n8k16.bf16";
+    case MmaShape::kNone:
+      break;
+  }
+  return "none";
+}
+
+int MmaK(MmaShape shape) { return shape == MmaShape::kM16N8K8Tf32 ? 8 : 16; }
+
+Stmt Mma(MmaShape shape, BufferRef acc, std::vector<Expr> acc_indices, Expr a_tile, Expr b_tile,
+         Expr lane) {
+  auto s = NewStmt(StmtKind::kMma);
+  s->mma = shape;
+  s->buffer = std::move(acc);
+  s->indices = std::move(acc_indices);
+  s->value = Binary(BinaryOp::kMul, std::move(a_tile), std::move(b_tile));
+  s->cond = std::move(lane);
+  return s;
+}
+
+Stmt MmaAsLoops(const StmtNode& mma) {
+  const Expr& a = mma.value->operands[0];
+  const Expr& b = mma.value->operands[1];
+  Var e = MakeVar("mma.e"), k = MakeVar("mma.k");
+  Expr g = Binary(BinaryOp::kFloorDiv, mma.cond, IntImm(4));
+  Expr t = Binary(BinaryOp::kFloorMod, mma.cond, IntImm(4));
+  Expr row = g + IntImm(8) * Binary(BinaryOp::kFloorDiv, VarRef(e), IntImm(2));
+  Expr col = IntImm(2) * t + Binary(BinaryOp::kFloorMod, VarRef(e), IntImm(2));
+  auto round = [&](Expr x) {
+    const DType in = mma.mma == MmaShape::kM16N8K16F16    ? DType::kFloat16
+                     : mma.mma == MmaShape::kM16N8K16Bf16 ? DType::kBFloat16
+                                                          : DType::kFloat32;
+    if (x->dtype != DType::kFloat32) x = Cast(DType::kFloat32, x);
+    if (in != DType::kFloat32) x = Cast(DType::kFloat32, Cast(in, x));
+    return x;
+  };
+  Expr av = round(Load(a->buffer, {a->operands[0] + VarRef(k), a->operands[1] + row}));
+  Expr bv = round(Load(b->buffer, {b->operands[0] + VarRef(k), b->operands[1] + col}));
+  std::vector<Expr> at = mma.indices;
+  at.back() = at.back() + VarRef(e);
+  Stmt acc = Store(mma.buffer, at, Load(mma.buffer, at) + av * bv);
+  return For(e, 4, For(k, MmaK(mma.mma), acc, ForKind::kSerial, /*is_reduction=*/true),
+             ForKind::kUnrolled);
+}
+
 }  // namespace kiln::loop

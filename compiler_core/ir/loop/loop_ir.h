@@ -123,7 +123,21 @@ inline Expr operator*(Expr a, Expr b) { return Binary(BinaryOp::kMul, std::move(
 inline Expr Min(Expr a, Expr b) { return Binary(BinaryOp::kMin, std::move(a), std::move(b)); }
 inline Expr Max(Expr a, Expr b) { return Binary(BinaryOp::kMax, std::move(a), std::move(b)); }
 
-enum class StmtKind : uint8_t { kFor, kStore, kBlock, kIf, kAllocate };
+enum class StmtKind : uint8_t { kFor, kStore, kBlock, kIf, kAllocate, kMma };
+
+/// A warp-level tensor-core multiply-accumulate (StmtKind::kMma): the shape and input types of
+/// PTX's mma.sync (PTX ISA 8.x, "Matrix multiply-accumulate operation using mma instruction");
+/// accumulation is always f32.
+enum class MmaShape : uint8_t {
+  kNone,
+  kM16N8K8Tf32,   // m16n8k8, A and B rounded to tf32 (sm_80+)
+  kM16N8K16F16,   // m16n8k16, A and B f16 (sm_80+)
+  kM16N8K16Bf16,  // m16n8k16, A and B bf16 (sm_80+)
+};
+/// "m16n8k8.tf32", "m16n8k16.f16", "m16n8k16.bf16" (printed after "mma.").
+const char* MmaShapeName(MmaShape shape);
+/// The K of one MMA of `shape` (8 or 16).
+int MmaK(MmaShape shape);
 
 /// How a loop executes. Set by schedule primitives; lowering emits kSerial only.
 enum class ForKind : uint8_t {
@@ -178,6 +192,15 @@ struct StmtNode {
   Expr cond;
   Stmt then_body;
   Stmt else_body;
+  // kMma (`mma` the shape): one lane's part of a warp's D = A B + C on a 16 x 8 tile, C and D
+  // being `buffer` at `indices` and the 3 elements after it along the last dim (f32). `value`
+  // is Load(a, {a_k, a_m}) * Load(b, {b_k, b_n}): A[r][k] = a[a_k + k, a_m + r] and
+  // B[k][c] = b[b_k + k, b_n + c] (k-major tiles, usually shared). `cond` is the lane (0..31).
+  // Lane l with g = l / 4, t = l % 4 accumulates element e at row r = g + 8 (e / 2), column
+  // c = 2 t + e % 2 over k < K (MmaK), A and B rounded to the shape's input type: exactly
+  // PTX's fragment layout of C/D, so the 32 lanes together hold the whole tile and the GPU runs
+  // one mma.sync for them (CPUs and the interpreter run the sums, MmaAsLoops).
+  MmaShape mma = MmaShape::kNone;
 };
 
 Stmt For(Var loop_var, int64_t extent, Stmt body, ForKind kind = ForKind::kSerial,
@@ -186,6 +209,13 @@ Stmt Store(BufferRef buffer, std::vector<Expr> indices, Expr value);
 Stmt Block(std::vector<Stmt> stmts);
 Stmt IfThenElse(Expr cond, Stmt then_body, Stmt else_body = nullptr);
 Stmt Allocate(BufferRef buffer, Stmt body);
+/// A kMma statement (see StmtNode). `a_tile` and `b_tile` are the loads at the tiles' origins.
+Stmt Mma(MmaShape shape, BufferRef acc, std::vector<Expr> acc_indices, Expr a_tile, Expr b_tile,
+         Expr lane);
+/// What a kMma statement computes for its lane, as plain loops (unrolled e < 4, k < K) over
+/// its buffers, with A and B rounded to f16 / bf16 (casts) for those shapes; tf32 is not
+/// rounded off the GPU (its 10-bit mantissa rounding changes results within tf32's tolerance).
+Stmt MmaAsLoops(const StmtNode& mma);
 
 /// One kernel: a function over buffers. The runtime calls it with one pointer per entry of
 /// `params` followed by one per entry of `workspaces` (see runtime/abi.h).

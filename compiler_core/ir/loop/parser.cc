@@ -204,6 +204,7 @@ class Parser {
     if (tok.Is("if")) return ParseIf();
     if (tok.Is("alloc")) return ParseAlloc();
     if (tok.Is("for")) return ParseFor(ForKind::kSerial);
+    if (tok.kind == TokenKind::kIdent && tok.text.substr(0, 4) == "mma.") return ParseMma();
     if (tok.kind == TokenKind::kIdent && Peek(1).Is("for")) {
       std::optional<ForKind> kind = EnumFromName(tok.text, kLastForKind, ForKindName);
       if (kind) {
@@ -259,6 +260,36 @@ class Parser {
                                             buffer->name));
     }
     return Store(std::move(buffer), std::move(indices), std::move(value));
+  }
+
+  /// "mma.SHAPE %acc[...] += (%a[a_k, a_m] * %b[b_k, b_n]) lane EXPR" (StmtKind::kMma).
+  absl::StatusOr<Stmt> ParseMma() {
+    Token name = Next();
+    MmaShape shape = MmaShape::kNone;
+    for (MmaShape s : {MmaShape::kM16N8K8Tf32, MmaShape::kM16N8K16F16, MmaShape::kM16N8K16Bf16}) {
+      if (name.text == absl::StrCat("mma.", MmaShapeName(s))) shape = s;
+    }
+    if (shape == MmaShape::kNone) {
+      return ErrorAt(name, absl::StrCat("unknown mma shape ", DescribeToken(name),
+                                        " (mma.m16n8k8.tf32, mma.m16n8k16.f16, "
+                                        "mma.m16n8k16.bf16)"));
+    }
+    Token at = Peek();
+    KILN_ASSIGN_OR_RETURN(BufferRef acc, ParseBufferUse());
+    KILN_ASSIGN_OR_RETURN(std::vector<Expr> indices, ParseIndices(*acc, at));
+    KILN_RETURN_IF_ERROR(Expect("+"));
+    KILN_RETURN_IF_ERROR(Expect("="));
+    Token value_at = Peek();
+    KILN_ASSIGN_OR_RETURN(Expr value, ParseExpr());
+    if (value->kind != ExprKind::kBinary || value->binary_op != BinaryOp::kMul ||
+        value->operands[0]->kind != ExprKind::kLoad ||
+        value->operands[1]->kind != ExprKind::kLoad) {
+      return ErrorAt(value_at, "an mma's operands are (%a[k, m] * %b[k, n])");
+    }
+    KILN_RETURN_IF_ERROR(Expect("lane"));
+    KILN_ASSIGN_OR_RETURN(Expr lane, ParseExpr());
+    return Mma(shape, std::move(acc), std::move(indices), value->operands[0], value->operands[1],
+               std::move(lane));
   }
 
   /// "if cond { ... } [else { ... }]".

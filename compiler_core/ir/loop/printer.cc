@@ -145,6 +145,10 @@ std::string PrintStmt(const Stmt& s, int indent) {
     case StmtKind::kStore:
       return absl::StrCat(pad, "%", s->buffer->name, "[", Indices(s->indices),
                           "] = ", PrintExpr(s->value), "\n");
+    case StmtKind::kMma:
+      return absl::StrCat(pad, "mma.", MmaShapeName(s->mma), " %", s->buffer->name, "[",
+                          Indices(s->indices), "] += ", PrintExpr(s->value), " lane ",
+                          PrintExpr(s->cond), "\n");
     case StmtKind::kBlock: {
       std::string out;
       for (const Stmt& c : s->stmts) absl::StrAppend(&out, PrintStmt(c, indent));

@@ -63,6 +63,28 @@ class Verifier final : public Visitor {
     switch (s->kind) {
       case StmtKind::kFor: return VisitFor(s);
       case StmtKind::kAllocate: return VisitAllocate(s);
+      case StmtKind::kMma: {
+        context_ = s;
+        const Expr& v = s->value;
+        const bool operands =
+            v && v->kind == ExprKind::kBinary && v->binary_op == BinaryOp::kMul &&
+            v->operands[0]->kind == ExprKind::kLoad && v->operands[1]->kind == ExprKind::kLoad &&
+            v->operands[0]->operands.size() == 2 && v->operands[1]->operands.size() == 2;
+        if (s->mma == MmaShape::kNone) {
+          Fail(s, "an mma has no shape");
+        } else if (!operands) {
+          Fail(s, "an mma's operands must be (%a[k, m] * %b[k, n]) over rank-2 tiles");
+        } else if (!s->cond || s->cond->dtype != DType::kInt64) {
+          Fail(s, "an mma's lane must be an i64 expression");
+        } else if (CheckAccess(s->buffer, s->indices) &&
+                   (s->buffer->dtype != DType::kFloat32 || s->buffer->shape.empty() ||
+                    s->buffer->scope != Buffer::Scope::kLocal)) {
+          Fail(s,
+               absl::StrCat("an mma accumulates into a local f32 buffer, not %", s->buffer->name));
+        }
+        if (status_.ok()) Visitor::VisitStmt(s);
+        return;
+      }
       case StmtKind::kStore:
         context_ = s;
         if (CheckAccess(s->buffer, s->indices) && s->value &&

@@ -46,10 +46,12 @@ MODELS = {
     "mobilenet_v2": (lambda: vision("mobilenet_v2"), (1, 3, 224, 224)),
     "transformer_encoder": (transformer, (1, 64, 256)),
 }
-# The GEMMs of tests/device/prepare.sh: M K N dtype.
-GEMMS = [(4096, 4096, 4096, "float32"), (4096, 4096, 4096, "float16"),
-         (64, 512, 1000, "float32"), (64, 256, 768, "float32"), (64, 256, 1024, "float32"),
-         (64, 1024, 256, "float32")]
+# The GEMMs of tests/device/prepare.sh: M K N dtype and Kiln's --precision (tf32: cuBLAS with
+# TF32 allowed too).
+GEMMS = [(4096, 4096, 4096, "float32", "fp32"), (4096, 4096, 4096, "float32", "tf32"),
+         (4096, 4096, 4096, "float16", "fp16"), (64, 512, 1000, "float32", "fp32"),
+         (64, 256, 768, "float32", "fp32"), (64, 256, 1024, "float32", "fp32"),
+         (64, 1024, 256, "float32", "fp32")]
 
 
 def median_ms(fn):
@@ -85,13 +87,16 @@ def main():
             except Exception as e:  # report, keep going
                 row["torch_compile_error"] = str(e)[:200]
         print(json.dumps(row), flush=True)
-    for m, k, n, dtype in GEMMS:
+    for m, k, n, dtype, precision in GEMMS:
         t = getattr(torch, dtype)
         a = torch.rand(m, k, device=dev, dtype=t) * 2 - 1
         b = torch.rand(k, n, device=dev, dtype=t) * 2 - 1
+        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
         ms = median_ms(lambda: torch.matmul(a, b))
-        print(json.dumps({"gemm": f"gemm_{m}x{k}x{n}_{dtype}", "torch_ms": ms,
-                          "torch_tflops": 2 * m * k * n / ms / 1e9}), flush=True)
+        name = f"gemm_{m}x{k}x{n}_{dtype}" + ("" if precision == "fp32" else f"_{precision}")
+        print(json.dumps({"gemm": name, "torch_ms": ms, "torch_tflops": 2 * m * k * n / ms / 1e9}),
+              flush=True)
+    torch.backends.cuda.matmul.allow_tf32 = False
 
 
 if __name__ == "__main__":

@@ -65,19 +65,22 @@ for m in $models; do
 done
 
 if [ "$part" = a ]; then
-  # M K N DTYPE: the 4096^3 GEMMs, ResNet-18's fc (batch 1 and 64) and the transformer's
-  # projections (64 tokens) and FFN.
-  while read -r M K N T; do
+  # M K N DTYPE PRECISION: the 4096^3 GEMMs (f32 on CUDA cores and as tf32, f16 on tensor
+  # cores), ResNet-18's fc at batch 64 and the transformer's projections (64 tokens) and FFN.
+  while read -r M K N T P; do
     name=gemm_${M}x${K}x${N}_$T
+    [ "$P" = fp32 ] || name=${name}_$P
     /usr/bin/python3 scripts/make-gemm-model "$M" "$K" "$N" "$T" /tmp/$name.onnx
-    build/bin/kiln compile /tmp/$name.onnx -o .device/gemm/$name.kiln --target cuda:$sm
+    build/bin/kiln compile /tmp/$name.onnx -o .device/gemm/$name.kiln --target cuda:$sm \
+      --precision "$P"
   done <<'GEMMS'
-4096 4096 4096 float32
-4096 4096 4096 float16
-64 512 1000 float32
-64 256 768 float32
-64 256 1024 float32
-64 1024 256 float32
+4096 4096 4096 float32 fp32
+4096 4096 4096 float32 tf32
+4096 4096 4096 float16 fp16
+64 512 1000 float32 fp32
+64 256 768 float32 fp32
+64 256 1024 float32 fp32
+64 1024 256 float32 fp32
 GEMMS
 fi
 du -sh .device

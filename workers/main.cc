@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
   if (measure && gpu >= 0) {
     // A GPU measure worker measures code for its own SM.
     absl::StatusOr<kiln::runtime::cuda::CudaDeviceInfo> device =
-        kiln::runtime::cuda::QueryCudaDevice(gpu);
+        kiln::tuning::QueryCudaDeviceInChild(gpu);
     if (!device.ok()) return Usage(std::string(device.status().message()));
     absl::StatusOr<kiln::Target> target =
         kiln::ParseCudaTarget(absl::StrCat("cuda:sm_", device->sm));

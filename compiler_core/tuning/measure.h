@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "compiler_core/ir/loop/loop_ir.h"
+#include "compiler_core/runtime/cuda/cuda_driver.h"
 #include "compiler_core/tuning/hardware.h"
 
 namespace kiln::tuning {
@@ -80,9 +81,16 @@ int64_t CacheFlushBytesFor(const HardwareInfo& hardware);
 
 /// GPU `ordinal` as a measure worker for `target` (a cuda target) sees it: device "<name>,
 /// <memory> MiB, driver <version>", compute_units its SMs, cache_bytes its L2 (measure_cuda.cc).
+/// Queried in a child process, so the caller (which forks the measuring children) never
+/// initializes the CUDA driver itself.
 /// Errors: kUnavailable without a driver, kNotFound for a missing device, kFailedPrecondition
 /// when the device's SM cannot run the target's PTX.
 absl::StatusOr<HardwareInfo> DetectCudaHardware(const Target& target, int ordinal);
+
+/// runtime::cuda::QueryCudaDevice run in a child process: the CUDA driver must not be
+/// initialized in a process that later forks children which use it (each measuring child
+/// makes its own context), so a measuring process asks through this. Errors: the query's.
+absl::StatusOr<runtime::cuda::CudaDeviceInfo> QueryCudaDeviceInChild(int ordinal);
 
 /// The outcome for one kernel.
 struct Measurement {

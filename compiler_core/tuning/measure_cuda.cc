@@ -2,7 +2,15 @@
 // which leaves the context unusable, dies with the child), its params and workspaces in device
 // memory, timed with CUDA events around its launches; a cache flush overwrites a buffer of
 // cache_flush_bytes (2 x L2) before each timed run.
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -157,11 +165,67 @@ class CudaMeasureDevice final : public MeasureDevice {
   CUdeviceptr flush_ = 0;
 };
 
+// What a child that queried the device writes back through shared memory.
+struct QueryReport {
+  int32_t done = 0;
+  int32_t code = 0;  // absl::StatusCode of the query
+  char message[512] = {};
+  char name[256] = {};
+  int32_t sm = 0, multiprocessors = 0, driver_version = 0;
+  int64_t memory_bytes = 0, shared_bytes_per_sm = 0, l2_bytes = 0;
+};
+
 }  // namespace
 
+absl::StatusOr<runtime::cuda::CudaDeviceInfo> QueryCudaDeviceInChild(int ordinal) {
+  void* region = ::mmap(nullptr, sizeof(QueryReport), PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (region == MAP_FAILED) return absl::InternalError("mmap failed");
+  auto* report = new (region) QueryReport();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::munmap(region, sizeof(QueryReport));
+    return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  }
+  if (pid == 0) {
+    ::alarm(60);
+    absl::StatusOr<runtime::cuda::CudaDeviceInfo> info = runtime::cuda::QueryCudaDevice(ordinal);
+    report->code = static_cast<int32_t>(info.status().code());
+    std::snprintf(report->message, sizeof(report->message), "%s",
+                  std::string(info.status().message()).c_str());
+    if (info.ok()) {
+      std::snprintf(report->name, sizeof(report->name), "%s", info->name.c_str());
+      report->sm = info->sm;
+      report->multiprocessors = info->multiprocessors;
+      report->driver_version = info->driver_version;
+      report->memory_bytes = info->memory_bytes;
+      report->shared_bytes_per_sm = info->shared_bytes_per_sm;
+      report->l2_bytes = info->l2_bytes;
+    }
+    report->done = 1;
+    ::_exit(0);
+  }
+  int wstatus = 0;
+  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  QueryReport r = *report;
+  ::munmap(region, sizeof(QueryReport));
+  if (!r.done) return absl::InternalError("the device query process died");
+  if (r.code != 0) return absl::Status(static_cast<absl::StatusCode>(r.code), r.message);
+  runtime::cuda::CudaDeviceInfo info;
+  info.ordinal = ordinal;
+  info.name = r.name;
+  info.sm = r.sm;
+  info.multiprocessors = r.multiprocessors;
+  info.driver_version = r.driver_version;
+  info.memory_bytes = r.memory_bytes;
+  info.shared_bytes_per_sm = r.shared_bytes_per_sm;
+  info.l2_bytes = r.l2_bytes;
+  return info;
+}
+
 absl::StatusOr<HardwareInfo> DetectCudaHardware(const Target& target, int ordinal) {
-  KILN_ASSIGN_OR_RETURN(runtime::cuda::CudaDeviceInfo info,
-                        runtime::cuda::QueryCudaDevice(ordinal));
+  KILN_ASSIGN_OR_RETURN(runtime::cuda::CudaDeviceInfo info, QueryCudaDeviceInChild(ordinal));
   if (target.IsGpu()) {
     KILN_RETURN_IF_ERROR(runtime::cuda::CheckSmCompatible(target.gpu.sm, target.gpu.arch_specific,
                                                           info.sm, info.name));

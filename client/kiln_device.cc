@@ -94,8 +94,17 @@ int Check(const Args& args) {
   if (args.positional.size() != 2) return Fail(std::string("check: OUT.kiln DIR\n") + kUsage);
   auto artifact = runtime::ReadArtifactFile(args.positional[0]);
   if (!artifact.ok()) return Fail(artifact.status().ToString());
-  auto comparisons = client::CheckArtifact(args.positional[1], *artifact, client::Tolerance{},
-                                           DeviceFor(args, *artifact));
+  // A tensor-core artifact ("cuda:...:tf32") is checked with its precision's tolerance.
+  const std::string& key = artifact->manifest.target_key();
+  const std::string precision = key.substr(key.rfind(':') + 1);
+  const client::Tolerance tolerance = client::ToleranceFor(precision);
+  if (precision == "tf32" || precision == "fp16" || precision == "bf16") {
+    std::cout << absl::StrFormat(
+        "precision %s: outputs pass when |got - expected| <= %g + %g |expected|\n", precision,
+        tolerance.atol, tolerance.rtol);
+  }
+  auto comparisons =
+      client::CheckArtifact(args.positional[1], *artifact, tolerance, DeviceFor(args, *artifact));
   if (!comparisons.ok()) return Fail(comparisons.status().ToString());
   bool pass = !comparisons->empty();
   for (const client::OutputComparison& c : *comparisons) {
@@ -200,7 +209,9 @@ int Time(const Args& args) {
   std::cout << absl::StrFormat(
       "{\"artifact\": \"%s\", \"device\": \"%s\", \"median_ms\": %.5f, \"min_ms\": %.5f, "
       "\"repeats\": %d}\n",
-      args.positional[0], device, ms[ms.size() / 2], ms.front(), static_cast<int>(ms.size()));
+      args.positional[0], device,
+      ms.size() % 2 == 1 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2,
+      ms.front(), static_cast<int>(ms.size()));
   return 0;
 }
 

@@ -36,7 +36,8 @@ def main(dirs):
     for name, k in sorted(kiln.items()):
         if name.startswith("gemm_"):
             continue
-        p = torch.get(peer_of.get(name, name), {})
+        base = re.sub(r"_(tf32|fp16|bf16)$", "", name)  # a tensor-core variant's model
+        p = torch.get(peer_of.get(base, base), {})
         eager, comp = p.get("torch_eager_ms"), p.get("torch_compile_ms")
         print(f"| {name} | {fmt(k['median_ms'])} | {fmt(eager)} | "
               f"{fmt(k['median_ms'] / eager if eager else None, '.2f')} | {fmt(comp)} | "

@@ -54,6 +54,18 @@ GEMMS = [(4096, 4096, 4096, "float32", "fp32"), (4096, 4096, 4096, "float32", "t
          (64, 1024, 256, "float32", "fp32")]
 
 
+def set_tf32(enabled):
+    """TF32 for fp32 matmuls and convs: the fp32_precision switches of torch >= 2.9 where they
+    exist (mixing them with the legacy allow_tf32 flags is an error there), else the legacy."""
+    matmul, conv = torch.backends.cuda.matmul, torch.backends.cudnn.conv
+    if hasattr(matmul, "fp32_precision") and hasattr(conv, "fp32_precision"):
+        matmul.fp32_precision = "tf32" if enabled else "ieee"
+        conv.fp32_precision = "tf32" if enabled else "ieee"
+    else:
+        torch.backends.cuda.matmul.allow_tf32 = enabled
+        torch.backends.cudnn.allow_tf32 = enabled
+
+
 def median_ms(fn):
     for _ in range(WARMUP):
         fn()
@@ -70,8 +82,7 @@ def median_ms(fn):
 
 
 def main():
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    set_tf32(False)
     dev = torch.device("cuda:0")
     print(json.dumps({"torch": torch.__version__, "device": torch.cuda.get_device_name(0)}))
     for name, (build, shape) in MODELS.items():
@@ -91,12 +102,12 @@ def main():
         t = getattr(torch, dtype)
         a = torch.rand(m, k, device=dev, dtype=t) * 2 - 1
         b = torch.rand(k, n, device=dev, dtype=t) * 2 - 1
-        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+        set_tf32(precision == "tf32")
         ms = median_ms(lambda: torch.matmul(a, b))
         name = f"gemm_{m}x{k}x{n}_{dtype}" + ("" if precision == "fp32" else f"_{precision}")
         print(json.dumps({"gemm": name, "torch_ms": ms, "torch_tflops": 2 * m * k * n / ms / 1e9}),
               flush=True)
-    torch.backends.cuda.matmul.allow_tf32 = False
+    set_tf32(False)
 
 
 if __name__ == "__main__":

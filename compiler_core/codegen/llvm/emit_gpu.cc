@@ -57,6 +57,7 @@ absl::Status KernelEmitter::EmitGpuEntries() {
         std::set<const loop::StmtNode*>(launch.chain_threads.begin(), launch.chain_threads.end());
     launch_block_ = launch.block;
     thread_depth_ = 0;
+    thread_dims_bound_ = {false, false, false};
     for (size_t i = 0; i < globals.size(); ++i) {
       unsigned arg = static_cast<unsigned>(i);
       fn->addParamAttr(arg, llvm::Attribute::NoAlias);
@@ -91,6 +92,10 @@ void KernelEmitter::EmitBoundFor(const loop::StmtNode& s) {
   // A block loop, or a thread loop of the opening chain: the launch has exactly `extent`
   // blocks / threads along this index (SplitGpuLaunches), so the index is the loop variable.
   if (loop::IsBlockBound(s.for_kind) || chain_threads_.count(&s) != 0) {
+    if (!loop::IsBlockBound(s.for_kind)) {
+      thread_dims_bound_[static_cast<int>(s.for_kind) -
+                         static_cast<int>(loop::ForKind::kThreadIdxX)] = true;
+    }
     EmitStmt(s.body);
     return;
   }
@@ -101,10 +106,33 @@ void KernelEmitter::EmitBoundFor(const loop::StmtNode& s) {
   const int dim = static_cast<int>(s.for_kind) - static_cast<int>(loop::ForKind::kThreadIdxX);
   const bool outermost = thread_depth_ == 0;
   ++thread_depth_;
-  if (s.extent < launch_block_[dim]) {
+  const bool was_bound = thread_dims_bound_[dim];
+  thread_dims_bound_[dim] = true;
+  // Runs on threads with index < extent along this dim and index 0 along every other dim of
+  // the block no thread loop around or inside it binds (those threads idle: the loop runs
+  // once, not once per row of the other dims).
+  std::array<bool, 3> bound = thread_dims_bound_;
+  loop::VisitStmts(s.body, [&](const loop::Stmt& inner) {
+    if (inner->kind == loop::StmtKind::kFor && loop::IsThreadBound(inner->for_kind) &&
+        !loop::IsBlockBound(inner->for_kind)) {
+      bound[static_cast<int>(inner->for_kind) - static_cast<int>(loop::ForKind::kThreadIdxX)] =
+          true;
+    }
+  });
+  llvm::Value* run = nullptr;
+  auto both = [&](llvm::Value* c) { run = run == nullptr ? c : b_.CreateAnd(run, c); };
+  if (s.extent < launch_block_[dim]) both(b_.CreateICmpULT(var, b_.getInt64(s.extent)));
+  static constexpr llvm::Intrinsic::ID kTid[] = {llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x,
+                                                 llvm::Intrinsic::nvvm_read_ptx_sreg_tid_y,
+                                                 llvm::Intrinsic::nvvm_read_ptx_sreg_tid_z};
+  for (int d = 0; d < 3; ++d) {
+    if (d == dim || bound[d] || launch_block_[d] <= 1) continue;
+    both(b_.CreateICmpEQ(b_.CreateIntrinsic(kTid[d], {}, {}), b_.getInt32(0)));
+  }
+  if (run != nullptr) {
     llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, s.loop_var->name + ".run", fs_.fn);
     llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, s.loop_var->name + ".done", fs_.fn);
-    b_.CreateCondBr(b_.CreateICmpULT(var, b_.getInt64(s.extent)), body, done);
+    b_.CreateCondBr(run, body, done);
     b_.SetInsertPoint(body);
     EmitStmt(s.body);
     b_.CreateBr(done);
@@ -112,6 +140,7 @@ void KernelEmitter::EmitBoundFor(const loop::StmtNode& s) {
   } else {
     EmitStmt(s.body);
   }
+  thread_dims_bound_[dim] = was_bound;
   --thread_depth_;
   if (outermost) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
 }
@@ -222,7 +251,10 @@ void KernelEmitter::EmitGpuAllocate(const loop::StmtNode& s) {
     }
   };
   loop::VisitStmts(s.body, [&](const loop::Stmt& st) {
-    if (st->kind == loop::StmtKind::kStore && st->buffer.get() == &buf) check(st->indices);
+    if ((st->kind == loop::StmtKind::kStore || st->kind == loop::StmtKind::kMma) &&
+        st->buffer.get() == &buf) {
+      check(st->indices);
+    }
   });
   loop::VisitExprs(s.body, [&](const loop::Expr& e) {
     if (e->kind == loop::ExprKind::kLoad && e->buffer.get() == &buf) check(e->operands);

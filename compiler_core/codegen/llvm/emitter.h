@@ -173,6 +173,7 @@ class KernelEmitter {
   std::set<const loop::StmtNode*> chain_threads_;
   std::array<int64_t, 3> launch_block_ = {1, 1, 1};
   int thread_depth_ = 0;
+  std::array<bool, 3> thread_dims_bound_ = {false, false, false};  // x, y, z bound around here
   std::map<const loop::Buffer*, std::vector<bool>> private_dims_;
   int num_outlined_ = 0;
   absl::Status status_;

@@ -35,7 +35,8 @@ std::string GpuLaunchSymbol(const std::string& kernel, size_t index);
 /// chain's extents are the grid and block dimensions. Thread loops may also appear below the
 /// chain (after a shared-memory alloc, inside a serial loop over tiles): the block then has
 /// each index's largest extent, every thread runs its own iteration of each such loop (threads
-/// past a loop's extent skip it), and a barrier follows each outermost one, so that what one
+/// past a loop's extent, or off index 0 along a dim of the block no enclosing thread loop
+/// binds, skip it), and a barrier follows each outermost one, so that what one
 /// thread loop writes to shared memory the next reads (the loop IR's serial order). Bound loops
 /// have no limit. A launch with no bound loop runs on one thread. Errors: kInvalidArgument
 /// naming the loop that breaks a rule, or a block of more than 1024 threads (CUDA's limit) or a

@@ -49,7 +49,7 @@ TEST(ScheduleParserTest, RoundTripsEveryPrimitive) {
 TEST(ScheduleParserTest, ErrorsSayWhereAndWhatWasExpected) {
   EXPECT_EQ(ParseError("split(i, 4)\ntile(i, 4)"),
             "2:1: expected a schedule primitive (split, reorder, fuse, vectorize, unroll, "
-            "parallel, winograd, compute_at, bind or gpu_tile), got 'tile'");
+            "parallel, winograd, compute_at, bind, gpu_tile or gpu_tile_mma), got 'tile'");
   EXPECT_EQ(ParseError("split(i)"), "1:8: expected ',' and the split factor, got ')'");
   EXPECT_EQ(ParseError("split(i, 4, 5)"), "1:11: expected ')' after the split factor, got ','");
   EXPECT_EQ(ParseError("vectorize(4)"), "1:11: expected a loop name, got '4'");

@@ -79,6 +79,14 @@ With --server, compile and check upload the model to kilnd (only if it lacks it)
 and download the artifact; --json prints the result as one JSON object.
 )";
 
+// The CPU or SM a compile was for, with a tensor-core precision: "znver4", "sm_90 tf32".
+std::string TargetText(const Target& target) {
+  if (target.IsGpu() && target.gpu.precision != "fp32") {
+    return absl::StrCat(target.cpu, " ", target.gpu.precision);
+  }
+  return target.cpu;
+}
+
 absl::StatusOr<pipeline::CompileOptions> OptionsFrom(const Args& args) {
   pipeline::CompileOptions options;
   options.target = args.Get("--target", "host");
@@ -206,7 +214,7 @@ int Compile(int argc, char** argv) {
             << (bounded.empty() ? ""
                                 : absl::StrCat("bounded dims ", absl::StrJoin(bounded, " "), ", "))
             << kernels << " kernels, graph " << result->graph_hash.substr(0, 16) << ", target "
-            << result->target.cpu << ")\n";
+            << TargetText(result->target) << ")\n";
   return 0;
 }
 
@@ -347,10 +355,11 @@ int Check(int argc, char** argv) {
   if (report->input_shapes.empty()) {
     PrintTimings(report->compile);
     std::cout << "graph " << report->compile.graph_hash.substr(0, 16) << ", target "
-              << report->compile.target.cpu << "\n";
+              << TargetText(report->compile.target) << "\n";
   }
   for (const std::string& shapes : report->input_shapes) {
-    std::cout << "input shapes: " << shapes << ", target " << report->compile.target.cpu << "\n";
+    std::cout << "input shapes: " << shapes << ", target " << TargetText(report->compile.target)
+              << "\n";
   }
   for (const OutputComparison& c : report->outputs) std::cout << FormatComparison(c) << "\n";
   for (const std::string& skipped : report->skipped) std::cout << "SKIP " << skipped << "\n";

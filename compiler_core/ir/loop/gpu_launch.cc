@@ -2,10 +2,12 @@
 #include "compiler_core/ir/loop/gpu_launch.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/loop/printer.h"
 #include "compiler_core/ir/loop/visitor.h"
+#include "compiler_core/support/status_macros.h"
 
 namespace kiln::loop {
 namespace {
@@ -23,6 +25,33 @@ void Flatten(const Stmt& s, std::vector<Stmt>& out) {
 Stmt Single(Stmt s) {
   while (s != nullptr && s->kind == StmtKind::kBlock && s->stmts.size() == 1) s = s->stmts[0];
   return s;
+}
+
+// Fails if a thread loop outside any thread loop below the chain (one followed by a barrier) is
+// under an `if` whose condition reads a thread index: `thread_vars`, the variables of the
+// chain's thread loops (the only thread indices in scope there).
+absl::Status CheckUniform(const Stmt& s, std::set<const VarNode*> thread_vars,
+                          bool under_divergent_if) {
+  if (s == nullptr) return absl::OkStatus();
+  if (s->kind == StmtKind::kFor && IsThreadBound(s->for_kind) && !IsBlockBound(s->for_kind)) {
+    if (under_divergent_if) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "GPU loop '", s->loop_var->name, "' (", ForKindName(s->for_kind),
+          ") is under a condition on a thread index: not every thread would reach its barrier"));
+    }
+    return absl::OkStatus();  // inside a thread loop, no barrier is emitted
+  }
+  bool divergent = under_divergent_if;
+  if (s->kind == StmtKind::kIf) {
+    divergent = divergent || AnyExpr(s->cond, [&](const Expr& e) {
+                  return e->kind == ExprKind::kVar && thread_vars.count(e->var.get()) != 0;
+                });
+  }
+  for (const Stmt* c : {&s->body, &s->then_body, &s->else_body}) {
+    KILN_RETURN_IF_ERROR(CheckUniform(*c, thread_vars, divergent));
+  }
+  for (const Stmt& c : s->stmts) KILN_RETURN_IF_ERROR(CheckUniform(c, thread_vars, divergent));
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -81,6 +110,11 @@ absl::StatusOr<std::vector<GpuLaunch>> SplitGpuLaunches(const Stmt& body) {
       dim = std::max(dim, inner->extent);
     });
     if (!misplaced.ok()) return misplaced;
+    // Every thread of the block must reach the barrier after an outermost thread loop below
+    // the chain: none may sit under a condition that depends on a thread index.
+    std::set<const VarNode*> chain_vars;
+    for (const StmtNode* t : launch.chain_threads) chain_vars.insert(t->loop_var.get());
+    KILN_RETURN_IF_ERROR(CheckUniform(s, chain_vars, false));
     const int64_t block = launch.block[0] * launch.block[1] * launch.block[2];
     if (block > 1024) {
       return absl::InvalidArgumentError(

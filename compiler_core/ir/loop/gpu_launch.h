@@ -38,7 +38,9 @@ std::string GpuLaunchSymbol(const std::string& kernel, size_t index);
 /// past a loop's extent, or off index 0 along a dim of the block no enclosing thread loop
 /// binds, skip it), and a barrier follows each outermost one, so that what one
 /// thread loop writes to shared memory the next reads (the loop IR's serial order). Bound loops
-/// have no limit. A launch with no bound loop runs on one thread. Errors: kInvalidArgument
+/// have no limit, and an outermost thread loop below the chain is never under a condition on a
+/// thread index (its barrier must be reached by every thread). A launch with no bound loop runs
+/// on one thread. Errors: kInvalidArgument
 /// naming the loop that breaks a rule, or a block of more than 1024 threads (CUDA's limit) or a
 /// grid dimension above 2^31 - 1 (x) / 65535 (y, z).
 absl::StatusOr<std::vector<GpuLaunch>> SplitGpuLaunches(const Stmt& body);

@@ -40,15 +40,6 @@ AlignedBuffer AllocateAligned(size_t size) {
   return AlignedBuffer(p);
 }
 
-std::vector<TensorType> TypesOf(
-    const google::protobuf::RepeatedPtrField<kiln::v1::TensorSpec>& specs) {
-  std::vector<TensorType> types;
-  for (const kiln::v1::TensorSpec& spec : specs) {
-    types.push_back(TensorType{*ParseDType(spec.dtype()), {spec.shape().begin(), spec.shape().end()}});
-  }
-  return types;
-}
-
 }  // namespace
 
 // Where a manifest's INPUT, OUTPUT and ARENA bindings point during one run of its kernels: the

@@ -323,4 +323,14 @@ absl::Status ValidateProfiles(const kiln::v1::Manifest& m, int64_t weights_size)
   return absl::OkStatus();
 }
 
+std::vector<TensorType> TypesOf(
+    const google::protobuf::RepeatedPtrField<kiln::v1::TensorSpec>& specs) {
+  std::vector<TensorType> types;
+  for (const kiln::v1::TensorSpec& spec : specs) {
+    types.push_back(
+        TensorType{*ParseDType(spec.dtype()), {spec.shape().begin(), spec.shape().end()}});
+  }
+  return types;
+}
+
 }  // namespace kiln::runtime

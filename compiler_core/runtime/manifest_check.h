@@ -28,6 +28,11 @@ absl::Status ValidateManifest(const kiln::v1::Manifest& m, int64_t weights_size,
 /// a valid manifest whose inputs and outputs agree with it. Errors: kInvalidArgument.
 absl::Status ValidateProfiles(const kiln::v1::Manifest& m, int64_t weights_size);
 
+/// The dtypes and shapes of `specs` (a manifest's inputs or outputs), which ValidateManifest
+/// accepted.
+std::vector<TensorType> TypesOf(
+    const google::protobuf::RepeatedPtrField<kiln::v1::TensorSpec>& specs);
+
 /// The run-time shape of a bounded graph output (ShapeCheck.bounded): output index and shape.
 struct OutputTrim {
   int output;

@@ -130,13 +130,7 @@ class Planner {
 
  private:
   bool Try(Kind kind, std::vector<std::string> loops, int64_t factor = 0) {
-    Schedule one;
-    one.steps.push_back(Primitive{kind, std::move(loops), factor});
-    loop::Func copy = work_;
-    if (!ApplySchedule(one, copy).ok()) return false;
-    work_ = std::move(copy);
-    schedule_.steps.push_back(one.steps[0]);
-    return true;
+    return TryStep(Primitive{kind, std::move(loops), factor}, work_, schedule_);
   }
 
   /// Applies `steps` together, or none of them when any is illegal (or there are none).

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/loop/gpu_launch.h"
 #include "compiler_core/ir/loop/visitor.h"
 #include "compiler_core/schedule/gpu_tile.h"
 #include "compiler_core/schedule/knobs.h"
@@ -39,7 +40,7 @@ class GpuPlanner {
     loop::VisitStmts(work_.body, [&](const Stmt& s) {
       if (s->kind == loop::StmtKind::kFor) ++uses[s->loop_var->name];
     });
-    std::vector<Stmt> nests = TopLevelStmts(work_.body);
+    std::vector<Stmt> nests = loop::LaunchStatements(work_.body);
     for (size_t i = 0; i < nests.size(); ++i) {
       const std::string prefix = absl::StrCat("n", i, ".");
       if (nests[i]->kind == loop::StmtKind::kFor && TryGpuTile(nests[i]->loop_var->name, prefix)) {
@@ -99,49 +100,20 @@ class GpuPlanner {
     if (!knobs_.ChooseBool(prefix + "gpu_tile", true)) return false;
     // With a tensor-core precision: mma.sync tiles (knob "mma"), else the CUDA-core tiling.
     const loop::MmaShape shape = MmaShapeOfPrecision(target_.gpu.precision);
-    if (shape != loop::MmaShape::kNone && knobs_.ChooseBool(prefix + "mma", true)) {
-      Schedule one;
-      one.steps.push_back(Primitive{Kind::kGpuTileMma, {nest, target_.gpu.precision}, 0, {}});
-      loop::Func copy = work_;
-      if (ApplySchedule(one, copy).ok()) {
-        work_ = std::move(copy);
-        schedule_.steps.push_back(one.steps[0]);
-        return true;
-      }
+    if (shape != loop::MmaShape::kNone && knobs_.ChooseBool(prefix + "mma", true) &&
+        TryStep(Primitive{Kind::kGpuTileMma, {nest, target_.gpu.precision}, 0, {}}, work_,
+                schedule_)) {
+      return true;
     }
     auto per_thread = [](int64_t extent) -> int64_t { return extent >= 64 ? 4 : 2; };
     const int64_t tm = knobs_.Choose(prefix + "tm", {1, 2, 4, 8}, per_thread(gemm->m));
     const int64_t tn = knobs_.Choose(prefix + "tn", {1, 2, 4, 8}, per_thread(gemm->n));
     const int64_t bk = knobs_.Choose(prefix + "bk", {8, 16, 32}, 16);
-    Schedule one;
-    one.steps.push_back(Primitive{Kind::kGpuTile, {nest}, 0, {tm, tn, bk}});
-    loop::Func copy = work_;
-    if (!ApplySchedule(one, copy).ok()) return false;
-    work_ = std::move(copy);
-    schedule_.steps.push_back(one.steps[0]);
-    return true;
-  }
-
-  // The top-level statements of `body`, nested Blocks flattened.
-  static std::vector<Stmt> TopLevelStmts(const Stmt& body) {
-    std::vector<Stmt> out;
-    if (body == nullptr) return out;
-    if (body->kind != loop::StmtKind::kBlock) return {body};
-    for (const Stmt& s : body->stmts) {
-      std::vector<Stmt> inner = TopLevelStmts(s);
-      out.insert(out.end(), inner.begin(), inner.end());
-    }
-    return out;
+    return TryStep(Primitive{Kind::kGpuTile, {nest}, 0, {tm, tn, bk}}, work_, schedule_);
   }
 
   bool Try(Kind kind, std::vector<std::string> loops, int64_t factor = 0) {
-    Schedule one;
-    one.steps.push_back(Primitive{kind, std::move(loops), factor});
-    loop::Func copy = work_;
-    if (!ApplySchedule(one, copy).ok()) return false;
-    work_ = std::move(copy);
-    schedule_.steps.push_back(one.steps[0]);
-    return true;
+    return TryStep(Primitive{kind, std::move(loops), factor}, work_, schedule_);
   }
 
   loop::Func work_;

@@ -147,6 +147,23 @@ absl::StatusOr<Contraction> Classify(const loop::Func& func, const std::string& 
   return ct;
 }
 
+// Replaces the contraction nest of `ct` in `func` by `body` (the block's work) inside allocs of
+// `buffers` (outermost first) and the grid: blockIdx.x over N tiles of `bn`, .y over M tiles of
+// `bm`, .z over the batch (or the batch variable `gb` 0 when there is none).
+void Install(loop::Func& func, Contraction& ct, const std::vector<loop::BufferRef>& buffers,
+             Stmt body, const Var& gb, const Var& gm, const Var& gn, int64_t bm, int64_t bn) {
+  for (auto it = buffers.rbegin(); it != buffers.rend(); ++it) body = loop::Allocate(*it, body);
+  body = loop::For(gn, (ct.n.extent + bn - 1) / bn, body, ForKind::kBlockIdxX);
+  body = loop::For(gm, (ct.m.extent + bm - 1) / bm, body, ForKind::kBlockIdxY);
+  if (ct.batch.extent > 1) {
+    body = loop::For(gb, ct.batch.extent, body, ForKind::kBlockIdxZ);
+  } else {
+    body = Substitute(body, gb.get(), I(0));
+  }
+  ct.top[ct.at] = body;
+  func.body = ct.top.size() == 1 ? ct.top[0] : loop::Block(ct.top);
+}
+
 }  // namespace
 
 absl::StatusOr<GemmShape> AnalyzeContraction(const loop::Func& func, const std::string& nest) {
@@ -163,8 +180,6 @@ absl::Status GpuTileContraction(loop::Func& func, const std::string& nest, int64
   absl::StatusOr<Contraction> classified = Classify(func, nest);
   if (!classified.ok()) return classified.status();
   Contraction& ct = *classified;
-  std::vector<Stmt>& top = ct.top;
-  const size_t at = ct.at;
   const Stmt& store = ct.store;
   const Expr& x = ct.x;
   const Expr& y = ct.y;
@@ -275,16 +290,7 @@ absl::Status GpuTileContraction(loop::Func& func, const std::string& nest, int64
                           ForKind::kUnrolled),
                 ForKind::kUnrolled));
 
-  Stmt tiled = loop::Allocate(
-      xs, loop::Allocate(ys, loop::Allocate(acc, loop::Block({zero, k_tiles, write}))));
-  tiled = loop::For(gn, (n.extent + bn - 1) / bn, tiled, ForKind::kBlockIdxX);
-  tiled = loop::For(gm, (m.extent + bm - 1) / bm, tiled, ForKind::kBlockIdxY);
-  if (batch.extent > 1)
-    tiled = loop::For(gb, batch.extent, tiled, ForKind::kBlockIdxZ);
-  else
-    tiled = Substitute(tiled, gb.get(), I(0));
-  top[at] = tiled;
-  func.body = top.size() == 1 ? top[0] : loop::Block(top);
+  Install(func, ct, {xs, ys, acc}, loop::Block({zero, k_tiles, write}), gb, gm, gn, bm, bn);
   return absl::OkStatus();
 }
 
@@ -392,17 +398,7 @@ absl::Status GpuTileMma(loop::Func& func, const std::string& nest, loop::MmaShap
                    unrolled(e3, 4,
                             loop::IfThenElse(And(Lt(row, m.extent), Lt(col, n.extent)),
                                              loop::Store(c, c_at, loop::Load(c, c_at) + sum))))));
-  Stmt tiled = loop::Allocate(
-      xs, loop::Allocate(ys, loop::Allocate(acc, loop::Block({zero, k_tiles, write}))));
-  tiled = loop::For(gn, (n.extent + kBlock - 1) / kBlock, tiled, ForKind::kBlockIdxX);
-  tiled = loop::For(gm, (m.extent + kBlock - 1) / kBlock, tiled, ForKind::kBlockIdxY);
-  if (batch.extent > 1) {
-    tiled = loop::For(gb, batch.extent, tiled, ForKind::kBlockIdxZ);
-  } else {
-    tiled = Substitute(tiled, gb.get(), I(0));
-  }
-  ct.top[ct.at] = tiled;
-  func.body = ct.top.size() == 1 ? ct.top[0] : loop::Block(ct.top);
+  Install(func, ct, {xs, ys, acc}, loop::Block({zero, k_tiles, write}), gb, gm, gn, kBlock, kBlock);
   return absl::OkStatus();
 }
 

@@ -49,6 +49,16 @@ int64_t KnobContext::Choose(const std::string& name, std::vector<int64_t> choice
   return value;
 }
 
+bool TryStep(Primitive step, loop::Func& work, Schedule& schedule) {
+  Schedule one;
+  one.steps.push_back(std::move(step));
+  loop::Func copy = work;
+  if (!ApplySchedule(one, copy).ok()) return false;
+  work = std::move(copy);
+  schedule.steps.push_back(std::move(one.steps[0]));
+  return true;
+}
+
 Schedule DefaultSchedule(const loop::Func& func, const Target& target) {
   KnobContext defaults;
   return PlanSchedule(func, target, defaults);

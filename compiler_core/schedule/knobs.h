@@ -72,6 +72,10 @@ class KnobContext {
   KnobConfig taken_;
 };
 
+/// For the templates: applies `step` to a copy of `work`; if it is legal, keeps the result in
+/// `work`, appends the step to `schedule` and returns true, else leaves both unchanged.
+bool TryStep(Primitive step, loop::Func& work, Schedule& schedule);
+
 /// The schedule template: the default schedule's planner with every decision asked of
 /// `knobs`. With a default KnobContext it returns DefaultSchedule(func, target). Every step is
 /// tried on a copy and dropped if illegal, so the result always applies to `func`.

@@ -42,11 +42,8 @@ class CudaMeasureDevice final : public MeasureDevice {
         d_->Check(d_->cuDevicePrimaryCtxRetain(&ctx, device_), "cuDevicePrimaryCtxRetain"));
     KILN_RETURN_IF_ERROR(d_->Check(d_->cuCtxSetCurrent(ctx), "cuCtxSetCurrent"));
     KILN_RETURN_IF_ERROR(d_->Check(d_->cuStreamCreate(&stream_, 0), "cuStreamCreate"));
-    std::string ptx = batch_.code;
-    ptx.push_back('\0');
-    KILN_RETURN_IF_ERROR(
-        d_->Check(d_->cuModuleLoadDataEx(&module_, ptx.data(), 0, nullptr, nullptr),
-                  "loading the batch's PTX"));
+    KILN_ASSIGN_OR_RETURN(
+        module_, runtime::cuda::LoadPtxModule(*d_, batch_.code, "loading the batch's PTX"));
     auto resolve = [&](const std::vector<KernelLaunch>& in,
                        std::vector<Resolved>& out) -> absl::Status {
       for (const KernelLaunch& l : in) {
@@ -135,14 +132,8 @@ class CudaMeasureDevice final : public MeasureDevice {
 
   absl::Status Launch(const std::vector<Resolved>& launches) {
     for (const Resolved& r : launches) {
-      const KernelLaunch& l = r.launch;
-      KILN_RETURN_IF_ERROR(d_->Check(
-          d_->cuLaunchKernel(r.fn, static_cast<unsigned>(l.grid[0]),
-                             static_cast<unsigned>(l.grid[1]), static_cast<unsigned>(l.grid[2]),
-                             static_cast<unsigned>(l.block[0]), static_cast<unsigned>(l.block[1]),
-                             static_cast<unsigned>(l.block[2]), 0, stream_, arg_ptrs_.data(),
-                             nullptr),
-          absl::StrCat("launching ", l.entry)));
+      KILN_RETURN_IF_ERROR(runtime::cuda::LaunchKernel(*d_, r.fn, r.launch.entry, r.launch.grid,
+                                                       r.launch.block, stream_, arg_ptrs_.data()));
     }
     return absl::OkStatus();
   }

@@ -12,13 +12,13 @@
 namespace kiln::loop {
 namespace {
 
-void Flatten(const Stmt& s, std::vector<Stmt>& out) {
+void FlattenBlocks(const Stmt& s, std::vector<Stmt>& out) {
   if (s == nullptr) return;
   if (s->kind != StmtKind::kBlock) {
     out.push_back(s);
     return;
   }
-  for (const Stmt& c : s->stmts) Flatten(c, out);
+  for (const Stmt& c : s->stmts) FlattenBlocks(c, out);
 }
 
 // The statement inside a one-statement Block (recursively).
@@ -56,6 +56,12 @@ absl::Status CheckUniform(const Stmt& s, std::set<const VarNode*> thread_vars,
 
 }  // namespace
 
+std::vector<Stmt> LaunchStatements(const Stmt& body) {
+  std::vector<Stmt> out;
+  FlattenBlocks(body, out);
+  return out;
+}
+
 int64_t GpuLaunch::Threads() const {
   return grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2];
 }
@@ -65,10 +71,8 @@ std::string GpuLaunchSymbol(const std::string& kernel, size_t index) {
 }
 
 absl::StatusOr<std::vector<GpuLaunch>> SplitGpuLaunches(const Stmt& body) {
-  std::vector<Stmt> stmts;
-  Flatten(body, stmts);
   std::vector<GpuLaunch> launches;
-  for (const Stmt& top : stmts) {
+  for (const Stmt& top : LaunchStatements(body)) {
     GpuLaunch launch;
     launch.body = top;
     // The opening chain of bound loops.

@@ -27,6 +27,10 @@ struct GpuLaunch {
   int64_t Threads() const;
 };
 
+/// The statements of `body` that become launches: its top-level statements, nested Blocks
+/// flattened, in order.
+std::vector<Stmt> LaunchStatements(const Stmt& body);
+
 /// The entry point of launch `index` of kernel `kernel`: "<kernel>_k<index>".
 std::string GpuLaunchSymbol(const std::string& kernel, size_t index);
 

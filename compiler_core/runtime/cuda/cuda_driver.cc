@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <cstring>
 #include <mutex>
 
 #include "absl/strings/numbers.h"
@@ -110,6 +111,31 @@ absl::Status CudaDriver::Check(CUresult result, const std::string& what) const {
     default:
       return absl::InternalError(message);
   }
+}
+
+absl::StatusOr<CUmodule> LoadPtxModule(const CudaDriver& d, const std::string& ptx,
+                                       const std::string& what) {
+  std::string image = ptx;
+  image.push_back('\0');
+  std::string log(8192, '\0');
+  int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {log.data(), reinterpret_cast<void*>(static_cast<uintptr_t>(log.size()))};
+  CUmodule module = nullptr;
+  CUresult loaded = d.cuModuleLoadDataEx(&module, image.data(), 2, options, values);
+  if (loaded == CUDA_SUCCESS) return module;
+  log.resize(std::strlen(log.c_str()));
+  absl::Status s = d.Check(loaded, what);
+  return absl::Status(s.code(), absl::StrCat(s.message(), log.empty() ? "" : ": ", log));
+}
+
+absl::Status LaunchKernel(const CudaDriver& d, CUfunction fn, const std::string& entry,
+                          const std::array<int64_t, 3>& grid, const std::array<int64_t, 3>& block,
+                          CUstream stream, void** params) {
+  return d.Check(d.cuLaunchKernel(fn, static_cast<unsigned>(grid[0]),
+                                  static_cast<unsigned>(grid[1]), static_cast<unsigned>(grid[2]),
+                                  static_cast<unsigned>(block[0]), static_cast<unsigned>(block[1]),
+                                  static_cast<unsigned>(block[2]), 0, stream, params, nullptr),
+                 absl::StrCat("launching ", entry));
 }
 
 absl::StatusOr<CudaDeviceInfo> QueryCudaDevice(int ordinal) {

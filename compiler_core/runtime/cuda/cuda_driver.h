@@ -6,6 +6,7 @@
 #ifndef KILN_COMPILER_CORE_RUNTIME_CUDA_CUDA_DRIVER_H_
 #define KILN_COMPILER_CORE_RUNTIME_CUDA_CUDA_DRIVER_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -97,6 +98,18 @@ struct CudaDriver {
   /// kResourceExhausted for out-of-memory, kInternal otherwise. OK for CUDA_SUCCESS.
   absl::Status Check(CUresult result, const std::string& what) const;
 };
+
+/// JIT-compiles PTX text into a module of the current context (cuModuleLoadDataEx); `what`
+/// names it in errors, which carry the driver's JIT error log (why it refused, e.g. a PTX
+/// version newer than the driver).
+absl::StatusOr<CUmodule> LoadPtxModule(const CudaDriver& d, const std::string& ptx,
+                                       const std::string& what);
+
+/// Launches `fn` (PTX entry `entry`, for errors) on `stream` with `grid` and `block` dimensions
+/// (x, y, z) and kernel parameters `params` (one pointer per argument).
+absl::Status LaunchKernel(const CudaDriver& d, CUfunction fn, const std::string& entry,
+                          const std::array<int64_t, 3>& grid, const std::array<int64_t, 3>& block,
+                          CUstream stream, void** params);
 
 /// One GPU as the driver reports it: name, compute capability, SMs, memory, driver version.
 struct CudaDeviceInfo {

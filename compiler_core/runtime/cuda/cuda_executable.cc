@@ -4,6 +4,7 @@
 #include "compiler_core/runtime/cuda/cuda_executable.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <string>
 
@@ -54,8 +55,8 @@ absl::StatusOr<DeviceBuffer> Allocate(const CudaDriver* d, size_t bytes, const s
 struct Launch {
   CUfunction fn = nullptr;
   std::string entry;
-  unsigned grid[3] = {1, 1, 1};
-  unsigned block[3] = {1, 1, 1};
+  std::array<int64_t, 3> grid = {1, 1, 1};
+  std::array<int64_t, 3> block = {1, 1, 1};
 };
 
 struct Call {
@@ -75,16 +76,6 @@ struct Variant {
   std::vector<CUdeviceptr> graph_io;
   bool graph_failed = false;  // capture failed once: launch directly from then on
 };
-
-std::vector<TensorType> TypesOf(
-    const google::protobuf::RepeatedPtrField<kiln::v1::TensorSpec>& specs) {
-  std::vector<TensorType> types;
-  for (const kiln::v1::TensorSpec& spec : specs) {
-    types.push_back(
-        TensorType{*ParseDType(spec.dtype()), {spec.shape().begin(), spec.shape().end()}});
-  }
-  return types;
-}
 
 }  // namespace
 
@@ -160,8 +151,8 @@ struct CudaExecutable::Impl {
           return absl::InvalidArgumentError(
               absl::StrCat("launch ", l.entry(), " has out-of-range dims"));
         }
-        launch.grid[k] = static_cast<unsigned>(l.grid(k));
-        launch.block[k] = static_cast<unsigned>(l.block(k));
+        launch.grid[k] = l.grid(k);
+        launch.block[k] = l.block(k);
       }
       KILN_RETURN_IF_ERROR(d->Check(d->cuModuleGetFunction(&launch.fn, module, l.entry().c_str()),
                                     absl::StrCat("PTX entry ", l.entry())));
@@ -195,10 +186,7 @@ struct CudaExecutable::Impl {
     std::vector<void*> params;
     for (CUdeviceptr& a : args) params.push_back(&a);
     for (const Launch& l : launches) {
-      KILN_RETURN_IF_ERROR(d->Check(
-          d->cuLaunchKernel(l.fn, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
-                            l.block[2], 0, stream, params.data(), nullptr),
-          absl::StrCat("launching ", l.entry)));
+      KILN_RETURN_IF_ERROR(LaunchKernel(*d, l.fn, l.entry, l.grid, l.block, stream, params.data()));
     }
     return absl::OkStatus();
   }
@@ -371,20 +359,10 @@ absl::StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::Load(Artifact ar
   KILN_RETURN_IF_ERROR(impl.MakeCurrent());
   KILN_RETURN_IF_ERROR(d->Check(d->cuStreamCreate(&impl.stream, 0), "cuStreamCreate"));
 
-  // JIT the PTX; the driver's error log says why it refused (e.g. a PTX version it is too old
-  // for).
-  std::string ptx = impl.artifact.code;
-  ptx.push_back('\0');
-  std::string log(8192, '\0');
-  int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void* values[] = {log.data(), reinterpret_cast<void*>(static_cast<uintptr_t>(log.size()))};
-  CUresult loaded = d->cuModuleLoadDataEx(&impl.module, ptx.data(), 2, options, values);
-  if (loaded != CUDA_SUCCESS) {
-    log.resize(std::strlen(log.c_str()));
-    absl::Status s = d->Check(loaded, absl::StrCat("loading the PTX (", m.target_key(), ") on ",
-                                                   info.name, ", driver ", info.driver_version));
-    return absl::Status(s.code(), absl::StrCat(s.message(), log.empty() ? "" : ": ", log));
-  }
+  KILN_ASSIGN_OR_RETURN(impl.module,
+                        LoadPtxModule(*d, impl.artifact.code,
+                                      absl::StrCat("loading the PTX (", m.target_key(), ") on ",
+                                                   info.name, ", driver ", info.driver_version)));
 
   std::vector<const kiln::v1::Manifest*> manifests;
   if (m.profiles_size() == 0) manifests.push_back(&m);

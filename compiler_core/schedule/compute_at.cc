@@ -61,8 +61,11 @@ class Placer {
         }
         return changed ? loop::Block(std::move(stmts)) : s;
       }
+      case StmtKind::kAsyncWait:
+        return s;
       case StmtKind::kMma:
       case StmtKind::kStore:
+      case StmtKind::kAsyncCopy:
         if (s->buffer == pw_.store->buffer) {
           return Fail(absl::StrCat("the nest stores %", s->buffer->name, " outside loop '", at_,
                                    "'"));

@@ -148,6 +148,8 @@ class ProducerPlacer {
       }
       case StmtKind::kMma:
       case StmtKind::kStore:
+      case StmtKind::kAsyncCopy:
+      case StmtKind::kAsyncWait:
       case StmtKind::kIf: {
         std::set<const loop::Buffer*> loads, stores;
         CollectAccesses(s, &loads, &stores);

@@ -566,7 +566,11 @@ class Planner {
       case loop::StmtKind::kAllocate: return Work(s->body);
       case loop::StmtKind::kIf: return std::max(Work(s->then_body), Work(s->else_body));
       case loop::StmtKind::kMma:
-      case loop::StmtKind::kStore: return 1;
+      case loop::StmtKind::kStore:
+      case loop::StmtKind::kAsyncCopy:
+        return 1;
+      case loop::StmtKind::kAsyncWait:
+        return 0;
       case loop::StmtKind::kBlock: {
         int64_t total = 0;
         for (const Stmt& c : s->stmts) total += Work(c);

@@ -2,9 +2,10 @@
 // becomes its own launch (loop::SplitGpuLaunches), so nests need no barrier between them.
 // A contraction nest (matmul, conv) whose GEMM is at least 32 x 32 x 16 becomes a
 // shared-memory tiled GEMM (gpu_tile.h; knobs "n<i>.gpu_tile", "n<i>.tm", "n<i>.tn",
-// "n<i>.bk"). Per other nest: the leading spatial (non-reduction) loops of its perfect chain are
-// fused into one loop, split by the block size (knob "n<i>.threads": 64..1024, default 256), and
-// bound to blockIdx.x (the outer part) and threadIdx.x (the inner part and a split tail).
+// "n<i>.bk"), on tensor cores with a --precision (knobs "n<i>.mma", "n<i>.mma_block",
+// "n<i>.stages"). Per other nest: the leading spatial (non-reduction) loops of its perfect chain
+// are fused into one loop, split by the block size (knob "n<i>.threads": 64..1024, default 256),
+// and bound to blockIdx.x (the outer part) and threadIdx.x (the inner part and a split tail).
 // Reductions and everything below the fused loop run serially inside each thread, so every thread
 // owns one output point (or one row, for a softmax or a layer norm) and iterations stay
 // independent. A nest with no leading spatial loop (a full reduction to a scalar) runs on one
@@ -28,6 +29,8 @@ using Kind = Primitive::Kind;
 
 /// Threads per block unless the knob says otherwise: 8 warps, CUDA's usual starting point.
 constexpr int64_t kDefaultThreads = 256;
+/// Blocks a GEMM should have before its default tile grows to 128 x 128: an H100/H200's SMs.
+constexpr int64_t kSmsToFill = 132;
 
 class GpuPlanner {
  public:
@@ -99,11 +102,18 @@ class GpuPlanner {
     if (!gemm.ok() || gemm->m < 32 || gemm->n < 32 || gemm->k < 16) return false;
     if (!knobs_.ChooseBool(prefix + "gpu_tile", true)) return false;
     // With a tensor-core precision: mma.sync tiles (knob "mma"), else the CUDA-core tiling.
+    // Knobs "mma_block" (64 or 128; 128 where its tiles still give every SM of a large GPU a
+    // block, 132 on an H100/H200) and "stages" (2: cp.async double buffering where it applies).
     const loop::MmaShape shape = MmaShapeOfPrecision(target_.gpu.precision);
-    if (shape != loop::MmaShape::kNone && knobs_.ChooseBool(prefix + "mma", true) &&
-        TryStep(Primitive{Kind::kGpuTileMma, {nest, target_.gpu.precision}, 0, {}}, work_,
-                schedule_)) {
-      return true;
+    if (shape != loop::MmaShape::kNone && knobs_.ChooseBool(prefix + "mma", true)) {
+      const int64_t big_tiles = (gemm->m + 127) / 128 * ((gemm->n + 127) / 128) * gemm->batch;
+      const int64_t block =
+          knobs_.Choose(prefix + "mma_block", {64, 128}, big_tiles >= kSmsToFill ? 128 : 64);
+      const int64_t stages = knobs_.Choose(prefix + "stages", {1, 2}, 2);
+      if (TryStep(Primitive{Kind::kGpuTileMma, {nest, target_.gpu.precision}, 0, {block, stages}},
+                  work_, schedule_)) {
+        return true;
+      }
     }
     auto per_thread = [](int64_t extent) -> int64_t { return extent >= 64 ? 4 : 2; };
     const int64_t tm = knobs_.Choose(prefix + "tm", {1, 2, 4, 8}, per_thread(gemm->m));

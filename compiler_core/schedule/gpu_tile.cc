@@ -24,6 +24,15 @@ Expr Div(Expr a, int64_t b) { return loop::Binary(BinaryOp::kFloorDiv, std::move
 Expr Mod(Expr a, int64_t b) { return loop::Binary(BinaryOp::kFloorMod, std::move(a), I(b)); }
 Expr Lt(Expr a, int64_t b) { return loop::Binary(BinaryOp::kLt, std::move(a), I(b)); }
 Expr And(Expr a, Expr b) { return loop::Binary(BinaryOp::kAnd, std::move(a), std::move(b)); }
+// a * b, folded where a is an immediate or b is 1.
+Expr Times(Expr a, int64_t b) {
+  if (a->kind == loop::ExprKind::kIntImm) return I(a->int_value * b);
+  return b == 1 ? a : a * I(b);
+}
+// a + b, folded where a is the immediate 0.
+Expr Plus(Expr a, Expr b) {
+  return a->kind == loop::ExprKind::kIntImm && a->int_value == 0 ? b : a + b;
+}
 
 std::set<const loop::VarNode*> VarsOf(const Expr& e) {
   std::set<const loop::VarNode*> vars;
@@ -147,6 +156,52 @@ absl::StatusOr<Contraction> Classify(const loop::Func& func, const std::string& 
   return ct;
 }
 
+// Whether an operand walks K fastest in memory: the last index of one of its loads reads a
+// reduction loop but not the group's innermost loop (A[i, k] for M; B[j, k] for N).
+bool KFirst(const Expr& operand, const Group& g, const Group& k) {
+  bool k_first = false;
+  loop::VisitExprs(operand, [&](const Expr& ld) {
+    if (ld->kind != loop::ExprKind::kLoad || ld->operands.empty() || k_first) return;
+    std::set<const loop::VarNode*> last = VarsOf(ld->operands.back());
+    bool reads_k = false;
+    for (const Stmt& r : k.loops) reads_k = reads_k || last.count(r->loop_var.get()) != 0;
+    k_first = reads_k && last.count(g.loops.back()->loop_var.get()) == 0;
+  });
+  return k_first;
+}
+
+// The elements one asynchronous copy of `operand` into a `tile_type` tile can move along the
+// group `along` (the tile's contiguous dim, `tile_extent` long), or 0 if it cannot be copied
+// asynchronously (cp.async copies bytes: the operand must be a plain load of a param or
+// workspace of the tile's type). 16 bytes' worth where the load's last index is the group's
+// innermost variable alone, and that loop's extent, the buffer's last dim and the tile's extent
+// are multiples of it (so a run starting at a multiple is contiguous, aligned, and inside or
+// outside the bounds as a whole); else 1 for 4-byte elements; else 0.
+int64_t AsyncLanes(const Expr& operand, DType tile_type, const Group& along, int64_t tile_extent) {
+  if (operand->kind != loop::ExprKind::kLoad || operand->dtype != tile_type ||
+      operand->buffer->scope != loop::Buffer::Scope::kGlobal || operand->operands.empty()) {
+    return 0;
+  }
+  const int64_t elem = static_cast<int64_t>(DTypeSize(tile_type));
+  const Stmt& inner = along.loops.back();
+  const loop::VarNode* v = inner->loop_var.get();
+  bool contiguous = operand->operands.back()->kind == loop::ExprKind::kVar &&
+                    operand->operands.back()->var.get() == v;
+  for (size_t d = 0; d + 1 < operand->operands.size(); ++d) {
+    contiguous = contiguous && VarsOf(operand->operands[d]).count(v) == 0;
+  }
+  for (int64_t bytes : {16, 8, 4}) {
+    const int64_t lanes = bytes / elem;
+    if (lanes == 1) return 1;
+    if (lanes < 1 || !contiguous) continue;
+    if (inner->extent % lanes == 0 && operand->buffer->shape.back() % lanes == 0 &&
+        tile_extent % lanes == 0) {
+      return lanes;
+    }
+  }
+  return 0;
+}
+
 // Replaces the contraction nest of `ct` in `func` by `body` (the block's work) inside allocs of
 // `buffers` (outermost first) and the grid: blockIdx.x over N tiles of `bn`, .y over M tiles of
 // `bm`, .z over the batch (or the batch variable `gb` 0 when there is none).
@@ -228,14 +283,7 @@ absl::Status GpuTileContraction(loop::Func& func, const std::string& nest, int64
     Expr e = V(l) * I(threads) + V(ty) * I(kGpuTileThreads) + V(tx);
     // Consecutive threads walk the operand's contiguous dim: K when its first load's last
     // index reads a reduction but not the group's innermost loop (A[i, k]), else the rows.
-    bool k_first = false;
-    loop::VisitExprs(operand, [&](const Expr& ld) {
-      if (ld->kind != loop::ExprKind::kLoad || ld->operands.empty() || k_first) return;
-      std::set<const loop::VarNode*> last = VarsOf(ld->operands.back());
-      bool reads_k = false;
-      for (const Stmt& r : k.loops) reads_k = reads_k || last.count(r->loop_var.get()) != 0;
-      k_first = reads_k && last.count(g.loops.back()->loop_var.get()) == 0;
-    });
+    const bool k_first = KFirst(operand, g, k);
     Expr kk = k_first ? Mod(e, bk) : Div(e, width);
     Expr i = k_first ? Div(e, bk) : Mod(e, width);
     Expr row = V(block) * I(width) + i, kidx = V(ko) * I(bk) + kk;
@@ -301,9 +349,16 @@ loop::MmaShape MmaShapeOfPrecision(const std::string& precision) {
   return loop::MmaShape::kNone;
 }
 
-absl::Status GpuTileMma(loop::Func& func, const std::string& nest, loop::MmaShape shape) {
+absl::Status GpuTileMma(loop::Func& func, const std::string& nest, loop::MmaShape shape,
+                        int64_t block, int64_t stages) {
   if (shape == loop::MmaShape::kNone) {
     return absl::FailedPreconditionError("gpu_tile_mma needs an mma shape");
+  }
+  if (block != 64 && block != 128) {
+    return absl::FailedPreconditionError("gpu_tile_mma's block tile is 64 or 128");
+  }
+  if (stages != 1 && stages != 2) {
+    return absl::FailedPreconditionError("gpu_tile_mma's stages are 1 or 2");
   }
   absl::StatusOr<Contraction> classified = Classify(func, nest);
   if (!classified.ok()) return classified.status();
@@ -311,24 +366,44 @@ absl::Status GpuTileMma(loop::Func& func, const std::string& nest, loop::MmaShap
   const Group &m = ct.m, &n = ct.n, &batch = ct.batch, &k = ct.k;
   const loop::BufferRef c = ct.store->buffer;
   const std::string cn = c->name;
-  // A block: 4 warps as 2 x 2, each a 32 x 32 tile of C as 2 x 4 MMAs of 16 x 8.
-  constexpr int64_t kBlock = 64, kWarpM = 32, kWarpN = 32, kThreads = 128, kBk = 32, kPad = 8;
   const int64_t mk = loop::MmaK(shape);
   const DType tile_type = shape == loop::MmaShape::kM16N8K16F16    ? DType::kFloat16
                           : shape == loop::MmaShape::kM16N8K16Bf16 ? DType::kBFloat16
                                                                    : DType::kFloat32;
+  const int64_t elem = static_cast<int64_t>(DTypeSize(tile_type));
+  // Warps as 2 x (block / 32), each a (block / 2) x 32 tile of C as mi x 4 MMAs of 16 x 8.
+  const int64_t warps_n = block / 32, warp_m = block / 2, kWarpN = 32;
+  const int64_t mi = warp_m / 16, nj = kWarpN / 8, threads = 64 * warps_n;
+  // K tiles of 32, 16 for f32 at block 128 (two stages of it stay within 48 KB of shared).
+  const int64_t bk = elem == 4 && block == 128 ? 16 : 32;
+  // Each tile stored with its rows along the operand's contiguous dim.
+  const bool a_mk = KFirst(ct.x, m, k), b_nk = KFirst(ct.y, n, k);
+  int64_t la = AsyncLanes(ct.x, tile_type, a_mk ? k : m, a_mk ? bk : block);
+  int64_t lb = AsyncLanes(ct.y, tile_type, b_nk ? k : n, b_nk ? bk : block);
+  const bool pipelined = stages == 2 && la > 0 && lb > 0;
+  if (!pipelined) la = lb = 1;
+  const int64_t ns = pipelined ? 2 : 1;
+  // Rows of K padded by 16 bytes, rows of M or N by 8 elements: fragment reads and copies
+  // avoid bank conflicts, and every row starts 16-byte aligned (async copies of 16 bytes).
+  auto tile_shape = [&](bool r_major) {
+    return r_major ? std::vector<int64_t>{ns, block, bk + 16 / elem}
+                   : std::vector<int64_t>{ns, bk, block + 8};
+  };
   const loop::BufferRef xs =
-      loop::MakeBuffer(cn + "_xs", tile_type, {kBk, kBlock + kPad}, loop::Buffer::Scope::kShared);
+      loop::MakeBuffer(cn + "_xs", tile_type, tile_shape(a_mk), loop::Buffer::Scope::kShared);
   const loop::BufferRef ys =
-      loop::MakeBuffer(cn + "_ys", tile_type, {kBk, kBlock + kPad}, loop::Buffer::Scope::kShared);
-  const loop::BufferRef acc = loop::MakeBuffer(cn + "_acc", DType::kFloat32, {kThreads, 2, 4, 4},
+      loop::MakeBuffer(cn + "_ys", tile_type, tile_shape(b_nk), loop::Buffer::Scope::kShared);
+  if (xs->NumBytes() + ys->NumBytes() > 48 * 1024) {
+    return absl::FailedPreconditionError("gpu_tile_mma's tiles exceed 48 KB of shared memory");
+  }
+  const loop::BufferRef acc = loop::MakeBuffer(cn + "_acc", DType::kFloat32, {threads, mi, nj, 4},
                                                loop::Buffer::Scope::kLocal);
   const Var gb = loop::MakeVar(cn + ".b"), gm = loop::MakeVar(cn + ".bm"),
             gn = loop::MakeVar(cn + ".bn"), ko = loop::MakeVar(cn + ".ko");
   int fresh = 0;
   auto thread = [&]() { return loop::MakeVar(absl::StrCat(cn, ".t", ++fresh)); };
-  auto threads = [&](const Var& t, Stmt body) {
-    return loop::For(t, kThreads, std::move(body), ForKind::kThreadIdxX);
+  auto in_threads = [&](const Var& t, Stmt body) {
+    return loop::For(t, threads, std::move(body), ForKind::kThreadIdxX);
   };
   auto unrolled = [](const Var& v, int64_t n, Stmt body) {
     return loop::For(v, n, std::move(body), ForKind::kUnrolled);
@@ -338,67 +413,104 @@ absl::Status GpuTileMma(loop::Func& func, const std::string& nest, loop::MmaShap
   // acc = 0.
   const Var t0 = thread(), i0 = loop::MakeVar(cn + ".i0"), j0 = loop::MakeVar(cn + ".j0"),
             e0 = loop::MakeVar(cn + ".e0");
-  Stmt zero = threads(t0, unrolled(i0, 2,
-                                   unrolled(j0, 4,
-                                            unrolled(e0, 4,
-                                                     loop::Store(acc, {V(t0), V(i0), V(j0), V(e0)},
-                                                                 loop::FloatImm(0))))));
-  // tile[kk, i] = operand at (block * 64 + i, ko * bk + kk) as the tile's type, 0 outside;
-  // consecutive threads walk the rows (a coalesced read for a row-contiguous operand).
-  auto copy_tile = [&](const loop::BufferRef& tile, const Expr& operand, const Group& g,
-                       const Var& block, const std::string& tag) {
-    const Var t = thread(), l = loop::MakeVar(absl::StrCat(cn, ".", tag, "l"));
-    Expr e = V(l) * I(kThreads) + V(t);
-    Expr kk = Div(e, kBlock), i = Mod(e, kBlock);
-    Expr row = V(block) * I(kBlock) + i, kidx = V(ko) * I(kBk) + kk;
-    Expr value = batched(k.Apply(g.Apply(operand, row), kidx));
-    if (value->dtype != tile_type) value = loop::Cast(tile_type, value);
-    Stmt fill = loop::IfThenElse(And(Lt(row, g.extent), Lt(kidx, k.extent)),
-                                 loop::Store(tile, {kk, i}, value),
-                                 loop::Store(tile, {kk, i}, loop::FloatImm(0, tile_type)));
-    return threads(t, loop::For(l, kBk * kBlock / kThreads, fill, ForKind::kUnrolled));
+  Stmt zero = in_threads(
+      t0,
+      unrolled(
+          i0, mi,
+          unrolled(
+              j0, nj,
+              unrolled(e0, 4, loop::Store(acc, {V(t0), V(i0), V(j0), V(e0)}, loop::FloatImm(0))))));
+  // Thread t's part of copying K tile `kt` of an operand into `stage` of its tile: tile
+  // element [stage, row, col] (row along M/N and col along K when `r_major`, else the
+  // reverse) = operand at (block * B + M/N index, kt * bk + K index), 0 past the edges;
+  // consecutive threads take consecutive runs of `lanes` along the rows (coalesced reads).
+  auto copy = [&](const loop::BufferRef& tile, bool r_major, const Expr& operand, const Group& g,
+                  const Var& blk, int64_t lanes, const Expr& stage, const Expr& kt, const Var& t) {
+    const int64_t rows = r_major ? block : bk, cols = r_major ? bk : block;
+    const int64_t per_row = cols / lanes, total = rows * per_row;
+    const Var l =
+        loop::MakeVar(absl::StrCat(cn, ".", tile->name == xs->name ? "x" : "y", "l", ++fresh));
+    Expr e = V(l) * I(threads) + V(t);
+    Expr row = Div(e, per_row), col = Times(Mod(e, per_row), lanes);
+    Expr i = r_major ? row : col, kk = r_major ? col : row;
+    Expr grow = V(blk) * I(block) + i, kidx = Plus(Times(kt, bk), kk);
+    Expr value = batched(k.Apply(g.Apply(operand, grow), kidx));
+    Expr inside = And(Lt(grow, g.extent), Lt(kidx, k.extent));
+    std::vector<Expr> at = {stage, row, col};
+    Stmt fill;
+    if (pipelined) {
+      fill = loop::AsyncCopy(tile, at, value, lanes, inside);
+    } else {
+      if (value->dtype != tile_type) value = loop::Cast(tile_type, value);
+      fill = loop::IfThenElse(inside, loop::Store(tile, at, value),
+                              loop::Store(tile, at, loop::FloatImm(0, tile_type)));
+    }
+    if (total % threads != 0) fill = loop::IfThenElse(Lt(e, total), fill);
+    return loop::For(l, (total + threads - 1) / threads, fill, ForKind::kUnrolled);
   };
-  Stmt load_x = copy_tile(xs, ct.x, m, gm, "x");
-  Stmt load_y = copy_tile(ys, ct.y, n, gn, "y");
+  auto copy_both = [&](const Expr& stage, const Expr& kt, const Var& t) {
+    return loop::Block({copy(xs, a_mk, ct.x, m, gm, la, stage, kt, t),
+                        copy(ys, b_nk, ct.y, n, gn, lb, stage, kt, t)});
+  };
+  const int64_t k_tiles = (k.extent + bk - 1) / bk;
+  std::vector<Stmt> body = {zero};
+  Stmt fetch;
+  const Var t1 = thread();
+  if (pipelined) {
+    // Two stages: K tile ko + 1 is copied asynchronously while the warps multiply tile ko.
+    const Var tp = thread();
+    body.push_back(in_threads(tp, loop::Block({copy_both(I(0), I(0), tp), loop::AsyncWait(1)})));
+    Expr next = V(ko) + I(1);
+    fetch =
+        in_threads(t1, loop::Block({loop::IfThenElse(loop::Binary(BinaryOp::kLt, next, I(k_tiles)),
+                                                     copy_both(Mod(next, 2), next, t1)),
+                                    loop::AsyncWait(1)}));
+  } else {
+    fetch = in_threads(t1, copy_both(I(0), V(ko), t1));
+  }
   // The warp's MMAs over the K tile.
+  Expr stage = pipelined ? Mod(V(ko), 2) : I(0);
   const Var t2 = thread(), ks = loop::MakeVar(cn + ".ks"), i2 = loop::MakeVar(cn + ".i2"),
             j2 = loop::MakeVar(cn + ".j2");
   Expr warp2 = Div(V(t2), 32);
-  Stmt mma = threads(
-      t2, loop::For(
-              ks, kBk / mk,
-              unrolled(i2, 2,
-                       unrolled(j2, 4,
-                                loop::Mma(shape, acc, {V(t2), V(i2), V(j2), I(0)},
-                                          loop::Load(xs, {V(ks) * I(mk), Div(warp2, 2) * I(kWarpM) +
-                                                                             V(i2) * I(16)}),
-                                          loop::Load(ys, {V(ks) * I(mk), Mod(warp2, 2) * I(kWarpN) +
-                                                                             V(j2) * I(8)}),
-                                          Mod(V(t2), 32)))),
-              ForKind::kSerial, /*is_reduction=*/true));
-  Stmt k_tiles = loop::For(ko, (k.extent + kBk - 1) / kBk, loop::Block({load_x, load_y, mma}),
-                           ForKind::kSerial, /*is_reduction=*/true);
+  Expr a_r = Div(warp2, warps_n) * I(warp_m) + V(i2) * I(16),
+       b_c = Mod(warp2, warps_n) * I(kWarpN) + V(j2) * I(8);
+  Expr kk = V(ks) * I(mk);
+  Expr a_tile =
+      loop::Load(xs, a_mk ? std::vector<Expr>{stage, a_r, kk} : std::vector<Expr>{stage, kk, a_r});
+  Expr b_tile =
+      loop::Load(ys, b_nk ? std::vector<Expr>{stage, b_c, kk} : std::vector<Expr>{stage, kk, b_c});
+  const uint8_t layout =
+      static_cast<uint8_t>((a_mk ? loop::kMmaAMajorM : 0) | (b_nk ? loop::kMmaBMajorN : 0));
+  Stmt mma = in_threads(
+      t2, loop::For(ks, bk / mk,
+                    unrolled(i2, mi,
+                             unrolled(j2, nj,
+                                      loop::Mma(shape, acc, {V(t2), V(i2), V(j2), I(0)}, a_tile,
+                                                b_tile, Mod(V(t2), 32), layout))),
+                    ForKind::kSerial, /*is_reduction=*/true));
+  body.push_back(loop::For(ko, k_tiles, loop::Block({fetch, mma}), ForKind::kSerial,
+                           /*is_reduction=*/true));
   // C += acc at the lane's fragment positions (PTX's C layout: row g + 8 (e / 2), column
   // 2 (lane % 4) + e % 2 of each 16 x 8 tile).
   const Var t3 = thread(), i3 = loop::MakeVar(cn + ".i3"), j3 = loop::MakeVar(cn + ".j3"),
             e3 = loop::MakeVar(cn + ".e3");
   Expr lane = Mod(V(t3), 32), warp3 = Div(V(t3), 32);
-  Expr row = V(gm) * I(kBlock) + Div(warp3, 2) * I(kWarpM) + V(i3) * I(16) + Div(lane, 4) +
+  Expr row = V(gm) * I(block) + Div(warp3, warps_n) * I(warp_m) + V(i3) * I(16) + Div(lane, 4) +
              I(8) * Div(V(e3), 2);
-  Expr col = V(gn) * I(kBlock) + Mod(warp3, 2) * I(kWarpN) + V(j3) * I(8) + I(2) * Mod(lane, 4) +
-             Mod(V(e3), 2);
+  Expr col = V(gn) * I(block) + Mod(warp3, warps_n) * I(kWarpN) + V(j3) * I(8) +
+             I(2) * Mod(lane, 4) + Mod(V(e3), 2);
   std::vector<Expr> c_at = batch.Apply(n.Apply(m.Apply(ct.store->indices, row), col), V(gb));
   Expr sum = loop::Load(acc, {V(t3), V(i3), V(j3), V(e3)});
   if (c->dtype != DType::kFloat32) sum = loop::Cast(c->dtype, sum);
-  Stmt write = threads(
-      t3,
-      unrolled(
-          i3, 2,
-          unrolled(j3, 4,
-                   unrolled(e3, 4,
-                            loop::IfThenElse(And(Lt(row, m.extent), Lt(col, n.extent)),
-                                             loop::Store(c, c_at, loop::Load(c, c_at) + sum))))));
-  Install(func, ct, {xs, ys, acc}, loop::Block({zero, k_tiles, write}), gb, gm, gn, kBlock, kBlock);
+  body.push_back(in_threads(
+      t3, unrolled(i3, mi,
+                   unrolled(j3, nj,
+                            unrolled(e3, 4,
+                                     loop::IfThenElse(
+                                         And(Lt(row, m.extent), Lt(col, n.extent)),
+                                         loop::Store(c, c_at, loop::Load(c, c_at) + sum)))))));
+  Install(func, ct, {xs, ys, acc}, loop::Block(body), gb, gm, gn, block, block);
   return absl::OkStatus();
 }
 

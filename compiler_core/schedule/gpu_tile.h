@@ -43,13 +43,23 @@ absl::StatusOr<GemmShape> AnalyzeContraction(const loop::Func& func, const std::
 absl::Status GpuTileContraction(loop::Func& func, const std::string& nest, int64_t tm, int64_t tn,
                                 int64_t bk);
 
-/// gpu_tile_mma(nest, tf32|f16|bf16): the same implicit GEMM on tensor cores: blocks of 128
-/// threads (4 warps as 2 x 2, each a 32 x 32 tile of C as 2 x 4 mma.sync of 16 x 8) over 64 x 64
-/// tiles of C, K tiles of 32 staged in shared memory as f32 (tf32) or as f16 / bf16 (rows padded
-/// by 8 so fragment reads avoid bank conflicts), f32 accumulators per lane in PTX's C fragment
-/// layout (loop::MmaShape), added to C at the end. Errors: as GpuTileContraction's, and
-/// kFailedPrecondition for kNone.
-absl::Status GpuTileMma(loop::Func& func, const std::string& nest, loop::MmaShape shape);
+/// gpu_tile_mma(nest, tf32|f16|bf16[, block, stages]): the same implicit GEMM on tensor cores
+/// (PTX mma.sync; the tiling of CUTLASS's multistage GEMM, NVIDIA's "CUTLASS: Fast Linear
+/// Algebra in CUDA C++", 2017). A block computes a `block` x `block` tile of C (64: 4 warps as
+/// 2 x 2, each 32 x 32; 128: 8 warps as 2 x 4, each 64 x 32), a warp's tile being 16 x 8
+/// mma.sync tiles with f32 accumulators per lane in PTX's C fragment layout (loop::MmaShape),
+/// added to C at the end. K tiles of 32 (16 for tf32 at block 128) are staged in shared memory
+/// as f32 (tf32) or f16 / bf16, each tile stored with its rows along the operand's contiguous
+/// dim (loop::kMmaAMajorM / kMmaBMajorN) and padded so fragment reads avoid bank conflicts.
+/// With `stages` 2, where both operands are plain loads of the tile's type, tiles are copied
+/// with cp.async (loop::AsyncCopy: 16 bytes at a time where the operand is contiguous and
+/// aligned along the tile's rows, else 4) into two alternating buffers, the copy of tile k + 1
+/// overlapping the MMAs of tile k; otherwise (`stages` 1, or an operand that needs converting
+/// or computing) threads copy element by element into one buffer. Errors: as
+/// GpuTileContraction's, and kFailedPrecondition for kNone, a block other than 64 or 128, or
+/// stages other than 1 or 2.
+absl::Status GpuTileMma(loop::Func& func, const std::string& nest, loop::MmaShape shape,
+                        int64_t block = 64, int64_t stages = 2);
 
 /// The MMA shape of a --precision name: "tf32" m16n8k8.tf32, "fp16"/"f16" m16n8k16.f16,
 /// "bf16" m16n8k16.bf16; kNone for anything else (fp32).

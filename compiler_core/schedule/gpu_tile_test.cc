@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler_core/ir/graph/tensor.h"
 #include "compiler_core/ir/loop/interpreter.h"
 #include "compiler_core/ir/loop/parser.h"
 #include "compiler_core/ir/loop/printer.h"
@@ -19,6 +20,7 @@ namespace kiln::schedule {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 loop::Func Parse(const std::string& text) {
   absl::StatusOr<loop::Func> f = loop::ParseFunc(text);
@@ -126,20 +128,109 @@ TEST(GpuTileTest, TensorCoreTilesMatchTheUntiledNest) {
   ExpectTiledMatches(mm, "gpu_tile_mma(i, tf32)");
   ExpectTiledMatches(mm, "gpu_tile_mma(i, fp16)", 2e-2);
   ExpectTiledMatches(mm, "gpu_tile_mma(i, bf16)", 2e-1);
+  // Both block tiles, one and two stages.
+  ExpectTiledMatches(mm, "gpu_tile_mma(i, tf32, 128, 2)");
+  ExpectTiledMatches(mm, "gpu_tile_mma(i, tf32, 64, 1)");
+  ExpectTiledMatches(mm, "gpu_tile_mma(i, fp16, 128, 1)", 2e-2);
   loop::Func f = Parse(mm);
   ASSERT_TRUE(GpuTileMma(f, "i", loop::MmaShape::kM16N8K8Tf32).ok());
   const std::string printed = loop::PrintFunc(f);
-  EXPECT_THAT(printed, HasSubstr("alloc shared %c_xs: f32[32,72] {"));
-  EXPECT_THAT(printed, HasSubstr("mma.m16n8k8.tf32 %c_acc[c.t4, c.i2, c.j2, 0] += "
-                                 "(%c_xs[(c.ks * 8), ((((c.t4 // 32) // 2) * 32) + (c.i2 * 16))] "
-                                 "* %c_ys[(c.ks * 8), ((((c.t4 // 32) % 2) * 32) + (c.j2 * 8))]) "
-                                 "lane (c.t4 % 32)"));
-  // The printed mma parses back to the same func.
+  // A[70, 29] is read along K, so its tile is [stage, m, k] (K padded by 4 floats); B along N.
+  // K = 29 is not a multiple of 4: async copies of one element.
+  EXPECT_THAT(printed, HasSubstr("alloc shared %c_xs: f32[2,64,36] {"));
+  EXPECT_THAT(printed, HasSubstr("alloc shared %c_ys: f32[2,32,72] {"));
+  EXPECT_THAT(printed,
+              HasSubstr("async_copy x1 %c_xs[0, (((c.xl4 * 128) + c.t3) // 32), "
+                        "(((c.xl4 * 128) + c.t3) % 32)] = %a[((c.bm * 64) + "
+                        "(((c.xl4 * 128) + c.t3) // 32)), (((c.xl4 * 128) + c.t3) % 32)]"));
+  EXPECT_THAT(printed, HasSubstr("async_wait 1"));
+  EXPECT_THAT(printed, HasSubstr("mma.m16n8k8.tf32 %c_acc[c.t8, c.i2, c.j2, 0] += "
+                                 "(%c_xs[(c.ko % 2), ((((c.t8 // 32) // 2) * 32) + (c.i2 * 16)), "
+                                 "(c.ks * 8)] * %c_ys[(c.ko % 2), (c.ks * 8), ((((c.t8 // 32) % 2) "
+                                 "* 32) + (c.j2 * 8))]) lane (c.t8 % 32) layout(mk, kn)"));
+  // The printed mma and async copies parse back to the same func.
   absl::StatusOr<loop::Func> reparsed = loop::ParseFunc(printed);
   ASSERT_TRUE(reparsed.ok()) << reparsed.status();
   EXPECT_EQ(loop::PrintFunc(*reparsed), printed);
   EXPECT_FALSE(ParseSchedule("gpu_tile_mma(i, fp64)").ok() &&
                ApplySchedule(*ParseSchedule("gpu_tile_mma(i, fp64)"), f).ok());
+  f = Parse(mm);
+  EXPECT_EQ(GpuTileMma(f, "i", loop::MmaShape::kM16N8K8Tf32, 96, 2).message(),
+            "gpu_tile_mma's block tile is 64 or 128");
+  EXPECT_EQ(GpuTileMma(f, "i", loop::MmaShape::kM16N8K8Tf32, 64, 3).message(),
+            "gpu_tile_mma's stages are 1 or 2");
+  EXPECT_FALSE(ParseSchedule("gpu_tile_mma(i, tf32, 64)").ok());
+}
+
+// Contiguous, aligned operands are copied 16 bytes at a time; a B given as [N, K] (a Linear
+// layer's weight) is staged [n, k] (layout nk). Edges (M = 70, N = 44) are zero-filled.
+TEST(GpuTileTest, TensorCoreTilesCopyAlignedRunsAsynchronously) {
+  const std::string mm =
+      "func @mm(%a: f32[70,32], %b: f32[44,32], %c: f32[70,44]) anchor=MatMul {\n"
+      "  for i in 0..70 {\n    for j in 0..44 {\n      for k in 0..32 reduce {\n"
+      "        %c[i, j] = (%c[i, j] + (%a[i, k] * %b[j, k]))\n      }\n    }\n  }\n}\n";
+  ExpectTiledMatches(mm, "gpu_tile_mma(i, tf32, 64, 2)");
+  ExpectTiledMatches(mm, "gpu_tile_mma(i, tf32, 128, 2)");
+  loop::Func f = Parse(mm);
+  ASSERT_TRUE(GpuTileMma(f, "i", loop::MmaShape::kM16N8K8Tf32, 64, 2).ok());
+  const std::string printed = loop::PrintFunc(f);
+  EXPECT_THAT(printed, HasSubstr("alloc shared %c_ys: f32[2,64,36] {"));
+  EXPECT_THAT(printed, HasSubstr("async_copy x4 %c_xs[0, (((c.xl4 * 128) + c.t3) // 8), "
+                                 "((((c.xl4 * 128) + c.t3) % 8) * 4)]"));
+  EXPECT_THAT(printed, HasSubstr("async_copy x4 %c_ys["));
+  EXPECT_THAT(printed, HasSubstr("layout(mk, nk)"));
+  // K = 32: x4 fits; with a K of 30 runs of 4 would straddle rows, runs of 2 (8 bytes) do not.
+  const std::string odd =
+      "func @mm(%a: f32[70,30], %b: f32[44,30], %c: f32[70,44]) anchor=MatMul {\n"
+      "  for i in 0..70 {\n    for j in 0..44 {\n      for k in 0..30 reduce {\n"
+      "        %c[i, j] = (%c[i, j] + (%a[i, k] * %b[j, k]))\n      }\n    }\n  }\n}\n";
+  ExpectTiledMatches(odd, "gpu_tile_mma(i, tf32, 64, 2)");
+  f = Parse(odd);
+  ASSERT_TRUE(GpuTileMma(f, "i", loop::MmaShape::kM16N8K8Tf32, 64, 2).ok());
+  EXPECT_THAT(loop::PrintFunc(f), HasSubstr("async_copy x2 %c_ys["));
+  EXPECT_THAT(loop::PrintFunc(f), Not(HasSubstr("async_copy x4")));
+}
+
+// An f16 GEMM (f16 tiles, so cp.async moves 8 halves at a time) against the untiled nest: the
+// tiles accumulate in f32 and round once, the untiled nest rounds every partial sum to f16,
+// hence the tolerance (3e-2 on sums of 48 products of values up to 1.4).
+TEST(GpuTileTest, HalfPrecisionTilesMatchTheUntiledNest) {
+  const std::string mm =
+      "func @mm(%a: f16[40,48], %b: f16[48,72], %c: f16[40,72]) anchor=MatMul {\n"
+      "  for i in 0..40 {\n    for j in 0..72 {\n      for k in 0..48 reduce {\n"
+      "        %c[i, j] = (%c[i, j] + (%a[i, k] * %b[k, j]))\n      }\n    }\n  }\n}\n";
+  auto run = [](const loop::Func& f) {
+    std::vector<std::vector<uint16_t>> data;
+    std::vector<void*> ptrs;
+    for (size_t p = 0; p < f.params.size(); ++p) {
+      data.emplace_back(static_cast<size_t>(f.params[p]->NumElements()));
+      for (size_t e = 0; e < data.back().size(); ++e) {
+        data.back()[e] =
+            FloatToHalf(static_cast<float>(static_cast<int64_t>((e * 7 + p * 13) % 23) - 11) / 8);
+      }
+    }
+    for (auto& d : data) ptrs.push_back(d.data());
+    absl::Status s = loop::InterpretFunc(f, ptrs);
+    EXPECT_TRUE(s.ok()) << s;
+    std::vector<float> out;
+    for (uint16_t h : data.back()) out.push_back(HalfToFloat(h));
+    return out;
+  };
+  loop::Func f = Parse(mm);
+  for (int64_t stages : {1, 2}) {
+    loop::Func tiled = f;
+    ASSERT_TRUE(GpuTileMma(tiled, "i", loop::MmaShape::kM16N8K16F16, 64, stages).ok());
+    absl::Status verified = loop::VerifyFunc(tiled);
+    ASSERT_TRUE(verified.ok()) << verified;
+    const std::string printed = loop::PrintFunc(tiled);
+    EXPECT_EQ(printed.find("async_copy x8 %c_xs[") != std::string::npos, stages == 2);
+    EXPECT_EQ(printed.find("async_copy x8 %c_ys[") != std::string::npos, stages == 2);
+    std::vector<float> want = run(f), got = run(tiled);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t e = 0; e < want.size(); ++e) {
+      EXPECT_NEAR(got[e], want[e], 3e-2 + 1e-2 * std::abs(want[e])) << "element " << e;
+    }
+  }
 }
 
 TEST(GpuTileTest, RefusesWhatIsNotAGemm) {

@@ -53,6 +53,8 @@ absl::StatusOr<Stmt> RewriteImpl(const Stmt& s,
     }
     case StmtKind::kMma:
     case StmtKind::kStore:
+    case StmtKind::kAsyncCopy:
+    case StmtKind::kAsyncWait:
       return s;
   }
   return s;

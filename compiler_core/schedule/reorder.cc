@@ -53,6 +53,8 @@ class Reorderer {
       }
       case StmtKind::kMma:
       case StmtKind::kStore:
+      case StmtKind::kAsyncCopy:
+      case StmtKind::kAsyncWait:
         return s;
     }
     return s;

@@ -17,7 +17,8 @@ std::string StepString(const Primitive& p) {
   std::string args = absl::StrJoin(p.loops, ", ");
   if (p.kind == Primitive::Kind::kSplit) absl::StrAppend(&args, ", ", p.factor);
   if (p.kind == Primitive::Kind::kWinograd) args = absl::StrCat(p.factor);
-  if (p.kind == Primitive::Kind::kGpuTile && !p.factors.empty()) {
+  if ((p.kind == Primitive::Kind::kGpuTile || p.kind == Primitive::Kind::kGpuTileMma) &&
+      !p.factors.empty()) {
     absl::StrAppend(&args, ", ", absl::StrJoin(p.factors, ", "));
   }
   return absl::StrCat(PrimitiveKindName(p.kind), "(", args, ")");
@@ -113,9 +114,15 @@ absl::Status ApplySchedule(const Schedule& schedule, loop::Func& func) {
     } else if (p.kind == Primitive::Kind::kGpuTileMma) {
       loop::MmaShape shape = loop::MmaShape::kNone;
       if (p.loops.size() == 2) shape = MmaShapeOfPrecision(p.loops[1]);
-      st = shape != loop::MmaShape::kNone
-               ? GpuTileMma(work, p.loops[0], shape)
-               : absl::FailedPreconditionError("expected a loop name and tf32, f16 or bf16");
+      if (shape == loop::MmaShape::kNone) {
+        st = absl::FailedPreconditionError("expected a loop name and tf32, f16 or bf16");
+      } else if (p.factors.empty()) {
+        st = GpuTileMma(work, p.loops[0], shape);
+      } else if (p.factors.size() == 2) {
+        st = GpuTileMma(work, p.loops[0], shape, p.factors[0], p.factors[1]);
+      } else {
+        st = absl::FailedPreconditionError("expected 2 gpu_tile_mma factors (block, stages)");
+      }
     } else if (p.kind == Primitive::Kind::kComputeAt) {
       st = p.loops.size() == 2 ? ComputeAt(work, p.loops[0], p.loops[1])
                                : absl::FailedPreconditionError("expected 2 loop name(s)");

@@ -37,7 +37,8 @@ struct Primitive {
   std::vector<std::string> loops;
   int64_t factor = 0;  // kSplit: inner extent; kWinograd: the output tile m
   /// kGpuTile: tm, tn, bk (accumulators per thread along M and N, the K tile), printed
-  /// gpu_tile(nest, tm, tn, bk).
+  /// gpu_tile(nest, tm, tn, bk). kGpuTileMma: none (the defaults) or block, stages, printed
+  /// gpu_tile_mma(nest, fp16, 128, 2).
   std::vector<int64_t> factors = {};
 };
 

@@ -68,13 +68,16 @@ absl::StatusOr<Primitive> ParseStep(const std::vector<Token>& tokens, size_t* po
   }
   while (true) {
     const Token& arg = tokens[*pos];
-    if (p.kind == Primitive::Kind::kGpuTile && !p.loops.empty()) {
-      // gpu_tile(nest, tm, tn, bk): the integers after the loop name.
+    const bool mma_factors = p.kind == Primitive::Kind::kGpuTileMma && p.loops.size() == 2;
+    if ((p.kind == Primitive::Kind::kGpuTile && !p.loops.empty()) || mma_factors) {
+      // gpu_tile(nest, tm, tn, bk), gpu_tile_mma(nest, precision, block, stages): the integers
+      // after the names.
       int64_t value = 0;
       auto res = std::from_chars(arg.text.data(), arg.text.data() + arg.text.size(), value);
       if (arg.kind != TokenKind::kNumber || res.ec != std::errc() ||
           res.ptr != arg.text.data() + arg.text.size()) {
-        return expected("an integer gpu_tile factor");
+        return expected(mma_factors ? "an integer gpu_tile_mma factor"
+                                    : "an integer gpu_tile factor");
       }
       p.factors.push_back(value);
       ++*pos;
@@ -83,7 +86,10 @@ absl::StatusOr<Primitive> ParseStep(const std::vector<Token>& tokens, size_t* po
         continue;
       }
       if (!tokens[*pos].Is(")")) return expected("',' or ')'");
-      if (p.factors.size() != 3) return expected("3 gpu_tile factors (tm, tn, bk)");
+      if (mma_factors && p.factors.size() != 2) {
+        return expected("2 gpu_tile_mma factors (block, stages)");
+      }
+      if (!mma_factors && p.factors.size() != 3) return expected("3 gpu_tile factors (tm, tn, bk)");
       break;
     }
     if (p.kind == Primitive::Kind::kSplit && !p.loops.empty() && arg.kind == TokenKind::kNumber) {

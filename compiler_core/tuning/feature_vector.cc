@@ -39,6 +39,8 @@ void CountKernel(const Stmt& s, int depth, KernelRow& k) {
       return;
     case StmtKind::kMma:
     case StmtKind::kStore:
+    case StmtKind::kAsyncCopy:
+    case StmtKind::kAsyncWait:
       return;
     case StmtKind::kBlock:
       for (const Stmt& c : s->stmts) CountKernel(c, depth, k);

@@ -139,7 +139,10 @@ class Extractor {
         return;
       case StmtKind::kMma:
       case StmtKind::kStore:
+      case StmtKind::kAsyncCopy:
         out_.push_back(Store(*s));
+        return;
+      case StmtKind::kAsyncWait:
         return;
       case StmtKind::kBlock:
         for (const Stmt& c : s->stmts) Visit(c);

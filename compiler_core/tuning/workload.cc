@@ -86,6 +86,9 @@ int64_t StmtFlops(const Stmt& s) {
     case StmtKind::kIf: return std::max(StmtFlops(s->then_body), StmtFlops(s->else_body));
     case StmtKind::kMma:
     case StmtKind::kStore: return ExprFlops(s->value);
+    case StmtKind::kAsyncCopy:
+    case StmtKind::kAsyncWait:
+      return 0;
     case StmtKind::kBlock: {
       int64_t total = 0;
       for (const Stmt& c : s->stmts) total += StmtFlops(c);

@@ -65,16 +65,14 @@ absl::StatusOr<ModuleBundle> BuildOptimizedModule(const std::vector<const loop::
   bundle.module->setDataLayout(bundle.machine->createDataLayout());
   for (const loop::Func* func : funcs) {
     ScopedStageTimer timer(on_stage, on_stage ? "codegen: emit " + func->name : std::string());
-    KernelEmitter emitter(*bundle.module, target, *func);
-    KILN_RETURN_IF_ERROR(emitter.Emit());
+    KILN_RETURN_IF_ERROR(KernelEmitter::Create(*bundle.module, target, *func)->Emit());
     if (func->init) {
       // The load-time entry point: the same arguments, the init statements as its body.
       loop::Func init = *func;
       init.name = loop::InitSymbol(func->name);
       init.body = func->init;
       init.init = nullptr;
-      KernelEmitter init_emitter(*bundle.module, target, init);
-      KILN_RETURN_IF_ERROR(init_emitter.Emit());
+      KILN_RETURN_IF_ERROR(KernelEmitter::Create(*bundle.module, target, init)->Emit());
     }
   }
   std::string problems;

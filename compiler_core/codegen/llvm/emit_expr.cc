@@ -142,7 +142,7 @@ llvm::Value* KernelEmitter::EmitBinary(const loop::ExprNode& e) {
       return EmitMinMax(true, t, a, b);
     case BinaryOp::kPow:
       if (!f) return Fail("pow on a non-float dtype");
-      if (target_.IsGpu() || target_.emulate_gpu) return EmitGpuPow(t, a, b);
+      if (UsesGpuMathLibrary()) return EmitGpuPow(t, a, b);
       return EmitIntrinsic(llvm::Intrinsic::pow, a, b);
     case BinaryOp::kAnd:
       return b_.CreateAnd(a, b);

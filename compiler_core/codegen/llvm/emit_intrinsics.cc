@@ -26,7 +26,7 @@ llvm::Value* KernelEmitter::EmitUnary(const loop::ExprNode& e) {
     if (!f) return Fail("float math on a non-float dtype", a->getType());
     return EmitIntrinsic(id, a);
   };
-  if (target_.IsGpu() || target_.emulate_gpu) {
+  if (UsesGpuMathLibrary()) {
     switch (e.unary_op) {
       case UnaryOp::kExp:
       case UnaryOp::kLog:

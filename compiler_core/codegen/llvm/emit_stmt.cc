@@ -47,9 +47,13 @@ void KernelEmitter::EmitStmt(const Stmt& s) {
       EmitAllocate(*s);
       return;
     case StmtKind::kMma:
-      // A GPU runs the warp's mma.sync; elsewhere the lane's sums (the loop IR's meaning).
-      if (target_.IsGpu()) return EmitGpuMma(*s);
-      EmitStmt(loop::MmaAsLoops(*s));
+      EmitMma(*s);
+      return;
+    case StmtKind::kAsyncCopy:
+      EmitAsyncCopy(*s);
+      return;
+    case StmtKind::kAsyncWait:
+      EmitAsyncWait(*s);
       return;
   }
   Fail("unknown statement kind");
@@ -72,11 +76,7 @@ void KernelEmitter::EmitFor(const loop::StmtNode& s) {
     case ForKind::kThreadIdxX:
     case ForKind::kThreadIdxY:
     case ForKind::kThreadIdxZ:
-      if (target_.IsGpu()) return EmitBoundFor(s);
-      if (target_.emulate_gpu) return EmitSerialFor(s);
-      Fail(absl::StrCat("loop '", s.loop_var->name, "' is bound to ", loop::ForKindName(s.for_kind),
-                        "; thread-bound loops need a GPU target"));
-      return;
+      return EmitBoundFor(s);
   }
 }
 
@@ -186,9 +186,14 @@ llvm::AllocaInst* KernelEmitter::CreateEntryAlloca(llvm::Type* type, uint64_t al
   return a;
 }
 
+// The lane's sums (the loop IR's meaning); a GPU backend runs the warp's mma.sync.
+void KernelEmitter::EmitMma(const loop::StmtNode& s) { EmitStmt(loop::MmaAsLoops(s)); }
+
+// A plain copy; a GPU backend copies asynchronously.
+void KernelEmitter::EmitAsyncCopy(const loop::StmtNode& s) { EmitStmt(loop::AsyncCopyAsLoops(s)); }
+
 void KernelEmitter::EmitAllocate(const loop::StmtNode& s) {
   const loop::Buffer& buf = *s.buffer;
-  if (target_.IsGpu()) return EmitGpuAllocate(s);
   if (buf.scope != loop::Buffer::Scope::kLocal && buf.scope != loop::Buffer::Scope::kShared) {
     Fail(absl::StrCat("Allocate of non-local buffer ", buf.name));
     return;

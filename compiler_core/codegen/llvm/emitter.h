@@ -1,8 +1,12 @@
-// KernelEmitter: translates one loop::Func into LLVM IR. The class is split across files by
-// concern: emit_function.cc (kernel entry points, function attributes, parallel outlining),
-// emit_stmt.cc (statements, loops, memory), emit_vector.cc (SIMD loops), emit_expr.cc
-// (expressions, casts), emit_intrinsics.cc (math, min/max, floor division), and for GPU targets
-// emit_gpu.cc (kernel entries, thread-bound loops) and emit_gpu_math.cc (the math library).
+// KernelEmitter: translates one loop::Func into LLVM IR. One emitter core for every target,
+// split across files by concern: emitter.cc (entry, the backend choice), emit_stmt.cc
+// (statements, loops, memory), emit_vector.cc (SIMD loops), emit_expr.cc (expressions, casts),
+// emit_intrinsics.cc (math, min/max, floor division) and emit_gpu_math.cc (the GPU math
+// library: f32 polynomials, also run by GPU emulation on a host). What differs per code
+// generator is a small set of hooks (the ABI of entry points, function attributes, loop binding,
+// address spaces of allocations, warp-level statements, the math library) implemented once for
+// CPUs (cpu_emitter.h) and once for NVPTX (compiler_core/codegen/nvptx/nvptx_emitter.h);
+// object emission is codegen.cc's (an ELF object per shard for CPUs, PTX text for NVPTX).
 #ifndef KILN_COMPILER_CORE_CODEGEN_LLVM_EMITTER_H_
 #define KILN_COMPILER_CORE_CODEGEN_LLVM_EMITTER_H_
 
@@ -10,6 +14,7 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -23,22 +28,45 @@
 
 namespace kiln::codegen {
 
-/// Emits one loop::Func into `module`. On a CPU target as
+/// Emits one loop::Func into `module`, in the ABI of the target's backend (Create): on a CPU
 ///   extern "C" void <name>(const kiln_context* ctx, void* const* args)
-/// plus internal helpers: <name>.impl (the body, with noalias buffer parameters; always inlined
-/// into <name>) and, per parallel loop, <name>.parN (the kiln_task_fn) and <name>.parN.body.
-/// On a GPU target as one PTX kernel entry per launch (loop::SplitGpuLaunches)
-///   .entry <name>_k<i>(.param .u64 buffer0, ...)   // params, then workspaces
-/// whose thread-bound loops read %ctaid / %tid.
+/// (CpuKernelEmitter), on a GPU one PTX kernel entry per launch (NvptxKernelEmitter).
 class KernelEmitter {
  public:
-  KernelEmitter(llvm::Module& module, const Target& target, const loop::Func& func);
+  virtual ~KernelEmitter() = default;
+
+  /// The emitter of `target`'s backend: NVPTX for kind "cuda", else the CPU's.
+  static std::unique_ptr<KernelEmitter> Create(llvm::Module& module, const Target& target,
+                                               const loop::Func& func);
 
   /// Emits the kernel. Errors: kInvalidArgument for malformed loop IR (an unbound variable, a
-  /// buffer the func does not declare, an unsupported dtype combination).
+  /// buffer the func does not declare, an unsupported dtype combination, a statement the
+  /// target cannot run).
   absl::Status Emit();
 
- private:
+ protected:
+  KernelEmitter(llvm::Module& module, const Target& target, const loop::Func& func);
+
+  // ---- Backend hooks.
+  /// ABI: creates the entry point(s) and emits func_.body into them.
+  virtual absl::Status EmitEntries() = 0;
+  /// Target attributes of every function the backend creates.
+  virtual void SetFunctionAttributes(llvm::Function* fn) = 0;
+  /// A ForKind::kParallel loop.
+  virtual void EmitParallelFor(const loop::StmtNode& s) = 0;
+  /// Loop binding: a loop bound to a block or thread index.
+  virtual void EmitBoundFor(const loop::StmtNode& s) = 0;
+  /// Address spaces: a kAllocate's storage (by default a stack array).
+  virtual void EmitAllocate(const loop::StmtNode& s);
+  /// Warp-level statements; by default what they mean as loops (loop::MmaAsLoops,
+  /// loop::AsyncCopyAsLoops; an async wait is then a no-op).
+  virtual void EmitMma(const loop::StmtNode& s);
+  virtual void EmitAsyncCopy(const loop::StmtNode& s);
+  virtual void EmitAsyncWait(const loop::StmtNode& s) {}
+  /// The math library: whether transcendental functions use the GPU math library
+  /// (emit_gpu_math.cc) instead of LLVM intrinsics and libm.
+  virtual bool UsesGpuMathLibrary() const = 0;
+
   // What is bound while emitting one LLVM function (the kernel body or an outlined body).
   struct FunctionState {
     llvm::Function* fn = nullptr;
@@ -53,25 +81,6 @@ class KernelEmitter {
     int lanes = 1;
     llvm::Value* base = nullptr;  // scalar i64: the value of var in lane 0
   };
-
-  // ---- emit_function.cc: entry points, attributes, outlining.
-  void SetFunctionAttributes(llvm::Function* fn);
-  llvm::Function* CreateBodyFunction(const std::string& name,
-                                     const std::vector<const loop::Buffer*>& buffers,
-                                     size_t num_i64_params);
-  void EmitParallelFor(const loop::StmtNode& s);
-
-  // ---- emit_gpu.cc: GPU kernel entries and thread-bound loops.
-  absl::Status EmitGpuEntries();
-  void EmitBoundFor(const loop::StmtNode& s);
-  /// A GPU Allocate: a shared buffer as an addrspace(3) global of the module; a local one
-  /// allocated at block level whose leading dims every access indexes by enclosing thread-loop
-  /// variables gets those dims dropped (each thread holds its own slice, in registers).
-  void EmitGpuAllocate(const loop::StmtNode& s);
-  /// A kMma statement as one mma.sync: the lane's A and B fragments gathered from the tiles in
-  /// PTX's fragment layout (converted to tf32 / packed as f16x2 or bf16x2), its 4 accumulators
-  /// in and out.
-  void EmitGpuMma(const loop::StmtNode& s);
 
   // ---- emit_gpu_math.cc: the GPU math library (f32 polynomials; f16 through f32). NVPTX has
   // no libm to call, and LLVM cannot lower llvm.exp/log/pow for it.
@@ -92,7 +101,6 @@ class KernelEmitter {
   void EmitSerialFor(const loop::StmtNode& s);
   void EmitUnrolledFor(const loop::StmtNode& s);
   void EmitIf(const loop::StmtNode& s);
-  void EmitAllocate(const loop::StmtNode& s);
   void EmitStore(const loop::StmtNode& s);
   /// Emits `for iv in [begin, end)`, calling body(iv) with the builder inside the loop. With
   /// `nonempty` the entry guard is omitted. `loop_md` is attached to the back edge.
@@ -101,7 +109,7 @@ class KernelEmitter {
                 llvm::MDNode* loop_md = nullptr);
   /// Row-major flattened i64 index (a <W x i64> vector if an index varies across lanes).
   llvm::Value* FlatIndex(const loop::Buffer& buffer, const std::vector<loop::Expr>& indices);
-  /// FlatIndex without the dims a GPU thread holds privately (EmitGpuAllocate).
+  /// FlatIndex without the dims a GPU thread holds privately (private_dims_).
   llvm::Value* FlatIndexOf(const loop::Buffer& buffer, const std::vector<loop::Expr>& indices);
   llvm::Value* BufferPointer(const loop::Buffer& buffer);
   llvm::Value* EmitLoad(const loop::ExprNode& e);
@@ -168,14 +176,8 @@ class KernelEmitter {
   FunctionState fs_;
   VectorState vs_;
   bool index_mode_ = false;  // emitting index arithmetic: integer ops get nsw
-  // GPU: the launch being emitted (its chain thread loops run unguarded), how many thread loops
-  // enclose the statement being emitted, and the dims of privatized local buffers.
-  std::set<const loop::StmtNode*> chain_threads_;
-  std::array<int64_t, 3> launch_block_ = {1, 1, 1};
-  int thread_depth_ = 0;
-  std::array<bool, 3> thread_dims_bound_ = {false, false, false};  // x, y, z bound around here
+  // Dims of local buffers each GPU thread holds its own slice of, dropped from their indices.
   std::map<const loop::Buffer*, std::vector<bool>> private_dims_;
-  int num_outlined_ = 0;
   absl::Status status_;
 };
 

@@ -35,6 +35,9 @@ void CollectLoads(const Expr& e, AccessMap& accesses) {
 bool CollectAccesses(const Stmt& s, const loop::VarNode* var, AccessMap& accesses) {
   if (!s) return true;
   switch (s->kind) {
+    case StmtKind::kAsyncCopy:
+    case StmtKind::kAsyncWait:
+      return false;
     case StmtKind::kMma:
     case StmtKind::kStore:
       for (const Expr& i : s->indices) CollectLoads(i, accesses);

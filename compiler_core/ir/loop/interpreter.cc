@@ -375,6 +375,10 @@ class Interpreter {
       }
       case StmtKind::kMma:
         return Exec(MmaAsLoops(*s));
+      case StmtKind::kAsyncCopy:
+        return Exec(AsyncCopyAsLoops(*s));
+      case StmtKind::kAsyncWait:
+        return;
       case StmtKind::kStore: {
         Scalar v = Eval(s->value);
         uint8_t* p = Address(s->buffer, s->indices);

@@ -183,14 +183,43 @@ const char* MmaShapeName(MmaShape shape) {
 int MmaK(MmaShape shape) { return shape == MmaShape::kM16N8K8Tf32 ? 8 : 16; }
 
 Stmt Mma(MmaShape shape, BufferRef acc, std::vector<Expr> acc_indices, Expr a_tile, Expr b_tile,
-         Expr lane) {
+         Expr lane, uint8_t layout) {
   auto s = NewStmt(StmtKind::kMma);
   s->mma = shape;
+  s->mma_layout = layout;
   s->buffer = std::move(acc);
   s->indices = std::move(acc_indices);
   s->value = Binary(BinaryOp::kMul, std::move(a_tile), std::move(b_tile));
   s->cond = std::move(lane);
   return s;
+}
+
+Stmt AsyncCopy(BufferRef dst, std::vector<Expr> indices, Expr src, int64_t lanes, Expr in_bounds) {
+  auto s = NewStmt(StmtKind::kAsyncCopy);
+  s->buffer = std::move(dst);
+  s->indices = std::move(indices);
+  s->value = std::move(src);
+  s->extent = lanes;
+  s->cond = std::move(in_bounds);
+  return s;
+}
+
+Stmt AsyncWait(int64_t pending) {
+  auto s = NewStmt(StmtKind::kAsyncWait);
+  s->extent = pending;
+  return s;
+}
+
+Stmt AsyncCopyAsLoops(const StmtNode& copy) {
+  Var l = MakeVar("async.l");
+  std::vector<Expr> dst = copy.indices, src = copy.value->operands;
+  dst.back() = dst.back() + VarRef(l);
+  src.back() = src.back() + VarRef(l);
+  Stmt store = Store(copy.buffer, dst, Load(copy.value->buffer, src));
+  if (copy.cond) {
+    store = IfThenElse(copy.cond, store, Store(copy.buffer, dst, FloatImm(0, copy.buffer->dtype)));
+  }
+  return For(l, copy.extent, store, ForKind::kUnrolled);
 }
 
 Stmt MmaAsLoops(const StmtNode& mma) {
@@ -209,8 +238,19 @@ Stmt MmaAsLoops(const StmtNode& mma) {
     if (in != DType::kFloat32) x = Cast(DType::kFloat32, Cast(in, x));
     return x;
   };
-  Expr av = round(Load(a->buffer, {a->operands[0] + VarRef(k), a->operands[1] + row}));
-  Expr bv = round(Load(b->buffer, {b->operands[0] + VarRef(k), b->operands[1] + col}));
+  // The tile element at (k, r) of a tile load: its last two indices offset (swapped when the
+  // tile is stored [r, k]).
+  auto element = [&](const Expr& tile, bool r_major, const Expr& r) {
+    std::vector<Expr> at = tile->operands;
+    const size_t n = at.size();
+    Expr& k_index = r_major ? at[n - 1] : at[n - 2];
+    Expr& r_index = r_major ? at[n - 2] : at[n - 1];
+    k_index = k_index + VarRef(k);
+    r_index = r_index + r;
+    return Load(tile->buffer, at);
+  };
+  Expr av = round(element(a, (mma.mma_layout & kMmaAMajorM) != 0, row));
+  Expr bv = round(element(b, (mma.mma_layout & kMmaBMajorN) != 0, col));
   std::vector<Expr> at = mma.indices;
   at.back() = at.back() + VarRef(e);
   Stmt acc = Store(mma.buffer, at, Load(mma.buffer, at) + av * bv);

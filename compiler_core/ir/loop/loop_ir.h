@@ -123,7 +123,16 @@ inline Expr operator*(Expr a, Expr b) { return Binary(BinaryOp::kMul, std::move(
 inline Expr Min(Expr a, Expr b) { return Binary(BinaryOp::kMin, std::move(a), std::move(b)); }
 inline Expr Max(Expr a, Expr b) { return Binary(BinaryOp::kMax, std::move(a), std::move(b)); }
 
-enum class StmtKind : uint8_t { kFor, kStore, kBlock, kIf, kAllocate, kMma };
+enum class StmtKind : uint8_t {
+  kFor,
+  kStore,
+  kBlock,
+  kIf,
+  kAllocate,
+  kMma,
+  kAsyncCopy,
+  kAsyncWait,
+};
 
 /// A warp-level tensor-core multiply-accumulate (StmtKind::kMma): the shape and input types of
 /// PTX's mma.sync (PTX ISA 8.x, "Matrix multiply-accumulate operation using mma instruction");
@@ -138,6 +147,13 @@ enum class MmaShape : uint8_t {
 const char* MmaShapeName(MmaShape shape);
 /// The K of one MMA of `shape` (8 or 16).
 int MmaK(MmaShape shape);
+
+/// How a kMma statement's tiles are indexed (StmtNode::mma_layout bits): by default A as
+/// [k, m] and B as [k, n] (k-major); kMmaAMajorM makes A [m, k], kMmaBMajorN makes B [n, k]
+/// (the layout whose rows are contiguous along k, as a row-major A[M, K] or a B given as
+/// [N, K] are in global memory). Printed "layout(km|mk, kn|nk)" when not the default.
+inline constexpr uint8_t kMmaAMajorM = 1;
+inline constexpr uint8_t kMmaBMajorN = 2;
 
 /// How a loop executes. Set by schedule primitives; lowering emits kSerial only.
 enum class ForKind : uint8_t {
@@ -194,13 +210,25 @@ struct StmtNode {
   Stmt else_body;
   // kMma (`mma` the shape): one lane's part of a warp's D = A B + C on a 16 x 8 tile, C and D
   // being `buffer` at `indices` and the 3 elements after it along the last dim (f32). `value`
-  // is Load(a, {a_k, a_m}) * Load(b, {b_k, b_n}): A[r][k] = a[a_k + k, a_m + r] and
-  // B[k][c] = b[b_k + k, b_n + c] (k-major tiles, usually shared). `cond` is the lane (0..31).
+  // is Load(a, {..., a_k, a_m}) * Load(b, {..., b_k, b_n}): A[r][k] = a[..., a_k + k, a_m + r]
+  // and B[k][c] = b[..., b_k + k, b_n + c] (k-major tiles, usually shared; the leading indices,
+  // e.g. a pipeline stage, are fixed), the last two swapped per `mma_layout` (kMmaAMajorM:
+  // a[..., a_m + r, a_k + k]; kMmaBMajorN likewise). `cond` is the lane (0..31).
   // Lane l with g = l / 4, t = l % 4 accumulates element e at row r = g + 8 (e / 2), column
   // c = 2 t + e % 2 over k < K (MmaK), A and B rounded to the shape's input type: exactly
   // PTX's fragment layout of C/D, so the 32 lanes together hold the whole tile and the GPU runs
   // one mma.sync for them (CPUs and the interpreter run the sums, MmaAsLoops).
   MmaShape mma = MmaShape::kNone;
+  uint8_t mma_layout = 0;
+  // kAsyncCopy: an asynchronous copy (PTX cp.async, sm_80+) of `extent` consecutive elements
+  // along the last dim from global memory, `value` being the Load of the first, to `buffer`
+  // (shared) at `indices` and on; where `cond` (bool, may be null: always) is false the
+  // elements are zeros instead. The copy is complete only after a later kAsyncWait of this
+  // thread. extent * element size is 4, 8 or 16 bytes, and both addresses are aligned to it.
+  // Off the GPU it is a plain copy.
+  // kAsyncWait: commits the thread's async copies issued since the last wait as one group,
+  // then waits until at most `extent` of its groups are still in flight (cp.async.commit_group;
+  // cp.async.wait_group N). Other threads see the data after a barrier. Off the GPU a no-op.
 };
 
 Stmt For(Var loop_var, int64_t extent, Stmt body, ForKind kind = ForKind::kSerial,
@@ -211,7 +239,15 @@ Stmt IfThenElse(Expr cond, Stmt then_body, Stmt else_body = nullptr);
 Stmt Allocate(BufferRef buffer, Stmt body);
 /// A kMma statement (see StmtNode). `a_tile` and `b_tile` are the loads at the tiles' origins.
 Stmt Mma(MmaShape shape, BufferRef acc, std::vector<Expr> acc_indices, Expr a_tile, Expr b_tile,
-         Expr lane);
+         Expr lane, uint8_t layout = 0);
+/// A kAsyncCopy statement (see StmtNode): `lanes` elements from `src` (a Load) to
+/// `dst[indices]`, zeros where `in_bounds` (may be null) is false.
+Stmt AsyncCopy(BufferRef dst, std::vector<Expr> indices, Expr src, int64_t lanes,
+               Expr in_bounds = nullptr);
+/// A kAsyncWait statement: commit, then wait until at most `pending` groups are in flight.
+Stmt AsyncWait(int64_t pending);
+/// What a kAsyncCopy statement does, as plain statements (an unrolled loop over its lanes).
+Stmt AsyncCopyAsLoops(const StmtNode& copy);
 /// What a kMma statement computes for its lane, as plain loops (unrolled e < 4, k < K) over
 /// its buffers, with A and B rounded to f16 / bf16 (casts) for those shapes; tf32 is not
 /// rounded off the GPU (its 10-bit mantissa rounding changes results within tf32's tolerance).

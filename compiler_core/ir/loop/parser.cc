@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/loop/lexer.h"
 #include "compiler_core/ir/loop/printer.h"
@@ -205,6 +206,12 @@ class Parser {
     if (tok.Is("alloc")) return ParseAlloc();
     if (tok.Is("for")) return ParseFor(ForKind::kSerial);
     if (tok.kind == TokenKind::kIdent && tok.text.substr(0, 4) == "mma.") return ParseMma();
+    if (tok.Is("async_copy")) return ParseAsyncCopy();
+    if (tok.Is("async_wait")) {
+      Next();
+      KILN_ASSIGN_OR_RETURN(int64_t pending, ParseInt("the groups async_wait leaves in flight"));
+      return AsyncWait(pending);
+    }
     if (tok.kind == TokenKind::kIdent && Peek(1).Is("for")) {
       std::optional<ForKind> kind = EnumFromName(tok.text, kLastForKind, ForKindName);
       if (kind) {
@@ -288,8 +295,50 @@ class Parser {
     }
     KILN_RETURN_IF_ERROR(Expect("lane"));
     KILN_ASSIGN_OR_RETURN(Expr lane, ParseExpr());
+    uint8_t layout = 0;
+    if (Peek().Is("layout")) {
+      Next();
+      KILN_RETURN_IF_ERROR(Expect("("));
+      Token a = Next();
+      KILN_RETURN_IF_ERROR(Expect(","));
+      Token b = Next();
+      KILN_RETURN_IF_ERROR(Expect(")"));
+      if (!(a.Is("km") || a.Is("mk")) || !(b.Is("kn") || b.Is("nk"))) {
+        return ErrorAt(a, "an mma layout is (km|mk, kn|nk)");
+      }
+      layout =
+          static_cast<uint8_t>((a.Is("mk") ? kMmaAMajorM : 0) | (b.Is("nk") ? kMmaBMajorN : 0));
+    }
     return Mma(shape, std::move(acc), std::move(indices), value->operands[0], value->operands[1],
-               std::move(lane));
+               std::move(lane), layout);
+  }
+
+  /// "async_copy xLANES %dst[...] = %src[...] [when COND]" (StmtKind::kAsyncCopy).
+  absl::StatusOr<Stmt> ParseAsyncCopy() {
+    KILN_RETURN_IF_ERROR(Expect("async_copy"));
+    Token lanes_at = Next();
+    int64_t lanes = 0;
+    if (lanes_at.kind != TokenKind::kIdent || lanes_at.text.size() < 2 || lanes_at.text[0] != 'x' ||
+        !absl::SimpleAtoi(std::string(lanes_at.text.substr(1)), &lanes) || lanes < 1) {
+      return ErrorAt(lanes_at, absl::StrCat("expected the lanes of async_copy (x1, x2, x4, x8), "
+                                            "got ",
+                                            DescribeToken(lanes_at)));
+    }
+    Token at = Peek();
+    KILN_ASSIGN_OR_RETURN(BufferRef dst, ParseBufferUse());
+    KILN_ASSIGN_OR_RETURN(std::vector<Expr> indices, ParseIndices(*dst, at));
+    KILN_RETURN_IF_ERROR(Expect("="));
+    Token src_at = Peek();
+    KILN_ASSIGN_OR_RETURN(Expr src, ParseExpr());
+    if (src->kind != ExprKind::kLoad) {
+      return ErrorAt(src_at, "async_copy copies from a load '%buf[...]'");
+    }
+    Expr when;
+    if (Peek().Is("when")) {
+      Next();
+      KILN_ASSIGN_OR_RETURN(when, ParseExpr());
+    }
+    return AsyncCopy(std::move(dst), std::move(indices), std::move(src), lanes, std::move(when));
   }
 
   /// "if cond { ... } [else { ... }]".

@@ -145,10 +145,22 @@ std::string PrintStmt(const Stmt& s, int indent) {
     case StmtKind::kStore:
       return absl::StrCat(pad, "%", s->buffer->name, "[", Indices(s->indices),
                           "] = ", PrintExpr(s->value), "\n");
-    case StmtKind::kMma:
+    case StmtKind::kMma: {
+      std::string layout;
+      if (s->mma_layout != 0) {
+        layout = absl::StrCat(" layout(", (s->mma_layout & kMmaAMajorM) ? "mk" : "km", ", ",
+                              (s->mma_layout & kMmaBMajorN) ? "nk" : "kn", ")");
+      }
       return absl::StrCat(pad, "mma.", MmaShapeName(s->mma), " %", s->buffer->name, "[",
                           Indices(s->indices), "] += ", PrintExpr(s->value), " lane ",
-                          PrintExpr(s->cond), "\n");
+                          PrintExpr(s->cond), layout, "\n");
+    }
+    case StmtKind::kAsyncCopy:
+      return absl::StrCat(pad, "async_copy x", s->extent, " %", s->buffer->name, "[",
+                          Indices(s->indices), "] = ", PrintExpr(s->value),
+                          s->cond ? absl::StrCat(" when ", PrintExpr(s->cond)) : "", "\n");
+    case StmtKind::kAsyncWait:
+      return absl::StrCat(pad, "async_wait ", s->extent, "\n");
     case StmtKind::kBlock: {
       std::string out;
       for (const Stmt& c : s->stmts) absl::StrAppend(&out, PrintStmt(c, indent));

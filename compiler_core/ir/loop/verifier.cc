@@ -69,11 +69,13 @@ class Verifier final : public Visitor {
         const bool operands =
             v && v->kind == ExprKind::kBinary && v->binary_op == BinaryOp::kMul &&
             v->operands[0]->kind == ExprKind::kLoad && v->operands[1]->kind == ExprKind::kLoad &&
-            v->operands[0]->operands.size() == 2 && v->operands[1]->operands.size() == 2;
+            v->operands[0]->operands.size() >= 2 && v->operands[1]->operands.size() >= 2;
         if (s->mma == MmaShape::kNone) {
           Fail(s, "an mma has no shape");
         } else if (!operands) {
-          Fail(s, "an mma's operands must be (%a[k, m] * %b[k, n]) over rank-2 tiles");
+          Fail(s,
+               "an mma's operands must be (%a[..., k, m] * %b[..., k, n]) over tiles of rank "
+               ">= 2");
         } else if (!s->cond || s->cond->dtype != DType::kInt64) {
           Fail(s, "an mma's lane must be an i64 expression");
         } else if (CheckAccess(s->buffer, s->indices) &&
@@ -84,6 +86,35 @@ class Verifier final : public Visitor {
         }
         if (status_.ok()) Visitor::VisitStmt(s);
         return;
+      }
+      case StmtKind::kAsyncWait:
+        context_ = s;
+        if (s->extent < 0) Fail(s, "async_wait's count of groups in flight is negative");
+        break;
+      case StmtKind::kAsyncCopy: {
+        context_ = s;
+        const Expr& src = s->value;
+        const int64_t bytes =
+            s->extent * (s->buffer ? static_cast<int64_t>(DTypeSize(s->buffer->dtype)) : 0);
+        if (!src || src->kind != ExprKind::kLoad) {
+          Fail(s, "async_copy copies from a load");
+        } else if (!CheckAccess(s->buffer, s->indices)) {
+          break;
+        } else if (s->buffer->scope != Buffer::Scope::kShared ||
+                   src->buffer->scope != Buffer::Scope::kGlobal) {
+          Fail(s, absl::StrCat("async_copy copies from a param or workspace to a shared buffer, "
+                               "not from %",
+                               src->buffer->name, " to %", s->buffer->name));
+        } else if (src->dtype != s->buffer->dtype) {
+          Fail(s, absl::StrCat("async_copy from ", DTypeName(src->dtype), " to ",
+                               DTypeName(s->buffer->dtype), " (it cannot convert)"));
+        } else if (bytes != 4 && bytes != 8 && bytes != 16) {
+          Fail(s, absl::StrCat("async_copy moves 4, 8 or 16 bytes, not ", s->extent, " x ",
+                               DTypeName(src->dtype)));
+        } else if (s->cond && s->cond->dtype != DType::kBool) {
+          Fail(s, "async_copy's condition is not bool");
+        }
+        break;
       }
       case StmtKind::kStore:
         context_ = s;

@@ -1,13 +1,14 @@
-// GPU kernel emission (NVPTX): one PTX kernel entry per launch of the Func
+// The NVPTX backend's hooks: one PTX kernel entry per launch of the Func
 // (loop::SplitGpuLaunches), taking the Func's buffers (params, then workspaces) as global
 // pointers, with kernel and launch-bound (maxntid) annotations; thread-bound loops read the
 // block and thread index registers, those below the opening chain run guarded and end in a
 // barrier; shared buffers are addrspace(3) globals; thread-indexed local buffers are per-thread.
+#include "compiler_core/codegen/nvptx/nvptx_emitter.h"
+
 #include <algorithm>
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "compiler_core/codegen/llvm/emitter.h"
 #include "compiler_core/ir/loop/gpu_launch.h"
 #include "compiler_core/ir/loop/visitor.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
@@ -27,7 +28,13 @@ void Annotate(llvm::Module& module, llvm::Function* fn, const char* key, int64_t
 
 }  // namespace
 
-absl::Status KernelEmitter::EmitGpuEntries() {
+void NvptxKernelEmitter::SetFunctionAttributes(llvm::Function* fn) {
+  if (!target_.cpu.empty()) fn->addFnAttr("target-cpu", target_.cpu);
+  if (!target_.features.empty()) fn->addFnAttr("target-features", target_.features);
+  fn->setDoesNotThrow();
+}
+
+absl::Status NvptxKernelEmitter::EmitEntries() {
   absl::StatusOr<std::vector<loop::GpuLaunch>> launches = loop::SplitGpuLaunches(func_.body);
   if (!launches.ok()) {
     return absl::InvalidArgumentError(
@@ -75,7 +82,7 @@ absl::Status KernelEmitter::EmitGpuEntries() {
   return status_;
 }
 
-void KernelEmitter::EmitBoundFor(const loop::StmtNode& s) {
+void NvptxKernelEmitter::EmitBoundFor(const loop::StmtNode& s) {
   llvm::Intrinsic::ID id = llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x;
   switch (s.for_kind) {
     case loop::ForKind::kBlockIdxX: id = llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x; break;
@@ -145,18 +152,28 @@ void KernelEmitter::EmitBoundFor(const loop::StmtNode& s) {
   if (outermost) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
 }
 
-void KernelEmitter::EmitGpuMma(const loop::StmtNode& s) {
+void NvptxKernelEmitter::EmitMma(const loop::StmtNode& s) {
   using loop::BinaryOp;
   const loop::Expr& a = s.value->operands[0];
   const loop::Expr& b = s.value->operands[1];
   const loop::Expr g = loop::Binary(BinaryOp::kFloorDiv, s.cond, loop::IntImm(4));
   const loop::Expr t = loop::Binary(BinaryOp::kFloorMod, s.cond, loop::IntImm(4));
-  auto at = [](const loop::Expr& base, int64_t dk, const loop::Expr& k, int64_t dm,
-               const loop::Expr& m) {
-    // (base.k + dk + k, base.m + dm + m) of a tile load `base`.
-    return loop::Load(base->buffer, {base->operands[0] + loop::IntImm(dk) + k,
-                                     base->operands[1] + loop::IntImm(dm) + m});
+  // (base.k + dk + k, base.m + dm + m) of a tile load `base`: its last two indices, swapped
+  // for a tile stored [m, k] (`m_major`).
+  auto at_of = [](bool m_major) {
+    return [m_major](const loop::Expr& base, int64_t dk, const loop::Expr& k, int64_t dm,
+                     const loop::Expr& m) {
+      std::vector<loop::Expr> idx = base->operands;
+      const size_t n = idx.size();
+      loop::Expr& ki = m_major ? idx[n - 1] : idx[n - 2];
+      loop::Expr& mi = m_major ? idx[n - 2] : idx[n - 1];
+      ki = ki + loop::IntImm(dk) + k;
+      mi = mi + loop::IntImm(dm) + m;
+      return loop::Load(base->buffer, idx);
+    };
   };
+  const auto at_a = at_of((s.mma_layout & loop::kMmaAMajorM) != 0);
+  const auto at_b = at_of((s.mma_layout & loop::kMmaBMajorN) != 0);
   auto f32 = [&](const loop::Expr& e) {
     llvm::Value* v = EmitExpr(e);
     if (e->dtype != DType::kFloat32) v = EmitCast(DType::kFloat32, e->dtype, v);
@@ -172,9 +189,9 @@ void KernelEmitter::EmitGpuMma(const loop::StmtNode& s) {
       return b_.CreateIntrinsic(llvm::Intrinsic::nvvm_f2tf32_rna, {}, {f32(e)});
     };
     for (auto [dk, dm] : {std::pair<int64_t, int64_t>{0, 0}, {0, 8}, {4, 0}, {4, 8}}) {
-      args.push_back(tf32(at(a, dk, t, dm, g)));
+      args.push_back(tf32(at_a(a, dk, t, dm, g)));
     }
-    for (int64_t dk : {0, 4}) args.push_back(tf32(at(b, dk, t, 0, g)));
+    for (int64_t dk : {0, 4}) args.push_back(tf32(at_b(b, dk, t, 0, g)));
     id = llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32;
   } else {
     // m16n8k16: A a0 (g, 2t..2t+1), a1 (g + 8, ..), a2 (g, 2t+8..2t+9), a3 (g + 8, ..);
@@ -194,10 +211,10 @@ void KernelEmitter::EmitGpuMma(const loop::StmtNode& s) {
       return b_.CreateOr(bits(lo), b_.CreateShl(bits(hi), 16));
     };
     for (auto [dk, dm] : {std::pair<int64_t, int64_t>{0, 0}, {0, 8}, {8, 0}, {8, 8}}) {
-      args.push_back(pack(at(a, dk, two_t, dm, g), at(a, dk + 1, two_t, dm, g)));
+      args.push_back(pack(at_a(a, dk, two_t, dm, g), at_a(a, dk + 1, two_t, dm, g)));
     }
     for (int64_t dk : {0, 8}) {
-      args.push_back(pack(at(b, dk, two_t, 0, g), at(b, dk + 1, two_t, 0, g)));
+      args.push_back(pack(at_b(b, dk, two_t, 0, g), at_b(b, dk + 1, two_t, 0, g)));
     }
     id = f16 ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32
              : llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16;
@@ -218,7 +235,53 @@ void KernelEmitter::EmitGpuMma(const loop::StmtNode& s) {
   }
 }
 
-void KernelEmitter::EmitGpuAllocate(const loop::StmtNode& s) {
+void NvptxKernelEmitter::EmitAsyncCopy(const loop::StmtNode& s) {
+  const int64_t bytes = s.extent * static_cast<int64_t>(DTypeSize(s.buffer->dtype));
+  llvm::Type* elem = MemType(s.buffer->dtype);
+  llvm::Value* dst =
+      b_.CreateInBoundsGEP(elem, BufferPointer(*s.buffer), FlatIndexOf(*s.buffer, s.indices));
+  const loop::Buffer& from = *s.value->buffer;
+  llvm::Value* src = b_.CreateInBoundsGEP(MemType(from.dtype), BufferPointer(from),
+                                          FlatIndex(from, s.value->operands));
+  llvm::Value* in_bounds = s.cond ? EmitExpr(s.cond) : nullptr;
+  // Outside the bounds nothing is read (src-size 0 zero-fills), but the address stays the
+  // buffer's own.
+  if (in_bounds != nullptr) src = b_.CreateSelect(in_bounds, src, BufferPointer(from));
+  src = b_.CreateAddrSpaceCast(src, llvm::PointerType::get(ctx_, 1));
+  llvm::Intrinsic::ID id;
+  switch (bytes) {
+    case 4:
+      id = in_bounds ? llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4_s
+                     : llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4;
+      break;
+    case 8:
+      id = in_bounds ? llvm::Intrinsic::nvvm_cp_async_ca_shared_global_8_s
+                     : llvm::Intrinsic::nvvm_cp_async_ca_shared_global_8;
+      break;
+    case 16:
+      // .cg: 16-byte copies may bypass L1 (the tile is read once per block).
+      id = in_bounds ? llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s
+                     : llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16;
+      break;
+    default:
+      Fail(absl::StrCat("async_copy of ", bytes, " bytes"));
+      return;
+  }
+  std::vector<llvm::Value*> args = {dst, src};
+  if (in_bounds != nullptr) {
+    args.push_back(
+        b_.CreateSelect(in_bounds, b_.getInt32(static_cast<uint32_t>(bytes)), b_.getInt32(0)));
+  }
+  b_.CreateIntrinsic(id, {}, args);
+}
+
+void NvptxKernelEmitter::EmitAsyncWait(const loop::StmtNode& s) {
+  b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
+  b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {},
+                     {b_.getInt32(static_cast<uint32_t>(s.extent))});
+}
+
+void NvptxKernelEmitter::EmitAllocate(const loop::StmtNode& s) {
   const loop::Buffer& buf = *s.buffer;
   llvm::Type* elem = MemType(buf.dtype);
   if (buf.scope == loop::Buffer::Scope::kShared) {
@@ -251,7 +314,8 @@ void KernelEmitter::EmitGpuAllocate(const loop::StmtNode& s) {
     }
   };
   loop::VisitStmts(s.body, [&](const loop::Stmt& st) {
-    if ((st->kind == loop::StmtKind::kStore || st->kind == loop::StmtKind::kMma) &&
+    if ((st->kind == loop::StmtKind::kStore || st->kind == loop::StmtKind::kMma ||
+         st->kind == loop::StmtKind::kAsyncCopy) &&
         st->buffer.get() == &buf) {
       check(st->indices);
     }

@@ -1,10 +1,12 @@
-// Function-level emission: the exported kernel entry point and its always-inlined body (whose
+// The CPU backend's hooks: the exported kernel entry point and its always-inlined body (whose
 // noalias buffer parameters become alias scopes when inlined), target function attributes, and
 // outlining of parallel loops into kiln_task_fn callbacks run by ctx->parallel_for.
+#include "compiler_core/codegen/llvm/cpu_emitter.h"
+
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "compiler_core/codegen/llvm/emitter.h"
+#include "compiler_core/ir/loop/printer.h"
 
 namespace kiln::codegen {
 namespace {
@@ -36,16 +38,9 @@ struct UseCollector {
 
 }  // namespace
 
-KernelEmitter::KernelEmitter(llvm::Module& module, const Target& target, const loop::Func& func)
-    : module_(module), ctx_(module.getContext()), b_(ctx_), target_(target), func_(func) {}
-
-void KernelEmitter::SetFunctionAttributes(llvm::Function* fn) {
+void CpuKernelEmitter::SetFunctionAttributes(llvm::Function* fn) {
   if (!target_.cpu.empty()) fn->addFnAttr("target-cpu", target_.cpu);
   if (!target_.features.empty()) fn->addFnAttr("target-features", target_.features);
-  if (target_.IsGpu()) {
-    fn->setDoesNotThrow();
-    return;
-  }
   // Let the backend keep SIMD values as wide as the target's registers (skylake-avx512 would
   // otherwise split 512-bit vectors under its prefer-256-bit tuning).
   std::string bits = std::to_string(target_.vector_bits);
@@ -55,9 +50,9 @@ void KernelEmitter::SetFunctionAttributes(llvm::Function* fn) {
   fn->setDoesNotThrow();
 }
 
-llvm::Function* KernelEmitter::CreateBodyFunction(const std::string& name,
-                                                  const std::vector<const loop::Buffer*>& buffers,
-                                                  size_t num_i64_params) {
+llvm::Function* CpuKernelEmitter::CreateBodyFunction(
+    const std::string& name, const std::vector<const loop::Buffer*>& buffers,
+    size_t num_i64_params) {
   std::vector<llvm::Type*> params(1 + buffers.size(), b_.getPtrTy());
   params.insert(params.end(), num_i64_params, b_.getInt64Ty());
   auto* fn = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), params, false),
@@ -83,11 +78,7 @@ llvm::Function* KernelEmitter::CreateBodyFunction(const std::string& name,
   return fn;
 }
 
-absl::Status KernelEmitter::Emit() {
-  UseCollector uses;
-  uses.Visit(func_.body);
-  used_buffers_ = std::move(uses.buffers);
-  if (target_.IsGpu()) return EmitGpuEntries();
+absl::Status CpuKernelEmitter::EmitEntries() {
   std::vector<const loop::Buffer*> globals;
   for (const auto& b : func_.params) globals.push_back(b.get());
   for (const auto& b : func_.workspaces) globals.push_back(b.get());
@@ -129,9 +120,14 @@ absl::Status KernelEmitter::Emit() {
   return status_;
 }
 
-void KernelEmitter::EmitParallelFor(const loop::StmtNode& s) {
-  // A GPU thread runs a parallel loop serially; its parallelism is the bound loops'.
-  if (fs_.parallel_depth > 0 || vs_.lanes > 1 || target_.IsGpu()) {
+void CpuKernelEmitter::EmitBoundFor(const loop::StmtNode& s) {
+  if (target_.emulate_gpu) return EmitSerialFor(s);
+  Fail(absl::StrCat("loop '", s.loop_var->name, "' is bound to ", loop::ForKindName(s.for_kind),
+                    "; thread-bound loops need a GPU target"));
+}
+
+void CpuKernelEmitter::EmitParallelFor(const loop::StmtNode& s) {
+  if (fs_.parallel_depth > 0 || vs_.lanes > 1) {
     EmitSerialFor(s);  // nested parallelism runs serially inside one task
     return;
   }

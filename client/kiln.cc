@@ -176,10 +176,6 @@ int Compile(int argc, char** argv) {
   if (args.positional.size() != 1) return Fail("compile: expected one MODEL.onnx\n" + std::string(kUsage));
   std::string out = args.Get("-o", args.Get("--output"));
   if (out.empty()) return Fail("compile: missing -o OUT.kiln");
-  // kilnd's CompileRequest has no precision yet: refuse rather than build an fp32 artifact.
-  if (args.Has("--server") && args.Get("--precision", "fp32") != "fp32") {
-    return Fail("compile: --precision is not sent to kilnd yet; compile locally");
-  }
   if (args.Has("--server")) return CompileOnServer(args, out);
   if (args.Has("--tune")) return Fail("compile: --tune=background needs --server");
   if (args.Has("--time-passes") && args.Has("--server")) {
@@ -330,10 +326,8 @@ int Check(int argc, char** argv) {
       {"--target", "--print-ir-after", "--disable-pass", "--server", "--timeout-s", "--records",
        "--hardware-key", "--input-shape", "--constant-input", "--device", "--precision"});
   if (!args.error.empty()) return Fail(args.error);
-  if (args.positional.size() != 1) return Fail("check: expected one model DIR\n" + std::string(kUsage));
-  if (args.Has("--server") && args.Get("--precision", "fp32") != "fp32") {
-    return Fail("check: --precision is not sent to kilnd yet; check locally");
-  }
+  if (args.positional.size() != 1)
+    return Fail("check: expected one model DIR\n" + std::string(kUsage));
   if (args.Has("--server")) return CheckOnServer(args);
   absl::StatusOr<pipeline::CompileOptions> parsed = OptionsFrom(args);
   if (!parsed.ok()) return FailStatus(parsed.status());

@@ -171,6 +171,7 @@ absl::StatusOr<RemoteCompileResult> RemoteClient::CompileModel(
     request.mutable_options()->add_disabled_passes(p);
   request.mutable_options()->set_hardware_key(options.hardware_key);
   request.mutable_options()->set_untuned(options.untuned);
+  if (options.precision != "fp32") request.mutable_options()->set_precision(options.precision);
   SetInputShapes(options.shape_profiles, *request.mutable_options(), options.bounded_min_shapes);
   for (const auto& [name, tensor] : options.constant_inputs) {
     kiln::v1::ConstantInput* c = request.mutable_options()->add_constant_inputs();

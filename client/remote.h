@@ -21,6 +21,8 @@ namespace kiln::client {
 /// What to compile for, and how long to wait.
 struct RemoteCompileOptions {
   std::string target = "host";
+  /// --precision: "fp32" (or empty), or tf32|fp16|bf16 for a cuda target (tensor cores).
+  std::string precision;
   std::vector<std::string> disabled_passes;
   /// Whose tuning records kilnd applies ("" = its choice) or none at all (untuned).
   std::string hardware_key;

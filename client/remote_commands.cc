@@ -7,17 +7,19 @@
 #include <optional>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "client/check.h"
+#include "client/check_data.h"
 #include "client/remote.h"
 #include "client/remote_tune.h"
-#include "compiler_core/tuning/records.h"
 #include "compiler_core/runtime/artifact.h"
 #include "compiler_core/support/status_macros.h"
+#include "compiler_core/tuning/records.h"
 #include "workers/protocol.h"
 
 namespace kiln::client {
@@ -39,6 +41,7 @@ Remote RemoteFrom(const Args& args) {
     return r;
   }
   r.options.target = args.Get("--target", "host");
+  r.options.precision = args.Get("--precision", "fp32");
   r.options.disabled_passes = SplitAll(args, "--disable-pass");
   r.options.hardware_key = args.Get("--hardware-key");
   r.options.untuned = args.Has("--untuned");
@@ -170,6 +173,16 @@ int CheckOnServer(const Args& args) {
   std::vector<OutputComparison> outputs;
   std::vector<std::string> skipped;
   std::vector<std::string> cache;
+  // As a local check: a CUDA artifact runs on the first GPU unless --device says otherwise, and
+  // a tensor-core precision checks with its stated tolerance.
+  const std::string device =
+      args.Get("--device", absl::StartsWith(remote.options.target, "cuda") ? "cuda:0" : "cpu");
+  const Tolerance tolerance = ToleranceFor(remote.options.precision);
+  if (remote.options.precision != "fp32") {
+    std::cout << absl::StrFormat(
+        "precision %s: outputs pass when |got - expected| <= %g + %g |expected|\n",
+        remote.options.precision, tolerance.atol, tolerance.rtol);
+  }
   for (const CheckCompile& compile : *compiles) {
     RemoteCompileOptions options = remote.options;
     options.shape_profiles = compile.shape_profiles;
@@ -184,7 +197,7 @@ int CheckOnServer(const Args& args) {
     cache.push_back(result->response.cache_hit() ? "hit" : "miss");
     auto artifact = runtime::ParseArtifact(result->artifact);
     if (!artifact.ok()) return FailStatus(artifact.status());
-    auto checked = CheckCompiled(compile, *artifact, &skipped);
+    auto checked = CheckCompiled(compile, *artifact, &skipped, tolerance, device);
     if (!checked.ok()) return FailStatus(checked.status());
     outputs.insert(outputs.end(), checked->begin(), checked->end());
   }

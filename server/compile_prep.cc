@@ -33,6 +33,7 @@ absl::StatusOr<CompileSpec> CompilePreparer::Prepare(const v1::CompileRequest& r
   spec.target = request.target().empty() ? "host" : request.target();
   KILN_ASSIGN_OR_RETURN(Target target, targets_->Resolve(spec.target));
   spec.options = CanonicalOptions(request.options());
+  KILN_RETURN_IF_ERROR(SetPrecision(target, spec.options.precision()));
   KILN_ASSIGN_OR_RETURN(importer::ShapeProfiles shapes, workers::ShapeProfilesOf(spec.options));
   KILN_ASSIGN_OR_RETURN(importer::InputShapes min_shapes,
                         workers::BoundedMinShapesOf(spec.options));

@@ -22,6 +22,7 @@ absl::StatusOr<CompiledArtifact> CompileModelBytes(std::string_view model_bytes,
   auto start = std::chrono::steady_clock::now();
   pipeline::CompileOptions compile_options;
   compile_options.target = target.empty() ? "host" : target;
+  if (!options.precision().empty()) compile_options.precision = options.precision();
   compile_options.disabled_passes.assign(options.disabled_passes().begin(),
                                          options.disabled_passes().end());
   KILN_ASSIGN_OR_RETURN(compile_options.shape_profiles, ShapeProfilesOf(options));

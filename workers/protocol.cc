@@ -14,6 +14,7 @@ namespace kiln::workers {
 
 kiln::v1::CompileOptions CanonicalOptions(const kiln::v1::CompileOptions& options) {
   kiln::v1::CompileOptions canonical = options;
+  if (canonical.precision() == "fp32") canonical.clear_precision();
   auto* passes = canonical.mutable_disabled_passes();
   std::sort(passes->begin(), passes->end());
   passes->erase(std::unique(passes->begin(), passes->end()), passes->end());

@@ -95,18 +95,7 @@ absl::StatusOr<PlannedGraph> PlanGraphInPlace(graph::Graph& graph_ref,
   PlannedGraph planned;
   CompileResult& result = planned.result;
   KILN_ASSIGN_OR_RETURN(result.target, codegen::ResolveTarget(options.target));
-  if (options.precision != "fp32") {
-    if (options.precision != "tf32" && options.precision != "fp16" && options.precision != "bf16") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--precision ", options.precision, ": expected fp32, tf32, fp16 or bf16"));
-    }
-    if (!result.target.IsGpu()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--precision ", options.precision, " applies to cuda targets (tensor cores); target ",
-          options.target, " computes in fp32"));
-    }
-    result.target.gpu.precision = options.precision;
-  }
+  KILN_RETURN_IF_ERROR(SetPrecision(result.target, options.precision));
   if (bounded != nullptr && result.target.IsGpu()) {
     return absl::UnimplementedError(absl::StrCat(
         "bounded dims (--input-shape NAME=MIN..MAX) are not supported for target ",

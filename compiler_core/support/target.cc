@@ -69,4 +69,19 @@ bool Target::HasInt8Dot4(int bits) const {
   return HasFeature("avxvnni") || (HasFeature("avx512vnni") && HasFeature("avx512vl"));
 }
 
+absl::Status SetPrecision(Target& target, std::string_view precision) {
+  if (precision.empty() || precision == "fp32") return absl::OkStatus();
+  if (precision != "tf32" && precision != "fp16" && precision != "bf16") {
+    return absl::InvalidArgumentError(absl::StrCat("--precision ", std::string(precision),
+                                                   ": expected fp32, tf32, fp16 or bf16"));
+  }
+  if (!target.IsGpu()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--precision ", std::string(precision), " applies to cuda targets (tensor cores); target ",
+        target.kind, ":", target.cpu, " computes in fp32"));
+  }
+  target.gpu.precision = std::string(precision);
+  return absl::OkStatus();
+}
+
 }  // namespace kiln

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace kiln {
@@ -70,6 +71,11 @@ inline constexpr const char* kCudaSmNames[] = {"sm_80", "sm_86", "sm_89", "sm_90
 /// SM allows (PTX ISA notes: sm_80 7.0, sm_86 7.1, sm_89 and sm_90 7.8, sm_90a 8.0).
 /// Errors: kInvalidArgument naming the spec and listing the SMs supported.
 absl::StatusOr<Target> ParseCudaTarget(std::string_view spec);
+
+/// Sets a resolved target's --precision: "fp32" (or empty) leaves it as it is; "tf32", "fp16"
+/// and "bf16" need a cuda target and set target.gpu.precision (part of its Key()).
+/// Errors: kInvalidArgument naming the precision, for an unknown one or a non-cuda target.
+absl::Status SetPrecision(Target& target, std::string_view precision);
 
 }  // namespace kiln
 

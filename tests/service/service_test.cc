@@ -29,6 +29,7 @@ namespace kiln::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // A remote compile of ResNet-18 passes check; the same compile again is a hit that starts no
 // job; after a kilnd restart it is still a hit.
@@ -378,6 +379,38 @@ std::string HttpGet(int port, const std::string& path) {
 }
 
 // /metrics after some traffic passes `promtool check metrics`.
+// A build farm's request: a CUDA target and a tensor-core precision sent through kilnd. The
+// precision is part of the target key (so fp32 and tf32 artifacts never collide), the worker
+// compiles PTX with it, and a precision a CPU target cannot take is refused with the reason.
+TEST_F(ServiceTest, CudaTargetAndPrecisionThroughKilnd) {
+  const std::string model = "../shared/models/transformer_encoder";
+  if (!fs::exists(Model(model))) GTEST_SKIP() << model << " not found";
+  StartKilnd(/*workers=*/1);
+  RunResult fp32 = CompileJson(Model(model), root_ + "/fp32.kiln", {"--target", "cuda:sm_80"});
+  ASSERT_EQ(fp32.exit_code, 0) << Describe(fp32);
+  EXPECT_EQ(JsonField(fp32.out, "target_key"), "cuda:sm_80:ptx70:nvptx64-nvidia-cuda");
+  RunResult tf32 = CompileJson(Model(model), root_ + "/tf32.kiln",
+                               {"--target", "cuda:sm_80", "--precision", "tf32"});
+  ASSERT_EQ(tf32.exit_code, 0) << Describe(tf32);
+  EXPECT_EQ(JsonField(tf32.out, "target_key"), "cuda:sm_80:ptx70:nvptx64-nvidia-cuda:tf32");
+  EXPECT_EQ(JsonField(tf32.out, "cache_hit"), "false");
+  EXPECT_NE(JsonField(tf32.out, "artifact_digest"), JsonField(fp32.out, "artifact_digest"));
+  // The artifact is the local compile's, byte for byte: same target, same precision.
+  RunResult local = Kiln({"compile", Model(model), "-o", root_ + "/tf32_local.kiln", "--target",
+                          "cuda:sm_80", "--precision", "tf32"});
+  ASSERT_EQ(local.exit_code, 0) << Describe(local);
+  EXPECT_EQ(ReadFile(root_ + "/tf32.kiln"), ReadFile(root_ + "/tf32_local.kiln"));
+  EXPECT_THAT(ReadFile(root_ + "/tf32.kiln"), HasSubstr("mma.sync.aligned.m16n8k8"));
+  EXPECT_THAT(ReadFile(root_ + "/fp32.kiln"), Not(HasSubstr("mma.sync")));
+  RunResult cpu = CompileJson(Model(model), root_ + "/cpu.kiln", {"--precision", "fp16"});
+  EXPECT_EQ(cpu.exit_code, 1) << Describe(cpu);
+  EXPECT_THAT(cpu.err, HasSubstr("--precision fp16 applies to cuda targets (tensor cores)"));
+  RunResult bad = CompileJson(Model(model), root_ + "/bad.kiln",
+                              {"--target", "cuda:sm_80", "--precision", "fp8"});
+  EXPECT_EQ(bad.exit_code, 1) << Describe(bad);
+  EXPECT_THAT(bad.err, HasSubstr("--precision fp8: expected fp32, tf32, fp16 or bf16"));
+}
+
 TEST_F(ServiceTest, MetricsEndpointPassesPromtool) {
   if (!fs::exists(Model(kLenet))) GTEST_SKIP() << kLenet << " not found";
   Kilnd& kilnd = StartKilnd(/*workers=*/1);

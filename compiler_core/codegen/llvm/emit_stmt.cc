@@ -1,6 +1,6 @@
 // Statement emission: serial and unrolled loops, branches, stack allocations, and scalar loads
 // and stores with row-major index flattening. Vectorized loops live in emit_vector.cc and
-// parallel loops in emit_function.cc.
+// parallel loops in the backends (cpu_emitter.cc, ../nvptx/nvptx_emitter.cc).
 #include "absl/strings/str_cat.h"
 #include "compiler_core/codegen/llvm/emitter.h"
 #include "compiler_core/codegen/llvm/vector_analysis.h"

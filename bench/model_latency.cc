@@ -87,7 +87,7 @@ absl::StatusOr<std::unique_ptr<BenchRecords>> LoadRecords(const std::string& pat
   for (kiln::v1::TuningRecord& r : *parsed) {
     if (absl::Status st = out->records.Add(std::move(r)); !st.ok()) return st;
   }
-  auto target = kiln::codegen::ResolveTarget(target_spec);
+  auto target = kiln::ResolveTarget(target_spec);
   if (!target.ok()) return target.status();
   out->hardware_key = kiln::tuning::DetectCpuHardware(*target, threads).Key();
   std::vector<std::string> keys = out->records.HardwareKeysFor(target->Key());

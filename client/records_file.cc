@@ -38,7 +38,7 @@ absl::StatusOr<std::unique_ptr<FileRecords>> LoadRecordsFile(const std::string& 
   if (!set.ok()) return set.status();
   auto out = std::make_unique<FileRecords>();
   out->records = std::move(*set);
-  absl::StatusOr<Target> target = codegen::ResolveTarget(target_spec);
+  absl::StatusOr<Target> target = kiln::ResolveTarget(target_spec);
   if (!target.ok()) return target.status();
   out->hardware_key = hardware_key;
   if (!hardware_key.empty()) {

@@ -2,11 +2,11 @@
 #include "server/model_index.h"
 
 #include "absl/strings/str_cat.h"
-#include "compiler_core/codegen/llvm/codegen.h"
 #include "compiler_core/importer/onnx/importer.h"
 #include "compiler_core/ir/graph/graph_hash.h"
 #include "compiler_core/passes/graph/bounded_dims.h"
 #include "compiler_core/support/sha256.h"
+#include "compiler_core/support/target.h"
 #include "server/log.h"
 
 namespace kiln::server {
@@ -147,7 +147,7 @@ absl::StatusOr<Target> TargetResolver::Resolve(const std::string& spec) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = resolved_.find(spec);
   if (it != resolved_.end()) return it->second;
-  absl::StatusOr<Target> target = codegen::ResolveTarget(spec);
+  absl::StatusOr<Target> target = kiln::ResolveTarget(spec);
   if (!target.ok() && !absl::IsInvalidArgument(target.status())) {
     target = absl::InvalidArgumentError(
         absl::StrCat("unknown target '", spec, "': ", target.status().message()));

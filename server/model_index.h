@@ -61,7 +61,7 @@ class ModelIndex {
   std::map<std::string, std::shared_future<Result>> hashes_;
 };
 
-/// Target spec → resolved Target, through codegen::ResolveTarget. "host" is kilnd's own host,
+/// Target spec → resolved Target, through kiln::ResolveTarget. "host" is kilnd's own host,
 /// which local workers share. Thread-safe.
 class TargetResolver {
  public:

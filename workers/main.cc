@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
               << options.measure_hardware_key << "\n";
   } else if (measure) {
     // A measure worker owns its cores: pinned before any thread starts, so all inherit it.
-    absl::StatusOr<kiln::Target> host = kiln::codegen::ResolveTarget("host");
+    absl::StatusOr<kiln::Target> host = kiln::ResolveTarget("host");
     if (!host.ok()) return Usage(std::string(host.status().message()));
     absl::StatusOr<std::vector<int>> pinned = kiln::tuning::PinToCores(cores, core_offset);
     if (!pinned.ok()) return Usage(std::string(pinned.status().message()));

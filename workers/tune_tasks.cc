@@ -22,7 +22,7 @@ namespace {
 
 /// The target of `spec`, checked against the key kilnd resolved (empty: unchecked).
 absl::StatusOr<Target> ResolveChecked(const std::string& spec, const std::string& expected_key) {
-  KILN_ASSIGN_OR_RETURN(Target target, codegen::ResolveTarget(spec.empty() ? "host" : spec));
+  KILN_ASSIGN_OR_RETURN(Target target, kiln::ResolveTarget(spec.empty() ? "host" : spec));
   if (!expected_key.empty() && target.Key() != expected_key) {
     return absl::InternalError(absl::StrCat("target '", spec, "' resolves here to ",
                                             target.Key(), " but kilnd expected ", expected_key));

@@ -133,7 +133,7 @@ kiln::v1::Worker Worker::Capabilities() const {
       *w.mutable_capabilities()->add_capabilities()->mutable_compile();
   compile.add_target_kinds("cpu");   // codegen/llvm: "host" and "cpu:<llvm cpu name>"
   compile.add_target_kinds("cuda");  // NVPTX: "cuda:sm_NN" (PTX, built with no GPU here)
-  if (auto host = codegen::ResolveTarget("host"); host.ok()) {
+  if (auto host = kiln::ResolveTarget("host"); host.ok()) {
     compile.set_host_cpu(host->cpu);
     compile.set_host_features(host->features);
   }

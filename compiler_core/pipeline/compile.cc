@@ -94,7 +94,7 @@ absl::StatusOr<PlannedGraph> PlanGraphInPlace(graph::Graph& graph_ref,
 
   PlannedGraph planned;
   CompileResult& result = planned.result;
-  KILN_ASSIGN_OR_RETURN(result.target, codegen::ResolveTarget(options.target));
+  KILN_ASSIGN_OR_RETURN(result.target, kiln::ResolveTarget(options.target));
   KILN_RETURN_IF_ERROR(SetPrecision(result.target, options.precision));
   if (bounded != nullptr && result.target.IsGpu()) {
     return absl::UnimplementedError(absl::StrCat(
@@ -222,7 +222,7 @@ absl::Status GenerateCode(KernelPlan& plan, const CompileOptions& options, Compi
   auto codegen_start = std::chrono::steady_clock::now();
   std::string code;
   if (result.target.IsGpu() && options.emulate_gpu_on_host) {
-    KILN_ASSIGN_OR_RETURN(result.target, codegen::ResolveTarget("host"));
+    KILN_ASSIGN_OR_RETURN(result.target, kiln::ResolveTarget("host"));
     result.target.emulate_gpu = true;
     plan.manifest.set_target_key(result.target.Key());
     for (kiln::v1::Manifest& p : *plan.manifest.mutable_profiles()) {

@@ -25,7 +25,7 @@ namespace kiln::pipeline {
 
 /// Options of one compile. No global state: everything a compile depends on is here.
 struct CompileOptions {
-  /// Target spec: "host", "cpu:<llvm cpu name>" or "cuda:sm_NN" (see codegen::ResolveTarget).
+  /// Target spec: "host", "cpu:<llvm cpu name>" or "cuda:sm_NN" (see kiln::ResolveTarget).
   std::string target = "host";
   /// Matmul and conv precision on a cuda target (`--precision`): "fp32" (the default, CUDA
   /// cores), or tensor cores with inputs rounded to "tf32", "fp16" or "bf16" and f32

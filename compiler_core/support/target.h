@@ -1,6 +1,7 @@
-// The target descriptor: what hardware a compile is for. Resolved from a user spec ("host",
-// "cpu:<llvm cpu name>") by codegen::ResolveTarget, which asks LLVM for the CPU's features, or
-// ("cuda:sm_80" .. "cuda:sm_90a") by ParseCudaTarget, which needs no LLVM.
+// The target descriptor: what hardware a compile is for, resolved from a user spec by
+// ResolveTarget without LLVM ("host" and "cpu:<llvm cpu name>" from a table of LLVM's x86-64
+// CPUs generated at build time and CPUID; "cuda:sm_80" .. "cuda:sm_90a" by ParseCudaTarget),
+// so kilnd resolves targets once and sends them resolved, and links no LLVM.
 #ifndef KILN_COMPILER_CORE_SUPPORT_TARGET_H_
 #define KILN_COMPILER_CORE_SUPPORT_TARGET_H_
 
@@ -27,7 +28,7 @@ struct GpuTarget {
 };
 
 /// A resolved target: a kind, the LLVM triple/CPU/features its code generator uses, and for
-/// "cuda" the GPU part. All fields are filled by codegen::ResolveTarget (or ParseCudaTarget).
+/// "cuda" the GPU part. All fields are filled by ResolveTarget (or ParseCudaTarget).
 struct Target {
   std::string kind = "cpu";   // "cpu" or "cuda"
   std::string triple;          // LLVM target triple: "x86_64-pc-linux-gnu", "nvptx64-nvidia-cuda"
@@ -71,6 +72,16 @@ inline constexpr const char* kCudaSmNames[] = {"sm_80", "sm_86", "sm_89", "sm_90
 /// SM allows (PTX ISA notes: sm_80 7.0, sm_86 7.1, sm_89 and sm_90 7.8, sm_90a 8.0).
 /// Errors: kInvalidArgument naming the spec and listing the SMs supported.
 absl::StatusOr<Target> ParseCudaTarget(std::string_view spec);
+
+/// Resolves a target spec. "host": this machine's x86-64 CPU, its features as CPUID and XGETBV
+/// report them (x86_cpu.h HostFeatures: every feature LLVM detects, + or -) and the CPU name
+/// LLVM gives its CPUID signature (x86::NameCpu);
+/// num_cores its hardware threads. "cpu:<name>": a CPU of LLVM's x86-64 table with its
+/// features (LLVM's getFeaturesForCPU), one core. "cuda:sm_NN": ParseCudaTarget. Features are
+/// sorted by name; vector_bits is 512 with avx512f, 256 with avx/avx2, else 128.
+/// Errors: kInvalidArgument naming the spec (an unknown spec or CPU, or a host that is not
+/// x86-64).
+absl::StatusOr<Target> ResolveTarget(std::string_view spec);
 
 /// Sets a resolved target's --precision: "fp32" (or empty) leaves it as it is; "tf32", "fp16"
 /// and "bf16" need a cuda target and set target.gpu.precision (part of its Key()).

@@ -256,7 +256,7 @@ absl::StatusOr<std::string> RunOnLoopIr(const std::string& part, const Options& 
   KILN_RETURN_IF_ERROR(verify("input func"));
   std::optional<Target> target;
   if (options.default_schedule || !options.emit.empty()) {
-    KILN_ASSIGN_OR_RETURN(target, codegen::ResolveTarget(options.target));
+    KILN_ASSIGN_OR_RETURN(target, kiln::ResolveTarget(options.target));
     target->gpu.precision = options.precision;
   }
   schedule::Schedule sched;

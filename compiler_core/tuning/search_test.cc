@@ -265,7 +265,7 @@ TEST(SearchTest, RejectsBadOptions) {
 }
 
 TEST(SearchTest, LocalMeasurerTunesARealKernel) {
-  absl::StatusOr<Target> host = codegen::ResolveTarget("host");
+  absl::StatusOr<Target> host = kiln::ResolveTarget("host");
   ASSERT_TRUE(host.ok());
   std::vector<TuneTask> tasks = {MatMulTask(32, 48, 64, 1)};
   MeasureOptions mo;

@@ -36,9 +36,9 @@ inline loop::Func MatMulFunc(int64_t m, int64_t n, int64_t k_extent) {
   return f;
 }
 
-/// The host target (codegen::ResolveTarget("host")); a failure fails the test.
+/// The host target (kiln::ResolveTarget("host")); a failure fails the test.
 inline Target Host() {
-  absl::StatusOr<Target> t = codegen::ResolveTarget("host");
+  absl::StatusOr<Target> t = kiln::ResolveTarget("host");
   EXPECT_TRUE(t.ok()) << t.status();
   return t.ok() ? *t : Target();
 }

@@ -14,12 +14,6 @@
 
 namespace kiln::codegen {
 
-/// Resolves a target spec: "host" (this machine's CPU and features), "cpu:<llvm cpu name>"
-/// (e.g. "cpu:skylake-avx512", "cpu:znver4", "cpu:x86-64-v3") or a CUDA architecture
-/// ("cuda:sm_90", ParseCudaTarget).
-/// Errors: kInvalidArgument for an unknown spec or a CPU name LLVM does not know for x86-64.
-absl::StatusOr<Target> ResolveTarget(std::string_view spec);
-
 /// Emits one LLVM module holding every func as an exported C-ABI kernel (runtime/abi.h) and
 /// returns its textual LLVM IR after optimization (O3 for the target). A func with an init
 /// also exports loop::InitSymbol(name), with the same arguments, running the init statements.

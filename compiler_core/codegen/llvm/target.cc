@@ -1,9 +1,7 @@
-// Target hooks: resolving "host" / "cpu:<name>" specs into kiln::Target (CPU, sorted feature
-// string, SIMD width), "cuda:sm_NN" through ParseCudaTarget, and creating the matching LLVM
-// TargetMachine (x86-64 or NVPTX).
+// Target machines: creating the LLVM TargetMachine (x86-64 or NVPTX) for a resolved
+// kiln::Target (ResolveTarget, support/target.h, resolves specs without LLVM).
 #include <algorithm>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -28,17 +26,6 @@ std::string X86Triple() {
   return host.getArch() == llvm::Triple::x86_64 ? host.normalize() : kDefaultX86Triple;
 }
 
-bool HasFeature(const std::vector<std::string>& features, const char* name) {
-  return std::find(features.begin(), features.end(), absl::StrCat("+", name)) != features.end();
-}
-
-// Sorted by feature name (ignoring the +/- sign).
-void SortFeatures(std::vector<std::string>& features) {
-  std::sort(features.begin(), features.end(), [](const std::string& a, const std::string& b) {
-    return a.substr(1) < b.substr(1);
-  });
-}
-
 }  // namespace
 
 void InitializeX86Target() {
@@ -59,56 +46,6 @@ void InitializeNvptxTarget() {
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
   });
-}
-
-absl::StatusOr<Target> ResolveTarget(std::string_view spec) {
-  if (spec.substr(0, 5) == "cuda:") return ParseCudaTarget(spec);
-  InitializeX86Target();
-  Target t;
-  t.kind = "cpu";
-  t.triple = X86Triple();
-  std::vector<std::string> features;
-  if (spec == "host") {
-    llvm::Triple host(llvm::sys::getDefaultTargetTriple());
-    if (host.getArch() != llvm::Triple::x86_64) {
-      return absl::InvalidArgumentError("target host: only x86-64 hosts are supported");
-    }
-    t.cpu = llvm::sys::getHostCPUName().str();
-    for (const auto& f : llvm::sys::getHostCPUFeatures()) {
-      features.push_back(absl::StrCat(f.getValue() ? "+" : "-", std::string(f.getKey())));
-    }
-    unsigned cores = std::thread::hardware_concurrency();
-    t.num_cores = cores == 0 ? 1 : static_cast<int>(cores);
-  } else if (absl::StartsWith(std::string(spec), "cpu:") && spec.size() > 4) {
-    t.cpu = std::string(spec.substr(4));
-    std::string error;
-    const llvm::Target* x86 = llvm::TargetRegistry::lookupTarget(t.triple, error);
-    if (x86 == nullptr) return absl::InternalError(absl::StrCat("no x86-64 target: ", error));
-    std::unique_ptr<llvm::MCSubtargetInfo> sti(x86->createMCSubtargetInfo(t.triple, "", ""));
-    if (sti == nullptr || !sti->isCPUStringValid(t.cpu) ||
-        llvm::X86::parseArchX86(t.cpu, /*Only64Bit=*/true) == llvm::X86::CK_None) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("target ", std::string(spec), ": LLVM knows no x86-64 CPU named ", t.cpu));
-    }
-    llvm::SmallVector<llvm::StringRef, 64> names;
-    llvm::X86::getFeaturesForCPU(t.cpu, names, /*NeedPlus=*/true);
-    for (llvm::StringRef n : names) features.push_back(n.str());
-    t.num_cores = 1;
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown target spec '", std::string(spec),
-        "' (expected host, cpu:<llvm cpu name> or cuda:sm_80|sm_86|sm_89|sm_90|sm_90a)"));
-  }
-  SortFeatures(features);
-  t.features = absl::StrJoin(features, ",");
-  if (HasFeature(features, "avx512f")) {
-    t.vector_bits = 512;
-  } else if (HasFeature(features, "avx2") || HasFeature(features, "avx")) {
-    t.vector_bits = 256;
-  } else {
-    t.vector_bits = 128;
-  }
-  return t;
 }
 
 absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> CreateTargetMachine(const Target& target) {

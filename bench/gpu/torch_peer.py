@@ -49,7 +49,8 @@ MODELS = {
 # The GEMMs of tests/device/prepare.sh: M K N dtype and Kiln's --precision (tf32: cuBLAS with
 # TF32 allowed too).
 GEMMS = [(4096, 4096, 4096, "float32", "fp32"), (4096, 4096, 4096, "float32", "tf32"),
-         (4096, 4096, 4096, "float16", "fp16"), (64, 512, 1000, "float32", "fp32"),
+         (4096, 4096, 4096, "float16", "fp16"), (4096, 4096, 4096, "bfloat16", "bf16"),
+         (64, 512, 1000, "float32", "fp32"),
          (64, 256, 768, "float32", "fp32"), (64, 256, 1024, "float32", "fp32"),
          (64, 1024, 256, "float32", "fp32")]
 

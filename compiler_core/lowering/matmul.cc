@@ -191,9 +191,16 @@ absl::StatusOr<std::vector<Stmt>> LowerBatchedMatMul(KernelBuilder& b, const gra
     return NoLowering(node, "a quant=\"u8s8\" MatMul that is not on i32 word matrices");
   }
 
+  // bf16 is a storage type: a bf16 MatMul sums exact f32 products of its operands in an f32
+  // workspace and rounds once at the end (as cuBLAS's and ONNX Runtime's bf16 GEMMs do).
+  const bool bf16 = dt == DType::kBFloat16;
+  if (bf16 && graph::PackedBPanelWidth(node) > 0) return NoLowering(node, "a packed bf16 B");
+  auto widen = [&](Expr e) { return bf16 ? loop::Cast(DType::kFloat32, std::move(e)) : e; };
+
   loop::BufferRef a = b.Input(av);
   loop::BufferRef bm = b.Input(bv);
   loop::BufferRef out = b.out();
+  loop::BufferRef acc = bf16 ? b.Workspace("acc", DType::kFloat32, os) : out;
   std::vector<std::string> names;
   for (int64_t d = 0; d < nbatch; ++d) names.push_back(absl::StrCat("b", d));
   if (!a_vec) names.push_back("i");
@@ -201,7 +208,7 @@ absl::StatusOr<std::vector<Stmt>> LowerBatchedMatMul(KernelBuilder& b, const gra
   std::vector<Stmt> nests;
   {
     std::vector<loop::Var> vars = b.NewVars("init.", names);
-    nests.push_back(Nest(vars, os, loop::Store(out, Refs(vars), Const(0, dt))));
+    nests.push_back(Nest(vars, os, loop::Store(acc, Refs(vars), Const(0, acc->dtype))));
   }
   if (const int64_t nr = graph::PackedBPanelWidth(node); nr > 0) {
     // A packed B is one matrix shared by every batch: rows of all batches form one i loop.
@@ -224,7 +231,7 @@ absl::StatusOr<std::vector<Stmt>> LowerBatchedMatMul(KernelBuilder& b, const gra
              1.0, dt, u8s8)) {
       nests.push_back(std::move(s));
     }
-  } else if (nbatch > 0 && bs.size() == 2 && as.size() == os.size()) {
+  } else if (nbatch > 0 && bs.size() == 2 && as.size() == os.size() && !bf16) {
     nests.push_back(SharedWeightUpdateNest(b, a, bm, out, os, k_extent, u8s8));
   } else {
     std::vector<std::string> unames = names;
@@ -236,16 +243,22 @@ absl::StatusOr<std::vector<Stmt>> LowerBatchedMatMul(KernelBuilder& b, const gra
     Expr k = idx.back();
     Expr i = a_vec ? nullptr : idx[nbatch];
     Expr j = b_vec ? nullptr : idx[nbatch + (a_vec ? 0 : 1)];
-    Expr value = loop::Load(out, out_idx) +
-                 Product(loop::Load(a, OperandIndices(as, batch, i, k, /*is_a=*/true)),
-                         loop::Load(bm, OperandIndices(bs, batch, k, j, /*is_a=*/false)), u8s8);
+    Expr value =
+        loop::Load(acc, out_idx) +
+        Product(widen(loop::Load(a, OperandIndices(as, batch, i, k, /*is_a=*/true))),
+                widen(loop::Load(bm, OperandIndices(bs, batch, k, j, /*is_a=*/false))), u8s8);
     std::vector<int64_t> extents = os;
     extents.push_back(k_extent);
     std::vector<bool> reduction(os.size(), false);
     reduction.push_back(true);
-    nests.push_back(Nest(vars, extents, loop::Store(out, out_idx, value), reduction));
+    nests.push_back(Nest(vars, extents, loop::Store(acc, out_idx, value), reduction));
   }
-  KILN_ASSIGN_OR_RETURN(Stmt tail, epi.FinalNest(nullptr));
+  KILN_ASSIGN_OR_RETURN(Stmt tail, bf16 ? epi.FinalNest(
+                                              [](Expr v, const std::vector<Expr>&) {
+                                                return loop::Cast(DType::kBFloat16, v);
+                                              },
+                                              acc)
+                                        : epi.FinalNest(nullptr));
   if (tail) nests.push_back(tail);
   return nests;
 }

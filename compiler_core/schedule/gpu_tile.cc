@@ -376,6 +376,15 @@ absl::Status GpuTileMma(loop::Func& func, const std::string& nest, loop::MmaShap
   const int64_t mi = warp_m / 16, nj = kWarpN / 8, threads = 64 * warps_n;
   // K tiles of 32, 16 for f32 at block 128 (two stages of it stay within 48 KB of shared).
   const int64_t bk = elem == 4 && block == 128 ? 16 : 32;
+  // An operand widened from the tile's type (a bf16 MatMul sums f32 products of bf16 loads) is
+  // staged as stored: widening is exact, and the MMA takes the tile's type anyway.
+  for (Expr* operand : {&ct.x, &ct.y}) {
+    const Expr& e = *operand;
+    if (e->kind == loop::ExprKind::kCast && e->dtype == DType::kFloat32 &&
+        e->operands[0]->dtype == tile_type && tile_type != DType::kFloat32) {
+      *operand = e->operands[0];
+    }
+  }
   // Each tile stored with its rows along the operand's contiguous dim.
   const bool a_mk = KFirst(ct.x, m, k), b_nk = KFirst(ct.y, n, k);
   int64_t la = AsyncLanes(ct.x, tile_type, a_mk ? k : m, a_mk ? bk : block);

@@ -233,6 +233,24 @@ TEST(GpuTileTest, HalfPrecisionTilesMatchTheUntiledNest) {
   }
 }
 
+// A bf16 MatMul as lowered (f32 sums of widened bf16 loads into an f32 workspace): its tiles
+// hold the bf16 values as stored, copied 8 at a time (the widening is exact).
+TEST(GpuTileTest, WidenedBf16OperandsAreStagedAsStored) {
+  const std::string mm =
+      "func @mm(%a: bf16[64,32], %b: bf16[32,64], %acc: f32[64,64]) anchor=MatMul {\n"
+      "  for i in 0..64 {\n    for j in 0..64 {\n      for k in 0..32 reduce {\n"
+      "        %acc[i, j] = (%acc[i, j] + (cast<f32>(%a[i, k]) * cast<f32>(%b[k, j])))\n"
+      "      }\n    }\n  }\n}\n";
+  loop::Func f = Parse(mm);
+  ASSERT_TRUE(GpuTileMma(f, "i", loop::MmaShape::kM16N8K16Bf16, 64, 2).ok());
+  ASSERT_TRUE(loop::VerifyFunc(f).ok());
+  const std::string printed = loop::PrintFunc(f);
+  EXPECT_THAT(printed, HasSubstr("alloc shared %acc_xs: bf16[2,64,40] {"));
+  EXPECT_THAT(printed, HasSubstr("async_copy x8 %acc_xs["));
+  EXPECT_THAT(printed, HasSubstr("async_copy x8 %acc_ys["));
+  EXPECT_THAT(printed, Not(HasSubstr("cast<")));
+}
+
 TEST(GpuTileTest, RefusesWhatIsNotAGemm) {
   const std::string depthwise =
       "func @dw(%pad: f32[1,4,10,10], %w: f32[4,1,3,3], %out: f32[1,4,8,8]) anchor=Conv {\n"

@@ -84,8 +84,8 @@ for m in $models; do
 done
 
 if [ "$part" = a ]; then
-  # M K N DTYPE PRECISION: the 4096^3 GEMMs (f32 on CUDA cores and as tf32, f16 on tensor
-  # cores), ResNet-18's fc at batch 64 and the transformer's projections (64 tokens) and FFN.
+  # M K N DTYPE PRECISION: the 4096^3 GEMMs (f32 on CUDA cores and as tf32, f16 and bf16 on
+  # tensor cores), ResNet-18's fc at batch 64 and the transformer's projections (64 tokens) and FFN.
   while read -r M K N T P; do
     name=gemm_${M}x${K}x${N}_$T
     [ "$P" = fp32 ] || name=${name}_$P
@@ -97,6 +97,7 @@ if [ "$part" = a ]; then
 4096 4096 4096 float32 fp32
 4096 4096 4096 float32 tf32
 4096 4096 4096 float16 fp16
+4096 4096 4096 bfloat16 bf16
 64 512 1000 float32 fp32
 64 256 768 float32 fp32
 64 256 1024 float32 fp32

@@ -25,13 +25,14 @@ namespace fs = std::filesystem;
 
 using Shape = std::vector<int64_t>;
 
-/// A graph input or output: name, shape (always float).
+/// A graph input or output: name, shape and element type (float unless told).
 struct Io {
   std::string name;
   Shape shape;
+  int elem_type = onnx::TensorProto::FLOAT;
 };
 
-/// Builds a float-only ONNX model (opset 13 unless told) input by input and node by node.
+/// Builds an ONNX model (opset 13 unless told) input by input and node by node.
 class ModelBuilder {
  public:
   explicit ModelBuilder(int opset = 13) {
@@ -68,7 +69,7 @@ class ModelBuilder {
   static void SetInfo(onnx::ValueInfoProto* v, const Io& io) {
     v->set_name(io.name);
     auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
+    t->set_elem_type(io.elem_type);
     auto* shape = t->mutable_shape();  // present even for rank 0
     for (int64_t d : io.shape) shape->add_dim()->set_dim_value(d);
   }
@@ -203,6 +204,59 @@ TEST_F(EdgeShapesTest, EmptyRelu) {
   b.Node("Relu", {"x"}, {"y"});
   b.Output({"y", {0}});
   Check(b, {F32({0}, {})}, {F32({0}, {})});
+}
+
+// A bf16 MatMul (bf16 is a storage type) sums exact f32 products in f32 and rounds once to
+// bf16 (round to nearest even): 64 products of 1/64-sized values, where summing in bf16 would
+// lose the small terms. Expected: the same sums in double; rounding to bf16 is off by at most
+// half an ulp, 2^-8 of the value (bf16 keeps 8 significant bits).
+TEST_F(EdgeShapesTest, BFloat16MatMulSumsInF32) {
+  constexpr int64_t kM = 3, kK = 64, kN = 5;
+  ModelBuilder b;
+  b.Input({"a", {kM, kK}, onnx::TensorProto::BFLOAT16});
+  b.Input({"b", {kK, kN}, onnx::TensorProto::BFLOAT16});
+  b.Node("MatMul", {"a", "b"}, {"c"});
+  b.Output({"c", {kM, kN}, onnx::TensorProto::BFLOAT16});
+  auto bf16 = [](const Shape& shape, const std::vector<float>& v) {
+    Tensor t;
+    t.type = TensorType{DType::kBFloat16, shape};
+    t.bytes.resize(static_cast<size_t>(t.type.NumBytes()));
+    for (size_t i = 0; i < v.size(); ++i) {
+      const uint16_t h = FloatToBFloat16(v[i]);
+      std::memcpy(t.bytes.data() + 2 * i, &h, 2);
+    }
+    return t;
+  };
+  std::vector<float> av(kM * kK), bv(kK * kN);
+  for (size_t i = 0; i < av.size(); ++i) av[i] = 1.0f + static_cast<float>(i % 7) / 64;
+  for (size_t i = 0; i < bv.size(); ++i) bv[i] = static_cast<float>(i % 11 + 1) / 64;
+  Tensor a = bf16({kM, kK}, av), bt = bf16({kK, kN}, bv);
+  fs::path path =
+      fs::temp_directory_path() / ("kiln_bf16_mm_" + std::to_string(getpid()) + ".onnx");
+  std::ofstream(path, std::ios::binary) << b.model().SerializeAsString();
+  auto compiled = pipeline::CompileModelFile(path.string(), pipeline::CompileOptions{});
+  fs::remove(path);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  auto exe = runtime::Executable::Load(compiled->artifact);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  auto outputs = (*exe)->Run({&a, &bt});
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  ASSERT_EQ(outputs->size(), 1u);
+  const Tensor& c = (*outputs)[0];
+  ASSERT_EQ(c.type, (TensorType{DType::kBFloat16, {kM, kN}}));
+  for (int64_t i = 0; i < kM; ++i) {
+    for (int64_t j = 0; j < kN; ++j) {
+      double want = 0;
+      for (int64_t k = 0; k < kK; ++k) {
+        want += double{BFloat16ToFloat(FloatToBFloat16(av[i * kK + k]))} *
+                BFloat16ToFloat(FloatToBFloat16(bv[k * kN + j]));
+      }
+      uint16_t h = 0;
+      std::memcpy(&h, c.bytes.data() + 2 * (i * kN + j), 2);
+      EXPECT_NEAR(BFloat16ToFloat(h), want, std::fabs(want) * (1.0 / 256 + 1e-6))
+          << "c[" << i << ", " << j << "]";
+    }
+  }
 }
 
 }  // namespace

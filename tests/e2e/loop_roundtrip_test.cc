@@ -115,7 +115,7 @@ void CheckModel(const std::filesystem::path& dir, const Target& target, size_t* 
 
 TEST(LoopRoundTripTest, EveryKernelOfEveryModel) {
   KILN_REQUIRE_PATH_OR_SKIP(kModelsDir);
-  absl::StatusOr<Target> target = codegen::ResolveTarget("cpu:skylake-avx512");
+  absl::StatusOr<Target> target = kiln::ResolveTarget("cpu:skylake-avx512");
   ASSERT_TRUE(target.ok()) << target.status();
   std::vector<std::filesystem::path> models;
   for (const auto& entry : std::filesystem::directory_iterator(kModelsDir)) {

@@ -206,11 +206,11 @@ std::optional<TensorType> KnownType(const TypeMap& types, const std::string& nam
   return type;
 }
 
-// bf16 is a storage type: Cast and CastLike convert to and from it and Identity passes it on;
-// no other op computes on it.
+// bf16 is a storage type: Cast and CastLike convert to and from it, Identity passes it on and
+// MatMul multiplies it (summing in f32); no other op computes on it.
 absl::Status CheckBFloat16(const OnnxNode& node, const BuiltOutputs& outs) {
   if (node.op == graph::OpKind::kCast || node.op == graph::OpKind::kCastLike ||
-      node.op == graph::OpKind::kIdentity) {
+      node.op == graph::OpKind::kIdentity || node.op == graph::OpKind::kMatMul) {
     return absl::OkStatus();
   }
   std::vector<Value*> values = node.inputs;
@@ -218,7 +218,7 @@ absl::Status CheckBFloat16(const OnnxNode& node, const BuiltOutputs& outs) {
   for (const Value* v : values) {
     if (v != nullptr && v->type().dtype == DType::kBFloat16) {
       return absl::UnimplementedError(
-          node.Prefix() + "bf16 values are supported by Cast, CastLike and Identity only");
+          node.Prefix() + "bf16 values are supported by Cast, CastLike, Identity and MatMul only");
     }
   }
   return absl::OkStatus();

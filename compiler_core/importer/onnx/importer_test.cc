@@ -331,8 +331,9 @@ TEST(ImporterTest, BFloat16IsCastOnly) {
   auto r = Import(relu);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(r.status().message(),
-              HasSubstr("(Relu): bf16 values are supported by Cast, CastLike and Identity only"));
+  EXPECT_THAT(
+      r.status().message(),
+      HasSubstr("(Relu): bf16 values are supported by Cast, CastLike, Identity and MatMul only"));
 }
 
 TEST(ImporterTest, InitializerListedAsInputIsConstant) {

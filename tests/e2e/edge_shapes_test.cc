@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "compiler_core/ir/graph/tensor.h"
 #include "compiler_core/pipeline/compile.h"
 #include "compiler_core/runtime/executable.h"
@@ -93,21 +94,27 @@ std::vector<float> Floats(const Tensor& t) {
 
 class EdgeShapesTest : public ::testing::Test {
  protected:
-  /// Compiles `b`'s model, runs it on `inputs` and checks each output's shape and values.
-  void Check(const ModelBuilder& b, const std::vector<Tensor>& inputs,
-             const std::vector<Tensor>& expected) {
+  /// Compiles `b`'s model for the host and runs it on `inputs`.
+  static absl::StatusOr<std::vector<Tensor>> CompileAndRun(const ModelBuilder& b,
+                                                           const std::vector<Tensor>& inputs) {
     fs::path path = fs::temp_directory_path() /
                     ("kiln_edge_" + std::to_string(getpid()) + "_" +
                      ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".onnx");
     std::ofstream(path, std::ios::binary) << b.model().SerializeAsString();
     auto compiled = pipeline::CompileModelFile(path.string(), pipeline::CompileOptions{});
     fs::remove(path);
-    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    if (!compiled.ok()) return compiled.status();
     auto exe = runtime::Executable::Load(compiled->artifact);
-    ASSERT_TRUE(exe.ok()) << exe.status();
+    if (!exe.ok()) return exe.status();
     std::vector<const Tensor*> ptrs;
     for (const Tensor& t : inputs) ptrs.push_back(&t);
-    auto outputs = (*exe)->Run(ptrs);
+    return (*exe)->Run(ptrs);
+  }
+
+  /// Compiles `b`'s model, runs it on `inputs` and checks each output's shape and values.
+  void Check(const ModelBuilder& b, const std::vector<Tensor>& inputs,
+             const std::vector<Tensor>& expected) {
+    auto outputs = CompileAndRun(b, inputs);
     ASSERT_TRUE(outputs.ok()) << outputs.status();
     ASSERT_EQ(outputs->size(), expected.size());
     for (size_t i = 0; i < expected.size(); ++i) {
@@ -231,15 +238,7 @@ TEST_F(EdgeShapesTest, BFloat16MatMulSumsInF32) {
   for (size_t i = 0; i < av.size(); ++i) av[i] = 1.0f + static_cast<float>(i % 7) / 64;
   for (size_t i = 0; i < bv.size(); ++i) bv[i] = static_cast<float>(i % 11 + 1) / 64;
   Tensor a = bf16({kM, kK}, av), bt = bf16({kK, kN}, bv);
-  fs::path path =
-      fs::temp_directory_path() / ("kiln_bf16_mm_" + std::to_string(getpid()) + ".onnx");
-  std::ofstream(path, std::ios::binary) << b.model().SerializeAsString();
-  auto compiled = pipeline::CompileModelFile(path.string(), pipeline::CompileOptions{});
-  fs::remove(path);
-  ASSERT_TRUE(compiled.ok()) << compiled.status();
-  auto exe = runtime::Executable::Load(compiled->artifact);
-  ASSERT_TRUE(exe.ok()) << exe.status();
-  auto outputs = (*exe)->Run({&a, &bt});
+  auto outputs = CompileAndRun(b, {a, bt});
   ASSERT_TRUE(outputs.ok()) << outputs.status();
   ASSERT_EQ(outputs->size(), 1u);
   const Tensor& c = (*outputs)[0];

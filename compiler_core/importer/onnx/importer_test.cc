@@ -336,6 +336,30 @@ TEST(ImporterTest, BFloat16IsCastOnly) {
       HasSubstr("(Relu): bf16 values are supported by Cast, CastLike, Identity and MatMul only"));
 }
 
+// ConstantOfShape is folded to a constant up to 64 MiB; a larger one is an Expand of its
+// value computed at run time, and one past 1 TiB is refused (nothing is allocated for it).
+TEST(ImporterTest, LargeConstantOfShapeIsNotFoldedAtImport) {
+  auto build = [](int64_t n) {
+    ModelBuilder b;
+    b.InitI64("s", {n});
+    b.Node("ConstantOfShape", {"s"}, {"y"});
+    b.Output("y", {n});
+    return b;
+  };
+  auto small = Import(build(16));
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_TRUE((*small)->outputs()[0]->is_constant());
+  auto large = Import(build(int64_t{1} << 25));
+  ASSERT_TRUE(large.ok()) << large.status();
+  EXPECT_NE(Only(**large, OpKind::kExpand), nullptr);
+  EXPECT_EQ((*large)->outputs()[0]->type().NumElements(), int64_t{1} << 25);
+  auto huge = Import(build(int64_t{1} << 40));
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(huge.status().message(),
+              HasSubstr("(ConstantOfShape): output of type f32[1099511627776] would take more "
+                        "than 1099511627776 bytes (1 TiB)"));
+}
+
 TEST(ImporterTest, InitializerListedAsInputIsConstant) {
   ModelBuilder b(/*opset=*/8, /*ir_version=*/3);
   b.Input("x", {2});

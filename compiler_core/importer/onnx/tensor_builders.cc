@@ -266,17 +266,34 @@ absl::StatusOr<BuiltOutputs> BuildSplit(ImportContext& ctx, const OnnxNode& node
   return outs;
 }
 
-// Filled constant of `type` whose every element is element 0 of `value` (f32 0 when null).
-Value* Filled(ImportContext& ctx, const std::string& name, const TensorType& type,
-              const std::shared_ptr<const Tensor>& value) {
-  auto t = Tensor::Zeros(type);
-  if (value != nullptr && value->type.NumElements() > 0) {
-    size_t size = DTypeSize(type.dtype);
-    for (int64_t i = 0; i < type.NumElements(); ++i) {
-      std::memcpy(t->bytes.data() + i * size, value->bytes.data(), size);
-    }
+/// Filled results up to this size become constants at import; larger ones are an Expand of
+/// the scalar computed at run time (a folded 2^40-element constant would exhaust memory).
+constexpr int64_t kMaxFilledConstantBytes = int64_t{64} << 20;
+
+// A value of `type` whose every element is element 0 of `value` (f32 0 when null): a constant,
+// or for large types an Expand of it. Errors: kInvalidArgument past kMaxTensorBytes.
+absl::StatusOr<Value*> Filled(ImportContext& ctx, const OnnxNode& node, const TensorType& type,
+                              const std::shared_ptr<const Tensor>& value) {
+  const std::string& name = node.proto->output(0);
+  const int64_t bytes = type.CheckedNumBytes();
+  if (bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(node.Prefix(), "output of type ",
+                                                   type.ToString(), " would take more than ",
+                                                   kMaxTensorBytes, " bytes (1 TiB)"));
   }
-  return ctx.graph().AddConstant(name, std::move(t));
+  auto fill = [&](const TensorType& t_type) {
+    auto t = Tensor::Zeros(t_type);
+    if (value != nullptr && value->type.NumElements() > 0) {
+      size_t size = DTypeSize(t_type.dtype);
+      for (int64_t i = 0; i < t_type.NumElements(); ++i) {
+        std::memcpy(t->bytes.data() + i * size, value->bytes.data(), size);
+      }
+    }
+    return t;
+  };
+  if (bytes <= kMaxFilledConstantBytes) return ctx.graph().AddConstant(name, fill(type));
+  Value* scalar = ctx.graph().AddConstant(name + "/value", fill(TensorType{type.dtype, {}}));
+  return ctx.EmitValue(OpKind::kExpand, name, {scalar, ctx.ConstI64(name + "/shape", type.shape)});
 }
 
 absl::StatusOr<BuiltOutputs> BuildConstantOfShape(ImportContext& ctx, const OnnxNode& node) {
@@ -292,7 +309,8 @@ absl::StatusOr<BuiltOutputs> BuildConstantOfShape(ImportContext& ctx, const Onnx
   for (int64_t d : type.shape) {
     if (d < 0) return absl::InvalidArgumentError(node.Prefix() + "negative dim");
   }
-  return BuiltOutputs{Filled(ctx, node.proto->output(0), type, value)};
+  KILN_ASSIGN_OR_RETURN(Value * filled, Filled(ctx, node, type, value));
+  return BuiltOutputs{filled};
 }
 
 // Replaces input `i` with an i64 constant: its constant value, or `derive(output type)`.

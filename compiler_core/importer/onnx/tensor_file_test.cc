@@ -2,9 +2,13 @@
 #include "compiler_core/importer/onnx/tensor_file.h"
 
 #include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
+#include "compiler_core/importer/onnx/tensor_proto.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
 
@@ -79,6 +83,64 @@ TEST(TensorFileTest, Errors) {
   WriteProto(TempPath("str.pb"), s);
   EXPECT_EQ(ReadTensorFile(TempPath("str.pb")).status().code(),
             absl::StatusCode::kUnimplemented);
+}
+
+// A header may claim any shape: sizes are checked (overflow-safe, against the 1 TiB limit and
+// against the data present) before anything is allocated, and external-data fields are parsed
+// as integers, not trusted.
+TEST(TensorProtoTest, ClaimedSizesAreCheckedBeforeAllocating) {
+  onnx::TensorProto huge;
+  huge.set_name("w");
+  huge.set_data_type(onnx::TensorProto::FLOAT);
+  huge.add_dims(int64_t{1} << 40);
+  huge.set_raw_data(std::string(4, '\0'));
+  EXPECT_EQ(TensorFromProto(huge, "").status().message(),
+            "tensor 'w' of type f32[1099511627776] would take more than 1099511627776 bytes "
+            "(1 TiB)");
+  onnx::TensorProto overflow = huge;
+  overflow.clear_dims();
+  overflow.add_dims(int64_t{1} << 32);
+  overflow.add_dims(int64_t{1} << 32);
+  EXPECT_EQ(TensorFromProto(overflow, "").status().code(), absl::StatusCode::kInvalidArgument);
+  onnx::TensorProto short_raw = huge;
+  short_raw.set_dims(0, int64_t{1} << 28);
+  EXPECT_EQ(TensorFromProto(short_raw, "").status().message(),
+            "tensor 'w' of type f32[268435456] has 1 data values, expected 268435456");
+  onnx::TensorProto short_typed = short_raw;
+  short_typed.clear_raw_data();
+  short_typed.add_float_data(1.0f);
+  EXPECT_EQ(TensorFromProto(short_typed, "").status().message(),
+            "tensor 'w' of type f32[268435456] has 1 data values, expected 268435456");
+
+  const std::string dir = TempPath("ext");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/w.bin", std::ios::binary) << std::string(8, '\0');
+  auto external = [&](const std::string& offset, const std::string& length) {
+    onnx::TensorProto t;
+    t.set_name("w");
+    t.set_data_type(onnx::TensorProto::FLOAT);
+    t.add_dims(2);
+    t.set_data_location(onnx::TensorProto::EXTERNAL);
+    for (const auto& [k, v] : {std::pair<std::string, std::string>{"location", "w.bin"},
+                               {"offset", offset},
+                               {"length", length}}) {
+      auto* e = t.add_external_data();
+      e->set_key(k);
+      e->set_value(v);
+    }
+    return TensorFromProto(t, dir);
+  };
+  EXPECT_TRUE(external("0", "8").ok());
+  EXPECT_EQ(external("abc", "8").status().message(),
+            "tensor 'w': external data offset 'abc' is not a non-negative integer");
+  EXPECT_EQ(external("0", "-8").status().message(),
+            "tensor 'w': external data length '-8' is not a non-negative integer");
+  EXPECT_EQ(external("0", "99999999999999999999").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(external("4", "9223372036854775800").status().message()),
+              ::testing::HasSubstr("external data of 9223372036854775800 bytes at offset 4 "
+                                   "exceeds file"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TensorFileTest, ReadsModelReference) {

@@ -5,23 +5,30 @@
 #include <fstream>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::importer {
 namespace {
 
-// Reads the bytes of an external-data tensor.
+// Reads the bytes of an external-data tensor (at most the file's size).
 absl::StatusOr<std::string> ReadExternal(const onnx::TensorProto& proto,
                                          const std::string& base_dir) {
   std::string location;
   int64_t offset = 0, length = -1;
+  std::string name = proto.name();
   for (const auto& kv : proto.external_data()) {
     if (kv.key() == "location") location = kv.value();
-    if (kv.key() == "offset") offset = std::stoll(kv.value());
-    if (kv.key() == "length") length = std::stoll(kv.value());
+    if (kv.key() != "offset" && kv.key() != "length") continue;
+    int64_t value = 0;
+    if (!absl::SimpleAtoi(kv.value(), &value) || value < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': external data ",
+                                                     kv.key(), " '", kv.value(),
+                                                     "' is not a non-negative integer"));
+    }
+    (kv.key() == "offset" ? offset : length) = value;
   }
-  std::string name = proto.name();
   if (location.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("tensor '", name, "': external data has no location"));
@@ -43,7 +50,7 @@ absl::StatusOr<std::string> ReadExternal(const onnx::TensorProto& proto,
                                                    offset, " is past the end of '", path, "'"));
   }
   if (length < 0) length = size - offset;
-  if (offset + length > size) {
+  if (length > size - offset) {
     return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': external data of ",
                                                    length, " bytes at offset ", offset,
                                                    " exceeds file '", path, "'"));
@@ -77,9 +84,14 @@ absl::StatusOr<std::shared_ptr<Tensor>> TensorFromProto(const onnx::TensorProto&
     }
     type.shape.push_back(d);
   }
-  auto t = Tensor::Zeros(type);
-  int64_t n = type.NumElements();
-  size_t nbytes = static_cast<size_t>(type.NumBytes());
+  // Sizes are checked before anything is allocated: a header may claim any shape.
+  if (type.CheckedNumBytes() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' of type ", type.ToString(),
+                                                   " would take more than ", kMaxTensorBytes,
+                                                   " bytes (1 TiB)"));
+  }
+  const int64_t n = type.NumElements();
+  const size_t nbytes = static_cast<size_t>(type.NumBytes());
   auto size_error = [&](int64_t got) {
     return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' of type ",
                                                    type.ToString(), " has ", got,
@@ -88,6 +100,7 @@ absl::StatusOr<std::shared_ptr<Tensor>> TensorFromProto(const onnx::TensorProto&
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     KILN_ASSIGN_OR_RETURN(std::string bytes, ReadExternal(proto, base_dir));
     if (bytes.size() != nbytes) return size_error(bytes.size() / DTypeSize(*dtype));
+    auto t = Tensor::Zeros(type);
     std::memcpy(t->bytes.data(), bytes.data(), nbytes);
     return t;
   }
@@ -95,25 +108,30 @@ absl::StatusOr<std::shared_ptr<Tensor>> TensorFromProto(const onnx::TensorProto&
     if (proto.raw_data().size() != nbytes) {
       return size_error(proto.raw_data().size() / DTypeSize(*dtype));
     }
+    auto t = Tensor::Zeros(type);
     std::memcpy(t->bytes.data(), proto.raw_data().data(), nbytes);
     return t;
   }
+  const int64_t values = *dtype == DType::kFloat32   ? proto.float_data_size()
+                         : *dtype == DType::kFloat64 ? proto.double_data_size()
+                         : *dtype == DType::kInt64   ? proto.int64_data_size()
+                         : *dtype == DType::kUInt32 || *dtype == DType::kUInt64
+                             ? proto.uint64_data_size()
+                             : proto.int32_data_size();
+  if (values != n) return size_error(values);
+  auto t = Tensor::Zeros(type);
   switch (*dtype) {
     case DType::kFloat32:
-      if (proto.float_data_size() != n) return size_error(proto.float_data_size());
       CopyField<float>(proto.float_data(), *t);
       break;
     case DType::kFloat64:
-      if (proto.double_data_size() != n) return size_error(proto.double_data_size());
       CopyField<double>(proto.double_data(), *t);
       break;
     case DType::kInt64:
-      if (proto.int64_data_size() != n) return size_error(proto.int64_data_size());
       CopyField<int64_t>(proto.int64_data(), *t);
       break;
     case DType::kUInt32:
     case DType::kUInt64:
-      if (proto.uint64_data_size() != n) return size_error(proto.uint64_data_size());
       if (*dtype == DType::kUInt32) {
         CopyField<uint32_t>(proto.uint64_data(), *t);
       } else {
@@ -121,7 +139,6 @@ absl::StatusOr<std::shared_ptr<Tensor>> TensorFromProto(const onnx::TensorProto&
       }
       break;
     default:  // int32_data carries i32, i16, i8, u8, u16, bool and f16/bf16 bit patterns
-      if (proto.int32_data_size() != n) return size_error(proto.int32_data_size());
       switch (*dtype) {
         case DType::kInt32: CopyField<int32_t>(proto.int32_data(), *t); break;
         case DType::kInt16: CopyField<int16_t>(proto.int32_data(), *t); break;

@@ -5,9 +5,12 @@
 //   used result becomes a new constant and the node is erased. Folding cascades in one forward
 //   sweep because nodes are visited in topological order. Weight transforms (Transpose of a
 //   weight, Reshape of a constant, ...) are folded however large the result: they cost nothing
-//   at run time afterwards. Ops the evaluator does not implement are left in place.
+//   at run time afterwards; results that would materialize much more than their inputs (an
+//   Expand of a scalar, a Tile) past 64 MiB, or anything past 1 TiB, stay nodes and run at run
+//   time. Ops the evaluator does not implement are left in place.
 // Requires: no fusion groups assigned yet (kFailedPrecondition otherwise).
-// Guarantees: no node has only constant inputs unless the evaluator lacks its op; graph output
+// Guarantees: no node has only constant inputs unless the evaluator lacks its op or its result
+//   is too large to materialize (TooLargeToFold); graph output
 //   names are kept; deterministic (constants are created in node order).
 //
 //   before: %1 = const f32[2] dense<[1.0,4.0]>
@@ -36,10 +39,31 @@ bool HasOnlyConstantInputs(const Node& node) {
   return any;
 }
 
+/// Results larger than this that are also more than 4x their inputs (an Expand of a scalar, a
+/// Tile, a Range: materializing, not computing on weights) stay nodes and run at run time.
+constexpr int64_t kMaxExpandingFoldBytes = int64_t{64} << 20;
+
+/// Whether folding `node` would materialize a result too large to hold at compile time (or
+/// to ship in the artifact): one past kMaxTensorBytes, or past kMaxExpandingFoldBytes and 4x
+/// the inputs' bytes. Weight transforms (a Transpose, a DequantizeLinear) of any size fold.
+bool TooLargeToFold(const Node& node) {
+  int64_t in_bytes = 0;
+  for (const Value* in : node.inputs()) {
+    if (in != nullptr) in_bytes += in->type().NumBytes();
+  }
+  for (const Value* out : node.outputs()) {
+    const int64_t bytes = out->type().CheckedNumBytes();
+    if (bytes < 0 || (bytes > kMaxExpandingFoldBytes && bytes / 4 > in_bytes)) return true;
+  }
+  return false;
+}
+
 /// The one folding pattern: evaluate the node and replace its results by constants.
 absl::StatusOr<bool> FoldConstantNode(Node& node, Rewriter& rewriter) {
   // A Loop left to run at run time is one too large to unroll: never evaluated at compile time.
-  if (node.op() == graph::OpKind::kLoop || !HasOnlyConstantInputs(node)) return false;
+  if (node.op() == graph::OpKind::kLoop || !HasOnlyConstantInputs(node) || TooLargeToFold(node)) {
+    return false;
+  }
   std::vector<reference::TensorPtr> inputs;
   for (const Value* in : node.inputs()) {
     inputs.push_back(in == nullptr ? nullptr : in->constant());

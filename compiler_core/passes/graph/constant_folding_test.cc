@@ -62,6 +62,47 @@ TEST(ConstantFoldingTest, LeavesNodesWithNonConstantInputs) {
   EXPECT_EQ(*out, kIr);
 }
 
+// Materializing is not folding: an Expand of a scalar to 2^25 f32 (128 MiB, far more than its
+// inputs) stays a node; to 16 elements it folds. Nothing past 1 TiB is evaluated (an Expand
+// to 2^40 f32 would otherwise exhaust memory at compile time).
+TEST(ConstantFoldingTest, LeavesResultsTooLargeToMaterialize) {
+  constexpr char kLarge[] =
+      "graph @g() -> (%2 \"y\") {\n"
+      "  %0 = const f32[] dense<[2.5]>\n"
+      "  %1 = const i64[1] dense<[33554432]>\n"
+      "  %2 = Expand(%0, %1) : f32[33554432]\n"
+      "  return %2\n"
+      "}\n";
+  bool changed = true;
+  auto out = RunPassOnText("constant-folding", kLarge, &changed);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_FALSE(changed);
+  EXPECT_EQ(*out, kLarge);
+  auto huge = RunPassOnText("constant-folding",
+                            "graph @g() -> (%3 \"y\") {\n"
+                            "  %1 = const f32[] splat<2.5>\n"
+                            "  %2 = const i64[1] dense<[1099511627776]>\n"
+                            "  %3 = Expand(%1, %2) : f32[1099511627776]\n"
+                            "  return %3\n"
+                            "}\n");
+  EXPECT_TRUE(huge.ok()) << huge.status();
+  auto small = RunPassOnText("constant-folding",
+                             "graph @g() -> (%3 \"y\") {\n"
+                             "  %1 = const f32[] splat<2.5>\n"
+                             "  %2 = const i64[1] dense<[16]>\n"
+                             "  %3 = Expand(%1, %2) : f32[16]\n"
+                             "  return %3\n"
+                             "}\n",
+                             &changed);
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(*small,
+            "graph @g() -> (%0 \"y\") {\n"
+            "  %0 = const f32[16] splat<2.5>\n"
+            "  return %0\n"
+            "}\n");
+}
+
 TEST(ConstantFoldingTest, RefusesToRunAfterFusion) {
   auto out = RunPassOnText("constant-folding", R"(
 graph @g(%0 "x": f32[2]) -> (%1 "y") {

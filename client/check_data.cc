@@ -26,6 +26,13 @@ Tolerance ToleranceFor(const std::string& precision) {
   return Tolerance{};
 }
 
+std::string ToleranceNote(const std::string& precision) {
+  if (precision != "tf32" && precision != "fp16" && precision != "bf16") return "";
+  const Tolerance t = ToleranceFor(precision);
+  return absl::StrFormat("precision %s: outputs pass when |got - expected| <= %g + %g |expected|\n",
+                         precision, t.atol, t.rtol);
+}
+
 std::string FormatComparison(const OutputComparison& c) {
   return absl::StrFormat("%s %s/%s: max_abs_err=%.3g max_rel_err=%.3g%s", c.pass ? "PASS" : "FAIL",
                          c.data_set, c.name, c.max_abs_error, c.max_rel_error,

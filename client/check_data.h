@@ -26,6 +26,10 @@ struct Tolerance {
 /// (10 mantissa bits per input) 1e-2 + 1e-2 |expected|; bf16 (7 bits) 5e-2 + 5e-2 |expected|.
 Tolerance ToleranceFor(const std::string& precision);
 
+/// The line `kiln check` prints for a tensor-core precision ("precision fp16: outputs pass when
+/// |got - expected| <= 0.01 + 0.01 |expected|\n"); empty for fp32 and anything else.
+std::string ToleranceNote(const std::string& precision);
+
 /// Result of comparing one output tensor.
 struct OutputComparison {
   std::string data_set;  // e.g. "test_data_set_0"

@@ -339,11 +339,7 @@ int Check(int argc, char** argv) {
   const std::string device =
       args.Get("--device", absl::StartsWith(options.target, "cuda") ? "cuda:0" : "cpu");
   const Tolerance tolerance = ToleranceFor(options.precision);
-  if (options.precision != "fp32") {
-    std::cout << absl::StrFormat(
-        "precision %s: outputs pass when |got - expected| <= %g + %g |expected|\n",
-        options.precision, tolerance.atol, tolerance.rtol);
-  }
+  std::cout << ToleranceNote(options.precision);
   auto report = CheckModelDir(args.positional[0], options, tolerance, device);
   if (!report.ok()) return FailStatus(report.status());
   if (report->input_shapes.empty()) {

@@ -98,11 +98,7 @@ int Check(const Args& args) {
   const std::string& key = artifact->manifest.target_key();
   const std::string precision = key.substr(key.rfind(':') + 1);
   const client::Tolerance tolerance = client::ToleranceFor(precision);
-  if (precision == "tf32" || precision == "fp16" || precision == "bf16") {
-    std::cout << absl::StrFormat(
-        "precision %s: outputs pass when |got - expected| <= %g + %g |expected|\n", precision,
-        tolerance.atol, tolerance.rtol);
-  }
+  std::cout << client::ToleranceNote(precision);
   auto comparisons =
       client::CheckArtifact(args.positional[1], *artifact, tolerance, DeviceFor(args, *artifact));
   if (!comparisons.ok()) return Fail(comparisons.status().ToString());

@@ -178,11 +178,7 @@ int CheckOnServer(const Args& args) {
   const std::string device =
       args.Get("--device", absl::StartsWith(remote.options.target, "cuda") ? "cuda:0" : "cpu");
   const Tolerance tolerance = ToleranceFor(remote.options.precision);
-  if (remote.options.precision != "fp32") {
-    std::cout << absl::StrFormat(
-        "precision %s: outputs pass when |got - expected| <= %g + %g |expected|\n",
-        remote.options.precision, tolerance.atol, tolerance.rtol);
-  }
+  std::cout << ToleranceNote(remote.options.precision);
   for (const CheckCompile& compile : *compiles) {
     RemoteCompileOptions options = remote.options;
     options.shape_profiles = compile.shape_profiles;

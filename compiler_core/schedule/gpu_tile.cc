@@ -367,9 +367,7 @@ absl::Status GpuTileMma(loop::Func& func, const std::string& nest, loop::MmaShap
   const loop::BufferRef c = ct.store->buffer;
   const std::string cn = c->name;
   const int64_t mk = loop::MmaK(shape);
-  const DType tile_type = shape == loop::MmaShape::kM16N8K16F16    ? DType::kFloat16
-                          : shape == loop::MmaShape::kM16N8K16Bf16 ? DType::kBFloat16
-                                                                   : DType::kFloat32;
+  const DType tile_type = loop::MmaInputType(shape);
   const int64_t elem = static_cast<int64_t>(DTypeSize(tile_type));
   // Warps as 2 x (block / 32), each a (block / 2) x 32 tile of C as mi x 4 MMAs of 16 x 8.
   const int64_t warps_n = block / 32, warp_m = block / 2, kWarpN = 32;

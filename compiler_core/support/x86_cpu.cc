@@ -2,7 +2,6 @@
 #include "compiler_core/support/x86_cpu.h"
 
 #include <cstdint>
-#include <set>
 
 #include "absl/strings/str_split.h"
 
@@ -73,8 +72,8 @@ std::map<std::string, bool> HostFeatures() {
   const uint32_t max_leaf = l0.eax;
   const Regs l1 = Cpuid(1, 0);
   // The OS saves a register set only if XCR0 says so (XSAVE enabled: OSXSAVE, ECX bit 27).
-  const uint64_t xcr0 = Bit(l1.ecx, 27) ? Xgetbv0() : 0;
   const bool os_xsave = Bit(l1.ecx, 27);
+  const uint64_t xcr0 = os_xsave ? Xgetbv0() : 0;
   const bool avx_state = os_xsave && Bit(l1.ecx, 28) && (xcr0 & 0x6) == 0x6;
   const bool avx512_state = avx_state && (xcr0 & 0xe0) == 0xe0;
   const bool amx_state = os_xsave && (xcr0 & 0x60000) == 0x60000;

@@ -10,7 +10,6 @@
 #ifndef KILN_COMPILER_CORE_CODEGEN_LLVM_EMITTER_H_
 #define KILN_COMPILER_CORE_CODEGEN_LLVM_EMITTER_H_
 
-#include <array>
 #include <functional>
 #include <initializer_list>
 #include <map>

@@ -1,20 +1,14 @@
 // Target machines: creating the LLVM TargetMachine (x86-64 or NVPTX) for a resolved
 // kiln::Target (ResolveTarget, support/target.h, resolves specs without LLVM).
-#include <algorithm>
 #include <mutex>
-#include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "compiler_core/codegen/llvm/codegen.h"
 #include "compiler_core/codegen/llvm/internal.h"
-#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
-#include "llvm/TargetParser/X86TargetParser.h"
 
 namespace kiln::codegen {
 namespace {

@@ -182,6 +182,12 @@ const char* MmaShapeName(MmaShape shape) {
 
 int MmaK(MmaShape shape) { return shape == MmaShape::kM16N8K8Tf32 ? 8 : 16; }
 
+DType MmaInputType(MmaShape shape) {
+  return shape == MmaShape::kM16N8K16F16    ? DType::kFloat16
+         : shape == MmaShape::kM16N8K16Bf16 ? DType::kBFloat16
+                                            : DType::kFloat32;
+}
+
 Stmt Mma(MmaShape shape, BufferRef acc, std::vector<Expr> acc_indices, Expr a_tile, Expr b_tile,
          Expr lane, uint8_t layout) {
   auto s = NewStmt(StmtKind::kMma);
@@ -231,9 +237,7 @@ Stmt MmaAsLoops(const StmtNode& mma) {
   Expr row = g + IntImm(8) * Binary(BinaryOp::kFloorDiv, VarRef(e), IntImm(2));
   Expr col = IntImm(2) * t + Binary(BinaryOp::kFloorMod, VarRef(e), IntImm(2));
   auto round = [&](Expr x) {
-    const DType in = mma.mma == MmaShape::kM16N8K16F16    ? DType::kFloat16
-                     : mma.mma == MmaShape::kM16N8K16Bf16 ? DType::kBFloat16
-                                                          : DType::kFloat32;
+    const DType in = MmaInputType(mma.mma);
     if (x->dtype != DType::kFloat32) x = Cast(DType::kFloat32, x);
     if (in != DType::kFloat32) x = Cast(DType::kFloat32, Cast(in, x));
     return x;

@@ -147,6 +147,9 @@ enum class MmaShape : uint8_t {
 const char* MmaShapeName(MmaShape shape);
 /// The K of one MMA of `shape` (8 or 16).
 int MmaK(MmaShape shape);
+/// The type A and B are rounded to for `shape`: f16, bf16, or f32 for tf32 (kept in f32
+/// registers; the hardware reads their tf32 part).
+DType MmaInputType(MmaShape shape);
 
 /// How a kMma statement's tiles are indexed (StmtNode::mma_layout bits): by default A as
 /// [k, m] and B as [k, n] (k-major); kMmaAMajorM makes A [m, k], kMmaBMajorN makes B [n, k]

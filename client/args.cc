@@ -38,7 +38,12 @@ Args ParseArgs(int argc, char** argv, int first, const std::vector<std::string>&
     const size_t eq = a.find('=');
     if (eq != std::string::npos) name = a.substr(0, eq);
     // An unknown flag is reported as such wherever it stands (not as one missing its value).
-    if (std::find(value_flags.begin(), value_flags.end(), name) == value_flags.end()) {
+    const bool known =
+        std::find(value_flags.begin(), value_flags.end(), name) != value_flags.end() ||
+        (std::find(value_flags.begin(), value_flags.end(), "--server") != value_flags.end() &&
+         std::find(std::begin(kConnectionFlags), std::end(kConnectionFlags), name) !=
+             std::end(kConnectionFlags));
+    if (!known) {
       args.error = absl::StrCat("unknown flag ", name);
       return args;
     }

@@ -36,8 +36,13 @@ struct Args {
   }
 };
 
+/// How a command that takes --server reaches kilnd (client/channel.h): the CA that verifies
+/// kilnd's certificate, the name to check it against, and the file holding the bearer token.
+inline constexpr const char* kConnectionFlags[] = {"--tls-ca", "--tls-server-name", "--token-file"};
+
 /// Parses argv[first..]: `value_flags` lists every accepted flag ("--f V" or "--f=V"); those
-/// also in `bool_flags` take no value.
+/// also in `bool_flags` take no value. Where `value_flags` has --server, kConnectionFlags are
+/// accepted too.
 Args ParseArgs(int argc, char** argv, int first, const std::vector<std::string>& value_flags,
                const std::vector<std::string>& bool_flags = {});
 

@@ -43,17 +43,26 @@ kiln::v1::Digest DigestOf(const std::string& bytes) {
   return d;
 }
 
-RemoteClient::RemoteClient(const std::string& server, int64_t timeout_ms)
-    : timeout_ms_(timeout_ms) {
+RemoteClient::RemoteClient(const std::string& server, int64_t timeout_ms, ChannelSecurity security)
+    : timeout_ms_(timeout_ms), security_(std::move(security)) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(8 << 20);
   // Each client gets its own connection (a benchmark's concurrent clients really are distinct).
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  stub_ = kiln::v1::KilnService::NewStub(
-      grpc::CreateCustomChannel(server, grpc::InsecureChannelCredentials(), args));
+  stub_ = kiln::v1::KilnService::NewStub(MakeChannel(server, security_, args));
+}
+
+absl::StatusOr<std::unique_ptr<RemoteClient>> RemoteClientFrom(const Args& args,
+                                                               int64_t timeout_ms) {
+  if (!args.Has("--server")) return absl::InvalidArgumentError("missing --server HOST:PORT");
+  KILN_ASSIGN_OR_RETURN(ChannelSecurity security,
+                        LoadChannelSecurity(args.Get("--tls-ca"), args.Get("--token-file"),
+                                            args.Get("--tls-server-name")));
+  return std::make_unique<RemoteClient>(args.Get("--server"), timeout_ms, std::move(security));
 }
 
 void RemoteClient::Prepare(grpc::ClientContext& context) const {
+  AddCredentials(context, security_);
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms_));
 }
 
@@ -205,6 +214,7 @@ absl::StatusOr<kiln::v1::SubmitJobResponse> RemoteClient::SubmitJob(
 absl::StatusOr<kiln::v1::JobEvent> RemoteClient::WatchJob(
     const std::string& job_id, const std::function<bool(const kiln::v1::JobEvent&)>& on_event) {
   grpc::ClientContext context;  // no deadline
+  AddCredentials(context, security_);
   kiln::v1::WatchJobRequest request;
   request.set_job_id(job_id);
   auto reader = stub_->WatchJob(&context, request);

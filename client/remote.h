@@ -6,12 +6,14 @@
 
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/args.h"
+#include "client/channel.h"
 #include "client/json.h"
 #include "compiler_core/importer/onnx/shape_profiles.h"
 #include "kiln/v1/service.grpc.pb.h"
@@ -55,8 +57,10 @@ struct RemoteCompileResult {
 /// A connection to one kilnd. Thread-safe (gRPC stubs are).
 class RemoteClient {
  public:
-  /// `server` is "HOST:PORT". Does not contact the server.
-  explicit RemoteClient(const std::string& server, int64_t timeout_ms = 600'000);
+  /// `server` is "HOST:PORT"; `security` says TLS or plaintext and the bearer token every
+  /// call carries. Does not contact the server.
+  explicit RemoteClient(const std::string& server, int64_t timeout_ms = 600'000,
+                        ChannelSecurity security = {});
 
   /// The digests among `digests` that the server lacks.
   absl::StatusOr<std::vector<kiln::v1::Digest>> FindMissingBlobs(
@@ -106,8 +110,15 @@ class RemoteClient {
   void Prepare(grpc::ClientContext& context) const;
 
   int64_t timeout_ms_;
+  ChannelSecurity security_;
   std::unique_ptr<kiln::v1::KilnService::Stub> stub_;
 };
+
+/// A client of the kilnd that `args` name: --server HOST:PORT, and the connection flags
+/// (kConnectionFlags; the token falls back to KILN_TOKEN). Errors: kInvalidArgument for a
+/// missing --server, LoadChannelSecurity's for unreadable files.
+absl::StatusOr<std::unique_ptr<RemoteClient>> RemoteClientFrom(const Args& args,
+                                                               int64_t timeout_ms = 600'000);
 
 /// The Digest of `bytes` (SHA-256 hex, size).
 kiln::v1::Digest DigestOf(const std::string& bytes);

@@ -59,7 +59,13 @@ Remote RemoteFrom(const Args& args) {
   }
   r.options.constant_inputs = *std::move(constants);
   r.options.timeout_ms = int64_t{timeout_s} * 1000;
-  r.client = std::make_unique<RemoteClient>(args.Get("--server"), r.options.timeout_ms);
+  absl::StatusOr<std::unique_ptr<RemoteClient>> client =
+      RemoteClientFrom(args, r.options.timeout_ms);
+  if (!client.ok()) {
+    r.error = std::string(client.status().message());
+    return r;
+  }
+  r.client = *std::move(client);
   return r;
 }
 
@@ -105,7 +111,9 @@ std::unique_ptr<RemoteClient> ServerFrom(const Args& args, std::string& error) {
     error = "unexpected argument '" + args.positional[0] + "'";
   }
   if (!error.empty()) return nullptr;
-  return RemoteFrom(args).client;
+  Remote remote = RemoteFrom(args);
+  error = remote.error;
+  return std::move(remote.client);
 }
 
 }  // namespace

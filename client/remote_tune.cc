@@ -127,7 +127,10 @@ int TuneOnServer(const Args& args) {
       (!absl::SimpleAtoi(args.Get("--timeout-s"), &timeout_s) || timeout_s <= 0)) {
     return Fail("tune: --timeout-s needs a positive integer");
   }
-  RemoteClient client(args.Get("--server"), int64_t{timeout_s} * 1000);
+  absl::StatusOr<std::unique_ptr<RemoteClient>> connected =
+      RemoteClientFrom(args, int64_t{timeout_s} * 1000);
+  if (!connected.ok()) return Fail(absl::StrCat("tune: ", connected.status().message()));
+  RemoteClient& client = **connected;
   absl::StatusOr<std::string> job_id = SubmitTune(client, *model, *request);
   if (!job_id.ok()) return FailStatus(job_id.status());
   const bool json = args.Has("--json");
@@ -184,8 +187,9 @@ int CancelCommand(int argc, char** argv) {
   if (args.positional.size() != 1 || !args.Has("--server")) {
     return Fail("cancel: usage: kiln cancel JOB_ID --server HOST:PORT");
   }
-  RemoteClient client(args.Get("--server"));
-  absl::StatusOr<kiln::v1::JobState> state = client.CancelJob(args.positional[0]);
+  absl::StatusOr<std::unique_ptr<RemoteClient>> client = RemoteClientFrom(args);
+  if (!client.ok()) return Fail(absl::StrCat("cancel: ", client.status().message()));
+  absl::StatusOr<kiln::v1::JobState> state = (*client)->CancelJob(args.positional[0]);
   if (!state.ok()) return FailStatus(state.status());
   std::cout << args.positional[0] << " " << kiln::v1::JobState_Name(*state) << "\n";
   return 0;

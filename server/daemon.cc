@@ -2,6 +2,7 @@
 #include "server/daemon.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -16,6 +17,8 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "server/auth/authenticator.h"
+#include "server/auth/tls.h"
 #include "server/cache/storage.h"
 #include "server/compile_handler.h"
 #include "server/compile_prep.h"
@@ -53,14 +56,16 @@ std::string LocalConnectAddress(const std::string& listen, int port) {
   return absl::StrCat(host, ":", port);
 }
 
-/// Writes DATA_DIR/kilnd.port (temp file + rename), so tests and scripts find an ephemeral port.
-void WritePortFile(const std::string& data_dir, int port) {
-  std::string path = absl::StrCat(data_dir, "/kilnd.port");
+/// Writes DATA_DIR/NAME (temp file + rename, mode 0600), e.g. kilnd.port so that tests and
+/// scripts find an ephemeral port.
+void WriteDataFile(const std::string& data_dir, const std::string& name, const std::string& text) {
+  std::string path = absl::StrCat(data_dir, "/", name);
   std::string tmp = absl::StrCat(path, ".tmp");
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << port << "\n";
+    out << text;
   }
+  ::chmod(tmp.c_str(), 0600);
   std::rename(tmp.c_str(), path.c_str());
 }
 
@@ -78,6 +83,7 @@ int RunDaemon(const DaemonOptions& options) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -86,6 +92,29 @@ int RunDaemon(const DaemonOptions& options) {
                              {"data_dir", options.data_dir},
                              {"listen", options.listen},
                              {"workers", options.workers}});
+
+  // Security first: nothing listens or touches storage with a bad flag.
+  auth::Authenticator authenticator;
+  if (!options.token_file.empty()) {
+    absl::Status loaded = authenticator.Load(options.token_file);
+    if (!loaded.ok()) return Fail("kilnd.token_file_failed", loaded);
+  }
+  const bool tls = options.tls.enabled();
+  for (const auto& [flag, address] :
+       {std::pair<std::string, std::string>{"--listen", options.listen},
+        {"--worker-listen", options.worker_listen}}) {
+    if (address.empty()) continue;
+    absl::Status allowed = auth::CheckListenerSecurity(
+        flag, address, tls, !options.token_file.empty(), options.insecure);
+    if (!allowed.ok()) return Fail("kilnd.insecure_listener", allowed);
+  }
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (tls) {
+    absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> made =
+        auth::TlsServerCredentials(options.tls, &authenticator);
+    if (!made.ok()) return Fail("kilnd.tls_failed", made.status());
+    credentials = *std::move(made);
+  }
 
   cache::StorageOptions storage_options;
   storage_options.data_dir = options.data_dir;
@@ -147,6 +176,7 @@ int RunDaemon(const DaemonOptions& options) {
   ctx.preparer = &preparer;
   ctx.executor = &executor;
   ctx.metrics = &hooks;
+  ctx.auth = &authenticator;
   ctx.limits.max_model_bytes = options.max_model_bytes;
   ctx.limits.verify_cache_hits = options.verify_cache_hits;
   ctx.limits.heartbeat_interval = options.heartbeat_interval;
@@ -164,23 +194,67 @@ int RunDaemon(const DaemonOptions& options) {
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  builder.RegisterService(&hub);
   // Chunks are at most 1 MiB; inline models can be larger.
   int64_t max_message = std::max<int64_t>(options.inline_model_max_bytes + (1 << 20), 8 << 20);
-  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<int64_t>(max_message, INT32_MAX)));
+  const int max_receive = static_cast<int>(std::min<int64_t>(max_message, INT32_MAX));
+  // kilnd's own workers dial loopback in plaintext when the listeners speak TLS (they have no
+  // CA to verify with); their calls still carry a worker token.
+  const bool local_workers_wanted = options.workers > 0 || options.measure_workers > 0;
+  const bool local_plaintext = tls && local_workers_wanted;
+  int port = 0, hub_port = 0, local_port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, credentials, &port);
+  builder.RegisterService(&service);
+  builder.SetMaxReceiveMessageSize(max_receive);
+  std::unique_ptr<grpc::Server> hub_server;
+  if (options.worker_listen.empty()) {
+    builder.RegisterService(&hub);
+    if (local_plaintext) {
+      builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &local_port);
+    }
+  } else {
+    grpc::ServerBuilder hub_builder;
+    hub_builder.AddListeningPort(options.worker_listen, credentials, &hub_port);
+    if (local_plaintext) {
+      hub_builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &local_port);
+    }
+    hub_builder.RegisterService(&hub);
+    hub_builder.SetMaxReceiveMessageSize(max_receive);
+    hub_server = hub_builder.BuildAndStart();
+    if (hub_server == nullptr || hub_port == 0) {
+      return Fail("kilnd.listen_failed",
+                  absl::UnavailableError(absl::StrCat("cannot listen on ", options.worker_listen,
+                                                      " (--worker-listen)")));
+    }
+    WriteDataFile(options.data_dir, "kilnd.worker_port", absl::StrCat(hub_port, "\n"));
+  }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
+    if (hub_server) hub_server->Shutdown();
     return Fail("kilnd.listen_failed",
                 absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen)));
   }
-  WritePortFile(options.data_dir, port);
+  WriteDataFile(options.data_dir, "kilnd.port", absl::StrCat(port, "\n"));
   LogInfo("kilnd.listening", {{"address", LocalConnectAddress(options.listen, port)},
                               {"port", port},
+                              {"worker_port", hub_port},
+                              {"tls", tls},
+                              {"tokens", authenticator.enabled()},
                               {"jobs_requeued", recovered->requeued}});
+
+  // Local workers: a fresh worker token each start (never in the token file), handed over in
+  // DATA_DIR/worker.token (mode 0600).
+  std::vector<std::string> local_security;
+  if (authenticator.enabled() && local_workers_wanted) {
+    std::string token = auth::RandomToken();
+    authenticator.AddInternalToken(token, auth::Principal{"local-worker", auth::kWorker});
+    WriteDataFile(options.data_dir, "worker.token", absl::StrCat(token, "\n"));
+    local_security = {"--token-file", absl::StrCat(options.data_dir, "/worker.token")};
+  }
+  const std::string local_address = local_plaintext ? absl::StrCat("127.0.0.1:", local_port)
+                                    : options.worker_listen.empty()
+                                        ? LocalConnectAddress(options.listen, port)
+                                        : LocalConnectAddress(options.worker_listen, hub_port);
 
   const std::string worker_binary = options.worker_binary.empty()
                                         ? absl::StrCat(SelfDir(), "/kiln-worker")
@@ -195,7 +269,8 @@ int RunDaemon(const DaemonOptions& options) {
     if (count <= 0) return nullptr;
     SupervisorOptions sup;
     sup.worker_binary = worker_binary;
-    sup.args = {"--connect", LocalConnectAddress(options.listen, port)};
+    sup.args = {"--connect", local_address};
+    sup.args.insert(sup.args.end(), local_security.begin(), local_security.end());
     sup.args.insert(sup.args.end(), extra.begin(), extra.end());
     sup.slot_args = std::move(slot_args);
     sup.workers = count;
@@ -220,7 +295,16 @@ int RunDaemon(const DaemonOptions& options) {
       local_measure_workers, "kilnd.no_measure_workers");
 
   int sig = 0;
-  sigwait(&signals, &sig);
+  for (;;) {
+    sigwait(&signals, &sig);
+    if (sig != SIGHUP) break;
+    absl::Status reloaded = authenticator.Reload();
+    if (reloaded.ok()) {
+      LogInfo("kilnd.tokens_reloaded", {{"file", options.token_file}});
+    } else {
+      LogError("kilnd.tokens_reload_failed", {{"status", reloaded}});
+    }
+  }
   LogInfo("kilnd.shutdown", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
                              {"grace_ms", absl::ToInt64Milliseconds(options.shutdown_grace)}});
   ctx.draining = true;
@@ -230,8 +314,11 @@ int RunDaemon(const DaemonOptions& options) {
   if (supervisor) supervisor->Stop();  // still in local_workers: Stop keeps the object alive
   if (measure_supervisor) measure_supervisor->Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (hub_server) hub_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   executor.Shutdown();
-  std::remove(absl::StrCat(options.data_dir, "/kilnd.port").c_str());
+  for (const char* name : {"kilnd.port", "kilnd.worker_port", "worker.token"}) {
+    std::remove(absl::StrCat(options.data_dir, "/", name).c_str());
+  }
   LogInfo("kilnd.stopped");
   return 0;
 }

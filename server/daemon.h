@@ -7,12 +7,21 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "server/auth/tls.h"
 
 namespace kiln::server {
 
 struct DaemonOptions {
   std::string listen = "127.0.0.1:7878";
   std::string data_dir = "./kiln-data";
+  /// The worker hub's own listener; empty: the hub is served on `listen` too.
+  std::string worker_listen;
+  /// TLS for every listener (empty: plaintext).
+  auth::TlsFiles tls;
+  /// Bearer tokens with roles (empty: no authentication); reloaded on SIGHUP.
+  std::string token_file;
+  /// Allow listening beyond loopback without TLS and tokens.
+  bool insecure = false;
   /// Local workers to start; 0: none (remote workers only).
   int workers = 1;
   /// Local measure workers to start (`kiln-worker --measure cpu`), each owning
@@ -35,8 +44,9 @@ struct DaemonOptions {
   bool verify_cache_hits = true;
 };
 
-/// Runs kilnd until SIGTERM or SIGINT. Call before starting any thread: it blocks those signals
-/// process-wide to wait for them. Returns the process exit code (0 after a clean shutdown).
+/// Runs kilnd until SIGTERM or SIGINT (SIGHUP reloads the token file). Call before starting any
+/// thread: it blocks those signals process-wide to wait for them. Returns the process exit code (0
+/// after a clean shutdown).
 int RunDaemon(const DaemonOptions& options);
 
 }  // namespace kiln::server

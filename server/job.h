@@ -34,6 +34,9 @@ struct JobSpec {
   /// The serialized request the job record persists: enough to prepare the job again after a
   /// restart (recovery.cc).
   std::string request;
+  /// The principal that submitted the job (auth::Principal::id; empty without authentication),
+  /// persisted as the job record's owner: watching or cancelling another's job needs `admin`.
+  std::string owner;
   /// Short key=value fields for the job.queued log line (e.g. "target=host").
   std::string log_summary;
   /// The kind's typed request; never null for a job that runs.

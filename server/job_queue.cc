@@ -29,6 +29,7 @@ cache::JobRecord NewRecord(const std::string& id, const JobSpec& spec) {
   record.priority = StoredPriority(PriorityClass(spec.priority));
   record.model_digest = spec.model_digest;
   record.request = spec.request;
+  record.owner = spec.owner;
   return record;
 }
 

@@ -11,6 +11,17 @@
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:7878",
           "HOST:PORT to serve on; port 0 picks one (written to DATA_DIR/kilnd.port)");
+ABSL_FLAG(std::string, worker_listen, "",
+          "HOST:PORT of the worker hub, open only to the worker role or a worker client "
+          "certificate (empty: the hub shares --listen)");
+ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate chain: TLS on every listener");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls-cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA of worker client certificates (a verified one grants the worker role)");
+ABSL_FLAG(std::string, token_file, "",
+          "bearer tokens, one per line as `TOKEN ROLE[,ROLE...]` (roles: compile, tune, read, "
+          "admin, worker); reloaded on SIGHUP");
+ABSL_FLAG(bool, insecure, false, "allow listening beyond loopback without TLS and tokens");
 ABSL_FLAG(std::string, data_dir, "./kiln-data", "directory of the cache database and blobs");
 ABSL_FLAG(int, workers, -1, "local kiln-worker processes to start (-1: one per core, 0: none)");
 ABSL_FLAG(int, measure_workers, 0,
@@ -52,11 +63,18 @@ int main(int argc, char** argv) {
   argv = arg_ptrs.data();
   absl::SetProgramUsageMessage(
       "kilnd --listen HOST:PORT --data-dir DIR [--workers N] [--measure-workers N] "
-      "[--cache-max-bytes B] ...");
+      "[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--token-file FILE] "
+      "[--worker-listen HOST:PORT] [--insecure] [--cache-max-bytes B] ...");
   absl::ParseCommandLine(argc, argv);
   kiln::server::DaemonOptions options;
   options.listen = absl::GetFlag(FLAGS_listen);
   options.data_dir = absl::GetFlag(FLAGS_data_dir);
+  options.worker_listen = absl::GetFlag(FLAGS_worker_listen);
+  options.tls.cert = absl::GetFlag(FLAGS_tls_cert);
+  options.tls.key = absl::GetFlag(FLAGS_tls_key);
+  options.tls.client_ca = absl::GetFlag(FLAGS_tls_client_ca);
+  options.token_file = absl::GetFlag(FLAGS_token_file);
+  options.insecure = absl::GetFlag(FLAGS_insecure);
   int workers = absl::GetFlag(FLAGS_workers);
   options.workers =
       workers >= 0 ? workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -206,12 +206,16 @@ void Scheduler::TaskDone(const std::string& worker_id, const v1::TaskResult& res
     workers_.Touch(worker_id, absl::Now());
     std::optional<TaskEntry> task = workers_.EndTask(worker_id, result.task_id());
     if (!task.has_value()) {
+      // Not a task of this worker's (or no longer one): never filed.
       LogWarning("task.unknown_result", {{"worker", worker_id}, {"task", result.task_id()}});
+    } else if (queue_.FindByTask(task->job_id, task->task_id) == nullptr) {
+      // Stale: cancelled, timed out or retried meanwhile. Its result is not filed either: only a
+      // live task's result is accepted.
+      LogInfo("task.stale_result", {{"task", result.task_id()}, {"worker", worker_id}});
     } else {
       absl::Status status = StatusFromCode(result.error_code(), result.error_message());
       JobResult job_result;
       if (status.ok()) {
-        // Even for a stale task: a good artifact is still filed.
         absl::StatusOr<JobResult> done =
             HandlerFor(task->spec.kind)->TaskSucceeded(task->spec, task->job_id, worker_id, result);
         if (done.ok()) {
@@ -220,10 +224,7 @@ void Scheduler::TaskDone(const std::string& worker_id, const v1::TaskResult& res
           status = done.status();
         }
       }
-      if (queue_.FindByTask(task->job_id, task->task_id) == nullptr) {
-        // Stale: cancelled, timed out or retried meanwhile.
-        LogInfo("task.stale_result", {{"task", result.task_id()}, {"status", status}});
-      } else if (absl::IsUnavailable(status)) {
+      if (absl::IsUnavailable(status)) {
         LoseTask(workers_.RecordLoss(*std::move(task)), status, n);
       } else if (absl::IsResourceExhausted(status)) {
         // The worker refused the task without trying it (it still counts a finishing task as

@@ -333,11 +333,31 @@ TEST_F(SchedulerTest, RunningJobPastItsDeadlineIsCancelledOnTheWorker) {
   JobOutcome outcome = w.get();
   EXPECT_EQ(outcome.status.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(worker->cancels(), ::testing::ElementsAre(worker->tasks()[0].task_id()));
-  // A late success is still filed in the cache.
+  // A late success is not filed: a result is accepted only while its task is live.
   Succeed(wid, worker->tasks()[0]);
   auto entry = storage_->LookupArtifact(Spec("slow").key);
   ASSERT_TRUE(entry.ok());
-  EXPECT_TRUE(entry->has_value());
+  EXPECT_FALSE(entry->has_value());
+}
+
+TEST_F(SchedulerTest, AWorkerCannotCompleteAnotherWorkersTask) {
+  Waiter w;
+  auto ticket = Submit(Spec("a"), absl::InfiniteFuture(), false, w.callback());
+  ASSERT_TRUE(ticket.ok());
+  std::string owner_id, thief_id;
+  auto owner = AddWorker(&owner_id);
+  ASSERT_EQ(owner->tasks().size(), 1u);
+  auto thief = AddWorker(&thief_id);
+  // The thief learned the task id (ListJobs shows it) and reports a result for it.
+  Succeed(thief_id, owner->tasks()[0]);
+  EXPECT_EQ(StoredState(ticket->job_id), cache::JobState::kRunning);
+  auto entry = storage_->LookupArtifact(Spec("a").key);
+  ASSERT_TRUE(entry.ok());
+  EXPECT_FALSE(entry->has_value());
+  // The worker the task was sent to still completes it.
+  Succeed(owner_id, owner->tasks()[0]);
+  EXPECT_TRUE(w.get().status.ok());
+  EXPECT_EQ(StoredState(ticket->job_id), cache::JobState::kSucceeded);
 }
 
 TEST_F(SchedulerTest, AbandonedJobIsCancelledUnlessDetached) {

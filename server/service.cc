@@ -11,6 +11,7 @@
 #include "server/compile_handler.h"
 #include "server/job_state.h"
 #include "server/log.h"
+#include "server/rpc_auth.h"
 #include "server/rpc_call.h"
 #include "server/tune_handler.h"
 #include "server/watch_reactor.h"
@@ -40,6 +41,14 @@ absl::StatusOr<std::optional<cache::ArtifactEntry>> LookupIntact(ServiceContext*
     return std::optional<cache::ArtifactEntry>();
   }
   return blob.status();
+}
+
+/// `job` submitted by `owner` through SubmitJob: a batch job is the submitter's to watch and
+/// cancel, so identical jobs of different owners are not merged into one.
+JobSpec OwnedBy(JobSpec job, const std::string& owner) {
+  job.owner = owner;
+  if (!owner.empty()) absl::StrAppend(&job.dedup_key, "|owner=", owner);
+  return job;
 }
 
 void CountLookup(ServiceContext* ctx, bool hit) {
@@ -83,6 +92,12 @@ grpc::ServerUnaryReactor* KilnServiceImpl::FindMissingBlobs(
     v1::FindMissingBlobsResponse* response) {
   auto call = UnaryCall<v1::FindMissingBlobsResponse>::Start(context, response, "FindMissingBlobs",
                                                              ctx_->metrics);
+  absl::StatusOr<auth::Principal> who =
+      AuthorizeCall(ctx_, *context, method_roles::kUpload, "FindMissingBlobs");
+  if (!who.ok()) {
+    call->Reply(who.status());
+    return call->reactor();
+  }
   std::vector<std::string> digests;
   std::map<std::string, int64_t> sizes;
   for (const v1::Digest& d : request->digests()) {
@@ -110,6 +125,12 @@ grpc::ServerUnaryReactor* KilnServiceImpl::FindMissingBlobs(
 
 grpc::ServerReadReactor<v1::UploadModelRequest>* KilnServiceImpl::UploadModel(
     grpc::CallbackServerContext* context, v1::UploadModelResponse* response) {
+  absl::StatusOr<auth::Principal> who =
+      AuthorizeCall(ctx_, *context, method_roles::kUpload, "UploadModel");
+  if (!who.ok()) {
+    return new RefusedStream<grpc::ServerReadReactor<v1::UploadModelRequest>>(
+        ctx_, *context, who.status(), "UploadModel");
+  }
   return StartModelUpload(ctx_, context, response);
 }
 
@@ -117,6 +138,12 @@ grpc::ServerUnaryReactor* KilnServiceImpl::Compile(grpc::CallbackServerContext* 
                                                    const v1::CompileRequest* request,
                                                    v1::CompileResponse* response) {
   auto call = UnaryCall<v1::CompileResponse>::Start(context, response, "Compile", ctx_->metrics);
+  absl::StatusOr<auth::Principal> who =
+      AuthorizeCall(ctx_, *context, method_roles::kCompile, "Compile");
+  if (!who.ok()) {
+    call->Reply(who.status());
+    return call->reactor();
+  }
   if (ctx_->draining.load()) {
     call->Reply(Draining());
     return call->reactor();
@@ -124,7 +151,7 @@ grpc::ServerUnaryReactor* KilnServiceImpl::Compile(grpc::CallbackServerContext* 
   absl::Time deadline = absl::FromChrono(context->deadline());
   // No deadline reads as time_point::max(); far-future deadlines mean "none" too.
   if (deadline > absl::Now() + absl::Hours(24 * 365)) deadline = absl::InfiniteFuture();
-  ctx_->executor->Post([ctx = ctx_, call, request = *request, deadline] {
+  ctx_->executor->Post([ctx = ctx_, call, request = *request, deadline, owner = who->id] {
     absl::StatusOr<CompileSpec> spec = ctx->preparer->Prepare(request, v1::INTERACTIVE);
     if (!spec.ok()) return (void)call->Reply(spec.status());
     if (call->finished()) return;  // the client left while the model was imported
@@ -140,8 +167,10 @@ grpc::ServerUnaryReactor* KilnServiceImpl::Compile(grpc::CallbackServerContext* 
       return;
     }
     CountLookup(ctx, /*hit=*/false);
+    JobSpec job = CompileJobSpec(*spec);
+    job.owner = owner;
     absl::StatusOr<Ticket> ticket = ctx->scheduler->Submit(
-        CompileJobSpec(*spec), deadline, /*detached=*/false, [call](const JobOutcome& outcome) {
+        job, deadline, /*detached=*/false, [call](const JobOutcome& outcome) {
           call->Reply(outcome.status, [&](v1::CompileResponse& r) {
             r = CompileResponseOf(outcome.result);
             r.set_cache_hit(false);
@@ -157,6 +186,12 @@ grpc::ServerUnaryReactor* KilnServiceImpl::Compile(grpc::CallbackServerContext* 
 
 grpc::ServerWriteReactor<v1::FetchArtifactResponse>* KilnServiceImpl::FetchArtifact(
     grpc::CallbackServerContext* context, const v1::FetchArtifactRequest* request) {
+  absl::StatusOr<auth::Principal> who =
+      AuthorizeCall(ctx_, *context, method_roles::kFetch, "FetchArtifact");
+  if (!who.ok()) {
+    return new RefusedStream<grpc::ServerWriteReactor<v1::FetchArtifactResponse>>(
+        ctx_, *context, who.status(), "FetchArtifact");
+  }
   return StartBlobFetch(ctx_, context, request->digest().hash(), "FetchArtifact");
 }
 
@@ -165,16 +200,29 @@ grpc::ServerUnaryReactor* KilnServiceImpl::SubmitJob(grpc::CallbackServerContext
                                                      v1::SubmitJobResponse* response) {
   auto call =
       UnaryCall<v1::SubmitJobResponse>::Start(context, response, "SubmitJob", ctx_->metrics);
+  absl::StatusOr<auth::Principal> who =
+      AuthorizeCall(ctx_, *context, method_roles::kJobs, "SubmitJob");
+  if (!who.ok()) {
+    call->Reply(who.status());
+    return call->reactor();
+  }
   if (ctx_->draining.load()) {
     call->Reply(Draining());
     return call->reactor();
   }
+  if (!who->Has(request->has_tune() ? method_roles::kTune : method_roles::kCompile)) {
+    call->Reply(absl::PermissionDeniedError(
+        absl::StrCat("SubmitJob of a ", request->has_tune() ? "tune" : "compile",
+                     " job needs role ", request->has_tune() ? "tune" : "compile", "; ", who->id,
+                     " has ", auth::RoleNames(who->roles))));
+    return call->reactor();
+  }
   if (request->has_tune()) {
-    ctx_->executor->Post([ctx = ctx_, call, request = request->tune()] {
+    ctx_->executor->Post([ctx = ctx_, call, request = request->tune(), owner = who->id] {
       absl::StatusOr<TuneSpec> spec = PrepareTune(*ctx->preparer, request);
       if (!spec.ok()) return (void)call->Reply(spec.status());
       absl::StatusOr<Ticket> ticket = ctx->scheduler->Submit(
-          TuneJobSpec(*spec), absl::InfiniteFuture(), /*detached=*/true, nullptr);
+          OwnedBy(TuneJobSpec(*spec), owner), absl::InfiniteFuture(), /*detached=*/true, nullptr);
       if (!ticket.ok()) return (void)call->Reply(ticket.status());
       call->Reply(absl::OkStatus(),
                   [&](v1::SubmitJobResponse& r) { r.set_job_id(ticket->job_id); });
@@ -185,7 +233,7 @@ grpc::ServerUnaryReactor* KilnServiceImpl::SubmitJob(grpc::CallbackServerContext
     call->Reply(absl::InvalidArgumentError("SubmitJob needs a compile or a tune request"));
     return call->reactor();
   }
-  ctx_->executor->Post([ctx = ctx_, call, request = request->compile()] {
+  ctx_->executor->Post([ctx = ctx_, call, request = request->compile(), owner = who->id] {
     absl::StatusOr<CompileSpec> spec = ctx->preparer->Prepare(request, v1::BATCH);
     if (!spec.ok()) return (void)call->Reply(spec.status());
     absl::StatusOr<std::optional<cache::ArtifactEntry>> entry = LookupIntact(ctx, spec->key);
@@ -193,8 +241,8 @@ grpc::ServerUnaryReactor* KilnServiceImpl::SubmitJob(grpc::CallbackServerContext
     CountLookup(ctx, entry->has_value());
     if (entry->has_value()) {
       v1::CompileResponse hit = HitResponse(*spec, **entry);
-      absl::StatusOr<std::string> id =
-          ctx->scheduler->RecordCacheHit(CompileJobSpec(*spec), [&](const std::string& job_id) {
+      absl::StatusOr<std::string> id = ctx->scheduler->RecordCacheHit(
+          OwnedBy(CompileJobSpec(*spec), owner), [&](const std::string& job_id) {
             v1::CompileResponse response = hit;
             response.set_job_id(job_id);
             return CompileJobResult(response);
@@ -207,7 +255,7 @@ grpc::ServerUnaryReactor* KilnServiceImpl::SubmitJob(grpc::CallbackServerContext
       return;
     }
     absl::StatusOr<Ticket> ticket = ctx->scheduler->Submit(
-        CompileJobSpec(*spec), absl::InfiniteFuture(), /*detached=*/true, nullptr);
+        OwnedBy(CompileJobSpec(*spec), owner), absl::InfiniteFuture(), /*detached=*/true, nullptr);
     if (!ticket.ok()) return (void)call->Reply(ticket.status());
     call->Reply(absl::OkStatus(), [&](v1::SubmitJobResponse& r) { r.set_job_id(ticket->job_id); });
   });
@@ -216,7 +264,13 @@ grpc::ServerUnaryReactor* KilnServiceImpl::SubmitJob(grpc::CallbackServerContext
 
 grpc::ServerWriteReactor<v1::JobEvent>* KilnServiceImpl::WatchJob(
     grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
-  return StartWatch(ctx_, context, request->job_id());
+  absl::StatusOr<auth::Principal> who =
+      AuthorizeCall(ctx_, *context, method_roles::kJobs, "WatchJob");
+  if (!who.ok()) {
+    return new RefusedStream<grpc::ServerWriteReactor<v1::JobEvent>>(ctx_, *context, who.status(),
+                                                                     "WatchJob");
+  }
+  return StartWatch(ctx_, context, request->job_id(), *std::move(who));
 }
 
 grpc::ServerUnaryReactor* KilnServiceImpl::CancelJob(grpc::CallbackServerContext* context,
@@ -224,7 +278,17 @@ grpc::ServerUnaryReactor* KilnServiceImpl::CancelJob(grpc::CallbackServerContext
                                                      v1::CancelJobResponse* response) {
   auto call =
       UnaryCall<v1::CancelJobResponse>::Start(context, response, "CancelJob", ctx_->metrics);
-  ctx_->executor->Post([ctx = ctx_, call, job_id = request->job_id()] {
+  absl::StatusOr<auth::Principal> who =
+      AuthorizeCall(ctx_, *context, method_roles::kJobs, "CancelJob");
+  if (!who.ok()) {
+    call->Reply(who.status());
+    return call->reactor();
+  }
+  ctx_->executor->Post([ctx = ctx_, call, job_id = request->job_id(), who = *who] {
+    if (!who.Has(auth::kAdmin)) {
+      absl::StatusOr<cache::JobRecord> job = ctx->storage->GetJob(job_id);
+      if (job.ok() && !MayAccessJob(who, *job)) return (void)call->Reply(NotYourJob(who, job_id));
+    }
     absl::StatusOr<v1::JobState> state = ctx->scheduler->Cancel(job_id);
     if (!state.ok()) return (void)call->Reply(state.status());
     call->Reply(absl::OkStatus(), [&](v1::CancelJobResponse& r) { r.set_state(*state); });
@@ -236,8 +300,15 @@ grpc::ServerUnaryReactor* KilnServiceImpl::ListJobs(grpc::CallbackServerContext*
                                                     const v1::ListJobsRequest* request,
                                                     v1::ListJobsResponse* response) {
   auto call = UnaryCall<v1::ListJobsResponse>::Start(context, response, "ListJobs", ctx_->metrics);
+  absl::StatusOr<auth::Principal> who =
+      AuthorizeCall(ctx_, *context, method_roles::kJobs, "ListJobs");
+  if (!who.ok()) {
+    call->Reply(who.status());
+    return call->reactor();
+  }
   cache::JobFilter filter;
   filter.limit = request->limit() > 0 ? request->limit() : 100;
+  if (!who->Has(auth::kAdmin) && !who->id.empty()) filter.owner = who->id;  // only one's own
   if (request->state() != v1::JOB_STATE_UNSPECIFIED) {
     filter.state = FromProtoState(request->state());
     if (!filter.state) {
@@ -274,6 +345,12 @@ grpc::ServerUnaryReactor* KilnServiceImpl::ListWorkers(grpc::CallbackServerConte
                                                        v1::ListWorkersResponse* response) {
   auto call =
       UnaryCall<v1::ListWorkersResponse>::Start(context, response, "ListWorkers", ctx_->metrics);
+  absl::StatusOr<auth::Principal> who =
+      AuthorizeCall(ctx_, *context, method_roles::kStatus, "ListWorkers");
+  if (!who.ok()) {
+    call->Reply(who.status());
+    return call->reactor();
+  }
   // In memory only, one short lock: no need for the executor.
   std::vector<v1::Worker> workers = ctx_->scheduler->ListWorkers();
   call->Reply(absl::OkStatus(), [&](v1::ListWorkersResponse& r) {
@@ -286,6 +363,12 @@ grpc::ServerUnaryReactor* KilnServiceImpl::GetStats(grpc::CallbackServerContext*
                                                     const v1::GetStatsRequest* request,
                                                     v1::GetStatsResponse* response) {
   auto call = UnaryCall<v1::GetStatsResponse>::Start(context, response, "GetStats", ctx_->metrics);
+  absl::StatusOr<auth::Principal> who =
+      AuthorizeCall(ctx_, *context, method_roles::kStatus, "GetStats");
+  if (!who.ok()) {
+    call->Reply(who.status());
+    return call->reactor();
+  }
   ctx_->executor->Post([ctx = ctx_, call] {
     absl::StatusOr<cache::StorageStats> stats = ctx->storage->Stats();
     if (!stats.ok()) return (void)call->Reply(stats.status());
@@ -317,6 +400,12 @@ grpc::ServerUnaryReactor* KilnServiceImpl::ListTuningRecords(
     v1::ListTuningRecordsResponse* response) {
   auto call = UnaryCall<v1::ListTuningRecordsResponse>::Start(context, response,
                                                               "ListTuningRecords", ctx_->metrics);
+  absl::StatusOr<auth::Principal> who =
+      AuthorizeCall(ctx_, *context, method_roles::kRecords, "ListTuningRecords");
+  if (!who.ok()) {
+    call->Reply(who.status());
+    return call->reactor();
+  }
   std::string hardware_key = request->hardware_key();
   ctx_->executor->Post([ctx = ctx_, call, hardware_key] {
     absl::StatusOr<std::vector<v1::TuningRecord>> records =
@@ -334,6 +423,12 @@ grpc::ServerUnaryReactor* KilnServiceImpl::ImportTuningRecords(
     v1::ImportTuningRecordsResponse* response) {
   auto call = UnaryCall<v1::ImportTuningRecordsResponse>::Start(
       context, response, "ImportTuningRecords", ctx_->metrics);
+  absl::StatusOr<auth::Principal> who =
+      AuthorizeCall(ctx_, *context, method_roles::kTune, "ImportTuningRecords");
+  if (!who.ok()) {
+    call->Reply(who.status());
+    return call->reactor();
+  }
   std::vector<v1::TuningRecord> records(request->records().begin(), request->records().end());
   ctx_->executor->Post([ctx = ctx_, call, records = std::move(records)]() mutable {
     for (v1::TuningRecord& r : records) {

@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "absl/time/time.h"
+#include "server/auth/authenticator.h"
 #include "server/cache/storage.h"
 #include "server/compile_prep.h"
 #include "server/executor.h"
@@ -36,6 +37,8 @@ struct ServiceContext {
   CompilePreparer* preparer = nullptr;
   Executor* executor = nullptr;
   MetricsHooks* metrics = nullptr;  // never null once the daemon is wired (may be a no-op)
+  /// Bearer tokens and roles; null (or disabled): every call may do everything.
+  const auth::Authenticator* auth = nullptr;
   ServiceLimits limits;
   /// True once SIGTERM arrived: client RPCs that would start work get UNAVAILABLE.
   std::atomic<bool> draining{false};

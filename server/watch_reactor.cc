@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 
+#include "server/rpc_auth.h"
 #include "server/rpc_call.h"
 #include "server/status_convert.h"
 
@@ -22,14 +23,17 @@ struct WatchState {
   bool finish_after_queue = false;
   std::string job_id;
   uint64_t watch_id = 0;
+  auth::Principal principal;
 };
 
 class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
  public:
-  WatchReactor(ServiceContext* ctx, grpc::CallbackServerContext* context, std::string job_id)
+  WatchReactor(ServiceContext* ctx, grpc::CallbackServerContext* context, std::string job_id,
+               auth::Principal principal)
       : ctx_(ctx), peer_(context->peer()), state_(std::make_shared<WatchState>()) {
     state_->reactor = this;
     state_->job_id = std::move(job_id);
+    state_->principal = std::move(principal);
     std::shared_ptr<WatchState> state = state_;
     ctx_->executor->Post([ctx, state] { Subscribe(ctx, state); });
   }
@@ -67,6 +71,12 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
 
  private:
   static void Subscribe(ServiceContext* ctx, std::shared_ptr<WatchState> state) {
+    if (!state->principal.Has(auth::kAdmin)) {
+      absl::StatusOr<cache::JobRecord> job = ctx->storage->GetJob(state->job_id);
+      if (job.ok() && !MayAccessJob(state->principal, *job)) {
+        return FinishWith(*state, NotYourJob(state->principal, state->job_id));
+      }
+    }
     uint64_t watch_id = 0;
     bool last = false;
     std::weak_ptr<WatchState> weak = state;
@@ -119,8 +129,9 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
 
 grpc::ServerWriteReactor<v1::JobEvent>* StartWatch(ServiceContext* ctx,
                                                    grpc::CallbackServerContext* context,
-                                                   const std::string& job_id) {
-  return new WatchReactor(ctx, context, job_id);
+                                                   const std::string& job_id,
+                                                   auth::Principal principal) {
+  return new WatchReactor(ctx, context, job_id, std::move(principal));
 }
 
 }  // namespace kiln::server

@@ -7,13 +7,17 @@
 
 #include "grpcpp/grpcpp.h"
 #include "kiln/v1/service.pb.h"
+#include "server/auth/roles.h"
 #include "server/service_context.h"
 
 namespace kiln::server {
 
+/// Streams `job_id`'s events to `principal`, who must own the job or be an admin
+/// (kPermissionDenied otherwise).
 grpc::ServerWriteReactor<v1::JobEvent>* StartWatch(ServiceContext* ctx,
                                                    grpc::CallbackServerContext* context,
-                                                   const std::string& job_id);
+                                                   const std::string& job_id,
+                                                   auth::Principal principal);
 
 }  // namespace kiln::server
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/blob_streams.h"
 #include "server/log.h"
+#include "server/rpc_auth.h"
 #include "server/rpc_call.h"
 #include "server/status_convert.h"
 
@@ -192,6 +193,11 @@ class ConnectReactor final : public ConnectReactorBase {
 
 grpc::ServerBidiReactor<v1::WorkerMessage, v1::HubMessage>* WorkerHubImpl::Connect(
     grpc::CallbackServerContext* context) {
+  absl::StatusOr<auth::Principal> who =
+      AuthorizeCall(ctx_, *context, method_roles::kWorker, "Connect");
+  if (!who.ok()) {
+    return new RefusedStream<ConnectReactorBase>(ctx_, *context, who.status(), "Connect");
+  }
   auto conn = std::make_shared<WorkerConn>(ctx_, context->peer());
   auto* reactor = new ConnectReactor(conn);
   conn->Attach(reactor);
@@ -200,11 +206,23 @@ grpc::ServerBidiReactor<v1::WorkerMessage, v1::HubMessage>* WorkerHubImpl::Conne
 
 grpc::ServerWriteReactor<v1::FetchArtifactResponse>* WorkerHubImpl::FetchModel(
     grpc::CallbackServerContext* context, const v1::FetchModelRequest* request) {
+  absl::StatusOr<auth::Principal> who =
+      AuthorizeCall(ctx_, *context, method_roles::kWorker, "FetchModel");
+  if (!who.ok()) {
+    return new RefusedStream<grpc::ServerWriteReactor<v1::FetchArtifactResponse>>(
+        ctx_, *context, who.status(), "FetchModel");
+  }
   return StartBlobFetch(ctx_, context, request->digest().hash(), "FetchModel");
 }
 
 grpc::ServerReadReactor<v1::UploadArtifactRequest>* WorkerHubImpl::UploadArtifact(
     grpc::CallbackServerContext* context, v1::UploadArtifactResponse* response) {
+  absl::StatusOr<auth::Principal> who =
+      AuthorizeCall(ctx_, *context, method_roles::kWorker, "UploadArtifact");
+  if (!who.ok()) {
+    return new RefusedStream<grpc::ServerReadReactor<v1::UploadArtifactRequest>>(
+        ctx_, *context, who.status(), "UploadArtifact");
+  }
   return StartArtifactUpload(ctx_, context, response);
 }
 

@@ -95,7 +95,8 @@ std::optional<TaskEntry> WorkerRegistry::EndTask(const std::string& worker_id,
                                                  const std::string& task_id) {
   auto task = tasks_.find(task_id);
   std::optional<TaskEntry> entry;
-  if (task != tasks_.end()) {
+  // A result counts only from the worker the task was sent to: task ids are not secrets.
+  if (task != tasks_.end() && task->second.worker_id == worker_id) {
     entry = std::move(task->second);
     tasks_.erase(task);
   }

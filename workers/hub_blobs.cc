@@ -17,10 +17,12 @@ absl::Status FromGrpc(const grpc::Status& s) {
 }  // namespace
 
 absl::StatusOr<std::string> FetchModel(kiln::v1::WorkerHub::StubInterface& hub,
+                                       const client::ChannelSecurity& security,
                                        const kiln::v1::Digest& digest,
                                        std::chrono::system_clock::time_point deadline) {
   grpc::ClientContext context;
   context.set_deadline(deadline);
+  client::AddCredentials(context, security);
   kiln::v1::FetchModelRequest request;
   *request.mutable_digest() = digest;
   auto reader = hub.FetchModel(&context, request);
@@ -56,10 +58,12 @@ absl::StatusOr<std::string> FetchModel(kiln::v1::WorkerHub::StubInterface& hub,
 }
 
 absl::StatusOr<kiln::v1::Digest> UploadArtifact(kiln::v1::WorkerHub::StubInterface& hub,
+                                                const client::ChannelSecurity& security,
                                                 const std::string& bytes,
                                                 std::chrono::system_clock::time_point deadline) {
   grpc::ClientContext context;
   context.set_deadline(deadline);
+  client::AddCredentials(context, security);
   kiln::v1::UploadArtifactResponse response;
   auto writer = hub.UploadArtifact(&context, &response);
   kiln::v1::Digest digest = DigestOf(bytes);

@@ -26,7 +26,11 @@ constexpr char kUsage[] =
     "                   [--grace-s S]\n"
     "       kiln-worker --connect HOST:PORT --measure cpu [--cores N] [--core-offset K] ...\n"
     "       kiln-worker --connect HOST:PORT --measure cuda:N ...\n"
-    "  --connect        kilnd's address (required)\n"
+    "  --connect        kilnd's address (required): its --worker-listen address when it has one\n"
+    "  --tls-ca FILE    PEM CA that verifies kilnd's certificate (turns TLS on)\n"
+    "  --tls-server-name NAME  name to check kilnd's certificate against (default: the host)\n"
+    "  --tls-cert FILE --tls-key FILE  a worker client certificate (kilnd --tls-client-ca)\n"
+    "  --token-file FILE  file holding the bearer token (role worker) alone; else KILN_TOKEN\n"
     "  --slots          tasks compiled at once (default 1)\n"
     "  --id             worker name sent at registration (default kiln-worker-<pid>)\n"
     "  --give-up-after-s exit 1 after this long without reaching kilnd (default 300)\n"
@@ -55,6 +59,7 @@ int main(int argc, char** argv) {
   int cores = 1;
   int core_offset = 0;
   int gpu = -1;  // --measure cuda:N
+  std::string tls_ca, tls_server_name, tls_cert, tls_key, token_file;
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i], value;
     if (flag == "-h" || flag == "--help") {
@@ -99,6 +104,16 @@ int main(int argc, char** argv) {
     } else if (flag == "--core-offset") {
       if (!absl::SimpleAtoi(value, &n) || n < 0) return Usage("--core-offset wants an integer >= 0");
       core_offset = n;
+    } else if (flag == "--tls-ca") {
+      tls_ca = value;
+    } else if (flag == "--tls-server-name") {
+      tls_server_name = value;
+    } else if (flag == "--tls-cert") {
+      tls_cert = value;
+    } else if (flag == "--tls-key") {
+      tls_key = value;
+    } else if (flag == "--token-file") {
+      token_file = value;
     } else if (flag == "--inject-fault") {
       if (value != "wrong-outputs") return Usage("--inject-fault knows only wrong-outputs");
       options.build_faults.wrong_outputs = true;
@@ -107,6 +122,10 @@ int main(int argc, char** argv) {
     }
   }
   if (options.server.empty()) return Usage("missing --connect HOST:PORT");
+  absl::StatusOr<kiln::client::ChannelSecurity> security =
+      kiln::client::LoadChannelSecurity(tls_ca, token_file, tls_server_name, tls_cert, tls_key);
+  if (!security.ok()) return Usage(std::string(security.status().message()));
+  options.security = *std::move(security);
   if (!measure && (cores != 1 || core_offset != 0)) {
     return Usage("--cores and --core-offset go with --measure cpu");
   }

@@ -97,7 +97,7 @@ Worker::Worker(WorkerOptions options) : options_(std::move(options)) {
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(options_.min_backoff_ms));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(options_.max_backoff_ms));
   args.SetMaxReceiveMessageSize(8 << 20);
-  channel_ = grpc::CreateCustomChannel(options_.server, grpc::InsecureChannelCredentials(), args);
+  channel_ = client::MakeChannel(options_.server, options_.security, args);
   hub_ = kiln::v1::WorkerHub::NewStub(channel_);
   worker_id_ = options_.id;
   scratch_dir_ = MakeScratchDir();
@@ -186,6 +186,7 @@ absl::Status Worker::Run() {
 
 absl::Status Worker::Serve(bool& registered) {
   grpc::ClientContext context;
+  client::AddCredentials(context, options_.security);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return absl::CancelledError("shutting down");
@@ -382,16 +383,17 @@ absl::Status Worker::RunCompile(const kiln::v1::WorkerTask& task, Clock::time_po
                     Clock::now() + std::chrono::milliseconds(options_.transfer_timeout_ms));
   };
   KILN_RETURN_IF_ERROR(check());
-  KILN_ASSIGN_OR_RETURN(std::string model,
-                        FetchModel(*hub_, compile.model_digest(), transfer_deadline()));
+  KILN_ASSIGN_OR_RETURN(std::string model, FetchModel(*hub_, options_.security,
+                                                      compile.model_digest(), transfer_deadline()));
   KILN_RETURN_IF_ERROR(check());
   KILN_ASSIGN_OR_RETURN(
       CompiledArtifact compiled,
       CompileModelBytes(model, compile.target(), compile.options(), scratch_dir_));
   KILN_RETURN_IF_ERROR(check());
   KILN_RETURN_IF_ERROR(CheckKey(task.task_id(), compile, compiled.key));
-  KILN_ASSIGN_OR_RETURN(kiln::v1::Digest digest,
-                        UploadArtifact(*hub_, compiled.bytes, transfer_deadline()));
+  KILN_ASSIGN_OR_RETURN(
+      kiln::v1::Digest digest,
+      UploadArtifact(*hub_, options_.security, compiled.bytes, transfer_deadline()));
   *result.mutable_artifact_digest() = digest;
   *result.mutable_key() = compiled.key;
   result.set_compile_ms(compiled.compile_ms);
@@ -407,8 +409,9 @@ absl::Status Worker::RunTuneStep(const kiln::v1::WorkerTask& task, Clock::time_p
     case kiln::v1::WorkerTask::kWorkloads: {
       const auto transfer_deadline =
           std::min(deadline, Clock::now() + std::chrono::milliseconds(options_.transfer_timeout_ms));
-      KILN_ASSIGN_OR_RETURN(std::string model,
-                            FetchModel(*hub_, task.workloads().model_digest(), transfer_deadline));
+      KILN_ASSIGN_OR_RETURN(
+          std::string model,
+          FetchModel(*hub_, options_.security, task.workloads().model_digest(), transfer_deadline));
       KILN_RETURN_IF_ERROR(check());
       KILN_ASSIGN_OR_RETURN(*result.mutable_workloads(),
                             ListWorkloads(model, task.workloads(), scratch_dir_));

@@ -20,14 +20,17 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "client/channel.h"
 #include "kiln/v1/service.grpc.pb.h"
 #include "workers/tune_tasks.h"
 
 namespace kiln::workers {
 
 struct WorkerOptions {
-  /// kilnd's address, "HOST:PORT".
+  /// kilnd's address, "HOST:PORT" (its --worker-listen address when it has one).
   std::string server;
+  /// TLS and the bearer token (a `worker` role) of every call to kilnd.
+  client::ChannelSecurity security;
   /// Tasks run at once.
   int slots = 1;
   /// Name sent in `register`; kilnd's Registered.worker_id wins if it differs.

@@ -108,6 +108,11 @@ DROP INDEX tuning_by_cost;
 CREATE INDEX tuning_by_cost ON tuning_records
   (workload_key, hardware_key, confirmed DESC, median_ms, schedule);
 )sql",
+    // v5: the principal that submitted a job (issue #10: another token's job needs `admin`);
+    // empty for jobs submitted without authentication.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);

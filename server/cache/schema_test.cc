@@ -23,7 +23,7 @@ TEST(SchemaTest, MigratesFreshDatabaseOnce) {
   TempDir dir;
   absl::StatusOr<Database> db = Database::Open(dir.path() + "/k.db");
   ASSERT_TRUE(db.ok()) << db.status();
-  EXPECT_EQ(LatestSchemaVersion(), 4);
+  EXPECT_EQ(LatestSchemaVersion(), 5);
   absl::StatusOr<int> before = ReadSchemaVersion(*db);
   ASSERT_TRUE(before.ok());
   EXPECT_EQ(*before, 0);
@@ -32,8 +32,8 @@ TEST(SchemaTest, MigratesFreshDatabaseOnce) {
   ASSERT_TRUE(MigrateSchema(*db).ok());  // idempotent
   absl::StatusOr<int> after = ReadSchemaVersion(*db);
   ASSERT_TRUE(after.ok());
-  EXPECT_EQ(*after, 4);
-  EXPECT_EQ(QueryInt(*db, "SELECT COUNT(*) FROM schema_version"), 4);
+  EXPECT_EQ(*after, 5);
+  EXPECT_EQ(QueryInt(*db, "SELECT COUNT(*) FROM schema_version"), 5);
   EXPECT_EQ(QueryInt(*db,
                      "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN "
                      "('blobs', 'artifacts', 'jobs', 'tuning_records', 'cost_models', "
@@ -48,6 +48,8 @@ TEST(SchemaTest, MigratesFreshDatabaseOnce) {
   EXPECT_EQ(QueryInt(*db, "SELECT COUNT(*) FROM pragma_table_info('jobs') "
                           "WHERE name = 'model_digest'"),
             1);
+  EXPECT_EQ(QueryInt(*db, "SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name = 'owner'"),
+            1);
 }
 
 TEST(SchemaTest, RefusesNewerDatabase) {
@@ -59,7 +61,7 @@ TEST(SchemaTest, RefusesNewerDatabase) {
   EXPECT_EQ(MigrateSchema(*db),
             absl::FailedPreconditionError("database '" + dir.path() +
                                           "/k.db' has schema version 7, newer than this kilnd "
-                                          "supports (4)"));
+                                          "supports (5)"));
   absl::StatusOr<int> version = ReadSchemaVersion(*db);
   ASSERT_TRUE(version.ok());
   EXPECT_EQ(*version, 7);  // untouched

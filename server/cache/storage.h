@@ -93,6 +93,8 @@ struct JobRecord {
   int32_t attempts = 0;
   /// Worker that holds or last held the job; empty if none.
   std::string worker;
+  /// The principal that submitted the job (auth::Principal::id); empty without authentication.
+  std::string owner;
   /// Stamped by storage, in ms since the Unix epoch.
   int64_t created_ms = 0;
   int64_t updated_ms = 0;
@@ -114,6 +116,8 @@ struct JobFilter {
   int64_t limit = 0;
   /// Only jobs of these kinds; empty = every kind.
   std::vector<JobKind> kinds;
+  /// Only jobs of this owner (JobRecord::owner); nullopt = every owner.
+  std::optional<std::string> owner;
 };
 
 struct StorageStats {

@@ -11,7 +11,7 @@ namespace {
 
 constexpr char kJobColumns[] =
     "id, kind, state, priority, model_digest, request, result, error_code, error_message, "
-    "attempts, worker, created_ms, updated_ms";
+    "attempts, worker, created_ms, updated_ms, owner";
 
 // Reads the row `stmt` is on (selected with kJobColumns).
 absl::StatusOr<JobRecord> ReadJob(const Statement& stmt) {
@@ -36,6 +36,7 @@ absl::StatusOr<JobRecord> ReadJob(const Statement& stmt) {
   job.worker = stmt.ColumnText(10);
   job.created_ms = stmt.ColumnInt64(11);
   job.updated_ms = stmt.ColumnInt64(12);
+  job.owner = stmt.ColumnText(13);
   return job;
 }
 
@@ -78,7 +79,7 @@ absl::StatusOr<JobRecord> SqliteStorage::CreateJob(const JobRecord& record) {
   KILN_ASSIGN_OR_RETURN(
       Statement insert,
       Statement::Prepare(db_, absl::StrCat("INSERT INTO jobs (", kJobColumns,
-                                           ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")));
+                                           ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")));
   KILN_RETURN_IF_ERROR(insert.BindText(1, record.id));
   KILN_RETURN_IF_ERROR(insert.BindText(2, JobKindName(record.kind)));
   KILN_RETURN_IF_ERROR(insert.BindText(3, JobStateName(record.state)));
@@ -92,6 +93,7 @@ absl::StatusOr<JobRecord> SqliteStorage::CreateJob(const JobRecord& record) {
   KILN_RETURN_IF_ERROR(insert.BindText(11, record.worker));
   KILN_RETURN_IF_ERROR(insert.BindInt64(12, now));
   KILN_RETURN_IF_ERROR(insert.BindInt64(13, now));
+  KILN_RETURN_IF_ERROR(insert.BindText(14, record.owner));
   absl::Status s = insert.Run();
   if (absl::IsAlreadyExists(s)) {
     return absl::AlreadyExistsError(absl::StrCat("job '", record.id, "' already exists"));
@@ -155,11 +157,13 @@ absl::StatusOr<std::vector<JobRecord>> SqliteStorage::ListJobs(const JobFilter& 
       Statement::Prepare(
           db_, absl::StrCat("SELECT ", kJobColumns,
                             " FROM jobs WHERE (:state IS NULL OR state = :state) ",
+                            "AND (:owner IS NULL OR owner = :owner) ",
                             kinds.empty() ? "" : absl::StrCat("AND kind IN (", kinds, ") "),
                             "ORDER BY created_ms DESC, id LIMIT :limit")));
   if (filter.state.has_value()) {
     KILN_RETURN_IF_ERROR(select.BindText(":state", JobStateName(*filter.state)));
   }
+  if (filter.owner.has_value()) KILN_RETURN_IF_ERROR(select.BindText(":owner", *filter.owner));
   KILN_RETURN_IF_ERROR(select.BindInt64(":limit", filter.limit == 0 ? -1 : filter.limit));
   return ReadJobs(select);
 }

@@ -60,6 +60,8 @@ class Kilnd {
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   std::string log() const { return ReadFile(root_ + "/kilnd.log"); }
   client::RemoteClient& client() { return *client_; }
+  /// TLS and the token of the fixture's own client (an admin token where kilnd has tokens).
+  void set_client_security(client::ChannelSecurity security) { security_ = std::move(security); }
   Process& process() { return process_; }
 
   /// Starts kilnd and waits until it answers GetStats with all local workers registered.
@@ -85,7 +87,7 @@ class Kilnd {
       return ::testing::AssertionFailure() << "kilnd did not start:\n" << log();
     }
     port_ = std::atoi(ReadFile(data_dir() + "/kilnd.port").c_str());
-    client_ = std::make_unique<client::RemoteClient>(address(), 60'000);
+    client_ = std::make_unique<client::RemoteClient>(address(), 60'000, security_);
     bool ready = Eventually(
         [&] {
           auto stats = client_->GetStats();
@@ -118,6 +120,7 @@ class Kilnd {
   int workers_;
   int measure_workers_;
   int port_ = 0;
+  client::ChannelSecurity security_;
   Process process_;
   std::unique_ptr<client::RemoteClient> client_;
 };

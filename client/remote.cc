@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "compiler_core/importer/onnx/model_checks.h"
 #include "compiler_core/support/sha256.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -50,6 +51,12 @@ RemoteClient::RemoteClient(const std::string& server, int64_t timeout_ms, Channe
   // Each client gets its own connection (a benchmark's concurrent clients really are distinct).
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   stub_ = kiln::v1::KilnService::NewStub(MakeChannel(server, security_, args));
+}
+
+absl::StatusOr<std::string> ReadModelForUpload(const std::string& path) {
+  KILN_ASSIGN_OR_RETURN(std::string bytes, ReadFileBytes(path));
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return importer::InlineExternalDataOfModel(bytes, dir.empty() ? "." : dir);
 }
 
 absl::StatusOr<std::unique_ptr<RemoteClient>> RemoteClientFrom(const Args& args,

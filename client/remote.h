@@ -128,6 +128,11 @@ kiln::v1::Digest DigestOf(const std::string& bytes);
 /// job_id, worker.
 std::string CompileResultJson(const RemoteCompileResult& result);
 
+/// The bytes of the model file at `path` as they are uploaded: its external data (relative to
+/// its directory) inlined, since kilnd refuses external data in uploaded models. Errors:
+/// kNotFound naming the path, importer::InlineExternalDataOfModel's.
+absl::StatusOr<std::string> ReadModelForUpload(const std::string& path);
+
 /// The bytes of the file at `path`. Errors: kNotFound naming the path when it cannot be read.
 absl::StatusOr<std::string> ReadFileBytes(const std::string& path);
 

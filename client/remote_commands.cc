@@ -74,7 +74,7 @@ absl::StatusOr<RemoteCompileResult> CompileRemotely(const Args& args,
                                                     const std::string& model_path) {
   Remote remote = RemoteFrom(args);
   if (!remote.error.empty()) return absl::InvalidArgumentError(remote.error);
-  KILN_ASSIGN_OR_RETURN(std::string model, ReadFileBytes(model_path));
+  KILN_ASSIGN_OR_RETURN(std::string model, ReadModelForUpload(model_path));
   return remote.client->CompileModel(model, remote.options);
 }
 
@@ -139,7 +139,7 @@ int CompileOnServer(const Args& args, const std::string& out) {
   std::string tune_job;
   if (tune.has_value()) {
     Remote remote = RemoteFrom(args);
-    absl::StatusOr<std::string> model = ReadFileBytes(args.positional[0]);
+    absl::StatusOr<std::string> model = ReadModelForUpload(args.positional[0]);
     absl::StatusOr<std::string> job =
         model.ok() ? SubmitTune(*remote.client, *model, *tune) : model.status();
     if (!job.ok()) {
@@ -176,7 +176,7 @@ int CheckOnServer(const Args& args) {
   auto compiles =
       PlanCheckCompiles(dir, remote.options.shape_profiles, remote.options.constant_inputs);
   if (!compiles.ok()) return FailStatus(compiles.status());
-  auto model = ReadFileBytes((std::filesystem::path(dir) / "model.onnx").string());
+  auto model = ReadModelForUpload((std::filesystem::path(dir) / "model.onnx").string());
   if (!model.ok()) return FailStatus(model.status());
   std::vector<OutputComparison> outputs;
   std::vector<std::string> skipped;

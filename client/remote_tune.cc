@@ -120,7 +120,7 @@ absl::StatusOr<std::string> SubmitTune(RemoteClient& client, const std::string& 
 int TuneOnServer(const Args& args) {
   absl::StatusOr<kiln::v1::TuneRequest> request = TuneRequestFrom(args);
   if (!request.ok()) return Fail(absl::StrCat("tune: ", request.status().message()));
-  absl::StatusOr<std::string> model = ReadFileBytes(args.positional[0]);
+  absl::StatusOr<std::string> model = ReadModelForUpload(args.positional[0]);
   if (!model.ok()) return FailStatus(model.status());
   int timeout_s = 600;
   if (args.Has("--timeout-s") &&

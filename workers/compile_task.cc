@@ -39,14 +39,14 @@ absl::StatusOr<CompiledArtifact> CompileModelBytes(std::string_view model_bytes,
   }
   tuning::RecordScheduleSource schedules(records, options.hardware_key());
   if (!options.untuned() && records.size() > 0) compile_options.schedules = &schedules;
-  KILN_ASSIGN_OR_RETURN(
-      pipeline::CompileResult result,
-      pipeline::CompileProfiles(
-          [&](const importer::InputShapes& shapes) {
-            return importer::ImportOnnxBytes(model_bytes, scratch_dir,
-                                             {shapes, compile_options.constant_inputs});
-          },
-          compile_options));
+  KILN_ASSIGN_OR_RETURN(pipeline::CompileResult result,
+                        pipeline::CompileProfiles(
+                            [&](const importer::InputShapes& shapes) {
+                              return importer::ImportOnnxBytes(
+                                  model_bytes, /*base_dir=*/"",
+                                  {shapes, compile_options.constant_inputs});
+                            },
+                            compile_options));
   CompiledArtifact out;
   out.bytes = runtime::SerializeArtifact(result.artifact);
   out.key.set_graph_hash(result.graph_hash);

@@ -68,7 +68,7 @@ absl::StatusOr<kiln::v1::WorkloadsResult> ListWorkloads(std::string_view model_b
   KILN_ASSIGN_OR_RETURN(std::vector<pipeline::ModelWorkload> workloads,
                         pipeline::ExtractImportedWorkloads(
                             [&](const importer::InputShapes& s) {
-                              return importer::ImportOnnxBytes(model_bytes, scratch_dir, {s});
+                              return importer::ImportOnnxBytes(model_bytes, /*base_dir=*/"", {s});
                             },
                             options, &target));
   if (target.Key() != expected.Key()) {

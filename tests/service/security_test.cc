@@ -11,6 +11,7 @@
 #include "client/channel.h"
 #include "gmock/gmock.h"
 #include "kiln/v1/service.grpc.pb.h"
+#include "onnx/onnx_pb.h"
 #include "tests/service/service_fixture.h"
 
 namespace kiln::testing {
@@ -258,6 +259,92 @@ TEST_F(SecurityTest, PlaintextBeyondLoopbackNeedsInsecure) {
                         "and tokens (--tls-cert, --tls-key, --token-file); pass --insecure"));
   Kilnd& kilnd = StartKilnd(0, {"--listen", "0.0.0.0:0", "--insecure"});
   EXPECT_TRUE(kilnd.client().GetStats().ok());
+}
+
+/// `model` with graph input `from` and output `to_out`'s names replaced everywhere.
+std::string Renamed(const std::string& model, const std::string& new_input,
+                    const std::string& new_output) {
+  onnx::ModelProto m;
+  EXPECT_TRUE(m.ParseFromString(model));
+  onnx::GraphProto& g = *m.mutable_graph();
+  const std::string in = g.input(0).name(), out = g.output(0).name();
+  g.mutable_input(0)->set_name(new_input);
+  g.mutable_output(0)->set_name(new_output);
+  for (onnx::NodeProto& node : *g.mutable_node()) {
+    for (std::string& name : *node.mutable_input()) {
+      if (name == in) name = new_input;
+    }
+    for (std::string& name : *node.mutable_output()) {
+      if (name == out) name = new_output;
+    }
+  }
+  return m.SerializeAsString();
+}
+
+// The artifact embeds the graph's input and output names: two models that differ only there
+// get their own artifacts (the artifact key covers the names), each naming its own.
+TEST_F(SecurityTest, ModelsDifferingOnlyInIoNamesGetTheirOwnArtifacts) {
+  Kilnd& kilnd = StartKilnd(1);
+  std::string model = ReadFile(Model(kLenet));
+  std::string renamed = Renamed(model, "renamed_image", "renamed_logits");
+  auto first = kilnd.client().CompileModel(model, client::RemoteCompileOptions{});
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = kilnd.client().CompileModel(renamed, client::RemoteCompileOptions{});
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_FALSE(second->response.cache_hit());
+  EXPECT_NE(first->response.key().graph_hash(), second->response.key().graph_hash());
+  EXPECT_NE(first->response.artifact_digest().hash(), second->response.artifact_digest().hash());
+  EXPECT_EQ(first->artifact.find("renamed_image"), std::string::npos);
+  EXPECT_NE(second->artifact.find("renamed_image"), std::string::npos);
+  EXPECT_NE(second->artifact.find("renamed_logits"), std::string::npos);
+}
+
+// External data in an uploaded model is refused (kilnd never reads files a model names); the
+// CLI inlines a model file's external data, relative to its directory, before uploading.
+TEST_F(SecurityTest, ExternalDataIsRefusedInUploadsAndInlinedByTheCli) {
+  Kilnd& kilnd = StartKilnd(1);
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  onnx::GraphProto& g = *m.mutable_graph();
+  g.set_name("ext");
+  auto tensor_type = [](onnx::ValueInfoProto* v, const std::string& name) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    t->mutable_shape()->add_dim()->set_dim_value(4);
+  };
+  tensor_type(g.add_input(), "x");
+  tensor_type(g.add_output(), "y");
+  onnx::TensorProto& w = *g.add_initializer();
+  w.set_name("w");
+  w.set_data_type(onnx::TensorProto::FLOAT);
+  w.add_dims(4);
+  w.set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* location = w.add_external_data();
+  location->set_key("location");
+  location->set_value("kilnd.log");  // a file in kilnd's working directory would have leaked
+  onnx::NodeProto& add = *g.add_node();
+  add.set_op_type("Add");
+  add.add_input("x");
+  add.add_input("w");
+  add.add_output("y");
+  absl::Status refused =
+      kilnd.client().CompileModel(m.SerializeAsString(), client::RemoteCompileOptions{}).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_THAT(refused.message(), HasSubstr("external data ('kilnd.log') is refused"));
+  EXPECT_TRUE(kilnd.client().GetStats().ok());
+  // The CLI reads weights.bin beside the model file and uploads the model with it inlined.
+  const std::string dir = root_ + "/ext_model";
+  fs::create_directories(dir);
+  const float weights[4] = {1, 2, 3, 4};
+  ASSERT_TRUE(WriteFile(dir + "/weights.bin",
+                        std::string(reinterpret_cast<const char*>(weights), sizeof(weights))));
+  location->set_value("weights.bin");
+  ASSERT_TRUE(WriteFile(dir + "/model.onnx", m.SerializeAsString()));
+  RunResult r = Kiln({"compile", dir + "/model.onnx", "--server", kilnd.address(), "-o",
+                      root_ + "/ext.kiln", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
 }
 
 }  // namespace

@@ -3,10 +3,13 @@
 #include "compiler_core/importer/onnx/importer.h"
 
 #include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
 #include "compiler_core/importer/onnx/importer_test_util.h"
+#include "compiler_core/importer/onnx/model_checks.h"
+#include "compiler_core/ir/graph/graph_hash.h"
 #include "compiler_core/ir/graph/printer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -405,6 +408,21 @@ TEST(ImporterTest, ExternalData) {
   ASSERT_TRUE(c->is_constant());
   EXPECT_EQ(c->constant()->GetAsDouble(0), 1.5);
   EXPECT_EQ(c->constant()->GetAsDouble(3), 8.0);
+  // Bytes with no directory (an upload to kilnd, a worker's task) never read files: not even
+  // ones in the working directory.
+  absl::Status uploaded = ImportOnnxBytes(b.Bytes(), "").status();
+  EXPECT_EQ(uploaded.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(uploaded.message(),
+            "tensor 'w': external data ('weights.bin') is refused in a model sent as bytes; only a "
+            "model file may refer to files beside it (the kiln CLI inlines them before "
+            "uploading)");
+  // What the CLI uploads instead: the same model with the data inlined, importable as bytes.
+  absl::StatusOr<std::string> inlined = InlineExternalDataOfModel(b.Bytes(), dir);
+  ASSERT_TRUE(inlined.ok()) << inlined.status();
+  auto from_upload = ImportOnnxBytes(*inlined, "");
+  ASSERT_TRUE(from_upload.ok()) << from_upload.status();
+  EXPECT_EQ(graph::GraphHash(**from_upload), graph::GraphHash(**g));
+  EXPECT_EQ(*InlineExternalDataOfModel(*inlined, ""), *inlined);  // nothing left to inline
   // Missing file and escaping locations fail.
   EXPECT_FALSE(ImportOnnxBytes(b.Bytes(), dir + "/missing").ok());
   t->mutable_external_data(0)->set_value("../weights.bin");

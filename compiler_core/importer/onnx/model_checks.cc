@@ -225,6 +225,32 @@ absl::Status InlineExternalData(onnx::GraphProto& graph, const std::string& base
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::string> InlineExternalDataOfModel(std::string_view bytes,
+                                                      const std::string& base_dir) {
+  onnx::ModelProto model;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::InvalidArgumentError("not a serialized onnx.ModelProto");
+  }
+  bool external = false;
+  auto check = [&](const onnx::TensorProto& t) {
+    external |= t.data_location() == onnx::TensorProto::EXTERNAL;
+  };
+  for (const auto& init : model.graph().initializer()) check(init);
+  for (const auto& node : model.graph().node()) {
+    for (const auto& attr : node.attribute()) {
+      if (attr.has_t()) check(attr.t());
+    }
+  }
+  if (!external) return std::string(bytes);
+  KILN_RETURN_IF_ERROR(InlineExternalData(*model.mutable_graph(), base_dir));
+  if (model.ByteSizeLong() > static_cast<size_t>(INT32_MAX)) {
+    return absl::InvalidArgumentError(
+        "the model with its external data inlined is past protobuf's 2 GiB limit");
+  }
+  return model.SerializeAsString();
+}
+
 namespace {
 
 using TypeMap = std::map<std::string, onnx::TypeProto>;

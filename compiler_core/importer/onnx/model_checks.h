@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "compiler_core/importer/onnx/input_shapes.h"
@@ -35,7 +36,15 @@ bool IsControlFlowOp(const std::string& op_type);
 absl::Status SortNodes(onnx::GraphProto& graph);
 
 /// Reads every external-data tensor (initializers and Constant attributes) into raw_data.
+/// An empty `base_dir` (a model that came as bytes) refuses external data: kInvalidArgument.
 absl::Status InlineExternalData(onnx::GraphProto& graph, const std::string& base_dir);
+
+/// The serialized model `bytes` with its external data (relative to `base_dir`, the model
+/// file's directory) inlined; `bytes` unchanged when it has none. For clients that upload a
+/// model file. Errors: kInvalidArgument (not a ModelProto, a bad reference, a model past the
+/// 2 GiB protobuf limit once inlined), kNotFound (a missing data file).
+absl::StatusOr<std::string> InlineExternalDataOfModel(std::string_view bytes,
+                                                      const std::string& base_dir);
 
 /// Binds the symbolic dims of `graph`'s inputs (initializers excluded) in place: an input named
 /// in `shapes` takes that shape, every other symbolic dim the value its `dim_param` got from a

@@ -33,11 +33,19 @@ absl::StatusOr<std::string> ReadExternal(const onnx::TensorProto& proto,
     return absl::InvalidArgumentError(
         absl::StrCat("tensor '", name, "': external data has no location"));
   }
+  if (base_dir.empty()) {
+    // Bytes with no file behind them (an upload to kilnd, a worker's task) have no directory
+    // to resolve against; the process's working directory is not one.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor '", name, "': external data ('", location,
+        "') is refused in a model sent as bytes; only a model file may refer to files beside "
+        "it (the kiln CLI inlines them before uploading)"));
+  }
   if (location[0] == '/' || location.find("..") != std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat(
         "tensor '", name, "': external data location '", location, "' escapes the model dir"));
   }
-  std::string path = base_dir.empty() ? location : base_dir + "/" + location;
+  std::string path = base_dir + "/" + location;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return absl::NotFoundError(

@@ -25,7 +25,7 @@ class Value {
   /// The value's static type.
   const TensorType& type() const { return type_; }
   void set_type(TensorType type) { type_ = std::move(type); }
-  /// Source name (ONNX value name); informational, never part of the graph hash.
+  /// Source name (ONNX value name); part of the graph hash only for graph inputs and outputs.
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
   /// Producing node, or nullptr for graph inputs and constants.

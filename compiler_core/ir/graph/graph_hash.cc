@@ -90,9 +90,15 @@ std::string GraphHash(const Graph& graph) {
   Sha256 h;
   h.UpdateString("graph");
   h.UpdateU64(graph.inputs().size());
-  for (const Value* in : graph.inputs()) HashType(h, in->type());
+  for (const Value* in : graph.inputs()) {
+    HashType(h, in->type());
+    h.UpdateString(in->name());
+  }
   h.UpdateU64(graph.outputs().size());
-  for (const Value* out : graph.outputs()) h.UpdateString(hasher.ValueHash(out));
+  for (const Value* out : graph.outputs()) {
+    h.UpdateString(hasher.ValueHash(out));
+    h.UpdateString(out->name());
+  }
   return h.HexDigest();
 }
 

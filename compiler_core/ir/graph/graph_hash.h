@@ -17,12 +17,13 @@ namespace kiln::graph {
 ///                   (a Loop's body) by their GraphHash),
 ///                   the hashes of its inputs in order ("none" for an omitted one),
 ///                   its output index, dtype and shape)
-///   graph       → H("graph", number of inputs, each input's dtype and shape,
-///                   the hashes of the outputs in order)
+///   graph       → H("graph", number of inputs, each input's dtype, shape and name,
+///                   the hashes and names of the outputs in order)
 /// Covered: ops, attributes, input order, dtypes, shapes, constant values, the wiring, the
-/// order of graph inputs and outputs. Not covered (equal graphs may differ in these): node
-/// order in the file, value / node / graph names, producer and doc metadata, nodes that no
-/// graph output depends on, fusion group ids. Values are hashed with fixed-width,
+/// order and names of graph inputs and outputs (an artifact embeds them: two models that
+/// differ only there must not share one). Not covered (equal graphs may differ in these): node
+/// order in the file, inner value / node names, the graph's name, producer and doc metadata, nodes
+/// that no graph output depends on, fusion group ids. Values are hashed with fixed-width,
 /// length-prefixed fields so no two different structures serialize to the same byte stream.
 std::string GraphHash(const Graph& graph);
 

@@ -17,7 +17,9 @@ std::shared_ptr<Tensor> Filled(std::vector<int64_t> shape, float start) {
 /// y = Relu(Gemm(x, w, b)) + Sigmoid(x * s), plus deliberate semantic changes.
 struct Variant {
   bool swap_node_order = false;
-  std::string name_prefix = "a";
+  std::string name_prefix = "a";  // inner values, nodes, constants and the graph
+  std::string input_name = "x";
+  std::string output_name = "y";
   float weight_start = 1.0f;
   float scale_start = 0.5f;
   int64_t trans_b = 1;
@@ -31,7 +33,7 @@ std::string BuildAndHash(const Variant& v) {
   Graph g;
   g.set_name(v.name_prefix + "_graph");
   const std::string p = v.name_prefix;
-  Value* x = g.AddInput(p + "x", {v.input_dtype, {1, 4}});
+  Value* x = g.AddInput(v.input_name, {v.input_dtype, {1, 4}});
   Value* w = g.AddConstant(p + "w", Filled({v.hidden, 4}, v.weight_start));
   Value* b = g.AddConstant(p + "b", Filled({v.hidden}, 0.0f));
   Value* s = g.AddConstant(p + "s", Filled({1, 4}, v.scale_start));
@@ -62,7 +64,7 @@ std::string BuildAndHash(const Variant& v) {
   std::vector<Value*> add_inputs = {relu_out, sig_out};
   if (v.swap_add_operands) std::swap(add_inputs[0], add_inputs[1]);
   Node* add = g.AddNode(OpKind::kAdd, p + "add", add_inputs, {hidden_type});
-  add->output(0)->set_name(p + "y");
+  add->output(0)->set_name(v.output_name);
   g.SetOutputs({add->output(0)});
   return GraphHash(g);
 }
@@ -73,7 +75,7 @@ TEST(GraphHashTest, IsSha256Hex) {
   EXPECT_EQ(h.find_first_not_of("0123456789abcdef"), std::string::npos);
 }
 
-TEST(GraphHashTest, IgnoresNodeOrderNamesAndDeadNodes) {
+TEST(GraphHashTest, IgnoresNodeOrderInnerNamesAndDeadNodes) {
   std::string base = BuildAndHash({});
   EXPECT_EQ(base, BuildAndHash({.swap_node_order = true}));
   EXPECT_EQ(base, BuildAndHash({.name_prefix = "other_"}));
@@ -88,6 +90,10 @@ TEST(GraphHashTest, SeesEverySemanticChange) {
   EXPECT_NE(base, BuildAndHash({.input_dtype = DType::kFloat64})) << "dtypes must be covered";
   EXPECT_NE(base, BuildAndHash({.hidden = 5})) << "shapes must be covered";
   EXPECT_NE(base, BuildAndHash({.swap_add_operands = true})) << "input order must be covered";
+  // The artifact embeds the graph's input and output names (and refuses others at run time),
+  // so two models that differ only there must not share an artifact.
+  EXPECT_NE(base, BuildAndHash({.input_name = "images"})) << "input names must be covered";
+  EXPECT_NE(base, BuildAndHash({.output_name = "logits"})) << "output names must be covered";
 }
 
 TEST(GraphHashTest, OneWeightBitFlipChangesHash) {

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "compiler_core/importer/onnx/model_checks.h"
+#include "compiler_core/runtime/artifact.h"
 #include "compiler_core/support/sha256.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -51,6 +52,22 @@ RemoteClient::RemoteClient(const std::string& server, int64_t timeout_ms, Channe
   // Each client gets its own connection (a benchmark's concurrent clients really are distinct).
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   stub_ = kiln::v1::KilnService::NewStub(MakeChannel(server, security_, args));
+}
+
+absl::Status CheckFetchedArtifact(const std::string& artifact, const kiln::v1::ArtifactKey& key) {
+  absl::StatusOr<runtime::Artifact> parsed = runtime::ParseArtifact(artifact);
+  if (!parsed.ok()) {
+    return absl::DataLossError(
+        absl::StrCat("the fetched artifact is not a valid artifact: ", parsed.status().message()));
+  }
+  absl::Status matches = runtime::CheckManifestKey(
+      parsed->manifest, runtime::ArtifactKeyFields{key.graph_hash(), key.target_key(),
+                                                   key.compiler_version(), key.options_hash()});
+  if (!matches.ok()) {
+    return absl::DataLossError(
+        absl::StrCat("the fetched artifact is not the one asked for: ", matches.message()));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> ReadModelForUpload(const std::string& path) {
@@ -197,6 +214,7 @@ absl::StatusOr<RemoteCompileResult> RemoteClient::CompileModel(
   request.set_priority(options.priority);
   KILN_ASSIGN_OR_RETURN(result.response, Compile(request));
   KILN_ASSIGN_OR_RETURN(result.artifact, FetchArtifact(result.response.artifact_digest()));
+  KILN_RETURN_IF_ERROR(CheckFetchedArtifact(result.artifact, result.response.key()));
   result.total_ms = MsSince(start);
   return result;
 }

@@ -128,6 +128,11 @@ kiln::v1::Digest DigestOf(const std::string& bytes);
 /// job_id, worker.
 std::string CompileResultJson(const RemoteCompileResult& result);
 
+/// Checks a fetched artifact before anything loads it: it parses (format, checksums) and its
+/// manifest names exactly `key`, the key the server answered for the request. Errors:
+/// kDataLoss naming what differs.
+absl::Status CheckFetchedArtifact(const std::string& artifact, const kiln::v1::ArtifactKey& key);
+
 /// The bytes of the model file at `path` as they are uploaded: its external data (relative to
 /// its directory) inlined, since kilnd refuses external data in uploaded models. Errors:
 /// kNotFound naming the path, importer::InlineExternalDataOfModel's.

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "compiler_core/runtime/artifact.h"
 #include "compiler_core/support/sha256.h"
 #include "gtest/gtest.h"
 
@@ -27,6 +28,7 @@ class FakeKiln final : public kiln::v1::KilnService::Service {
   size_t largest_chunk = 0;
   bool digest_first = true;
   bool corrupt_fetch = false;
+  bool wrong_manifest = false;  // the artifact names another options hash than its key
 
  private:
   grpc::Status FindMissingBlobs(grpc::ServerContext*, const kiln::v1::FindMissingBlobsRequest* req,
@@ -68,10 +70,19 @@ class FakeKiln final : public kiln::v1::KilnService::Service {
     if (req->target() != "host") {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "unknown target");
     }
-    std::string artifact(it->second.rbegin(), it->second.rend());
+    runtime::Artifact made;
+    made.code.assign(it->second.rbegin(), it->second.rend());
+    resp->mutable_key()->set_graph_hash("g\"h");
+    resp->mutable_key()->set_target_key("cpu:test");
+    resp->mutable_key()->set_compiler_version("v1");
+    resp->mutable_key()->set_options_hash("o");
+    made.manifest.set_graph_hash(resp->key().graph_hash());
+    made.manifest.set_target_key(resp->key().target_key());
+    made.manifest.set_compiler_version(resp->key().compiler_version());
+    made.manifest.set_options_hash(wrong_manifest ? "another options hash" : "o");
+    std::string artifact = runtime::SerializeArtifact(made);
     *resp->mutable_artifact_digest() = DigestOf(artifact);
     blobs[resp->artifact_digest().hash()] = artifact;
-    resp->mutable_key()->set_graph_hash("g\"h");
     resp->set_cache_hit(false);
     resp->set_compile_ms(12.5);
     return grpc::Status::OK;
@@ -124,7 +135,9 @@ TEST_F(RemoteTest, UploadsOnlyWhatIsMissingInSmallChunks) {
   auto first = client_->CompileModel(model, {});
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_TRUE(first->uploaded);
-  EXPECT_EQ(first->artifact, std::string(model.rbegin(), model.rend()));
+  absl::StatusOr<runtime::Artifact> artifact = runtime::ParseArtifact(first->artifact);
+  ASSERT_TRUE(artifact.ok()) << artifact.status();
+  EXPECT_EQ(artifact->code, std::string(model.rbegin(), model.rend()));
   auto second = client_->CompileModel(model, {});
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_FALSE(second->uploaded);
@@ -138,6 +151,17 @@ TEST_F(RemoteTest, CorruptArtifactIsDataLoss) {
   fake_.corrupt_fetch = true;
   auto result = client_->CompileModel("model", {});
   EXPECT_EQ(result.status().code(), absl::StatusCode::kDataLoss) << result.status();
+}
+
+// The client compares the fetched artifact's manifest with the key the server answered before
+// anything loads it.
+TEST_F(RemoteTest, ArtifactOfAnotherKeyIsDataLoss) {
+  fake_.wrong_manifest = true;
+  auto result = client_->CompileModel("model", {});
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kDataLoss) << result.status();
+  EXPECT_EQ(result.status().message(),
+            "the fetched artifact is not the one asked for: the artifact's manifest has "
+            "options_hash 'another options hash' but its key has 'o'");
 }
 
 TEST_F(RemoteTest, ServerErrorsKeepTheirCodes) {

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/runtime/artifact.h"
 #include "server/artifact_key.h"
 #include "server/log.h"
 #include "server/tuning_records.h"
@@ -113,6 +114,30 @@ void CompileHandler::BuildTask(const JobSpec& job, v1::WorkerTask& task) const {
   *compile.mutable_key() = KeyToProto(spec.key);
 }
 
+absl::Status CheckUploadedArtifact(cache::Storage* storage, const v1::CompileResult& compiled) {
+  const std::string& digest = compiled.artifact_digest().hash();
+  absl::StatusOr<std::string> bytes = storage->GetBlob(digest);
+  if (!bytes.ok()) {
+    return absl::InternalError(absl::StrCat("the reported artifact ", digest.substr(0, 12),
+                                            " cannot be read: ", bytes.status().ToString()));
+  }
+  absl::StatusOr<runtime::Artifact> artifact = runtime::ParseArtifact(*bytes);
+  if (!artifact.ok()) {
+    return absl::InternalError(
+        absl::StrCat("the uploaded artifact ", digest.substr(0, 12),
+                     " is not a valid artifact: ", artifact.status().message()));
+  }
+  const v1::ArtifactKey& key = compiled.key();
+  absl::Status matches = runtime::CheckManifestKey(
+      artifact->manifest, runtime::ArtifactKeyFields{key.graph_hash(), key.target_key(),
+                                                     key.compiler_version(), key.options_hash()});
+  if (!matches.ok()) {
+    return absl::InternalError(absl::StrCat("the uploaded artifact ", digest.substr(0, 12),
+                                            " does not match its key: ", matches.message()));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<JobResult> CompileHandler::TaskSucceeded(const JobSpec& job,
                                                         const std::string& job_id,
                                                         const std::string& worker_id,
@@ -123,12 +148,17 @@ absl::StatusOr<JobResult> CompileHandler::TaskSucceeded(const JobSpec& job,
                                             result.task_id(), " done without a compile result"));
   }
   const v1::CompileResult& compiled = result.compile();
-  if (compiled.has_key() && (compiled.key().graph_hash() != key.graph_hash ||
-                             compiled.key().target_key() != key.target_key)) {
-    return absl::InternalError(absl::StrCat("worker ", worker_id, " compiled for key (",
-                                            compiled.key().graph_hash(), ", ",
-                                            compiled.key().target_key(), ") but kilnd expected (",
-                                            key.graph_hash, ", ", key.target_key, ")"));
+  // The worker hub checked that the artifact's manifest names compiled.key()
+  // (CheckUploadedArtifact); this checks that that is the job's key.
+  if (compiled.key().graph_hash() != key.graph_hash ||
+      compiled.key().target_key() != key.target_key ||
+      compiled.key().compiler_version() != key.compiler_version ||
+      compiled.key().options_hash() != key.options_hash) {
+    return absl::InternalError(
+        absl::StrCat("worker ", worker_id, " compiled for key (", compiled.key().graph_hash(), ", ",
+                     compiled.key().target_key(), ", ", compiled.key().compiler_version(), ", ",
+                     compiled.key().options_hash(), ") but kilnd expected (", key.graph_hash, ", ",
+                     key.target_key, ", ", key.compiler_version, ", ", key.options_hash, ")"));
   }
   absl::StatusOr<cache::ArtifactEntry> entry = storage_->LinkArtifact(
       key, compiled.artifact_digest().hash(), static_cast<int64_t>(compiled.compile_ms()));

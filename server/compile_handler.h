@@ -61,6 +61,13 @@ std::string TargetKind(const std::string& target);
 bool CompilesFor(const v1::WorkerCapabilities& capabilities, const std::string& target,
                  const std::string& host_cpu);
 
+/// Checks a worker's compile result before the scheduler sees it: the uploaded artifact (a
+/// blob in `storage`, digest-verified when written) parses as an artifact (format, checksums)
+/// and its manifest names exactly the key the worker reports (runtime::CheckManifestKey).
+/// Reads the whole artifact: call it off the scheduler's lock (the worker hub runs it on the
+/// executor). Errors: kInternal naming what is wrong (the job then fails; nothing is filed).
+absl::Status CheckUploadedArtifact(cache::Storage* storage, const v1::CompileResult& compiled);
+
 /// Runs compile jobs on workers whose CompileCapability lists the target's kind.
 class CompileHandler final : public JobHandler {
  public:

@@ -228,7 +228,10 @@ class FakeWorker {
   }
 
   /// Serves one task; returns it.
-  v1::WorkerTask ServeOne(const std::string& expected_model, const std::string& artifact) {
+  /// Serves one task with an artifact of code `code` whose manifest names the task's key
+  /// (another graph hash with `lie_about_key`); the artifact goes to `artifact_out`.
+  v1::WorkerTask ServeOne(const std::string& expected_model, const std::string& code,
+                          std::string* artifact_out = nullptr, bool lie_about_key = false) {
     v1::HubMessage m;
     EXPECT_TRUE(stream_->Read(&m));
     EXPECT_TRUE(m.has_task()) << m.DebugString();
@@ -246,6 +249,15 @@ class FakeWorker {
       EXPECT_TRUE(reader->Finish().ok());
       EXPECT_EQ(bytes, expected_model);
     }
+    runtime::Artifact made;
+    made.code = code;
+    const v1::ArtifactKey& key = task.compile().key();
+    made.manifest.set_graph_hash(lie_about_key ? std::string(64, '0') : key.graph_hash());
+    made.manifest.set_target_key(key.target_key());
+    made.manifest.set_compiler_version(key.compiler_version());
+    made.manifest.set_options_hash(key.options_hash());
+    const std::string artifact = runtime::SerializeArtifact(made);
+    if (artifact_out != nullptr) *artifact_out = artifact;
     // UploadArtifact.
     std::string digest = Sha256Hex(artifact);
     {
@@ -380,14 +392,15 @@ TEST_F(KilndTest, CompileMissThenHitSurvivesRestartAndCorruption) {
   ASSERT_TRUE(Upload(model_, digest, &up).ok());
   EXPECT_TRUE(up.already_present());
 
-  const std::string artifact = "fake artifact bytes for lenet";
+  const std::string code = "fake code for lenet";
+  std::string artifact;
   FakeWorker worker(hub_.get());
   auto first = std::async(std::launch::async, [&] {
     v1::CompileResponse resp;
     grpc::Status s = Compile(CompileOf(digest), &resp);
     return std::make_pair(s, resp);
   });
-  v1::WorkerTask task = worker.ServeOne(model_, artifact);
+  v1::WorkerTask task = worker.ServeOne(model_, code, &artifact);
   auto [status, miss] = first.get();
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_FALSE(miss.cache_hit());
@@ -481,7 +494,7 @@ TEST_F(KilndTest, CompileMissThenHitSurvivesRestartAndCorruption) {
     grpc::Status st = Compile(CompileOf(digest), &resp);
     return std::make_pair(st, resp);
   });
-  worker2.ServeOne(model_, artifact);
+  worker2.ServeOne(model_, code);
   auto [st2, again] = rebuilt.get();
   ASSERT_TRUE(st2.ok()) << st2.error_message();
   EXPECT_FALSE(again.cache_hit());
@@ -492,6 +505,31 @@ TEST_F(KilndTest, CompileMissThenHitSurvivesRestartAndCorruption) {
 
 // With a real kiln-worker started by kilnd's supervisor: a real artifact, and 8 concurrent
 // identical compiles run one job.
+// A worker whose artifact's manifest names another key than the task's: kilnd refuses to file
+// it, the compile fails with a clear error, nothing is cached, and kilnd keeps serving.
+TEST_F(KilndTest, ArtifactWhoseManifestDoesNotMatchItsKeyIsRefused) {
+  const std::string digest = Sha256Hex(model_);
+  v1::UploadModelResponse up;
+  ASSERT_TRUE(Upload(model_, digest, &up).ok());
+  FakeWorker liar(hub_.get());
+  auto compile = std::async(std::launch::async, [&] {
+    v1::CompileResponse resp;
+    grpc::Status s = Compile(CompileOf(digest), &resp);
+    return std::make_pair(s, resp);
+  });
+  liar.ServeOne(model_, "code for another model", nullptr, /*lie_about_key=*/true);
+  auto [status, response] = compile.get();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("does not match its key: the artifact's manifest has graph_hash '0000"));
+  v1::GetStatsResponse stats;
+  {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(kiln_->GetStats(&ctx, v1::GetStatsRequest(), &stats).ok());
+  }
+  EXPECT_EQ(stats.artifact_count(), 0);
+}
+
 TEST_F(KilndTest, RealLocalWorkerCompilesLenetOnceForEightClients) {
   if (!fs::exists(BinDir() + "/kiln-worker")) GTEST_SKIP() << "kiln-worker not built";
   ASSERT_EQ(kilnd_->Stop(), 0);

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/blob_streams.h"
+#include "server/compile_handler.h"
 #include "server/log.h"
 #include "server/rpc_auth.h"
 #include "server/rpc_call.h"
@@ -137,10 +138,22 @@ class WorkerConn final : public WorkerChannel, public std::enable_shared_from_th
         if (worker_id_.empty()) return NotRegistered();
         ctx_->scheduler->Heartbeat(worker_id_, message.heartbeat().busy());
         break;
-      case v1::WorkerMessage::kResult:
+      case v1::WorkerMessage::kResult: {
         if (worker_id_.empty()) return NotRegistered();
-        ctx_->scheduler->TaskDone(worker_id_, message.result());
+        v1::TaskResult& result = *message.mutable_result();
+        if (result.has_compile() && result.error_code() == 0) {
+          // Here, on the executor: the check reads the whole artifact.
+          absl::Status checked = CheckUploadedArtifact(ctx_->storage, result.compile());
+          if (!checked.ok()) {
+            LogError("artifact.refused",
+                     {{"worker", worker_id_}, {"task", result.task_id()}, {"status", checked}});
+            result.set_error_code(static_cast<int32_t>(checked.code()));
+            result.set_error_message(std::string(checked.message()));
+          }
+        }
+        ctx_->scheduler->TaskDone(worker_id_, result);
         break;
+      }
       default:
         return Fail(absl::InvalidArgumentError("empty WorkerMessage"));
     }

@@ -48,6 +48,8 @@ absl::StatusOr<CompiledArtifact> CompileModelBytes(std::string_view model_bytes,
                             },
                             compile_options));
   CompiledArtifact out;
+  // The manifest names its whole cache key: kilnd and clients refuse it under any other.
+  result.artifact.manifest.set_options_hash(OptionsHash(options));
   out.bytes = runtime::SerializeArtifact(result.artifact);
   out.key.set_graph_hash(result.graph_hash);
   out.key.set_target_key(result.target.Key());

@@ -223,4 +223,21 @@ absl::Status WriteArtifactFile(const std::string& path, const Artifact& artifact
   return absl::OkStatus();
 }
 
+absl::Status CheckManifestKey(const kiln::v1::Manifest& manifest, const ArtifactKeyFields& key) {
+  const std::pair<const char*, std::pair<const std::string*, const std::string*>> fields[] = {
+      {"graph_hash", {&manifest.graph_hash(), &key.graph_hash}},
+      {"target_key", {&manifest.target_key(), &key.target_key}},
+      {"compiler_version", {&manifest.compiler_version(), &key.compiler_version}},
+      {"options_hash", {&manifest.options_hash(), &key.options_hash}},
+  };
+  for (const auto& [name, values] : fields) {
+    if (*values.first != *values.second) {
+      return absl::FailedPreconditionError(absl::StrCat("the artifact's manifest has ", name, " '",
+                                                        *values.first, "' but its key has '",
+                                                        *values.second, "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace kiln::runtime

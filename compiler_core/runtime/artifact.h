@@ -34,6 +34,18 @@ std::string SerializeArtifact(const Artifact& artifact);
 /// Parses and verifies an artifact. Errors (kInvalidArgument, naming what is wrong): too short,
 /// bad magic, unsupported format version, sizes past the end, checksum mismatch, bad manifest.
 absl::StatusOr<Artifact> ParseArtifact(std::string_view bytes);
+/// The cache key an artifact is filed and fetched under (server/cache ArtifactKey's fields).
+struct ArtifactKeyFields {
+  std::string graph_hash;
+  std::string target_key;
+  std::string compiler_version;
+  std::string options_hash;
+};
+
+/// Checks that `manifest` names exactly `key`. Errors: kFailedPrecondition naming the first
+/// field that differs, with both values.
+absl::Status CheckManifestKey(const kiln::v1::Manifest& manifest, const ArtifactKeyFields& key);
+
 /// Reads and parses the file at `path` (kNotFound if it cannot be read).
 absl::StatusOr<Artifact> ReadArtifactFile(const std::string& path);
 /// Writes atomically: a temp file in the same directory, fsync, rename.

@@ -122,6 +122,12 @@ int RunDaemon(const DaemonOptions& options) {
   absl::StatusOr<std::unique_ptr<cache::Storage>> storage =
       cache::OpenSqliteStorage(storage_options);
   if (!storage.ok()) return Fail("kilnd.storage_failed", storage.status());
+  if (absl::StatusOr<cache::StorageStats> opened = (*storage)->Stats();
+      opened.ok() && (opened->reindexed_blobs > 0 || opened->quarantined_blobs > 0)) {
+    LogWarning("kilnd.blobs_recovered", {{"reindexed", opened->reindexed_blobs},
+                                         {"quarantined", opened->quarantined_blobs},
+                                         {"quarantine_dir", options.data_dir + "/quarantine"}});
+  }
 
   metrics::Registry registry;
   metrics::ServiceMetrics service_metrics(registry);

@@ -48,6 +48,10 @@ class SqliteStorage final : public Storage {
 
   /// Drops rows whose file is gone and files (and temp files) without a row. Run once at open.
   absl::Status Reconcile();
+  /// A blob file with no row: indexed again if its bytes hash to its name, else moved to
+  /// DATA_DIR/quarantine. Never deleted.
+  absl::Status ReindexOrQuarantineLocked(const std::string& digest)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::StatusOr<std::string> PutBlob(BlobKind kind, std::string_view bytes) override;
   absl::StatusOr<std::string> PutBlobExpecting(BlobKind kind, std::string_view bytes,
@@ -136,6 +140,8 @@ class SqliteStorage final : public Storage {
   BlobStore blobs_;
   std::multiset<std::string> publishing_ ABSL_GUARDED_BY(mu_);
   int64_t evicted_blobs_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t reindexed_blobs_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t quarantined_blobs_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t evicted_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -9,12 +9,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <set>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "compiler_core/support/sha256.h"
 #include "compiler_core/support/status_macros.h"
 #include "server/cache/schema.h"
 #include "server/cache/sqlite_storage.h"
@@ -188,12 +191,52 @@ absl::Status SqliteStorage::Reconcile() {
     }
     KILN_RETURN_IF_ERROR(txn.Commit());
   }
-  // A file without a row is a write that crashed between rename and commit: unaccounted bytes.
+  // A file without a row: a write that crashed between rename and commit, or a database that
+  // was moved aside or restored from an older copy. Never deleted: a file whose bytes hash to
+  // its name is indexed again (an artifact by its format's magic, else a model); its artifact
+  // key is not known, so it is served by digest and evicted like any blob. Any other file is
+  // moved to DATA_DIR/quarantine for an operator to look at.
   for (const std::string& digest : files_without_row) {
-    KILN_RETURN_IF_ERROR(blobs_.Remove(digest));
+    KILN_RETURN_IF_ERROR(ReindexOrQuarantineLocked(digest));
   }
   // The size limit may have been lowered since the last run.
   return EvictLocked("");
+}
+
+absl::Status SqliteStorage::ReindexOrQuarantineLocked(const std::string& digest) {
+  absl::StatusOr<std::string> bytes = blobs_.ReadUnverified(digest);
+  if (bytes.ok() && Sha256Hex(*bytes) == digest) {
+    static constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N', 'A', 'R', 'T', '\0'};
+    const bool artifact = bytes->size() >= sizeof(kArtifactMagic) &&
+                          std::memcmp(bytes->data(), kArtifactMagic, sizeof(kArtifactMagic)) == 0;
+    const int64_t now = NowMs();
+    KILN_ASSIGN_OR_RETURN(
+        Statement insert,
+        Statement::Prepare(
+            db_,
+            "INSERT INTO blobs (digest, kind, size_bytes, created_ms, last_access_ms) "
+            "VALUES (?, ?, ?, ?, ?)"));
+    KILN_RETURN_IF_ERROR(insert.BindText(1, digest));
+    KILN_RETURN_IF_ERROR(
+        insert.BindText(2, BlobKindName(artifact ? BlobKind::kArtifact : BlobKind::kModel)));
+    KILN_RETURN_IF_ERROR(insert.BindInt64(3, static_cast<int64_t>(bytes->size())));
+    KILN_RETURN_IF_ERROR(insert.BindInt64(4, now));
+    KILN_RETURN_IF_ERROR(insert.BindInt64(5, now));
+    KILN_RETURN_IF_ERROR(insert.Run());
+    ++reindexed_blobs_;
+    return absl::OkStatus();
+  }
+  const std::string quarantine = absl::StrCat(options_.data_dir, "/quarantine");
+  std::error_code ec;
+  std::filesystem::create_directories(quarantine, ec);
+  const std::string to = absl::StrCat(quarantine, "/", digest);
+  if (ec || std::rename(blobs_.PathFor(digest).c_str(), to.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("blob file ", blobs_.PathFor(digest),
+                                            " does not match its name and cannot be moved to ",
+                                            quarantine));
+  }
+  ++quarantined_blobs_;
+  return absl::OkStatus();
 }
 
 // ---- Blob rows --------------------------------------------------------------------------------

@@ -131,6 +131,10 @@ struct StorageStats {
   std::map<JobState, int64_t> jobs_by_state;
   /// Blobs and bytes evicted by the LRU policy since this Storage was opened.
   int64_t evicted_blobs = 0;
+  /// Since open: blob files without a row that were indexed again (their bytes matched their
+  /// name), and those moved to DATA_DIR/quarantine instead.
+  int64_t reindexed_blobs = 0;
+  int64_t quarantined_blobs = 0;
   int64_t evicted_bytes = 0;
 };
 

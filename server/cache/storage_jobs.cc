@@ -213,6 +213,8 @@ absl::StatusOr<StorageStats> SqliteStorage::Stats() {
     stats.jobs_by_state[state] = jobs.ColumnInt64(1);
   }
   stats.evicted_blobs = evicted_blobs_;
+  stats.reindexed_blobs = reindexed_blobs_;
+  stats.quarantined_blobs = quarantined_blobs_;
   stats.evicted_bytes = evicted_bytes_;
   return stats;
 }

@@ -642,17 +642,58 @@ TEST_F(StorageTest, OpenReconcilesRowsWithFiles) {
     lost = storage->PutArtifact(Key("g1"), "lost", 1)->artifact_digest;
   }
   std::filesystem::remove(BlobPath(lost));
+  // A file without a row whose bytes match its name (a crash between rename and commit, or a
+  // database moved aside) is indexed again; one that does not match is quarantined. Neither is
+  // deleted.
   std::string stray = Sha256Hex("stray");
   std::filesystem::create_directories(dir_.path() + "/data/blobs/" + stray.substr(0, 2));
   WriteFile(BlobPath(stray), "stray");
+  std::string wrong = Sha256Hex("what the name says");
+  std::filesystem::create_directories(dir_.path() + "/data/blobs/" + wrong.substr(0, 2));
+  WriteFile(BlobPath(wrong), "other bytes");
   WriteFile(dir_.path() + "/data/blobs/tmp/.tmp-XYZ123", "half an upload");
   auto storage = Open();
   ASSERT_NE(storage, nullptr);
-  EXPECT_EQ(BlobFiles(), std::vector<std::string>{kept.substr(0, 2) + "/" + kept});
+  std::vector<std::string> files = {kept.substr(0, 2) + "/" + kept,
+                                    stray.substr(0, 2) + "/" + stray};
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(BlobFiles(), files);
   EXPECT_EQ(*storage->HasBlob(lost), false);
-  EXPECT_EQ(*storage->HasBlob(stray), false);
+  EXPECT_EQ(*storage->HasBlob(stray), true);
+  EXPECT_EQ(*storage->GetBlob(stray), "stray");
+  EXPECT_EQ(*storage->HasBlob(wrong), false);
+  EXPECT_EQ(ReadFile(dir_.path() + "/data/quarantine/" + wrong), "other bytes");
   EXPECT_EQ(*storage->LookupArtifact(Key("g1")), std::nullopt);
   EXPECT_EQ(*storage->GetBlob(kept), "kept");
+  absl::StatusOr<StorageStats> stats = storage->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->reindexed_blobs, 1);
+  EXPECT_EQ(stats->quarantined_blobs, 1);
+}
+
+// An operator moved a damaged database aside: the restart indexes every blob file again
+// (models and artifacts, by content) instead of deleting them.
+TEST_F(StorageTest, ANewDatabaseReindexesEveryBlob) {
+  std::string model, artifact;
+  {
+    auto storage = Open();
+    ASSERT_NE(storage, nullptr);
+    model = *storage->PutBlob(BlobKind::kModel, "a model");
+    artifact = storage->PutArtifact(Key("g1"), std::string("KILNART\0 an artifact", 20), 1)
+                   ->artifact_digest;
+  }
+  std::filesystem::rename(dir_.path() + "/data/kiln.db", dir_.path() + "/kiln.db.damaged");
+  std::filesystem::remove(dir_.path() + "/data/kiln.db-wal");
+  std::filesystem::remove(dir_.path() + "/data/kiln.db-shm");
+  auto storage = Open();
+  ASSERT_NE(storage, nullptr);
+  EXPECT_EQ(*storage->GetBlob(model), "a model");
+  EXPECT_EQ(*storage->GetBlob(artifact), std::string("KILNART\0 an artifact", 20));
+  absl::StatusOr<StorageStats> stats = storage->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->reindexed_blobs, 2);
+  EXPECT_EQ(stats->model_count, 1);
+  EXPECT_EQ(stats->blob_count, 2);
 }
 
 TEST_F(StorageTest, OpenEvictsWhenTheLimitWasLowered) {

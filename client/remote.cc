@@ -213,7 +213,14 @@ absl::StatusOr<RemoteCompileResult> RemoteClient::CompileModel(
   }
   request.set_priority(options.priority);
   KILN_ASSIGN_OR_RETURN(result.response, Compile(request));
-  KILN_ASSIGN_OR_RETURN(result.artifact, FetchArtifact(result.response.artifact_digest()));
+  absl::StatusOr<std::string> artifact = FetchArtifact(result.response.artifact_digest());
+  if (absl::IsDataLoss(artifact.status()) && result.response.cache_hit()) {
+    // A cache hit trusts kilnd's index; the fetch verifies, and kilnd evicts a blob found
+    // corrupted. Compiling once more rebuilds it.
+    KILN_ASSIGN_OR_RETURN(result.response, Compile(request));
+    artifact = FetchArtifact(result.response.artifact_digest());
+  }
+  KILN_ASSIGN_OR_RETURN(result.artifact, std::move(artifact));
   KILN_RETURN_IF_ERROR(CheckFetchedArtifact(result.artifact, result.response.key()));
   result.total_ms = MsSince(start);
   return result;

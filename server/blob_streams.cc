@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/support/sha256.h"
 #include "server/log.h"
 #include "server/rpc_call.h"
 #include "server/status_convert.h"
@@ -173,18 +174,16 @@ class FetchReactor final : public grpc::ServerWriteReactor<v1::FetchArtifactResp
       return Done(absl::InvalidArgumentError(
           absl::StrCat("digest '", digest_, "' is not a lowercase hex SHA-256")));
     }
-    absl::StatusOr<std::string> blob = ctx_->storage->GetBlob(digest_);
+    // Trust the index and verify while streaming: the digest is computed chunk by chunk as
+    // the blob goes out, and checked before the last chunk leaves, so a corrupted blob is
+    // never served whole (and the client checks the digest too).
+    absl::StatusOr<std::string> blob = ctx_->storage->ReadBlobUnverified(digest_);
     if (!blob.ok()) {
       absl::Status s = blob.status();
       if (absl::IsNotFound(s)) {
         s = absl::NotFoundError(absl::StrCat("no blob ", digest_, " on this server"));
       } else if (absl::IsDataLoss(s)) {
-        if (ctx_->metrics) ctx_->metrics->BlobCorrupted();
-        LogError("blob.corrupted", {{"digest", digest_}, {"status", s}});
-        s = absl::DataLossError(
-            absl::StrCat("blob ", digest_,
-                         " was corrupted on disk and has been evicted; compile again to "
-                         "rebuild the artifact (or upload the model again)"));
+        s = Corrupted(s);
       }
       return Done(s);
     }
@@ -192,9 +191,36 @@ class FetchReactor final : public grpc::ServerWriteReactor<v1::FetchArtifactResp
     WriteNext();
   }
 
+  absl::Status Corrupted(const absl::Status& why) {
+    if (ctx_->metrics) ctx_->metrics->BlobCorrupted();
+    LogError("blob.corrupted", {{"digest", digest_}, {"status", why}});
+    return absl::DataLossError(
+        absl::StrCat("blob ", digest_,
+                     " was corrupted on disk and has been evicted; compile again to "
+                     "rebuild the artifact (or upload the model again)"));
+  }
+
   void WriteNext() {
+    const size_t n =
+        std::min(data_.size() - offset_, static_cast<size_t>(ctx_->limits.chunk_bytes));
+    if (offset_ + n >= data_.size() && !checked_) {
+      // The last chunk (or none, for an empty blob): finish the digest before it goes out.
+      hash_.Update(std::string_view(data_).substr(offset_, n));
+      checked_ = true;
+      if (hash_.HexDigest() != digest_) {
+        data_.clear();
+        // Off the reactor: VerifyBlob re-reads the file and evicts it (with its artifact rows).
+        ctx_->executor->Post([this] {
+          absl::Status at_rest = ctx_->storage->VerifyBlob(digest_);
+          Done(Corrupted(at_rest.ok() ? absl::DataLossError("digest mismatch while streaming")
+                                      : at_rest));
+        });
+        return;
+      }
+    } else if (!checked_) {
+      hash_.Update(std::string_view(data_).substr(offset_, n));
+    }
     if (offset_ >= data_.size()) return Done(absl::OkStatus());
-    size_t n = std::min(data_.size() - offset_, static_cast<size_t>(ctx_->limits.chunk_bytes));
     chunk_.set_data(data_.substr(offset_, n));
     offset_ += n;
     StartWrite(&chunk_);
@@ -212,6 +238,8 @@ class FetchReactor final : public grpc::ServerWriteReactor<v1::FetchArtifactResp
   const absl::Time start_ = absl::Now();
   std::string data_;
   size_t offset_ = 0;
+  Sha256 hash_;  // of data_[0, offset_) and, once checked_, of all of it
+  bool checked_ = false;
   v1::FetchArtifactResponse chunk_;
 };
 

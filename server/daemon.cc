@@ -31,6 +31,7 @@
 #include "server/prometheus_hooks.h"
 #include "server/recovery.h"
 #include "server/scheduler.h"
+#include "server/scrubber.h"
 #include "server/service.h"
 #include "server/service_context.h"
 #include "server/step_handler.h"
@@ -140,6 +141,9 @@ int RunDaemon(const DaemonOptions& options) {
     LogInfo("kilnd.metrics", {{"address", metrics_server->address()}});
   }
 
+  Scrubber scrubber(ScrubberOptions{storage->get(), &hooks, options.scrub_interval,
+                                    options.scrub_bytes_per_second});
+  scrubber.Start();
   Executor executor(options.executor_threads);
   ModelIndex models(storage->get());
   TargetResolver targets;
@@ -321,6 +325,7 @@ int RunDaemon(const DaemonOptions& options) {
   if (measure_supervisor) measure_supervisor->Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (hub_server) hub_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  scrubber.Stop();
   executor.Shutdown();
   for (const char* name : {"kilnd.port", "kilnd.worker_port", "worker.token"}) {
     std::remove(absl::StrCat(options.data_dir, "/", name).c_str());

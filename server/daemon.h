@@ -41,7 +41,11 @@ struct DaemonOptions {
   absl::Duration heartbeat_interval = absl::Seconds(3);
   absl::Duration heartbeat_timeout = absl::Seconds(15);
   int executor_threads = 8;
-  bool verify_cache_hits = true;
+  bool verify_cache_hits = false;
+  /// The scrubber: every blob re-verified at rest this often (zero: never), reading at most
+  /// `scrub_bytes_per_second`.
+  absl::Duration scrub_interval = absl::Hours(6);
+  int64_t scrub_bytes_per_second = int64_t{64} << 20;
 };
 
 /// Runs kilnd until SIGTERM or SIGINT (SIGHUP reloads the token file). Call before starting any

@@ -488,6 +488,14 @@ TEST_F(KilndTest, CompileMissThenHitSurvivesRestartAndCorruption) {
     }
   }
   ASSERT_EQ(corrupted, 1);
+  // The hit trusts the index; the fetch verifies while streaming, never sends the garbage
+  // whole, and evicts the blob, so the next compile rebuilds it.
+  v1::CompileResponse trusted;
+  ASSERT_TRUE(Compile(CompileOf(digest), &trusted).ok());
+  EXPECT_TRUE(trusted.cache_hit());
+  std::string served = fetch(&s);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DATA_LOSS) << s.error_message();
+  EXPECT_NE(served, "garbage");
   FakeWorker worker2(hub_.get());
   auto rebuilt = std::async(std::launch::async, [&] {
     v1::CompileResponse resp;
@@ -503,8 +511,6 @@ TEST_F(KilndTest, CompileMissThenHitSurvivesRestartAndCorruption) {
   EXPECT_EQ(kilnd_->Stop(), 0);
 }
 
-// With a real kiln-worker started by kilnd's supervisor: a real artifact, and 8 concurrent
-// identical compiles run one job.
 // A worker whose artifact's manifest names another key than the task's: kilnd refuses to file
 // it, the compile fails with a clear error, nothing is cached, and kilnd keeps serving.
 TEST_F(KilndTest, ArtifactWhoseManifestDoesNotMatchItsKeyIsRefused) {
@@ -530,6 +536,8 @@ TEST_F(KilndTest, ArtifactWhoseManifestDoesNotMatchItsKeyIsRefused) {
   EXPECT_EQ(stats.artifact_count(), 0);
 }
 
+// With a real kiln-worker started by kilnd's supervisor: a real artifact, and 8 concurrent
+// identical compiles run one job.
 TEST_F(KilndTest, RealLocalWorkerCompilesLenetOnceForEightClients) {
   if (!fs::exists(BinDir() + "/kiln-worker")) GTEST_SKIP() << "kiln-worker not built";
   ASSERT_EQ(kilnd_->Stop(), 0);

@@ -42,8 +42,13 @@ ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(30),
 ABSL_FLAG(absl::Duration, heartbeat_timeout, absl::Seconds(15),
           "drop a worker (and retry its tasks) after this long without a message");
 ABSL_FLAG(int, executor_threads, 8, "threads for kilnd's blocking work (storage, import)");
-ABSL_FLAG(bool, verify_cache_hits, true,
-          "verify the artifact's digest before answering a Compile cache hit");
+ABSL_FLAG(bool, verify_cache_hits, false,
+          "verify the artifact's digest before answering a Compile cache hit (default: trust "
+          "the index; FetchArtifact verifies while streaming and the scrubber at rest)");
+ABSL_FLAG(absl::Duration, scrub_interval, absl::Hours(6),
+          "how often the scrubber re-verifies every blob at rest (0: never)");
+ABSL_FLAG(int64_t, scrub_bytes_per_second, int64_t{64} << 20,
+          "the scrubber's read rate limit, in bytes per second");
 
 int main(int argc, char** argv) {
   // Accept --data-dir as well as --data_dir (absl spells flag names with underscores).
@@ -90,5 +95,7 @@ int main(int argc, char** argv) {
   options.heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout);
   options.executor_threads = absl::GetFlag(FLAGS_executor_threads);
   options.verify_cache_hits = absl::GetFlag(FLAGS_verify_cache_hits);
+  options.scrub_interval = absl::GetFlag(FLAGS_scrub_interval);
+  options.scrub_bytes_per_second = absl::GetFlag(FLAGS_scrub_bytes_per_second);
   return kiln::server::RunDaemon(options);
 }

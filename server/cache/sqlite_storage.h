@@ -48,6 +48,7 @@ class SqliteStorage final : public Storage {
 
   /// Drops rows whose file is gone and files (and temp files) without a row. Run once at open.
   absl::Status Reconcile();
+  void TouchBestEffortLocked(std::string_view digest) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   /// A blob file with no row: indexed again if its bytes hash to its name, else moved to
   /// DATA_DIR/quarantine. Never deleted.
   absl::Status ReindexOrQuarantineLocked(const std::string& digest)
@@ -61,6 +62,9 @@ class SqliteStorage final : public Storage {
   absl::StatusOr<std::vector<std::string>> FindMissing(
       const std::vector<std::string>& digests) override;
   absl::StatusOr<std::string> GetBlob(std::string_view digest) override;
+  absl::StatusOr<std::string> ReadBlobUnverified(std::string_view digest) override;
+  absl::Status VerifyBlob(std::string_view digest) override;
+  absl::StatusOr<std::vector<std::string>> ListBlobs() override;
   absl::StatusOr<int64_t> GetBlobSize(std::string_view digest) override;
 
   absl::StatusOr<std::optional<ArtifactEntry>> LookupArtifact(const ArtifactKey& key) override;

@@ -473,7 +473,7 @@ absl::StatusOr<std::string> SqliteStorage::GetBlob(std::string_view digest) {
     absl::MutexLock l(&mu_);
     KILN_ASSIGN_OR_RETURN(std::optional<int64_t> size, BlobSizeLocked(digest));
     if (!size.has_value()) return absl::NotFoundError(not_found);
-    KILN_RETURN_IF_ERROR(TouchLocked(digest, NowMs()));
+    TouchBestEffortLocked(digest);
   }
   // Read and hash outside the lock so that large reads run in parallel. Eviction may remove the
   // file meanwhile; the slow path below sorts that out.
@@ -505,6 +505,68 @@ absl::StatusOr<std::string> SqliteStorage::GetBlob(std::string_view digest) {
   return verified.status();
 }
 
+void SqliteStorage::TouchBestEffortLocked(std::string_view digest) {
+  // The LRU order is a hint: on a full disk (SQLITE_FULL) or a busy database, a read is still
+  // served; only eviction order suffers.
+  absl::Status touched = TouchLocked(digest, NowMs());
+  (void)touched;
+}
+
+absl::StatusOr<std::string> SqliteStorage::ReadBlobUnverified(std::string_view digest) {
+  KILN_RETURN_IF_ERROR(CheckDigest(digest));
+  {
+    absl::MutexLock l(&mu_);
+    KILN_ASSIGN_OR_RETURN(std::optional<int64_t> size, BlobSizeLocked(digest));
+    if (!size.has_value()) {
+      return absl::NotFoundError(absl::StrCat("blob ", std::string(digest), " not found"));
+    }
+    TouchBestEffortLocked(digest);
+  }
+  absl::StatusOr<std::string> bytes = blobs_.ReadUnverified(digest);
+  if (bytes.ok() || !absl::IsNotFound(bytes.status())) return bytes;
+  // A row without its file (evicted meanwhile, or lost): VerifyBlob sorts it out.
+  KILN_RETURN_IF_ERROR(VerifyBlob(digest));
+  return blobs_.ReadUnverified(digest);
+}
+
+absl::Status SqliteStorage::VerifyBlob(std::string_view digest) {
+  KILN_RETURN_IF_ERROR(CheckDigest(digest));
+  absl::StatusOr<std::string> bytes = blobs_.ReadUnverified(digest);
+  if (bytes.ok() && Sha256Hex(*bytes) == digest) return absl::OkStatus();
+  if (!bytes.ok() && !absl::IsNotFound(bytes.status())) return bytes.status();
+  absl::MutexLock l(&mu_);
+  KILN_ASSIGN_OR_RETURN(std::optional<int64_t> size, BlobSizeLocked(digest));
+  if (!size.has_value()) {
+    return absl::NotFoundError(absl::StrCat("blob ", std::string(digest), " not found"));
+  }
+  if (publishing_.count(std::string(digest)) > 0) {
+    return absl::UnavailableError(absl::StrCat("blob ", std::string(digest),
+                                               " is being rewritten by a concurrent put; retry"));
+  }
+  absl::StatusOr<std::string> verified = blobs_.Get(digest);  // removes a corrupted file
+  if (verified.ok()) return absl::OkStatus();
+  if (absl::IsDataLoss(verified.status()) || absl::IsNotFound(verified.status())) {
+    KILN_RETURN_IF_ERROR(DropBlobLocked(digest));
+    return absl::DataLossError(absl::StrCat("blob ", std::string(digest),
+                                            " was corrupted or missing on disk; its record and "
+                                            "the artifacts pointing at it were removed"));
+  }
+  return verified.status();
+}
+
+absl::StatusOr<std::vector<std::string>> SqliteStorage::ListBlobs() {
+  absl::MutexLock l(&mu_);
+  KILN_ASSIGN_OR_RETURN(Statement select,
+                        Statement::Prepare(db_, "SELECT digest FROM blobs ORDER BY digest"));
+  std::vector<std::string> digests;
+  for (;;) {
+    KILN_ASSIGN_OR_RETURN(bool row, select.Step());
+    if (!row) break;
+    digests.push_back(select.ColumnText(0));
+  }
+  return digests;
+}
+
 // ---- Artifacts --------------------------------------------------------------------------------
 
 absl::StatusOr<std::optional<ArtifactEntry>> SqliteStorage::LookupArtifact(
@@ -525,7 +587,7 @@ absl::StatusOr<std::optional<ArtifactEntry>> SqliteStorage::LookupArtifact(
   ArtifactEntry entry{select.ColumnText(0), select.ColumnInt64(1), select.ColumnInt64(2),
                       select.ColumnInt64(3)};
   KILN_RETURN_IF_ERROR(select.Reset());
-  KILN_RETURN_IF_ERROR(TouchLocked(entry.artifact_digest, NowMs()));
+  TouchBestEffortLocked(entry.artifact_digest);
   return std::optional<ArtifactEntry>(std::move(entry));
 }
 

@@ -182,6 +182,16 @@ class Storage {
   /// are deleted, so the next lookup is a miss and the artifact is rebuilt. kUnavailable (retry)
   /// in the rare case that a put of the same digest is replacing a corrupted file right then.
   virtual absl::StatusOr<std::string> GetBlob(std::string_view digest) = 0;
+  /// The blob's bytes as they are on disk, not hashed (a fetch verifies while it streams and
+  /// calls VerifyBlob on a mismatch); touches its access time (best effort). kNotFound if
+  /// absent; kDataLoss if its file is missing (the row is removed).
+  virtual absl::StatusOr<std::string> ReadBlobUnverified(std::string_view digest) = 0;
+  /// Verifies the blob at rest without touching its access time (the scrubber, a fetch that saw
+  /// a mismatch). OK if intact; kDataLoss after removing a corrupted or missing blob with its
+  /// row and artifact rows; kNotFound if absent; kUnavailable while a put replaces it.
+  virtual absl::Status VerifyBlob(std::string_view digest) = 0;
+  /// Every blob's digest, in digest order.
+  virtual absl::StatusOr<std::vector<std::string>> ListBlobs() = 0;
   /// The blob's size in bytes, as recorded; kNotFound if absent.
   virtual absl::StatusOr<int64_t> GetBlobSize(std::string_view digest) = 0;
 

@@ -177,7 +177,8 @@ TEST_F(ServiceTest, CorruptedArtifactBlobIsRebuiltNeverServed) {
   ASSERT_TRUE(fs::exists(blob)) << blob;
   std::string good = ReadFile(blob);
 
-  // Corrupted, then compiled again: the hit is verified, the blob rebuilt.
+  // Corrupted, then compiled again: the hit trusts the index, the fetch verifies while it
+  // streams and evicts the blob, the client compiles once more and the blob is rebuilt.
   FlipByte(blob);
   RunResult again = CompileJson(Model(kLenet), root_ + "/b.kiln");
   ASSERT_EQ(again.exit_code, 0) << Describe(again);

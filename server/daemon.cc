@@ -145,7 +145,20 @@ int RunDaemon(const DaemonOptions& options) {
                                     options.scrub_bytes_per_second});
   scrubber.Start();
   Executor executor(options.executor_threads);
-  ModelIndex models(storage->get());
+  GraphHashSandbox sandbox;
+  sandbox.binary = options.graph_hash_binary.empty() ? absl::StrCat(SelfDir(), "/kiln-graph-hash")
+                                                     : options.graph_hash_binary;
+  sandbox.limits.max_memory_bytes = options.import_memory_bytes;
+  sandbox.limits.max_cpu_seconds = options.import_cpu_seconds;
+  sandbox.limits.timeout = options.import_timeout;
+  if (::access(sandbox.binary.c_str(), X_OK) != 0) {
+    return Fail("kilnd.no_graph_hash_binary",
+                absl::FailedPreconditionError(absl::StrCat(
+                    "kiln-graph-hash, which imports models in a sandbox for kilnd, is not "
+                    "executable at '",
+                    sandbox.binary, "' (--graph-hash-binary)")));
+  }
+  ModelIndex models(storage->get(), sandbox);
   TargetResolver targets;
   CompilePreparer preparer(storage->get(), &models, &targets, options.inline_model_max_bytes);
   absl::StatusOr<Target> host = targets.Resolve("host");

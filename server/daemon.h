@@ -33,6 +33,12 @@ struct DaemonOptions {
   /// lost one to come back) before it fails.
   absl::Duration tune_measure_worker_wait = absl::Seconds(30);
   std::string worker_binary;  // default: kiln-worker next to kilnd
+  /// The model importer's sandbox: kiln-graph-hash (default: next to kilnd) in a child with
+  /// these limits on address space, CPU time and wall time.
+  std::string graph_hash_binary;
+  int64_t import_memory_bytes = int64_t{8} << 30;
+  int64_t import_cpu_seconds = 300;
+  absl::Duration import_timeout = absl::Minutes(10);
   int64_t cache_max_bytes = 0;
   int64_t max_model_bytes = int64_t{1} << 30;
   int64_t inline_model_max_bytes = int64_t{4} << 20;

@@ -31,6 +31,14 @@ ABSL_FLAG(int, measure_cores, 1,
 ABSL_FLAG(absl::Duration, tune_measure_worker_wait, absl::Seconds(30),
           "how long a tune job waits for a measure worker of its target before it fails");
 ABSL_FLAG(std::string, worker_binary, "", "kiln-worker to start (default: next to kilnd)");
+ABSL_FLAG(std::string, graph_hash_binary, "",
+          "kiln-graph-hash, which imports models for kilnd in a limited child (default: next to "
+          "kilnd)");
+ABSL_FLAG(int64_t, import_memory_bytes, int64_t{8} << 30,
+          "address-space limit of the model import child, in bytes");
+ABSL_FLAG(int64_t, import_cpu_seconds, 300, "CPU-time limit of the model import child");
+ABSL_FLAG(absl::Duration, import_timeout, absl::Minutes(10),
+          "wall-time limit of the model import child");
 ABSL_FLAG(int64_t, cache_max_bytes, 0, "LRU limit on all blobs, in bytes (0: unlimited)");
 ABSL_FLAG(int64_t, max_model_bytes, int64_t{1} << 30, "largest model UploadModel accepts");
 ABSL_FLAG(int64_t, inline_model_max_bytes, int64_t{4} << 20,
@@ -87,6 +95,10 @@ int main(int argc, char** argv) {
   options.measure_cores = std::max(1, absl::GetFlag(FLAGS_measure_cores));
   options.tune_measure_worker_wait = absl::GetFlag(FLAGS_tune_measure_worker_wait);
   options.worker_binary = absl::GetFlag(FLAGS_worker_binary);
+  options.graph_hash_binary = absl::GetFlag(FLAGS_graph_hash_binary);
+  options.import_memory_bytes = absl::GetFlag(FLAGS_import_memory_bytes);
+  options.import_cpu_seconds = absl::GetFlag(FLAGS_import_cpu_seconds);
+  options.import_timeout = absl::GetFlag(FLAGS_import_timeout);
   options.cache_max_bytes = absl::GetFlag(FLAGS_cache_max_bytes);
   options.max_model_bytes = absl::GetFlag(FLAGS_max_model_bytes);
   options.inline_model_max_bytes = absl::GetFlag(FLAGS_inline_model_max_bytes);

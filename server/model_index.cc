@@ -1,55 +1,64 @@
 // Graph-hash memo (import once per model digest) and target resolution memo.
 #include "server/model_index.h"
 
+#include <signal.h>
+
 #include "absl/strings/str_cat.h"
-#include "compiler_core/importer/onnx/importer.h"
 #include "compiler_core/ir/graph/graph_hash.h"
-#include "compiler_core/passes/graph/bounded_dims.h"
 #include "compiler_core/support/sha256.h"
 #include "compiler_core/support/target.h"
+#include "server/graph_hash_task.h"
+#include "server/limited_process.h"
 #include "server/log.h"
 
 namespace kiln::server {
 namespace {
 
-absl::StatusOr<std::string> ImportAndHash(const std::string& digest, std::string_view bytes,
+/// The graph hash of `bytes` (one shape profile), from kiln-graph-hash in a limited child.
+absl::StatusOr<std::string> SandboxedHash(const GraphHashSandbox& sandbox,
+                                          const std::string& digest, std::string_view bytes,
                                           const importer::InputShapes& shapes,
                                           const ConstantInputs& constants,
                                           const importer::InputShapes& min_shapes) {
   auto start = absl::Now();
-  // Uploaded models are one blob: external data has no directory to come from. An empty base
-  // dir makes such a model fail to import; report that as a bad model, not as kNotFound (which
-  // means "never uploaded" to clients).
-  absl::StatusOr<std::unique_ptr<graph::Graph>> graph = importer::ImportOnnxBytes(bytes, "", {shapes, constants});
-  if (!graph.ok()) {
-    absl::Status s = graph.status();
+  const std::string input =
+      MakeGraphHashTask(bytes, shapes, constants, min_shapes).SerializeAsString();
+  absl::StatusOr<ProcessOutcome> ran = RunLimitedProcess({sandbox.binary}, input, sandbox.limits);
+  if (!ran.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot run ", sandbox.binary, ": ", ran.status().message()));
+  }
+  v1::GraphHashResult result;
+  if (ran->exit_code == 127 && ran->out.empty()) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot start ", sandbox.binary, ": ", ran->err_tail));
+  }
+  if (!ran->ok() || !result.ParseFromString(ran->out)) {
+    // The model made the importer crash, hang or run out of memory: only the child died.
+    const bool limit = ran->timed_out || ran->signal == SIGXCPU || ran->signal == SIGKILL;
+    std::string why =
+        absl::StrCat("model ", digest, " cannot be imported: the importer ", ran->Describe(),
+                     limit ? absl::StrCat(" (limits: ", sandbox.limits.max_memory_bytes >> 20,
+                                          " MiB, ", sandbox.limits.max_cpu_seconds, " s of CPU)")
+                           : "",
+                     ran->err_tail.empty() ? "" : absl::StrCat("; it said: ", ran->err_tail));
+    LogWarning("model.import_crashed",
+               {{"model", digest.substr(0, 12)}, {"outcome", ran->Describe()}});
+    return limit ? absl::ResourceExhaustedError(why) : absl::InvalidArgumentError(why);
+  }
+  if (result.error_code() != 0) {
+    absl::Status s(static_cast<absl::StatusCode>(result.error_code()), result.error_message());
     LogInfo("model.import_failed", {{"model", digest.substr(0, 12)}, {"status", s}});
     if (absl::IsUnimplemented(s) || absl::IsInvalidArgument(s)) {
       return absl::Status(s.code(), absl::StrCat("model ", digest, ": ", s.message()));
     }
     return absl::InvalidArgumentError(
-        absl::StrCat("model ", digest, " cannot be imported (", s.message(),
-                     "); models with external data must be uploaded with their tensors inlined"));
-  }
-  std::string hash;
-  if (min_shapes.empty()) {
-    hash = graph::GraphHash(**graph);
-  } else {
-    // Bounded dims: the probe imports and the analysis the worker's pipeline runs.
-    absl::StatusOr<passes::BoundedDims> bounded = passes::BoundDims(
-        **graph, shapes, min_shapes, [&](const importer::InputShapes& probe_shapes) {
-          return importer::ImportOnnxBytes(bytes, "", {probe_shapes, constants});
-        });
-    if (!bounded.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("model ", digest, ": ", bounded.status().message()));
-    }
-    hash = passes::BoundedGraphHash(**graph, *bounded);
+        absl::StrCat("model ", digest, " cannot be imported: ", s.message()));
   }
   LogInfo("model.imported", {{"model", digest.substr(0, 12)},
-                             {"graph_hash", hash.substr(0, 12)},
+                             {"graph_hash", result.graph_hash().substr(0, 12)},
                              {"ms", absl::ToInt64Milliseconds(absl::Now() - start)}});
-  return hash;
+  return result.graph_hash();
 }
 
 bool Memoizable(const absl::StatusOr<std::string>& r) {
@@ -129,10 +138,10 @@ ModelIndex::Result ModelIndex::Compute(const std::string& digest, const std::str
 
   Result result;
   if (bytes != nullptr) {
-    result = ImportAndHash(digest, *bytes, shapes, constants, min_shapes);
+    result = SandboxedHash(sandbox_, digest, *bytes, shapes, constants, min_shapes);
   } else {
     absl::StatusOr<std::string> blob = storage_->GetBlob(digest);
-    result = blob.ok() ? ImportAndHash(digest, *blob, shapes, constants, min_shapes)
+    result = blob.ok() ? SandboxedHash(sandbox_, digest, *blob, shapes, constants, min_shapes)
                        : Result(blob.status());
   }
   promise.set_value(result);

@@ -1,5 +1,6 @@
 // What kilnd knows about models and targets before compiling: the graph hash of each uploaded
-// model (found by importing it: protobuf parse + checker + shape inference, never compiling),
+// model (found by importing it: protobuf parse + checker + shape inference, never compiling,
+// in kiln-graph-hash, a child process with resource limits: kilnd never parses a model),
 // memoized by model digest, and resolved targets, memoized by spec. Both are blocking: call them
 // from the executor, never from a gRPC reactor.
 #ifndef KILN_SERVER_MODEL_INDEX_H_
@@ -15,16 +16,24 @@
 #include "compiler_core/importer/onnx/input_shapes.h"
 #include "compiler_core/support/target.h"
 #include "server/cache/storage.h"
+#include "server/limited_process.h"
 
 namespace kiln::server {
 
 /// Graph inputs given as constants: name → serialized onnx.TensorProto.
 using ConstantInputs = std::map<std::string, std::string>;
 
+/// Where and how the graph hash is computed: the kiln-graph-hash binary and its child's limits.
+struct GraphHashSandbox {
+  std::string binary;
+  ProcessLimits limits;
+};
+
 /// Model digest → graph hash. Thread-safe; concurrent requests for one digest import once.
 class ModelIndex {
  public:
-  explicit ModelIndex(cache::Storage* storage) : storage_(storage) {}
+  ModelIndex(cache::Storage* storage, GraphHashSandbox sandbox)
+      : storage_(storage), sandbox_(std::move(sandbox)) {}
 
   /// The graph hash of the stored model blob `digest` imported with `profiles` for its
   /// symbolic input dims and `constants` for inputs compiled as constants (memoized per digest,
@@ -32,7 +41,9 @@ class ModelIndex {
   /// or one profile, graph::ProfilesGraphHash of each profile's for several (as the pipeline's
   /// CompileProfiles). Errors: those of GetBlob (kNotFound, kDataLoss), kInvalidArgument for a
   /// malformed model (also for one with external data, which kilnd cannot read) or shapes that
-  /// do not fit it, kUnimplemented for an unsupported op or opset.
+  /// do not fit it, kUnimplemented for an unsupported op or opset; kInvalidArgument too when
+  /// the model crashes the importer, kResourceExhausted when it runs past the child's memory or
+  /// time limits (not memoized), kUnavailable when kiln-graph-hash cannot be run.
   /// With `min_shapes` (bounded dims, one profile), the bounded compile's hash
   /// (passes::BoundedGraphHash after passes::BoundDims, as the pipeline computes it).
   absl::StatusOr<std::string> GraphHash(const std::string& digest,
@@ -56,6 +67,7 @@ class ModelIndex {
                  const std::string& constants_key, const importer::InputShapes& min_shapes = {});
 
   cache::Storage* storage_;
+  const GraphHashSandbox sandbox_;
   std::mutex mu_;
   /// Results are kept when they depend only on the bytes (OK, kInvalidArgument, kUnimplemented).
   std::map<std::string, std::shared_future<Result>> hashes_;

@@ -347,5 +347,54 @@ TEST_F(SecurityTest, ExternalDataIsRefusedInUploadsAndInlinedByTheCli) {
   EXPECT_EQ(r.exit_code, 0) << Describe(r);
 }
 
+// kilnd never parses a model itself: kiln-graph-hash does, in a child with memory and CPU
+// limits. The model that crashed ONNX 1.12's shape inference (a rank-0 Conv weight) is refused
+// before it gets there; a model whose import outgrows the memory limit kills only the child
+// (std::bad_alloc, abort) and fails with a clear error; kilnd serves on.
+TEST_F(SecurityTest, ModelsThatCrashOrExhaustTheImporterLeaveKilndServing) {
+  Kilnd& kilnd = StartKilnd(0, {"--import-memory-bytes", std::to_string(int64_t{200} << 20)});
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  onnx::GraphProto& g = *m.mutable_graph();
+  g.set_name("crash");
+  auto typed = [](onnx::ValueInfoProto* v, const std::string& name, std::vector<int64_t> dims) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  typed(g.add_input(), "x", {1, 1, 4, 4});
+  typed(g.add_output(), "y", {1, 1, 4, 4});
+  onnx::TensorProto& w = *g.add_initializer();
+  w.set_name("w");
+  w.set_data_type(onnx::TensorProto::FLOAT);
+  w.add_float_data(1.0f);  // rank 0
+  onnx::NodeProto& conv = *g.add_node();
+  conv.set_op_type("Conv");
+  conv.add_input("x");
+  conv.add_input("w");
+  conv.add_output("y");
+  absl::Status crashed =
+      kilnd.client().CompileModel(m.SerializeAsString(), client::RemoteCompileOptions{}).status();
+  EXPECT_EQ(crashed.code(), absl::StatusCode::kInvalidArgument) << crashed;
+  EXPECT_THAT(crashed.message(), HasSubstr("(Conv): input 1 has rank 0, expected 4"));
+  EXPECT_TRUE(kilnd.process().running());
+  EXPECT_TRUE(kilnd.client().GetStats().ok());
+  // ResNet-18's import needs more than 200 MiB: the child runs out, kilnd does not.
+  std::string resnet = ReadFile(Model(kResnet));
+  ASSERT_FALSE(resnet.empty());
+  absl::Status exhausted =
+      kilnd.client().CompileModel(resnet, client::RemoteCompileOptions{}).status();
+  EXPECT_FALSE(exhausted.ok());
+  EXPECT_EQ(exhausted.code(), absl::StatusCode::kInvalidArgument) << exhausted;
+  EXPECT_THAT(exhausted.message(),
+              HasSubstr("cannot be imported: the importer was killed by signal 6 (Aborted)"));
+  EXPECT_THAT(exhausted.message(), HasSubstr("std::bad_alloc"));
+  EXPECT_TRUE(kilnd.process().running());
+  EXPECT_TRUE(kilnd.client().GetStats().ok());
+  EXPECT_THAT(kilnd.log(), HasSubstr("event=model.import_crashed"));
+}
+
 }  // namespace
 }  // namespace kiln::testing

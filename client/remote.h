@@ -129,7 +129,8 @@ kiln::v1::Digest DigestOf(const std::string& bytes);
 std::string CompileResultJson(const RemoteCompileResult& result);
 
 /// Checks a fetched artifact before anything loads it: it parses (format, checksums) and its
-/// manifest names exactly `key`, the key the server answered for the request. Errors:
+/// manifest names `key`'s graph hash, target key and compiler version, the key the server
+/// answered for the request. Errors:
 /// kDataLoss naming what differs.
 absl::Status CheckFetchedArtifact(const std::string& artifact, const kiln::v1::ArtifactKey& key);
 

@@ -28,7 +28,7 @@ class FakeKiln final : public kiln::v1::KilnService::Service {
   size_t largest_chunk = 0;
   bool digest_first = true;
   bool corrupt_fetch = false;
-  bool wrong_manifest = false;  // the artifact names another options hash than its key
+  bool wrong_manifest = false;  // the artifact names another graph hash than its key
 
  private:
   grpc::Status FindMissingBlobs(grpc::ServerContext*, const kiln::v1::FindMissingBlobsRequest* req,
@@ -76,10 +76,10 @@ class FakeKiln final : public kiln::v1::KilnService::Service {
     resp->mutable_key()->set_target_key("cpu:test");
     resp->mutable_key()->set_compiler_version("v1");
     resp->mutable_key()->set_options_hash("o");
-    made.manifest.set_graph_hash(resp->key().graph_hash());
+    made.manifest.set_graph_hash(wrong_manifest ? "another graph" : resp->key().graph_hash());
     made.manifest.set_target_key(resp->key().target_key());
     made.manifest.set_compiler_version(resp->key().compiler_version());
-    made.manifest.set_options_hash(wrong_manifest ? "another options hash" : "o");
+    made.manifest.set_options_hash("o");
     std::string artifact = runtime::SerializeArtifact(made);
     *resp->mutable_artifact_digest() = DigestOf(artifact);
     blobs[resp->artifact_digest().hash()] = artifact;
@@ -161,7 +161,7 @@ TEST_F(RemoteTest, ArtifactOfAnotherKeyIsDataLoss) {
   EXPECT_EQ(result.status().code(), absl::StatusCode::kDataLoss) << result.status();
   EXPECT_EQ(result.status().message(),
             "the fetched artifact is not the one asked for: the artifact's manifest has "
-            "options_hash 'another options hash' but its key has 'o'");
+            "graph_hash 'another graph' but its key has 'g\"h'");
 }
 
 TEST_F(RemoteTest, ServerErrorsKeepTheirCodes) {

@@ -1,6 +1,8 @@
 // Import + pipeline + serialization for one task.
 #include "workers/compile_task.h"
 
+#include <signal.h>
+
 #include <chrono>
 #include <set>
 
@@ -63,6 +65,66 @@ absl::StatusOr<CompiledArtifact> CompileModelBytes(std::string_view model_bytes,
   out.workload_keys.assign(workloads.begin(), workloads.end());
   out.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+kiln::v1::SandboxedCompileResult RunSandboxedCompile(const kiln::v1::SandboxedCompile& request) {
+  kiln::v1::SandboxedCompileResult result;
+  absl::StatusOr<CompiledArtifact> compiled =
+      CompileModelBytes(request.model(), request.target(), request.options(), "");
+  if (!compiled.ok()) {
+    result.set_error_code(static_cast<int32_t>(compiled.status().code()));
+    result.set_error_message(std::string(compiled.status().message()));
+    return result;
+  }
+  result.set_artifact(std::move(compiled->bytes));
+  *result.mutable_key() = compiled->key;
+  result.set_compile_ms(compiled->compile_ms);
+  for (const std::string& w : compiled->workload_keys) result.add_workload_keys(w);
+  return result;
+}
+
+absl::StatusOr<CompiledArtifact> CompileInChild(std::string_view model_bytes,
+                                                const std::string& target,
+                                                const kiln::v1::CompileOptions& options,
+                                                const CompileSandbox& sandbox,
+                                                absl::Duration timeout) {
+  if (sandbox.binary.empty()) return CompileModelBytes(model_bytes, target, options, "");
+  kiln::v1::SandboxedCompile request;
+  request.set_model(std::string(model_bytes));
+  request.set_target(target);
+  *request.mutable_options() = options;
+  server::ProcessLimits limits = sandbox.limits;
+  limits.timeout = std::min(limits.timeout, timeout);
+  limits.max_output_bytes = int64_t{8} << 30;  // an artifact
+  absl::StatusOr<server::ProcessOutcome> ran = server::RunLimitedProcess(
+      {sandbox.binary, "--run-compile"}, request.SerializeAsString(), limits);
+  if (!ran.ok()) return absl::UnavailableError(ran.status().message());
+  if (ran->exit_code == 127) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot start ", sandbox.binary, " --run-compile: ", ran->err_tail));
+  }
+  kiln::v1::SandboxedCompileResult result;
+  if (!ran->ok() || !result.ParseFromString(ran->out)) {
+    const bool limit = ran->timed_out || ran->signal == SIGXCPU || ran->signal == SIGKILL;
+    std::string why =
+        absl::StrCat("the compiler ", ran->Describe(),
+                     limit ? absl::StrCat(" (limits: ", sandbox.limits.max_memory_bytes >> 20,
+                                          " MiB, ", sandbox.limits.max_cpu_seconds, " s of CPU, ",
+                                          absl::FormatDuration(limits.timeout), ")")
+                           : "",
+                     ran->err_tail.empty() ? "" : absl::StrCat("; it said: ", ran->err_tail));
+    // kInternal either way, never kResourceExhausted: to kilnd that means "refused, retry".
+    return absl::InternalError(why);
+  }
+  if (result.error_code() != 0) {
+    return absl::Status(static_cast<absl::StatusCode>(result.error_code()), result.error_message());
+  }
+  CompiledArtifact out;
+  out.bytes = std::move(*result.mutable_artifact());
+  out.key = result.key();
+  out.compile_ms = result.compile_ms();
+  out.workload_keys.assign(result.workload_keys().begin(), result.workload_keys().end());
   return out;
 }
 

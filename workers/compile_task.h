@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "kiln/v1/service.pb.h"
+#include "server/limited_process.h"
 
 namespace kiln::workers {
 
@@ -29,6 +31,28 @@ absl::StatusOr<CompiledArtifact> CompileModelBytes(std::string_view model_bytes,
                                                    const std::string& target,
                                                    const kiln::v1::CompileOptions& options,
                                                    const std::string& scratch_dir);
+
+/// The child side of a sandboxed compile (`kiln-worker --run-compile`): CompileModelBytes of
+/// the request, its result or error in the reply.
+kiln::v1::SandboxedCompileResult RunSandboxedCompile(const kiln::v1::SandboxedCompile& request);
+
+/// Where and how a worker runs its compiles: `binary` (kiln-worker itself) with
+/// `--run-compile` in a child under `limits`; an empty binary compiles in this process.
+struct CompileSandbox {
+  std::string binary;
+  server::ProcessLimits limits;
+};
+
+/// CompileModelBytes in a child process under `sandbox.limits` (its timeout lowered to
+/// `timeout`), so that a compiler crash, hang or runaway allocation ends only the child.
+/// Errors: the compile's own; kInternal "the compiler was killed by signal N (...)" for a
+/// crash or "ran past its time limit" for a limit (memory, CPU, `timeout`), naming the limits;
+/// kUnavailable when the child cannot be started.
+absl::StatusOr<CompiledArtifact> CompileInChild(std::string_view model_bytes,
+                                                const std::string& target,
+                                                const kiln::v1::CompileOptions& options,
+                                                const CompileSandbox& sandbox,
+                                                absl::Duration timeout);
 
 }  // namespace kiln::workers
 

@@ -2,6 +2,9 @@
 // components; the options hash's canonical form; error codes for bad input.
 #include "workers/compile_task.h"
 
+#include <signal.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -52,6 +55,58 @@ TEST(CompileTaskTest, DisabledPassesChangeTheOptionsHashNotTheGraphHash) {
   auto pb = runtime::ParseArtifact(b->bytes);
   ASSERT_TRUE(pa.ok() && pb.ok());
   EXPECT_LT(pa->manifest.kernels_size(), pb->manifest.kernels_size());
+}
+
+std::string WorkerBinary() {
+  const char* dir = std::getenv("KILN_BIN_DIR");
+  return std::string(dir != nullptr ? dir : "build/bin") + "/kiln-worker";
+}
+
+// A compile in a `kiln-worker --run-compile` child gives the same artifact as one in process;
+// its errors keep their codes.
+TEST(CompileTaskTest, CompileInChildMatchesTheInProcessCompile) {
+  if (!std::filesystem::exists(kMlp)) GTEST_SKIP() << kMlp << " not found";
+  if (!std::filesystem::exists(WorkerBinary())) GTEST_SKIP() << WorkerBinary() << " not built";
+  ::signal(SIGPIPE, SIG_IGN);
+  kiln::v1::CompileOptions options;
+  CompileSandbox sandbox{WorkerBinary(), server::ProcessLimits{}};
+  auto child = CompileInChild(ReadFile(kMlp), "host", options, sandbox, absl::Minutes(5));
+  ASSERT_TRUE(child.ok()) << child.status();
+  auto here = CompileModelBytes(ReadFile(kMlp), "host", options, "");
+  ASSERT_TRUE(here.ok()) << here.status();
+  EXPECT_EQ(child->key.SerializeAsString(), here->key.SerializeAsString());
+  EXPECT_EQ(child->bytes, here->bytes);
+  EXPECT_EQ(child->workload_keys, here->workload_keys);
+  absl::Status bad =
+      CompileInChild("not a model", "host", options, sandbox, absl::Minutes(1)).status();
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument) << bad;
+}
+
+// A compiler that crashes, or outgrows its limits, ends only the child: a clear kInternal.
+TEST(CompileTaskTest, CompileInChildSurvivesACrashAndLimits) {
+  if (!std::filesystem::exists(kMlp)) GTEST_SKIP() << kMlp << " not found";
+  ::signal(SIGPIPE, SIG_IGN);
+  kiln::v1::CompileOptions options;
+  // A stand-in compiler that crashes: the plumbing sees a signal, not a result.
+  const std::string crasher = ::testing::TempDir() + "/kiln-crashing-compiler";
+  std::ofstream(crasher) << "#!/bin/sh\necho 'LLVM ERROR: out of luck' >&2\nkill -SEGV $$\n";
+  std::filesystem::permissions(crasher, std::filesystem::perms::owner_all);
+  absl::Status crashed =
+      CompileInChild(ReadFile(kMlp), "host", options,
+                     CompileSandbox{crasher, server::ProcessLimits{}}, absl::Minutes(1))
+          .status();
+  EXPECT_EQ(crashed.code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(crashed.message(),
+            "the compiler was killed by signal 11 (Segmentation fault); it said: LLVM ERROR: out "
+            "of luck\n");
+  if (!std::filesystem::exists(WorkerBinary())) GTEST_SKIP() << WorkerBinary() << " not built";
+  // The real compiler under a wall-time limit it cannot meet.
+  absl::Status slow =
+      CompileInChild(ReadFile(kMlp), "host", options,
+                     CompileSandbox{WorkerBinary(), server::ProcessLimits{}}, absl::Milliseconds(1))
+          .status();
+  EXPECT_EQ(slow.code(), absl::StatusCode::kInternal);
+  EXPECT_NE(slow.message().find("ran past its time limit"), absl::string_view::npos) << slow;
 }
 
 TEST(CompileTaskTest, ErrorsKeepTheirCodes) {

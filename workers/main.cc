@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <iostream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -27,6 +28,8 @@ constexpr char kUsage[] =
     "       kiln-worker --connect HOST:PORT --measure cpu [--cores N] [--core-offset K] ...\n"
     "       kiln-worker --connect HOST:PORT --measure cuda:N ...\n"
     "  --connect        kilnd's address (required): its --worker-listen address when it has one\n"
+    "  --task-memory-bytes B  address-space limit of each compile's child (default 16 GiB)\n"
+    "  --task-cpu-seconds S   CPU-time limit of each compile's child (default 1800)\n"
     "  --tls-ca FILE    PEM CA that verifies kilnd's certificate (turns TLS on)\n"
     "  --tls-server-name NAME  name to check kilnd's certificate against (default: the host)\n"
     "  --tls-cert FILE --tls-key FILE  a worker client certificate (kilnd --tls-client-ca)\n"
@@ -51,8 +54,31 @@ int Usage(const std::string& error) {
 
 }  // namespace
 
+/// `kiln-worker --run-compile`: the child of a sandboxed compile (workers/compile_task.h).
+int RunCompileChild() {
+  std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  kiln::v1::SandboxedCompile request;
+  kiln::v1::SandboxedCompileResult result;
+  if (!request.ParseFromString(input)) {
+    result.set_error_code(3);  // INVALID_ARGUMENT
+    result.set_error_message("stdin is not a serialized kiln.v1.SandboxedCompile");
+  } else {
+    result = kiln::workers::RunSandboxedCompile(request);
+  }
+  std::string out = result.SerializeAsString();
+  std::cout.write(out.data(), static_cast<std::streamsize>(out.size()));
+  std::cout.flush();
+  return std::cout ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--run-compile") return RunCompileChild();
   kiln::workers::WorkerOptions options;
+  // Each compile runs in a `--run-compile` child of this binary, under limits.
+  options.compile_sandbox.binary = "/proc/self/exe";
+  options.compile_sandbox.limits.max_memory_bytes = int64_t{16} << 30;
+  options.compile_sandbox.limits.max_cpu_seconds = 1800;
+  options.compile_sandbox.limits.timeout = absl::Hours(1);
   options.id = "kiln-worker-" + std::to_string(getpid());
   int grace_s = 5;
   bool measure = false;
@@ -104,6 +130,15 @@ int main(int argc, char** argv) {
     } else if (flag == "--core-offset") {
       if (!absl::SimpleAtoi(value, &n) || n < 0) return Usage("--core-offset wants an integer >= 0");
       core_offset = n;
+    } else if (flag == "--task-memory-bytes") {
+      int64_t bytes = 0;
+      if (!absl::SimpleAtoi(value, &bytes) || bytes < 0) {
+        return Usage("--task-memory-bytes wants an integer >= 0");
+      }
+      options.compile_sandbox.limits.max_memory_bytes = bytes;
+    } else if (flag == "--task-cpu-seconds") {
+      if (!absl::SimpleAtoi(value, &n) || n < 0) return Usage("--task-cpu-seconds wants >= 0");
+      options.compile_sandbox.limits.max_cpu_seconds = n;
     } else if (flag == "--tls-ca") {
       tls_ca = value;
     } else if (flag == "--tls-server-name") {

@@ -388,7 +388,8 @@ absl::Status Worker::RunCompile(const kiln::v1::WorkerTask& task, Clock::time_po
   KILN_RETURN_IF_ERROR(check());
   KILN_ASSIGN_OR_RETURN(
       CompiledArtifact compiled,
-      CompileModelBytes(model, compile.target(), compile.options(), scratch_dir_));
+      CompileInChild(model, compile.target(), compile.options(), options_.compile_sandbox,
+                     absl::FromChrono(deadline - Clock::now())));
   KILN_RETURN_IF_ERROR(check());
   KILN_RETURN_IF_ERROR(CheckKey(task.task_id(), compile, compiled.key));
   KILN_ASSIGN_OR_RETURN(

@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "client/channel.h"
 #include "kiln/v1/service.grpc.pb.h"
+#include "workers/compile_task.h"
 #include "workers/tune_tasks.h"
 
 namespace kiln::workers {
@@ -31,6 +32,9 @@ struct WorkerOptions {
   std::string server;
   /// TLS and the bearer token (a `worker` role) of every call to kilnd.
   client::ChannelSecurity security;
+  /// How compile tasks run: in a `--run-compile` child of this binary under limits (the
+  /// default, set by main), or in this process when the binary is empty.
+  CompileSandbox compile_sandbox;
   /// Tasks run at once.
   int slots = 1;
   /// Name sent in `register`; kilnd's Registered.worker_id wins if it differs.

@@ -231,6 +231,7 @@ absl::Status CheckManifestKey(const kiln::v1::Manifest& manifest, const Artifact
       {"options_hash", {&manifest.options_hash(), &key.options_hash}},
   };
   for (const auto& [name, values] : fields) {
+    if (values.second == &key.options_hash && key.options_hash.empty()) continue;
     if (*values.first != *values.second) {
       return absl::FailedPreconditionError(absl::StrCat("the artifact's manifest has ", name, " '",
                                                         *values.first, "' but its key has '",

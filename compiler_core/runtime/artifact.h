@@ -42,8 +42,10 @@ struct ArtifactKeyFields {
   std::string options_hash;
 };
 
-/// Checks that `manifest` names exactly `key`. Errors: kFailedPrecondition naming the first
-/// field that differs, with both values.
+/// Checks that `manifest` names exactly `key`; an empty key.options_hash is not compared (a
+/// client: kilnd files one artifact under several keys that differ only in tuning records that
+/// do not apply to it). Errors: kFailedPrecondition naming the first field that differs, with
+/// both values.
 absl::Status CheckManifestKey(const kiln::v1::Manifest& manifest, const ArtifactKeyFields& key);
 
 /// Reads and parses the file at `path` (kNotFound if it cannot be read).

@@ -2,6 +2,7 @@
 // ephemeral port, a temp data dir) supervising kiln-worker processes, driven by the kiln CLI
 // and, where the CLI cannot misbehave on purpose, by the remote client library.
 #include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -16,9 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include <grpcpp/grpcpp.h>
-
 #include "client/remote.h"
+#include "compiler_core/runtime/artifact.h"
 #include "compiler_core/support/sha256.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -396,11 +396,22 @@ TEST_F(ServiceTest, CudaTargetAndPrecisionThroughKilnd) {
   EXPECT_EQ(JsonField(tf32.out, "target_key"), "cuda:sm_80:ptx70:nvptx64-nvidia-cuda:tf32");
   EXPECT_EQ(JsonField(tf32.out, "cache_hit"), "false");
   EXPECT_NE(JsonField(tf32.out, "artifact_digest"), JsonField(fp32.out, "artifact_digest"));
-  // The artifact is the local compile's, byte for byte: same target, same precision.
+  // The artifact is the local compile's: same target, same precision, the same code and
+  // weights byte for byte; only the server's manifest names its options hash (its cache key).
   RunResult local = Kiln({"compile", Model(model), "-o", root_ + "/tf32_local.kiln", "--target",
                           "cuda:sm_80", "--precision", "tf32"});
   ASSERT_EQ(local.exit_code, 0) << Describe(local);
-  EXPECT_EQ(ReadFile(root_ + "/tf32.kiln"), ReadFile(root_ + "/tf32_local.kiln"));
+  absl::StatusOr<runtime::Artifact> remote_tf32 =
+      runtime::ParseArtifact(ReadFile(root_ + "/tf32.kiln"));
+  absl::StatusOr<runtime::Artifact> local_tf32 =
+      runtime::ParseArtifact(ReadFile(root_ + "/tf32_local.kiln"));
+  ASSERT_TRUE(remote_tf32.ok() && local_tf32.ok());
+  EXPECT_EQ(remote_tf32->manifest.options_hash(), JsonField(tf32.out, "options_hash"));
+  EXPECT_EQ(local_tf32->manifest.options_hash(), "");
+  remote_tf32->manifest.clear_options_hash();
+  EXPECT_EQ(remote_tf32->manifest.SerializeAsString(), local_tf32->manifest.SerializeAsString());
+  EXPECT_EQ(remote_tf32->code, local_tf32->code);
+  EXPECT_EQ(remote_tf32->weights, local_tf32->weights);
   EXPECT_THAT(ReadFile(root_ + "/tf32.kiln"), HasSubstr("mma.sync.aligned.m16n8k8"));
   EXPECT_THAT(ReadFile(root_ + "/fp32.kiln"), Not(HasSubstr("mma.sync")));
   RunResult cpu = CompileJson(Model(model), root_ + "/cpu.kiln", {"--precision", "fp16"});

@@ -10,6 +10,7 @@
 #include "server/log.h"
 #include "server/rpc_call.h"
 #include "server/status_convert.h"
+#include "server/upload_limiter.h"
 
 namespace kiln::server {
 namespace {
@@ -20,18 +21,29 @@ void MarkPresent(v1::UploadArtifactResponse&) {}
 template <typename Request, typename Response>
 class UploadReactor final : public grpc::ServerReadReactor<Request> {
  public:
+  /// `limiter` (model uploads; may be null) admits the stream for `principal`.
   UploadReactor(ServiceContext* ctx, grpc::CallbackServerContext* context, Response* response,
-                cache::BlobKind kind, int64_t max_bytes, std::string method)
+                cache::BlobKind kind, int64_t max_bytes, std::string method,
+                UploadLimiter* limiter = nullptr, const std::string& principal = "")
       : ctx_(ctx),
         context_(context),
         response_(response),
         kind_(kind),
         max_bytes_(max_bytes),
         method_(std::move(method)),
-        peer_(context->peer()) {
+        peer_(context->peer()),
+        limiter_(limiter) {
     if (ctx_->draining.load() && kind_ == cache::BlobKind::kModel) {
       Done(absl::UnavailableError("kilnd is shutting down"));
       return;
+    }
+    if (limiter_ != nullptr) {
+      absl::StatusOr<uint64_t> admitted = limiter_->Admit(principal, context);
+      if (!admitted.ok()) {
+        Done(admitted.status());
+        return;
+      }
+      stream_id_ = *admitted;
     }
     this->StartRead(&request_);
   }
@@ -39,8 +51,11 @@ class UploadReactor final : public grpc::ServerReadReactor<Request> {
   void OnReadDone(bool ok) override {
     if (!ok) {
       if (context_->IsCancelled()) {
-        ctx_->executor->Post(
-            [this] { Done(absl::CancelledError("the client cancelled the upload")); });
+        ctx_->executor->Post([this] {
+          Done(
+              absl::CancelledError("the upload was cancelled: by the client, or by kilnd after "
+                                   "--stream-idle-timeout without a message"));
+        });
       } else {
         ctx_->executor->Post([this] { Commit(); });
       }
@@ -97,6 +112,10 @@ class UploadReactor final : public grpc::ServerReadReactor<Request> {
       return Done(absl::InvalidArgumentError("the digest changed in the middle of the upload"));
     }
     const std::string& data = request_.data();
+    if (limiter_ != nullptr) {
+      absl::Status within = limiter_->Received(stream_id_, static_cast<int64_t>(data.size()));
+      if (!within.ok()) return Done(within);
+    }
     if (upload_->size_bytes() + static_cast<int64_t>(data.size()) > max_bytes_) {
       upload_.reset();  // discard what was written
       return Done(TooBig(upload_size_ + static_cast<int64_t>(data.size())));
@@ -125,6 +144,7 @@ class UploadReactor final : public grpc::ServerReadReactor<Request> {
 
   void Done(const absl::Status& status) {
     upload_.reset();
+    if (limiter_ != nullptr) limiter_->Release(stream_id_);
     if (status.ok()) {
       *response_->mutable_digest() = digest_;
       if (already_present_) MarkPresent(*response_);
@@ -151,6 +171,8 @@ class UploadReactor final : public grpc::ServerReadReactor<Request> {
   bool already_present_ = false;
   int64_t upload_size_ = 0;
   std::unique_ptr<cache::BlobUpload> upload_;
+  UploadLimiter* const limiter_;
+  uint64_t stream_id_ = 0;
 };
 
 class FetchReactor final : public grpc::ServerWriteReactor<v1::FetchArtifactResponse> {
@@ -246,9 +268,11 @@ class FetchReactor final : public grpc::ServerWriteReactor<v1::FetchArtifactResp
 }  // namespace
 
 grpc::ServerReadReactor<v1::UploadModelRequest>* StartModelUpload(
-    ServiceContext* ctx, grpc::CallbackServerContext* context, v1::UploadModelResponse* response) {
+    ServiceContext* ctx, grpc::CallbackServerContext* context, v1::UploadModelResponse* response,
+    const std::string& principal) {
   return new UploadReactor<v1::UploadModelRequest, v1::UploadModelResponse>(
-      ctx, context, response, cache::BlobKind::kModel, ctx->limits.max_model_bytes, "UploadModel");
+      ctx, context, response, cache::BlobKind::kModel, ctx->limits.max_model_bytes, "UploadModel",
+      ctx->uploads, principal);
 }
 
 grpc::ServerReadReactor<v1::UploadArtifactRequest>* StartArtifactUpload(

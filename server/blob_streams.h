@@ -13,9 +13,11 @@
 
 namespace kiln::server {
 
-/// UploadModel (kind kModel, capped at limits.max_model_bytes).
+/// UploadModel (kind kModel, capped at limits.max_model_bytes) of `principal`, admitted and
+/// metered by ctx->uploads when set (kResourceExhausted past its limits).
 grpc::ServerReadReactor<v1::UploadModelRequest>* StartModelUpload(
-    ServiceContext* ctx, grpc::CallbackServerContext* context, v1::UploadModelResponse* response);
+    ServiceContext* ctx, grpc::CallbackServerContext* context, v1::UploadModelResponse* response,
+    const std::string& principal);
 
 /// UploadArtifact from a worker (kind kArtifact, capped at limits.max_artifact_bytes).
 grpc::ServerReadReactor<v1::UploadArtifactRequest>* StartArtifactUpload(

@@ -181,6 +181,8 @@ int RunDaemon(const DaemonOptions& options) {
   scheduler_options.handlers = {&compile_handler, &workloads_handler, &build_handler,
                                 &measure_handler, &tune_handler};
   scheduler_options.heartbeat_timeout = options.heartbeat_timeout;
+  scheduler_options.max_queued_jobs = options.max_queued_jobs;
+  scheduler_options.max_jobs_per_token = options.max_jobs_per_token;
   Scheduler scheduler(scheduler_options);
   tune_handler.SetScheduler(&scheduler);
   // Tune runs call the scheduler from their own threads: on every way out of this function
@@ -200,6 +202,9 @@ int RunDaemon(const DaemonOptions& options) {
   ctx.executor = &executor;
   ctx.metrics = &hooks;
   ctx.auth = &authenticator;
+  UploadLimiter uploads(UploadLimits{options.max_uploads, options.max_uploads_per_token,
+                                     options.upload_bytes_per_minute, options.stream_idle_timeout});
+  ctx.uploads = &uploads;
   ctx.limits.max_model_bytes = options.max_model_bytes;
   ctx.limits.verify_cache_hits = options.verify_cache_hits;
   ctx.limits.heartbeat_interval = options.heartbeat_interval;

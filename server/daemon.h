@@ -40,6 +40,15 @@ struct DaemonOptions {
   int64_t import_cpu_seconds = 300;
   absl::Duration import_timeout = absl::Minutes(10);
   int64_t cache_max_bytes = 0;
+  /// Limits (RESOURCE_EXHAUSTED past them, naming the flag): queued client jobs, live jobs of
+  /// one token, model uploads at once (all, one token's), upload bytes of one token per minute
+  /// (0: none), and how long an upload stream may go without a message.
+  int64_t max_queued_jobs = 10000;
+  int64_t max_jobs_per_token = 256;
+  int max_uploads = 64;
+  int max_uploads_per_token = 8;
+  int64_t upload_bytes_per_minute = 0;
+  absl::Duration stream_idle_timeout = absl::Seconds(60);
   int64_t max_model_bytes = int64_t{1} << 30;
   int64_t inline_model_max_bytes = int64_t{4} << 20;
   std::string metrics_listen;  // empty: no /metrics endpoint

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "compiler_core/support/status_macros.h"
 #include "server/job_state.h"
 #include "server/log.h"
 
@@ -48,6 +49,34 @@ std::string JobQueue::DedupKey(const JobSpec& spec) {
   return absl::StrCat(std::string(cache::JobKindName(spec.kind)), ":", spec.dedup_key);
 }
 
+absl::Status JobQueue::Admit(const JobSpec& spec) const {
+  if (spec.kind != cache::JobKind::kCompile && spec.kind != cache::JobKind::kTune) {
+    return absl::OkStatus();
+  }
+  if (options_.max_queued <= 0 && (options_.max_live_per_owner <= 0 || spec.owner.empty())) {
+    return absl::OkStatus();
+  }
+  int64_t queued = 0, owned = 0;
+  for (const auto& [id, job] : jobs_) {
+    const cache::JobKind kind = job->spec.kind;
+    if (kind != cache::JobKind::kCompile && kind != cache::JobKind::kTune) continue;
+    if (job->state == v1::QUEUED) ++queued;
+    if (!spec.owner.empty() && job->spec.owner == spec.owner) ++owned;
+  }
+  if (options_.max_queued > 0 && queued >= options_.max_queued) {
+    return absl::ResourceExhaustedError(absl::StrCat("the job queue is full: ", queued,
+                                                     " jobs queued (--max-queued-jobs ",
+                                                     options_.max_queued, "); retry later"));
+  }
+  if (options_.max_live_per_owner > 0 && !spec.owner.empty() &&
+      owned >= options_.max_live_per_owner) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(spec.owner, " has ", owned, " jobs queued or running (--max-jobs-per-token ",
+                     options_.max_live_per_owner, "); wait for one to end"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Ticket> JobQueue::Submit(const JobSpec& spec, absl::Time deadline, bool detached,
                                         JobCallback on_done, Notifications& n) {
   Ticket ticket;
@@ -67,6 +96,7 @@ absl::StatusOr<Ticket> JobQueue::Submit(const JobSpec& spec, absl::Time deadline
     }
     LogInfo("job.join", {{"job", job->id}, {"state", v1::JobState_Name(job->state)}});
   } else {
+    KILN_RETURN_IF_ERROR(Admit(spec));
     auto owned = std::make_unique<LiveJob>();
     job = owned.get();
     job->id = NewJobId();

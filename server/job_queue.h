@@ -60,6 +60,11 @@ struct JobQueueOptions {
   /// Fills the kind's result fields of `event` from a finished job's record (WatchJob of a
   /// finished job). Optional: without it such events carry no result.
   std::function<void(const cache::JobRecord& record, v1::JobEvent& event)> describe_result;
+  /// Admission of client jobs (compile and tune; the steps of a tune are never refused), 0 for
+  /// no limit: queued client jobs at most, and live (queued or running) jobs of one owner at
+  /// most. A submission past either gets RESOURCE_EXHAUSTED naming the limit's flag.
+  int64_t max_queued = 0;
+  int64_t max_live_per_owner = 0;
 };
 
 class JobQueue {
@@ -124,6 +129,9 @@ class JobQueue {
   int running() const { return static_cast<int>(jobs_.size() - queue_.size()); }
 
  private:
+  /// RESOURCE_EXHAUSTED when a new client job would pass max_queued or max_live_per_owner.
+  absl::Status Admit(const JobSpec& spec) const;
+
   void FinishCancelled(LiveJob& job, const std::string& why, Notifications& n);
   void Emit(LiveJob& job, v1::JobState state, const std::string& message, Notifications& n,
             bool last = false, const absl::Status& error = absl::OkStatus(),

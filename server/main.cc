@@ -39,6 +39,14 @@ ABSL_FLAG(int64_t, import_memory_bytes, int64_t{8} << 30,
 ABSL_FLAG(int64_t, import_cpu_seconds, 300, "CPU-time limit of the model import child");
 ABSL_FLAG(absl::Duration, import_timeout, absl::Minutes(10),
           "wall-time limit of the model import child");
+ABSL_FLAG(int64_t, max_queued_jobs, 10000, "queued compile and tune jobs at most");
+ABSL_FLAG(int64_t, max_jobs_per_token, 256, "queued or running jobs of one token at most");
+ABSL_FLAG(int, max_uploads, 64, "model uploads in progress at most");
+ABSL_FLAG(int, max_uploads_per_token, 8, "model uploads of one token in progress at most");
+ABSL_FLAG(int64_t, upload_bytes_per_minute, 0,
+          "model bytes one token may upload per minute (0: no limit)");
+ABSL_FLAG(absl::Duration, stream_idle_timeout, absl::Seconds(60),
+          "an upload stream that sends nothing this long is cancelled");
 ABSL_FLAG(int64_t, cache_max_bytes, 0, "LRU limit on all blobs, in bytes (0: unlimited)");
 ABSL_FLAG(int64_t, max_model_bytes, int64_t{1} << 30, "largest model UploadModel accepts");
 ABSL_FLAG(int64_t, inline_model_max_bytes, int64_t{4} << 20,
@@ -100,6 +108,12 @@ int main(int argc, char** argv) {
   options.import_cpu_seconds = absl::GetFlag(FLAGS_import_cpu_seconds);
   options.import_timeout = absl::GetFlag(FLAGS_import_timeout);
   options.cache_max_bytes = absl::GetFlag(FLAGS_cache_max_bytes);
+  options.max_queued_jobs = absl::GetFlag(FLAGS_max_queued_jobs);
+  options.max_jobs_per_token = absl::GetFlag(FLAGS_max_jobs_per_token);
+  options.max_uploads = absl::GetFlag(FLAGS_max_uploads);
+  options.max_uploads_per_token = absl::GetFlag(FLAGS_max_uploads_per_token);
+  options.upload_bytes_per_minute = absl::GetFlag(FLAGS_upload_bytes_per_minute);
+  options.stream_idle_timeout = absl::GetFlag(FLAGS_stream_idle_timeout);
   options.max_model_bytes = absl::GetFlag(FLAGS_max_model_bytes);
   options.inline_model_max_bytes = absl::GetFlag(FLAGS_inline_model_max_bytes);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);

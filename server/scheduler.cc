@@ -17,7 +17,8 @@ Scheduler::Scheduler(SchedulerOptions options)
                                if (JobHandler* handler = HandlerFor(record.kind)) {
                                  handler->DescribeResult(record.result, event);
                                }
-                             }}),
+                             },
+                             options_.max_queued_jobs, options_.max_jobs_per_token}),
       workers_(options_.max_attempts) {
   for (JobHandler* handler : options_.handlers) handlers_[handler->kind()] = handler;
   tick_thread_ = std::thread([this] { TickLoop(); });
@@ -226,7 +227,7 @@ void Scheduler::TaskDone(const std::string& worker_id, const v1::TaskResult& res
       }
       if (absl::IsUnavailable(status)) {
         LoseTask(workers_.RecordLoss(*std::move(task)), status, n);
-      } else if (absl::IsResourceExhausted(status)) {
+      } else if (absl::IsResourceExhausted(status) && result.refused()) {
         // The worker refused the task without trying it (it still counts a finishing task as
         // busy): requeue it in its place and give that worker a moment.
         workers_.CoolDown(worker_id, absl::Now() + absl::Milliseconds(100));

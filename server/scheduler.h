@@ -49,6 +49,9 @@ struct SchedulerOptions {
   absl::Duration tick_interval = absl::Milliseconds(200);
   /// In-process jobs (tune) that run at once; later ones wait in the queue.
   int max_in_process = 1;
+  /// Admission limits of client jobs (JobQueueOptions::max_queued, max_live_per_owner).
+  int64_t max_queued_jobs = 0;
+  int64_t max_jobs_per_token = 0;
 };
 
 class Scheduler {

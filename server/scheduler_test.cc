@@ -560,6 +560,7 @@ TEST_F(SchedulerTest, RefusedTaskIsRequeuedNotFailed) {
   refused.set_task_id(worker->tasks()[0].task_id());
   refused.set_error_code(static_cast<int>(absl::StatusCode::kResourceExhausted));
   refused.set_error_message("all slots busy");
+  refused.set_refused(true);
   scheduler_->TaskDone(wid, refused);
   EXPECT_FALSE(w.ready());
   for (int i = 0; i < 200 && worker->tasks().size() < 2; ++i) absl::SleepFor(absl::Milliseconds(5));
@@ -568,6 +569,26 @@ TEST_F(SchedulerTest, RefusedTaskIsRequeuedNotFailed) {
   EXPECT_TRUE(w.get().status.ok());
 }
 
+// A task that ran out of disk space is not a refusal: its job fails with that error at once,
+// rather than being compiled again and again (a full disk livelocked kilnd).
+TEST_F(SchedulerTest, ATaskThatRanOutOfSpaceFailsItsJobWithoutRetrying) {
+  Waiter w;
+  auto ticket = Submit(Spec("a"), absl::InfiniteFuture(), false, w.callback());
+  std::string wid;
+  auto worker = AddWorker(&wid);
+  ASSERT_EQ(worker->tasks().size(), 1u);
+  v1::TaskResult full;
+  full.set_task_id(worker->tasks()[0].task_id());
+  full.set_error_code(static_cast<int>(absl::StatusCode::kResourceExhausted));
+  full.set_error_message("UploadArtifact: write: No space left on device");
+  scheduler_->TaskDone(wid, full);
+  JobOutcome outcome = w.get();
+  EXPECT_EQ(outcome.status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(outcome.status.message(), "UploadArtifact: write: No space left on device");
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(worker->tasks().size(), 1u);  // never sent again
+  EXPECT_EQ(StoredState(ticket->job_id), cache::JobState::kFailed);
+}
 
 /// An in-process kind (as tune jobs are): records Start and Stop; the test ends the runs.
 class FakeInProcessHandler final : public JobHandler {

@@ -131,7 +131,7 @@ grpc::ServerReadReactor<v1::UploadModelRequest>* KilnServiceImpl::UploadModel(
     return new RefusedStream<grpc::ServerReadReactor<v1::UploadModelRequest>>(
         ctx_, *context, who.status(), "UploadModel");
   }
-  return StartModelUpload(ctx_, context, response);
+  return StartModelUpload(ctx_, context, response, who->id);
 }
 
 grpc::ServerUnaryReactor* KilnServiceImpl::Compile(grpc::CallbackServerContext* context,

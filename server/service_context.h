@@ -14,6 +14,7 @@
 #include "server/executor.h"
 #include "server/metrics_hooks.h"
 #include "server/scheduler.h"
+#include "server/upload_limiter.h"
 
 namespace kiln::server {
 
@@ -38,6 +39,8 @@ struct ServiceContext {
   CompilePreparer* preparer = nullptr;
   Executor* executor = nullptr;
   MetricsHooks* metrics = nullptr;  // never null once the daemon is wired (may be a no-op)
+  /// Limits on model uploads; null: none.
+  UploadLimiter* uploads = nullptr;
   /// Bearer tokens and roles; null (or disabled): every call may do everything.
   const auth::Authenticator* auth = nullptr;
   ServiceLimits limits;

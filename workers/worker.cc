@@ -313,6 +313,7 @@ void Worker::StartTask(const kiln::v1::WorkerTask& task) {
   message.mutable_result()->set_task_id(task.task_id());
   message.mutable_result()->set_error_code(static_cast<int>(absl::StatusCode::kResourceExhausted));
   message.mutable_result()->set_error_message(refusal);
+  message.mutable_result()->set_refused(true);
   Send(message);
 }
 

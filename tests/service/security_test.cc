@@ -396,5 +396,75 @@ TEST_F(SecurityTest, ModelsThatCrashOrExhaustTheImporterLeaveKilndServing) {
   EXPECT_THAT(kilnd.log(), HasSubstr("event=model.import_crashed"));
 }
 
+// Every limit answers RESOURCE_EXHAUSTED naming its flag: uploads at once per token, upload
+// bytes per minute, live jobs per token, queued jobs; and an idle upload stream is cancelled.
+TEST_F(SecurityTest, LimitsAnswerResourceExhausted) {
+  auto plain = [](const std::string& token) {
+    client::ChannelSecurity s;
+    s.token = token;
+    return s;
+  };
+  const client::ChannelSecurity admin = plain(kAdmin);
+  kilnd_ = std::make_unique<Kilnd>(
+      root_,
+      std::vector<std::string>{"--token-file", tokens_, "--max-uploads-per-token", "1",
+                               "--max-jobs-per-token", "1", "--max-queued-jobs", "2",
+                               "--stream-idle-timeout", "2s", "--upload-bytes-per-minute",
+                               "3000000"},
+      /*workers=*/0);
+  kilnd_->set_client_security(admin);
+  ASSERT_TRUE(kilnd_->Start());
+  Kilnd& kilnd = *kilnd_;
+  client::RemoteClient alice(kilnd.address(), 30'000, plain(kAlice));
+  client::RemoteClient bob(kilnd.address(), 30'000, plain(kBob));
+  auto stub = v1::KilnService::NewStub(client::MakeChannel(kilnd.address(), plain(kAlice), {}));
+  // A stalled upload holds alice's one upload slot...
+  grpc::ClientContext stalled_context;
+  client::AddCredentials(stalled_context, plain(kAlice));
+  v1::UploadModelResponse stalled_response;
+  auto stalled = stub->UploadModel(&stalled_context, &stalled_response);
+  v1::UploadModelRequest first;
+  *first.mutable_digest() = client::DigestOf("a model that never comes");
+  ASSERT_TRUE(stalled->Write(first));
+  std::string lenet = ReadFile(Model(kLenet));
+  std::string mlp = ReadFile(Model(kMlp));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        absl::Status s = alice.UploadModel(lenet, client::DigestOf(lenet)).status();
+        return absl::IsResourceExhausted(s) &&
+               s.message().find("(--max-uploads-per-token 1)") != absl::string_view::npos;
+      },
+      10s));
+  // ... until the idle timeout cancels it.
+  grpc::Status idle = stalled->Finish();
+  EXPECT_EQ(idle.error_code(), grpc::StatusCode::CANCELLED) << idle.error_message();
+  EXPECT_TRUE(
+      Eventually([&] { return alice.UploadModel(lenet, client::DigestOf(lenet)).ok(); }, 10s));
+  ASSERT_TRUE(alice.UploadModel(mlp, client::DigestOf(mlp)).ok());
+  // Upload bytes per minute: lenet and mlp (2.4 MB together) fit, ResNet-18 (47 MB) does not.
+  std::string resnet = ReadFile(Model(kResnet));
+  absl::Status too_much = bob.UploadModel(resnet, client::DigestOf(resnet)).status();
+  EXPECT_EQ(too_much.code(), absl::StatusCode::kResourceExhausted) << too_much;
+  EXPECT_THAT(too_much.message(), HasSubstr("bytes in a minute (--upload-bytes-per-minute)"));
+  // Live jobs per token (no workers: jobs stay queued).
+  auto submit = [&](client::RemoteClient& c, const std::string& model) {
+    v1::SubmitJobRequest r;
+    *r.mutable_compile()->mutable_model_digest() = client::DigestOf(model);
+    r.mutable_compile()->set_target("host");
+    return c.SubmitJob(r);
+  };
+  ASSERT_TRUE(submit(alice, lenet).ok());
+  absl::Status second = submit(alice, mlp).status();
+  EXPECT_EQ(second.code(), absl::StatusCode::kResourceExhausted) << second;
+  EXPECT_THAT(second.message(), HasSubstr("has 1 jobs queued or running (--max-jobs-per-token 1)"));
+  // Queued jobs overall: bob's is the second, the admin's the third.
+  ASSERT_TRUE(submit(bob, mlp).ok());
+  client::RemoteClient admin_client(kilnd.address(), 30'000, admin);
+  absl::Status full = submit(admin_client, mlp).status();
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
+  EXPECT_THAT(full.message(), HasSubstr("the job queue is full: 2 jobs queued (--max-queued-jobs"));
+  EXPECT_TRUE(kilnd.client().GetStats().ok());
+}
+
 }  // namespace
 }  // namespace kiln::testing

@@ -145,6 +145,7 @@ int RunDaemon(const DaemonOptions& options) {
                                     options.scrub_bytes_per_second});
   scrubber.Start();
   Executor executor(options.executor_threads);
+  Executor prepare_executor(options.prepare_threads);
   GraphHashSandbox sandbox;
   sandbox.binary = options.graph_hash_binary.empty() ? absl::StrCat(SelfDir(), "/kiln-graph-hash")
                                                      : options.graph_hash_binary;
@@ -200,6 +201,7 @@ int RunDaemon(const DaemonOptions& options) {
   ctx.scheduler = &scheduler;
   ctx.preparer = &preparer;
   ctx.executor = &executor;
+  ctx.prepare_executor = &prepare_executor;
   ctx.metrics = &hooks;
   ctx.auth = &authenticator;
   UploadLimiter uploads(UploadLimits{options.max_uploads, options.max_uploads_per_token,
@@ -344,6 +346,7 @@ int RunDaemon(const DaemonOptions& options) {
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (hub_server) hub_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   scrubber.Stop();
+  prepare_executor.Shutdown();
   executor.Shutdown();
   for (const char* name : {"kilnd.port", "kilnd.worker_port", "worker.token"}) {
     std::remove(absl::StrCat(options.data_dir, "/", name).c_str());

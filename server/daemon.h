@@ -56,6 +56,8 @@ struct DaemonOptions {
   absl::Duration heartbeat_interval = absl::Seconds(3);
   absl::Duration heartbeat_timeout = absl::Seconds(15);
   int executor_threads = 8;
+  /// Threads preparing Compile and SubmitJob requests (model imports run in children).
+  int prepare_threads = 4;
   bool verify_cache_hits = false;
   /// The scrubber: every blob re-verified at rest this often (zero: never), reading at most
   /// `scrub_bytes_per_second`.

@@ -57,7 +57,10 @@ ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(30),
           "on SIGTERM, how long running jobs may finish before they are saved as queued");
 ABSL_FLAG(absl::Duration, heartbeat_timeout, absl::Seconds(15),
           "drop a worker (and retry its tasks) after this long without a message");
-ABSL_FLAG(int, executor_threads, 8, "threads for kilnd's blocking work (storage, import)");
+ABSL_FLAG(int, executor_threads, 8,
+          "threads for kilnd's blocking control-plane work (storage, worker messages)");
+ABSL_FLAG(int, prepare_threads, 4,
+          "threads preparing Compile and SubmitJob requests (waiting on model import children)");
 ABSL_FLAG(bool, verify_cache_hits, false,
           "verify the artifact's digest before answering a Compile cache hit (default: trust "
           "the index; FetchArtifact verifies while streaming and the scrubber at rest)");
@@ -120,6 +123,7 @@ int main(int argc, char** argv) {
   options.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
   options.heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout);
   options.executor_threads = absl::GetFlag(FLAGS_executor_threads);
+  options.prepare_threads = std::max(1, absl::GetFlag(FLAGS_prepare_threads));
   options.verify_cache_hits = absl::GetFlag(FLAGS_verify_cache_hits);
   options.scrub_interval = absl::GetFlag(FLAGS_scrub_interval);
   options.scrub_bytes_per_second = absl::GetFlag(FLAGS_scrub_bytes_per_second);

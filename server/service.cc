@@ -151,7 +151,7 @@ grpc::ServerUnaryReactor* KilnServiceImpl::Compile(grpc::CallbackServerContext* 
   absl::Time deadline = absl::FromChrono(context->deadline());
   // No deadline reads as time_point::max(); far-future deadlines mean "none" too.
   if (deadline > absl::Now() + absl::Hours(24 * 365)) deadline = absl::InfiniteFuture();
-  ctx_->executor->Post([ctx = ctx_, call, request = *request, deadline, owner = who->id] {
+  ctx_->prepare_executor->Post([ctx = ctx_, call, request = *request, deadline, owner = who->id] {
     absl::StatusOr<CompileSpec> spec = ctx->preparer->Prepare(request, v1::INTERACTIVE);
     if (!spec.ok()) return (void)call->Reply(spec.status());
     if (call->finished()) return;  // the client left while the model was imported
@@ -218,7 +218,7 @@ grpc::ServerUnaryReactor* KilnServiceImpl::SubmitJob(grpc::CallbackServerContext
     return call->reactor();
   }
   if (request->has_tune()) {
-    ctx_->executor->Post([ctx = ctx_, call, request = request->tune(), owner = who->id] {
+    ctx_->prepare_executor->Post([ctx = ctx_, call, request = request->tune(), owner = who->id] {
       absl::StatusOr<TuneSpec> spec = PrepareTune(*ctx->preparer, request);
       if (!spec.ok()) return (void)call->Reply(spec.status());
       absl::StatusOr<Ticket> ticket = ctx->scheduler->Submit(
@@ -233,7 +233,7 @@ grpc::ServerUnaryReactor* KilnServiceImpl::SubmitJob(grpc::CallbackServerContext
     call->Reply(absl::InvalidArgumentError("SubmitJob needs a compile or a tune request"));
     return call->reactor();
   }
-  ctx_->executor->Post([ctx = ctx_, call, request = request->compile(), owner = who->id] {
+  ctx_->prepare_executor->Post([ctx = ctx_, call, request = request->compile(), owner = who->id] {
     absl::StatusOr<CompileSpec> spec = ctx->preparer->Prepare(request, v1::BATCH);
     if (!spec.ok()) return (void)call->Reply(spec.status());
     absl::StatusOr<std::optional<cache::ArtifactEntry>> entry = LookupIntact(ctx, spec->key);

@@ -38,6 +38,10 @@ struct ServiceContext {
   Scheduler* scheduler = nullptr;
   CompilePreparer* preparer = nullptr;
   Executor* executor = nullptr;
+  /// Preparing Compile and SubmitJob requests (reading a model, its graph hash from the import
+  /// child): apart from `executor`, so that slow imports never hold up heartbeats, task
+  /// results and the control-plane RPCs.
+  Executor* prepare_executor = nullptr;
   MetricsHooks* metrics = nullptr;  // never null once the daemon is wired (may be a no-op)
   /// Limits on model uploads; null: none.
   UploadLimiter* uploads = nullptr;

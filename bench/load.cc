@@ -24,6 +24,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Flags {
   std::string server, model, target = "host";
+  std::string tls_ca, token_file;  // TLS and bearer token (client/channel.h)
   int requests = 200;   // sequential round trips
   int clients = 16;     // concurrent clients in the throughput phase
   int duration_s = 10;  // length of the throughput phase
@@ -49,7 +50,8 @@ void PrintLatency(const char* label, const std::vector<double>& ms) {
 int Usage(const std::string& error) {
   std::fprintf(stderr,
                "kiln-bench-load: %s\nusage: kiln-bench-load --server HOST:PORT --model MODEL.onnx "
-               "[--requests N] [--clients C] [--duration-s S] [--target T]\n",
+               "[--requests N] [--clients C] [--duration-s S] [--target T] [--tls-ca FILE] "
+               "[--token-file FILE]\n",
                error.c_str());
   return 2;
 }
@@ -63,6 +65,10 @@ int main(int argc, char** argv) {
     bool ok = true;
     if (flag == "--server")
       f.server = value;
+    else if (flag == "--tls-ca")
+      f.tls_ca = value;
+    else if (flag == "--token-file")
+      f.token_file = value;
     else if (flag == "--model")
       f.model = value;
     else if (flag == "--target")
@@ -90,7 +96,12 @@ int main(int argc, char** argv) {
   options.target = f.target;
 
   // Warm-up: upload and compile once (a miss on a fresh server), then one hit.
-  kiln::client::RemoteClient warm(f.server);
+  absl::StatusOr<kiln::client::ChannelSecurity> security =
+      kiln::client::LoadChannelSecurity(f.tls_ca, f.token_file);
+  if (!security.ok()) return Usage(std::string(security.status().message()));
+  std::printf("channel: %s, %s\n", security->tls_ca_pem.empty() ? "plaintext" : "TLS",
+              security->token.empty() ? "no token" : "bearer token");
+  kiln::client::RemoteClient warm(f.server, 600'000, *security);
   auto start = Clock::now();
   auto first = warm.CompileModel(model, digest, options);
   if (!first.ok()) {
@@ -136,7 +147,7 @@ int main(int argc, char** argv) {
   for (int c = 0; c < f.clients; ++c) {
     threads.emplace_back([&, c] {
       // RemoteClient uses a local subchannel pool: one connection per client.
-      kiln::client::RemoteClient client(f.server, /*timeout_ms=*/60'000);
+      kiln::client::RemoteClient client(f.server, /*timeout_ms=*/60'000, *security);
       // Bounded by the phase's end (and each RPC's deadline).
       while (Clock::now() < phase_end) {
         auto t = Clock::now();

@@ -76,6 +76,7 @@ TensorVec EvalConcat(const graph::Node& node, const TensorVec& in) {
   int64_t offset = 0;
   for (const TensorPtr& t : in) {
     int64_t chunk = t->type.shape[axis] * inner;
+    if (chunk == 0) continue;  // an empty input (its data pointer may be null)
     for (int64_t o = 0; o < outer; ++o) {
       std::memcpy(out->bytes.data() + (o * os[axis] * inner + offset) * size,
                   t->bytes.data() + o * chunk * size, chunk * size);

@@ -76,6 +76,21 @@ absl::StatusOr<int> CheckOpsets(const onnx::ModelProto& model) {
 
 absl::Status UpgradeLegacyOpset(onnx::ModelProto& model, int& opset) {
   if (opset >= kMinOpset) return absl::OkStatus();
+  // ONNX 1.12's converter dereferences values nothing defines (found by fuzz/onnx_import):
+  // every node input and every graph output must be defined before it runs.
+  KILN_RETURN_IF_ERROR(SortNodes(*model.mutable_graph()));
+  {
+    std::set<std::string> defined;
+    for (const auto& v : model.graph().input()) defined.insert(v.name());
+    for (const auto& t : model.graph().initializer()) defined.insert(t.name());
+    for (const auto& n : model.graph().node()) defined.insert(n.output().begin(), n.output().end());
+    for (const auto& out : model.graph().output()) {
+      if (defined.count(out.name()) == 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("graph output '", out.name(), "' is not produced by any node"));
+      }
+    }
+  }
   // The ONNX library reports conversion failures by throwing; keep them inside this function.
   try {
     model = onnx::version_conversion::ConvertVersion(model, kMinOpset);
@@ -91,6 +106,9 @@ absl::Status UpgradeLegacyOpset(onnx::ModelProto& model, int& opset) {
 namespace {
 
 // Checks the nodes of `graph` and of every subgraph nested in it.
+/// The highest tensor rank an axis attribute may address.
+constexpr int64_t kMaxAxisRank = 64;
+
 absl::Status CheckGraphOpsSupported(const onnx::GraphProto& graph) {
   for (const auto& node : graph.node()) {
     const bool control_flow = IsDefaultDomain(node.domain()) && IsControlFlowOp(node.op_type());
@@ -105,6 +123,21 @@ absl::Status CheckGraphOpsSupported(const onnx::GraphProto& graph) {
                                                                   domain, ")"));
     }
     for (const auto& a : node.attribute()) {
+      // ONNX 1.12's shape inference indexes shapes with axis attributes unchecked (fuzz/
+      // onnx_import found LayerNormalization axis -32769): refuse axes no tensor can have
+      // before it runs. Ranks past kMaxAxisRank are not supported anyway.
+      if (a.name() == "axis" || a.name() == "axes") {
+        for (int64_t axis : a.type() == onnx::AttributeProto::INTS
+                                ? std::vector<int64_t>(a.ints().begin(), a.ints().end())
+                                : std::vector<int64_t>{a.i()}) {
+          if (axis < -kMaxAxisRank || axis >= kMaxAxisRank) {
+            return absl::InvalidArgumentError(
+                NodePrefix(node) +
+                absl::StrCat("attribute '", a.name(), "' holds ", axis,
+                             ", out of range for any tensor (rank <= ", kMaxAxisRank, ")"));
+          }
+        }
+      }
       if (a.type() != onnx::AttributeProto::GRAPH) continue;
       if (!control_flow && node.op_type() != "SequenceMap") {
         return absl::UnimplementedError(

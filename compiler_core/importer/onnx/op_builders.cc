@@ -300,6 +300,11 @@ absl::StatusOr<BuiltOutputs> BuildGeneric(ImportContext& ctx, const OnnxNode& no
 }  // namespace
 
 absl::StatusOr<BuiltOutputs> BuildNode(ImportContext& ctx, const OnnxNode& node) {
+  // Every op built here reads its first input (found by fuzz/onnx_import: an omitted one
+  // reached the builders as null).
+  if (node.proto->input_size() > 0 && node.input(0) == nullptr) {
+    return absl::InvalidArgumentError(node.Prefix() + "input 0 is required but omitted");
+  }
   // Hardmax is an NN op whose pre-13 axis semantics the generic path below handles.
   if (graph::IsNnOp(node.op) && node.op != OpKind::kHardmax) return BuildNnOp(ctx, node);
   if (graph::IsTensorOp(node.op)) return BuildTensorOp(ctx, node);

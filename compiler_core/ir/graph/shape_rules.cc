@@ -584,6 +584,7 @@ absl::StatusOr<Types> SliceRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(Shape axes, IntsFromInputOrAttr(node, 3, "axes", &has_axes));
   KILN_ASSIGN_OR_RETURN(Shape steps, IntsFromInputOrAttr(node, 4, "steps", &has_steps));
   if (!has_starts || !has_ends) return Invalid(node, "missing starts or ends");
+  if (x->rank() == 0) return Invalid(node, "cannot slice a rank-0 tensor");
   if (!has_axes) {
     axes.clear();
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -90,6 +91,10 @@ class ImportContext {
   void SetSequence(const std::string& name, std::vector<graph::Value*> elements) {
     sequences_[name] = std::move(elements);
   }
+  /// Whether FoldSmallConstant found `value` unfoldable (it stays so: its producer's inputs
+  /// only ever change to equal constants).
+  bool IsUnfoldable(const graph::Value* value) const { return unfoldable_.count(value) != 0; }
+  void MarkUnfoldable(const graph::Value* value) { unfoldable_.insert(value); }
 
  private:
   graph::Graph& graph_;
@@ -98,6 +103,7 @@ class ImportContext {
   std::map<std::string, TensorType> known_types_;
   std::map<std::string, std::vector<graph::Value*>> sequences_;
   std::set<std::string> unread_outputs_;
+  std::unordered_set<const graph::Value*> unfoldable_;  // queried only, never iterated
 };
 
 /// The first output of a just-emitted node, as a builder's result.

@@ -1,12 +1,13 @@
 // Tests of the graph's use lists (Users, ReplaceAllUsesWith, RemoveNode, InsertNodeBefore,
 // SetOutputs, SortTopologically) and of 100k-node chains through every whole-graph walk
-// (verifier, printer, sort), which must neither recurse per node nor scan per node.
+// (verifier, hash, printer, sort), which must neither recurse per node nor scan per node.
 #include "compiler_core/ir/graph/graph.h"
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "compiler_core/ir/graph/graph_hash.h"
 #include "compiler_core/ir/graph/printer.h"
 #include "compiler_core/ir/graph/verifier.h"
 #include "gmock/gmock.h"
@@ -155,6 +156,7 @@ TEST(GraphTest, HundredThousandDeepChainWalks) {
   Graph g;
   ReluChain(g, kDepth);
   ASSERT_TRUE(VerifyGraph(g).ok());
+  EXPECT_EQ(GraphHash(g).size(), 64u);
   std::string printed = PrintGraph(g);
   EXPECT_THAT(printed, HasSubstr("%100000 = Relu(%99999) : f32[4]\n  return %100000\n"));
   EXPECT_TRUE(g.SortTopologically().ok());

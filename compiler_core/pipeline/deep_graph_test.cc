@@ -1,5 +1,6 @@
-// Deep graphs through the whole compile: a 50k-node chain compiles (fusion cuts it into
-// bounded groups, nothing recurses per node) and computes the right values.
+// Deep and oversized graphs through the whole compile: a 50k-node chain compiles (fusion cuts
+// it into bounded groups, nothing recurses per node) and computes the right values, and the
+// size budget of CompileOptions reaches the importer.
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include "compiler_core/importer/onnx/importer_test_util.h"
 #include "compiler_core/pipeline/compile.h"
 #include "compiler_core/runtime/executable.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace kiln::pipeline {
@@ -16,6 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using importer::testing_util::ModelBuilder;
+using ::testing::HasSubstr;
 
 /// Compiles `b`'s model from a file (CompileModelFile, as the CLI and workers do).
 absl::StatusOr<CompileResult> CompileModel(const ModelBuilder& b, const CompileOptions& options) {
@@ -54,6 +57,23 @@ TEST(DeepGraphTest, FiftyThousandNodeChainCompilesAndRuns) {
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ((*outputs)[0].data<float>()[i], static_cast<float>(i) - 1.5f + kDepth) << i;
   }
+}
+
+TEST(DeepGraphTest, MaxTensorBytesReachesTheImport) {
+  ModelBuilder b;
+  b.Input("x", {8});
+  b.Node("Relu", {"x"}, {"y"});
+  b.Output("y", {8});
+  CompileOptions options;
+  options.max_tensor_bytes = 16;
+  absl::StatusOr<CompileResult> compiled = CompileModel(b, options);
+  EXPECT_EQ(compiled.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(compiled.status().message(),
+              HasSubstr("graph input 'x' has type f32[8]: takes 32 bytes, more than the limit of "
+                        "16 (max_tensor_bytes)"));
+  importer::ImportOptions import = ImportOptionsFor(options, {});
+  EXPECT_EQ(import.max_tensor_bytes, 16);
+  EXPECT_TRUE(CompileModel(b, CompileOptions{}).ok());
 }
 
 }  // namespace

@@ -345,12 +345,21 @@ absl::StatusOr<PlannedGraph> PlanImported(const GraphImporter& import,
   return PlanGraph(std::move(graph), options, &bounded);
 }
 
+importer::ImportOptions ImportOptionsFor(const CompileOptions& options,
+                                         const importer::InputShapes& shapes) {
+  importer::ImportOptions import;
+  import.input_shapes = shapes;
+  import.constant_inputs = options.constant_inputs;
+  import.max_tensor_bytes = options.max_tensor_bytes;
+  return import;
+}
+
 namespace {
 
-// Imports the model file at `model_path` with `options`' constant inputs.
+// Imports the model file at `model_path` with `options`' constant inputs and size budget.
 GraphImporter FileImporter(const std::string& model_path, const CompileOptions& options) {
   return [&model_path, &options](const importer::InputShapes& shapes) {
-    return importer::ImportOnnxFile(model_path, {shapes, options.constant_inputs});
+    return importer::ImportOnnxFile(model_path, ImportOptionsFor(options, shapes));
   };
 }
 

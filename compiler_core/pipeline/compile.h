@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "compiler_core/importer/onnx/importer.h"
 #include "compiler_core/importer/onnx/input_shapes.h"
 #include "compiler_core/ir/graph/graph.h"
 #include "compiler_core/passes/graph/bounded_dims.h"
@@ -46,6 +47,11 @@ struct CompileOptions {
   /// serialized onnx.TensorProto (importer::ImportOptions::constant_inputs). Their values are
   /// part of the graph hash.
   std::map<std::string, std::string> constant_inputs;
+  /// The size budget of the import (importer::ImportOptions::max_tensor_bytes; the daemon's
+  /// `--max-tensor-bytes`): a model with a tensor whose static size passes it, a negative dim
+  /// or a size past int64 is kInvalidArgument. It refuses models and changes no artifact, so
+  /// it is not part of the cache key.
+  int64_t max_tensor_bytes = kMaxTensorBytes;
   /// Graph pass names after which to print the graph IR ("all" for every pass), plus the
   /// pseudo-stages "import" (graph IR as imported), "lower" (loop IR before scheduling),
   /// "schedule" (loop IR after scheduling) and "llvm" (each kernel's optimized LLVM IR, one
@@ -80,6 +86,12 @@ struct CompileResult {
   Target target;
   CompileTimings timings;
 };
+
+/// The import options of a compile with `options` at the input shapes `shapes` (one profile):
+/// its constant inputs and size budget. Importers other than the file's (a worker's, the
+/// server's) build theirs with it, so every import of a compile applies the same budget.
+importer::ImportOptions ImportOptionsFor(const CompileOptions& options,
+                                         const importer::InputShapes& shapes);
 
 /// Compiles the ONNX model at `model_path` (CompileProfiles with the file's importer).
 /// Errors: those of the importer (kNotFound, kInvalidArgument, kUnimplemented), of target

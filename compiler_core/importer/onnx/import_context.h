@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -35,16 +36,23 @@ using BuiltOutputs = std::vector<graph::Value*>;
 
 class ImportContext {
  public:
-  ImportContext(graph::Graph& graph, int opset) : graph_(graph), opset_(opset) {}
+  /// Builds into `graph`; every value it emits must fit `max_tensor_bytes`
+  /// (ImportOptions::max_tensor_bytes).
+  ImportContext(graph::Graph& graph, int opset, int64_t max_tensor_bytes)
+      : graph_(graph), opset_(opset), max_tensor_bytes_(max_tensor_bytes) {}
 
   graph::Graph& graph() { return graph_; }
   /// Default-domain opset of the model.
   int opset() const { return opset_; }
+  /// The largest tensor the import accepts, in bytes.
+  int64_t max_tensor_bytes() const { return max_tensor_bytes_; }
   /// Whether an ONNX value name is read by some node or is a graph output.
   bool IsUsed(const std::string& name) const { return used_.count(name) != 0; }
   void MarkUsed(const std::string& name) { used_.insert(name); }
 
-  /// Appends a node, typing its outputs with InferOutputTypes.
+  /// Appends a node, typing its outputs with InferOutputTypes. Errors: the shape rule's, and
+  /// kInvalidArgument naming the node when an output type fails CheckTensorSize (a negative
+  /// dim, a size past int64 or max_tensor_bytes()), before anything can evaluate the node.
   absl::StatusOr<graph::Node*> Emit(graph::OpKind op, const std::string& name,
                                     std::vector<graph::Value*> inputs, graph::AttrMap attrs,
                                     int num_outputs = 1);
@@ -90,14 +98,20 @@ class ImportContext {
   void SetSequence(const std::string& name, std::vector<graph::Value*> elements) {
     sequences_[name] = std::move(elements);
   }
+  /// Whether FoldSmallConstant found `value` unfoldable (it stays so: its producer's inputs
+  /// only ever change to equal constants).
+  bool IsUnfoldable(const graph::Value* value) const { return unfoldable_.count(value) != 0; }
+  void MarkUnfoldable(const graph::Value* value) { unfoldable_.insert(value); }
 
  private:
   graph::Graph& graph_;
   int opset_;
+  int64_t max_tensor_bytes_;
   std::set<std::string> used_;
   std::map<std::string, TensorType> known_types_;
   std::map<std::string, std::vector<graph::Value*>> sequences_;
   std::set<std::string> unread_outputs_;
+  std::unordered_set<const graph::Value*> unfoldable_;  // queried only, never iterated
 };
 
 /// The first output of a just-emitted node, as a builder's result.

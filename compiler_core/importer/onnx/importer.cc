@@ -20,6 +20,7 @@
 #include "compiler_core/importer/onnx/tensor_file.h"
 #include "compiler_core/importer/onnx/tensor_proto.h"
 #include "compiler_core/importer/onnx/training_builders.h"
+#include "compiler_core/ir/graph/tensor_size.h"
 #include "compiler_core/ir/graph/verifier.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -31,15 +32,8 @@ using graph::Graph;
 using graph::Value;
 using TypeMap = std::map<std::string, onnx::TypeProto>;
 
-// kInvalidArgument when a value of `type` would pass kMaxTensorBytes; `what` names it.
-absl::Status CheckSize(const TensorType& type, const std::string& what) {
-  if (type.CheckedNumBytes() >= 0) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(what, " of type ", type.ToString(),
-                                                 " would take more than ", kMaxTensorBytes,
-                                                 " bytes (1 TiB)"));
-}
-
-absl::StatusOr<AttrMap> ConvertAttrs(const onnx::NodeProto& node) {
+// Converts every attribute; a tensor attribute must fit `max_bytes`.
+absl::StatusOr<AttrMap> ConvertAttrs(const onnx::NodeProto& node, int64_t max_bytes) {
   AttrMap attrs;
   for (const auto& a : node.attribute()) {
     switch (a.type()) {
@@ -53,8 +47,13 @@ absl::StatusOr<AttrMap> ConvertAttrs(const onnx::NodeProto& node) {
         attrs.Set(a.name(), std::vector<float>(a.floats().begin(), a.floats().end()));
         break;
       case onnx::AttributeProto::TENSOR: {
-        KILN_ASSIGN_OR_RETURN(auto t, TensorFromProto(a.t(), ""));
-        attrs.Set(a.name(), std::shared_ptr<const Tensor>(std::move(t)));
+        absl::StatusOr<std::shared_ptr<Tensor>> t = TensorFromProto(a.t(), "", max_bytes);
+        if (!t.ok()) {
+          return absl::Status(t.status().code(),
+                              NodePrefix(node) + absl::StrCat("attribute '", a.name(),
+                                                              "': ", t.status().message()));
+        }
+        attrs.Set(a.name(), std::shared_ptr<const Tensor>(std::move(*t)));
         break;
       }
       default:
@@ -206,6 +205,22 @@ std::optional<TensorType> KnownType(const TypeMap& types, const std::string& nam
   return type;
 }
 
+// kInvalidArgument when ONNX shape inference (or a declaration) gives a node output of `g` a
+// static type that fails CheckTensorSize (a negative dim, a size past int64 or `max_bytes`):
+// the model asks for a tensor Kiln refuses, and says so before any builder computes with it.
+absl::Status CheckKnownTypes(const onnx::GraphProto& g, const TypeMap& types, int64_t max_bytes) {
+  for (const onnx::NodeProto& node : g.node()) {
+    for (int i = 0; i < node.output_size(); ++i) {
+      std::optional<TensorType> type = KnownType(types, node.output(i));
+      if (!type) continue;
+      KILN_RETURN_IF_ERROR(CheckTensorSize(
+          *type, max_bytes,
+          NodePrefix(node) + absl::StrCat("output ", i, " ('", node.output(i), "')")));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // bf16 is a storage type: Cast and CastLike convert to and from it, Identity passes it on and
 // MatMul multiplies it (summing in f32); no other op computes on it.
 absl::Status CheckBFloat16(const OnnxNode& node, const BuiltOutputs& outs) {
@@ -236,7 +251,7 @@ absl::StatusOr<std::vector<Value*>> ImportSubgraph(ImportContext& ctx,
                                                    const std::string& prefix) {
   std::map<std::string, Value*> scope = outer;
   for (const auto& init : body.initializer()) {
-    KILN_ASSIGN_OR_RETURN(auto t, TensorFromProto(init, ""));
+    KILN_ASSIGN_OR_RETURN(auto t, TensorFromProto(init, "", ctx.max_tensor_bytes()));
     scope[init.name()] = ctx.graph().AddConstant(prefix + init.name(), std::move(t));
   }
   for (const auto& in : body.input()) {
@@ -258,6 +273,7 @@ absl::StatusOr<std::vector<Value*>> ImportSubgraph(ImportContext& ctx,
   for (const auto* infos : {&body.value_info(), &body.output()}) {
     for (const onnx::ValueInfoProto& vi : *infos) declared[vi.name()] = vi.type();
   }
+  KILN_RETURN_IF_ERROR(CheckKnownTypes(body, declared, ctx.max_tensor_bytes()));
   for (const auto& [name, type] : declared) {
     if (std::optional<TensorType> known = KnownType(declared, name)) ctx.SetKnownType(name, *known);
   }
@@ -292,7 +308,7 @@ absl::StatusOr<LoopBody> ImportLoopBody(ImportContext& ctx,
   result.graph = std::make_shared<Graph>();
   Graph& g = *result.graph;
   g.set_name(name);
-  ImportContext body_ctx(g, ctx.opset());
+  ImportContext body_ctx(g, ctx.opset(), ctx.max_tensor_bytes());
   std::map<std::string, Value*> bound;
   bound[body.input(0).name()] = g.AddInput(body.input(0).name(), TensorType{DType::kInt64, {}});
   bound[body.input(1).name()] = g.AddInput(body.input(1).name(), TensorType{DType::kBool, {}});
@@ -390,7 +406,7 @@ absl::Status BuildNodes(const onnx::GraphProto& g, ImportContext& ctx, const Typ
       node.name = display;
       KILN_ASSIGN_OR_RETURN(outs, BuildControlFlowNode(ctx, proto, values));
     } else {
-      KILN_ASSIGN_OR_RETURN(AttrMap attrs, ConvertAttrs(proto));
+      KILN_ASSIGN_OR_RETURN(AttrMap attrs, ConvertAttrs(proto, ctx.max_tensor_bytes()));
       if (proto.op_type() == "Constant") {
         KILN_ASSIGN_OR_RETURN(auto t, ConstantValue(proto, attrs));
         values[proto.output(0)] = ctx.graph().AddConstant(prefix + proto.output(0), t);
@@ -432,7 +448,8 @@ absl::Status BuildNodes(const onnx::GraphProto& g, ImportContext& ctx, const Typ
         continue;
       }
       KILN_RETURN_IF_ERROR(
-          CheckSize(v->type(), node.Prefix() + absl::StrCat("output ", i, " ('", name, "')")));
+          CheckTensorSize(v->type(), ctx.max_tensor_bytes(),
+                          node.Prefix() + absl::StrCat("output ", i, " ('", name, "')")));
       v->set_name(prefix + name);
       values[name] = v;
       std::optional<TensorType> known = KnownType(types, name);
@@ -463,10 +480,11 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxBytes(std::string_view bytes,
   }
   KILN_ASSIGN_OR_RETURN(int opset, CheckOpsets(model));
   KILN_RETURN_IF_ERROR(CheckOpsSupported(model));
+  KILN_RETURN_IF_ERROR(CheckDivisorAttributes(model));
   KILN_RETURN_IF_ERROR(UpgradeLegacyOpset(model, opset));
   onnx::GraphProto& g = *model.mutable_graph();
   KILN_RETURN_IF_ERROR(SortNodes(g));
-  KILN_RETURN_IF_ERROR(InlineExternalData(g, base_dir));
+  KILN_RETURN_IF_ERROR(InlineExternalData(g, base_dir, options.max_tensor_bytes));
   // Constant inputs become initializers; then input types: symbolic dims take the given shapes
   // (or the error naming the flag).
   for (const auto& [name, tensor] : options.constant_inputs) {
@@ -484,17 +502,27 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxBytes(std::string_view bytes,
   std::map<std::string, std::vector<TensorType>> sequence_inputs;
   for (const auto& in : g.input()) {
     if (initializers.count(in.name())) continue;  // an initializer listed as input (IR < 4)
+    // Input sizes are checked first, before ONNX shape inference computes with them.
     if (in.type().has_sequence_type()) {
       KILN_ASSIGN_OR_RETURN(sequence_inputs[in.name()], SequenceInputTypes(in, options));
+      for (size_t k = 0; k < sequence_inputs[in.name()].size(); ++k) {
+        KILN_RETURN_IF_ERROR(CheckTensorSize(
+            sequence_inputs[in.name()][k], options.max_tensor_bytes,
+            absl::StrCat("graph input '", SequenceElementName(in.name(), static_cast<int64_t>(k)),
+                         "'")));
+      }
       continue;
     }
     KILN_ASSIGN_OR_RETURN(input_types[in.name()], InputType(in));
+    KILN_RETURN_IF_ERROR(CheckTensorSize(input_types[in.name()], options.max_tensor_bytes,
+                                         absl::StrCat("graph input '", in.name(), "'")));
   }
   KILN_ASSIGN_OR_RETURN(TypeMap types, CheckAndInfer(model));
+  KILN_RETURN_IF_ERROR(CheckKnownTypes(g, types, options.max_tensor_bytes));
   FuseQdqConvs(g, opset);
 
   auto graph = std::make_unique<Graph>();
-  ImportContext ctx(*graph, opset);
+  ImportContext ctx(*graph, opset, options.max_tensor_bytes);
   for (const auto& [name, type] : types) {
     if (std::optional<TensorType> known = KnownType(types, name)) ctx.SetKnownType(name, *known);
   }
@@ -516,7 +544,7 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxBytes(std::string_view bytes,
 
   std::map<std::string, Value*> values;
   for (const auto& init : g.initializer()) {
-    KILN_ASSIGN_OR_RETURN(auto t, TensorFromProto(init, base_dir));
+    KILN_ASSIGN_OR_RETURN(auto t, TensorFromProto(init, base_dir, options.max_tensor_bytes));
     values[init.name()] = graph->AddConstant(init.name(), std::move(t));
   }
   for (const auto& in : g.input()) {
@@ -525,15 +553,12 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxBytes(std::string_view bytes,
       std::vector<Value*> elements;
       for (size_t k = 0; k < seq->second.size(); ++k) {
         const std::string name = SequenceElementName(in.name(), static_cast<int64_t>(k));
-        KILN_RETURN_IF_ERROR(CheckSize(seq->second[k], absl::StrCat("graph input '", name, "'")));
         elements.push_back(graph->AddInput(name, seq->second[k]));
       }
       ctx.SetSequence(in.name(), std::move(elements));
       continue;
     }
-    const TensorType& type = input_types[in.name()];
-    KILN_RETURN_IF_ERROR(CheckSize(type, absl::StrCat("graph input '", in.name(), "'")));
-    values[in.name()] = graph->AddInput(in.name(), type);
+    values[in.name()] = graph->AddInput(in.name(), input_types[in.name()]);
   }
   KILN_RETURN_IF_ERROR(BuildNodes(g, ctx, types, values));
 

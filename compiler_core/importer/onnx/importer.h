@@ -22,6 +22,10 @@ struct ImportOptions {
   /// serialized onnx.TensorProto (BindConstantInputs in model_checks.h). The input becomes an
   /// initializer, so everything it determines folds (e.g. an If condition or a Loop trip count).
   std::map<std::string, std::string> constant_inputs;
+  /// The size budget: a tensor (graph input, initializer, constant, or any value the model
+  /// computes) whose static size passes this many bytes is kInvalidArgument, as is a negative
+  /// dim or a size past int64 (CheckTensorSize). Set from CompileOptions::max_tensor_bytes.
+  int64_t max_tensor_bytes = kMaxTensorBytes;
 };
 
 /// Imports the model at `path`. External-data tensors are read relative to the model's

@@ -112,6 +112,17 @@ absl::Status BindInputShapes(const InputShapes& shapes, onnx::GraphProto& graph)
   std::vector<std::string> names;
   std::set<std::string> sequences;
   for (const auto* in : inputs) {
+    // A declared negative dim is neither a size nor symbolic (SignatureOf would take it for one).
+    if (in->type().has_tensor_type() && in->type().tensor_type().has_shape()) {
+      const auto& shape = in->type().tensor_type().shape();
+      for (int i = 0; i < shape.dim_size(); ++i) {
+        if (shape.dim(i).has_dim_value() && shape.dim(i).dim_value() < 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("graph input '", in->name(), "' declares dim ", i, " as ",
+                           shape.dim(i).dim_value(), ": dims must not be negative"));
+        }
+      }
+    }
     names.push_back(in->name());
     if (in->type().has_sequence_type()) sequences.insert(in->name());
   }

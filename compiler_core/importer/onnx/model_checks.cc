@@ -7,11 +7,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "compiler_core/importer/onnx/quant_builders.h"
 #include "compiler_core/importer/onnx/sequence_builders.h"
 #include "compiler_core/importer/onnx/tensor_proto.h"
 #include "compiler_core/importer/onnx/training_builders.h"
 #include "compiler_core/ir/graph/op.h"
+#include "compiler_core/ir/graph/tensor_size.h"
 #include "compiler_core/support/status_macros.h"
 #include "onnx/checker.h"
 #include "onnx/shape_inference/implementation.h"
@@ -27,9 +29,9 @@ bool IsDefaultDomain(const std::string& domain) {
   return domain.empty() || domain == "ai.onnx";
 }
 
-absl::Status InlineTensor(onnx::TensorProto& t, const std::string& base_dir) {
+absl::Status InlineTensor(onnx::TensorProto& t, const std::string& base_dir, int64_t max_bytes) {
   if (t.data_location() != onnx::TensorProto::EXTERNAL) return absl::OkStatus();
-  KILN_ASSIGN_OR_RETURN(auto tensor, TensorFromProto(t, base_dir));
+  KILN_ASSIGN_OR_RETURN(auto tensor, TensorFromProto(t, base_dir, max_bytes));
   t.set_raw_data(
       std::string(reinterpret_cast<const char*>(tensor->bytes.data()), tensor->bytes.size()));
   t.clear_external_data();
@@ -180,6 +182,39 @@ absl::Status CheckOpsSupported(const onnx::ModelProto& model) {
   return CheckGraphOpsSupported(model.graph());
 }
 
+absl::Status CheckDivisorAttributes(const onnx::ModelProto& model) {
+  // A worklist over the graph and its subgraphs.
+  std::vector<const onnx::GraphProto*> graphs{&model.graph()};
+  while (!graphs.empty()) {
+    const onnx::GraphProto* g = graphs.back();
+    graphs.pop_back();
+    for (const onnx::NodeProto& node : g->node()) {
+      for (const onnx::AttributeProto& a : node.attribute()) {
+        if (a.type() == onnx::AttributeProto::GRAPH) graphs.push_back(&a.g());
+        const bool window =
+            a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape";
+        if (window && a.type() == onnx::AttributeProto::INTS) {
+          for (int64_t v : a.ints()) {
+            if (v > 0) continue;
+            return absl::InvalidArgumentError(NodePrefix(node) +
+                                              absl::StrCat("attribute '", a.name(),
+                                                           "' must be positive, got [",
+                                                           absl::StrJoin(a.ints(), ","), "]"));
+          }
+        }
+        if (a.name() == "blocksize" && a.type() == onnx::AttributeProto::INT &&
+            (a.i() <= 0 || !CheckedMul(a.i(), a.i()))) {
+          return absl::InvalidArgumentError(
+              NodePrefix(node) + absl::StrCat("attribute 'blocksize' must be positive with a "
+                                              "square that fits int64, got ",
+                                              a.i()));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SortNodes(onnx::GraphProto& graph) {
   std::set<std::string> outside;  // graph inputs and initializers
   for (const auto& in : graph.input()) outside.insert(in.name());
@@ -246,13 +281,14 @@ absl::Status SortNodes(onnx::GraphProto& graph) {
   return absl::OkStatus();
 }
 
-absl::Status InlineExternalData(onnx::GraphProto& graph, const std::string& base_dir) {
+absl::Status InlineExternalData(onnx::GraphProto& graph, const std::string& base_dir,
+                                int64_t max_bytes) {
   for (auto& init : *graph.mutable_initializer()) {
-    KILN_RETURN_IF_ERROR(InlineTensor(init, base_dir));
+    KILN_RETURN_IF_ERROR(InlineTensor(init, base_dir, max_bytes));
   }
   for (auto& node : *graph.mutable_node()) {
     for (auto& attr : *node.mutable_attribute()) {
-      if (attr.has_t()) KILN_RETURN_IF_ERROR(InlineTensor(*attr.mutable_t(), base_dir));
+      if (attr.has_t()) KILN_RETURN_IF_ERROR(InlineTensor(*attr.mutable_t(), base_dir, max_bytes));
     }
   }
   return absl::OkStatus();
@@ -276,7 +312,7 @@ absl::StatusOr<std::string> InlineExternalDataOfModel(std::string_view bytes,
     }
   }
   if (!external) return std::string(bytes);
-  KILN_RETURN_IF_ERROR(InlineExternalData(*model.mutable_graph(), base_dir));
+  KILN_RETURN_IF_ERROR(InlineExternalData(*model.mutable_graph(), base_dir, kMaxTensorBytes));
   if (model.ByteSizeLong() > static_cast<size_t>(INT32_MAX)) {
     return absl::InvalidArgumentError(
         "the model with its external data inlined is past protobuf's 2 GiB limit");

@@ -27,6 +27,12 @@ absl::Status UpgradeLegacyOpset(onnx::ModelProto& model, int& opset);
 /// Kiln has no builder for, or a non-control-flow node with a graph attribute.
 absl::Status CheckOpsSupported(const onnx::ModelProto& model);
 
+/// kInvalidArgument naming the first node (in the graph or any subgraph) with an attribute that
+/// ONNX shape inference divides by and that is not positive: strides, dilations, kernel_shape,
+/// or blocksize (whose square must also fit int64). Runs before CheckAndInfer, which would
+/// otherwise die on a division by zero inside the ONNX library.
+absl::Status CheckDivisorAttributes(const onnx::ModelProto& model);
+
 /// Whether `op_type` (default domain) is If, Loop or Scan (imported by control_flow.h).
 bool IsControlFlowOp(const std::string& op_type);
 
@@ -35,9 +41,11 @@ bool IsControlFlowOp(const std::string& op_type);
 /// reading an undefined value.
 absl::Status SortNodes(onnx::GraphProto& graph);
 
-/// Reads every external-data tensor (initializers and Constant attributes) into raw_data.
+/// Reads every external-data tensor (initializers and Constant attributes) into raw_data,
+/// refusing (kInvalidArgument) one whose claimed size passes `max_bytes` before reading it.
 /// An empty `base_dir` (a model that came as bytes) refuses external data: kInvalidArgument.
-absl::Status InlineExternalData(onnx::GraphProto& graph, const std::string& base_dir);
+absl::Status InlineExternalData(onnx::GraphProto& graph, const std::string& base_dir,
+                                int64_t max_bytes);
 
 /// The serialized model `bytes` with its external data (relative to `base_dir`, the model
 /// file's directory) inlined; `bytes` unchanged when it has none. For clients that upload a
@@ -49,9 +57,10 @@ absl::StatusOr<std::string> InlineExternalDataOfModel(std::string_view bytes,
 /// Binds the symbolic dims of `graph`'s inputs (initializers excluded) in place: an input named
 /// in `shapes` takes that shape, every other symbolic dim the value its `dim_param` got from a
 /// named input; graph outputs and value_info with a bound dim_param get its value too.
-/// Errors (kInvalidArgument): a name that is not a graph input, a rank that differs, a shape
-/// that contradicts a fixed dim, a dim_param given two values, and any symbolic dim left
-/// unbound (naming each such input, its dims and the --input-shape flag).
+/// Errors (kInvalidArgument): a graph input declaring a negative dim, a name that is not a graph
+/// input, a rank that differs, a shape that contradicts a fixed dim, a dim_param given two
+/// values, and any symbolic dim left unbound (naming each such input, its dims and the
+/// --input-shape flag).
 absl::Status BindInputShapes(const InputShapes& shapes, onnx::GraphProto& graph);
 
 /// Turns the graph inputs named in `constants` (name → serialized onnx.TensorProto) into

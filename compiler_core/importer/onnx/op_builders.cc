@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler_core/importer/onnx/import_context.h"
 #include "compiler_core/ir/graph/shape_rules.h"
+#include "compiler_core/ir/graph/tensor_size.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::importer {
@@ -25,7 +26,12 @@ absl::StatusOr<Node*> ImportContext::Emit(OpKind op, const std::string& name,
   Node* node = graph_.AddNode(op, name, std::move(inputs),
                               std::vector<TensorType>(num_outputs), std::move(attrs));
   KILN_ASSIGN_OR_RETURN(std::vector<TensorType> types, graph::InferOutputTypes(*node));
-  for (int i = 0; i < num_outputs; ++i) node->output(i)->set_type(types[i]);
+  for (int i = 0; i < num_outputs; ++i) {
+    KILN_RETURN_IF_ERROR(
+        CheckTensorSize(types[i], max_tensor_bytes_,
+                        absl::StrCat("node '", name, "' (", graph::OpName(op), "): output ", i)));
+    node->output(i)->set_type(types[i]);
+  }
   return node;
 }
 

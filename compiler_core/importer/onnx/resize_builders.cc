@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler_core/importer/onnx/import_context.h"
+#include "compiler_core/ir/graph/tensor_size.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::importer {
@@ -392,13 +393,23 @@ absl::StatusOr<BuiltOutputs> BuildResize(ImportContext& ctx, const OnnxNode& nod
       return absl::InvalidArgumentError(node.Prefix() + "scales must have one value per dim");
     }
     for (int64_t d = 0; d < rank; ++d) {
-      out_shape.push_back(static_cast<int64_t>(
-          std::floor(static_cast<double>(static_cast<float>(scales[d])) * xt.shape[d])));
+      const double size = std::floor(static_cast<double>(static_cast<float>(scales[d])) *
+                                     static_cast<double>(xt.shape[d]));
+      std::optional<int64_t> dim = CheckedToInt64(size);
+      if (!dim) {
+        return absl::InvalidArgumentError(
+            node.Prefix() + absl::StrCat("scale ", scales[d], " of dim ", d, " gives output size ",
+                                         size, ", not an int64"));
+      }
+      out_shape.push_back(*dim);
     }
   }
   if (static_cast<int64_t>(out_shape.size()) != rank) {
     return absl::InvalidArgumentError(node.Prefix() + "output rank differs from the input's");
   }
+  // Before the per-index taps below are built: sizes may ask for anything.
+  KILN_RETURN_IF_ERROR(CheckTensorSize(TensorType{xt.dtype, out_shape}, ctx.max_tensor_bytes(),
+                                       node.Prefix() + "output 0"));
   if (runtime || !sizes.empty()) {
     scales.clear();
     for (int64_t d = 0; d < rank; ++d) {

@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/importer/onnx/import_context.h"
+#include "compiler_core/ir/graph/tensor_size.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::importer {
@@ -58,12 +59,14 @@ absl::StatusOr<BuiltOutputs> BuildWindow(ImportContext& ctx, const OnnxNode& nod
     if (t.rank() != 1) return absl::InvalidArgumentError(node.Prefix() + "output is not 1-D");
     size = t.shape[0];
   }
-  if (*size < 0) return absl::InvalidArgumentError(node.Prefix() + "negative size");
   std::optional<DType> dtype =
       DTypeFromOnnx(static_cast<int>(node.attrs.GetInt("output_datatype", 1)));
   if (!dtype || !IsFloat(*dtype)) {
     return absl::UnimplementedError(node.Prefix() + "output_datatype must be a float type");
   }
+  // Before the window is computed: a constant size may ask for anything.
+  KILN_RETURN_IF_ERROR(CheckTensorSize(TensorType{*dtype, {*size}}, ctx.max_tensor_bytes(),
+                                       node.Prefix() + "output 0"));
   double a0 = 0.5, a1 = 0.5, a2 = 0;
   if (node.op == OpKind::kHammingWindow) {
     a0 = 25.0 / 46.0;
@@ -112,6 +115,10 @@ absl::StatusOr<Value*> EmitDft(ImportContext& ctx, const std::string& name, Valu
   int64_t r = x->type().rank();
   int64_t n_in = shape[r - 2], c = shape[r - 1];
   int64_t rows = x->type().NumElements() / std::max<int64_t>(1, n_in * c);
+  // The matrix is built in f64 on the host: check its size before allocating it.
+  KILN_RETURN_IF_ERROR(CheckTensorSize(TensorType{DType::kFloat64, {n_in * c, k, 2}},
+                                       ctx.max_tensor_bytes(),
+                                       absl::StrCat("node '", name, "': the DFT matrix")));
   KILN_ASSIGN_OR_RETURN(Value * flat, ctx.EmitReshape(name + "/rows", x, {rows, n_in * c}));
   Value* m = ctx.ConstFloats(name + "/dft_matrix", x->type().dtype, {n_in * c, k * 2},
                              DftMatrix(n_in, c, length, k, inverse));

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler_core/importer/onnx/import_context.h"
+#include "compiler_core/ir/graph/tensor_size.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::importer {
@@ -271,16 +272,13 @@ absl::StatusOr<BuiltOutputs> BuildSplit(ImportContext& ctx, const OnnxNode& node
 constexpr int64_t kMaxFilledConstantBytes = int64_t{64} << 20;
 
 // A value of `type` whose every element is element 0 of `value` (f32 0 when null): a constant,
-// or for large types an Expand of it. Errors: kInvalidArgument past kMaxTensorBytes.
+// or for large types an Expand of it. Errors: kInvalidArgument (CheckTensorSize) for a negative
+// dim or a size past int64 or the import's max_tensor_bytes, before anything is allocated.
 absl::StatusOr<Value*> Filled(ImportContext& ctx, const OnnxNode& node, const TensorType& type,
                               const std::shared_ptr<const Tensor>& value) {
   const std::string& name = node.proto->output(0);
-  const int64_t bytes = type.CheckedNumBytes();
-  if (bytes < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(node.Prefix(), "output of type ",
-                                                   type.ToString(), " would take more than ",
-                                                   kMaxTensorBytes, " bytes (1 TiB)"));
-  }
+  KILN_RETURN_IF_ERROR(CheckTensorSize(type, ctx.max_tensor_bytes(), node.Prefix() + "output 0"));
+  const int64_t bytes = type.NumBytes();
   auto fill = [&](const TensorType& t_type) {
     auto t = Tensor::Zeros(t_type);
     if (value != nullptr && value->type.NumElements() > 0) {
@@ -305,9 +303,6 @@ absl::StatusOr<BuiltOutputs> BuildConstantOfShape(ImportContext& ctx, const Onnx
   } else {
     KILN_ASSIGN_OR_RETURN(TensorType t, OutputType(ctx, node, 0, "the shape"));
     type.shape = t.shape;
-  }
-  for (int64_t d : type.shape) {
-    if (d < 0) return absl::InvalidArgumentError(node.Prefix() + "negative dim");
   }
   KILN_ASSIGN_OR_RETURN(Value * filled, Filled(ctx, node, type, value));
   return BuiltOutputs{filled};

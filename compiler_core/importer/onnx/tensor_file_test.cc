@@ -95,8 +95,8 @@ TEST(TensorProtoTest, ClaimedSizesAreCheckedBeforeAllocating) {
   huge.add_dims(int64_t{1} << 40);
   huge.set_raw_data(std::string(4, '\0'));
   EXPECT_EQ(TensorFromProto(huge, "").status().message(),
-            "tensor 'w' of type f32[1099511627776] would take more than 1099511627776 bytes "
-            "(1 TiB)");
+            "tensor 'w' has type f32[1099511627776]: takes 4398046511104 bytes, more than the "
+            "limit of 1099511627776 (max_tensor_bytes)");
   onnx::TensorProto overflow = huge;
   overflow.clear_dims();
   overflow.add_dims(int64_t{1} << 32);

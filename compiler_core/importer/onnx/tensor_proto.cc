@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/tensor_size.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::importer {
@@ -78,26 +79,17 @@ void CopyField(const Field& field, Tensor& t) {
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<Tensor>> TensorFromProto(const onnx::TensorProto& proto,
-                                                        const std::string& base_dir) {
+                                                        const std::string& base_dir,
+                                                        int64_t max_bytes) {
   const std::string& name = proto.name();
   std::optional<DType> dtype = DTypeFromOnnx(proto.data_type());
   if (!dtype) {
     return absl::UnimplementedError(absl::StrCat("tensor '", name, "': unsupported data type ",
                                                  proto.data_type()));
   }
-  TensorType type{*dtype, {}};
-  for (int64_t d : proto.dims()) {
-    if (d < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': negative dim ", d));
-    }
-    type.shape.push_back(d);
-  }
+  TensorType type{*dtype, {proto.dims().begin(), proto.dims().end()}};
   // Sizes are checked before anything is allocated: a header may claim any shape.
-  if (type.CheckedNumBytes() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' of type ", type.ToString(),
-                                                   " would take more than ", kMaxTensorBytes,
-                                                   " bytes (1 TiB)"));
-  }
+  KILN_RETURN_IF_ERROR(CheckTensorSize(type, max_bytes, absl::StrCat("tensor '", name, "'")));
   const int64_t n = type.NumElements();
   const size_t nbytes = static_cast<size_t>(type.NumBytes());
   auto size_error = [&](int64_t got) {

@@ -14,10 +14,14 @@ namespace kiln::importer {
 /// Decodes `proto` (raw_data or the typed data fields; f16 from int32_data bit patterns).
 /// External data (data_location EXTERNAL) is read from `base_dir`/location at offset/length;
 /// locations that are absolute or escape `base_dir` are rejected.
-/// Errors: kInvalidArgument (size mismatch, bad external reference), kNotFound (missing
-/// external file), kUnimplemented (unsupported dtype such as string).
+/// The claimed shape is checked (CheckTensorSize against `max_bytes`) before anything is
+/// allocated or read.
+/// Errors: kInvalidArgument (a negative dim, a size past int64 or `max_bytes`, size mismatch,
+/// bad external reference), kNotFound (missing external file), kUnimplemented (unsupported
+/// dtype such as string).
 absl::StatusOr<std::shared_ptr<Tensor>> TensorFromProto(const onnx::TensorProto& proto,
-                                                        const std::string& base_dir);
+                                                        const std::string& base_dir,
+                                                        int64_t max_bytes = kMaxTensorBytes);
 
 /// Encodes `tensor` as a TensorProto with raw_data.
 onnx::TensorProto TensorToProto(const std::string& name, const Tensor& tensor);

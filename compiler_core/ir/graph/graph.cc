@@ -3,16 +3,58 @@
 
 #include <algorithm>
 #include <cassert>
+#include <functional>
+#include <queue>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 
 namespace kiln::graph {
 
+namespace {
+
+/// Distance between the order keys of consecutive nodes after Renumber. An insertion takes the
+/// middle of its gap, so about 20 insertions fit at one spot before an O(nodes) renumbering;
+/// int64 keys leave room for 2^42 nodes.
+constexpr int64_t kOrderGap = int64_t{1} << 20;
+
+}  // namespace
+
+void Node::AddUse(int i) {
+  Value* v = inputs_[i];
+  if (v == nullptr) {
+    use_index_[i] = -1;
+    return;
+  }
+  use_index_[i] = static_cast<int>(v->uses_.size());
+  v->uses_.push_back(Use{this, i});
+}
+
+void Node::DropUse(int i) {
+  Value* v = inputs_[i];
+  if (v == nullptr) return;
+  // Swap-remove: the last use takes this one's slot and learns its new index.
+  const int slot = use_index_[i];
+  assert(slot >= 0 && v->uses_[slot].user == this && v->uses_[slot].operand == i);
+  const Use last = v->uses_.back();
+  v->uses_[slot] = last;
+  last.user->use_index_[last.operand] = slot;
+  v->uses_.pop_back();
+  use_index_[i] = -1;
+}
+
+void Node::set_input(int i, Value* v) {
+  if (inputs_[i] == v) return;
+  DropUse(i);
+  inputs_[i] = v;
+  AddUse(i);
+}
+
 Value* Graph::NewValue() {
   values_.push_back(std::make_unique<Value>());
   Value* v = values_.back().get();
   v->id_ = static_cast<int>(values_.size()) - 1;
+  v->graph_ = this;
   return v;
 }
 
@@ -20,6 +62,7 @@ Value* Graph::AddInput(std::string name, TensorType type) {
   Value* v = NewValue();
   v->name_ = std::move(name);
   v->type_ = std::move(type);
+  v->is_input_ = true;
   inputs_.push_back(v);
   return v;
 }
@@ -39,7 +82,10 @@ std::unique_ptr<Node> Graph::MakeNode(OpKind op, std::string name, std::vector<V
   auto node = std::make_unique<Node>();
   node->op_ = op;
   node->name_ = std::move(name);
+  node->graph_ = this;
   node->inputs_ = std::move(inputs);
+  node->use_index_.assign(node->inputs_.size(), -1);
+  for (int i = 0; i < node->num_inputs(); ++i) node->AddUse(i);
   node->attrs_ = std::move(attrs);
   for (size_t i = 0; i < output_types.size(); ++i) {
     Value* v = NewValue();
@@ -53,62 +99,110 @@ std::unique_ptr<Node> Graph::MakeNode(OpKind op, std::string name, std::vector<V
 
 Node* Graph::AddNode(OpKind op, std::string name, std::vector<Value*> inputs,
                      std::vector<TensorType> output_types, AttrMap attrs) {
+  const int64_t order = nodes_.empty() ? 0 : nodes_.back()->order_ + kOrderGap;
   nodes_.push_back(
       MakeNode(op, std::move(name), std::move(inputs), std::move(output_types), std::move(attrs)));
-  return nodes_.back().get();
+  Node* node = nodes_.back().get();
+  node->order_ = order;
+  node->position_ = std::prev(nodes_.end());
+  return node;
 }
 
 Node* Graph::InsertNodeBefore(Node* before, OpKind op, std::string name,
                               std::vector<Value*> inputs, std::vector<TensorType> output_types,
                               AttrMap attrs) {
-  auto it = std::find_if(nodes_.begin(), nodes_.end(),
-                         [&](const std::unique_ptr<Node>& n) { return n.get() == before; });
-  assert(it != nodes_.end());
-  it = nodes_.insert(it, MakeNode(op, std::move(name), std::move(inputs), std::move(output_types),
-                                  std::move(attrs)));
-  return it->get();
+  assert(before != nullptr && before->graph_ == this);
+  auto order_between = [&]() -> int64_t {
+    const int64_t hi = before->order_;
+    const int64_t lo = before->position_ == nodes_.begin()
+                           ? hi - 2 * kOrderGap
+                           : (*std::prev(before->position_))->order_;
+    return hi - lo >= 2 ? lo + (hi - lo) / 2 : hi;
+  };
+  int64_t order = order_between();
+  if (order == before->order_) {  // no gap left here
+    Renumber();
+    order = order_between();
+  }
+  auto it = nodes_.insert(before->position_, MakeNode(op, std::move(name), std::move(inputs),
+                                                      std::move(output_types), std::move(attrs)));
+  Node* node = it->get();
+  node->order_ = order;
+  node->position_ = it;
+  return node;
 }
 
 void Graph::RemoveNode(Node* node) {
-  auto it = std::find_if(nodes_.begin(), nodes_.end(),
-                         [&](const std::unique_ptr<Node>& n) { return n.get() == node; });
-  assert(it != nodes_.end());
+  assert(node != nullptr && node->graph_ == this);
   for (Value* out : node->outputs_) {
-    assert(Users(out).empty() && !IsGraphOutput(out));
+    assert(!HasUsers(out) && !IsGraphOutput(out));
     out->producer_ = nullptr;  // the Value object stays owned by the graph but is unreachable
   }
-  nodes_.erase(it);
+  for (int i = 0; i < node->num_inputs(); ++i) node->DropUse(i);
+  nodes_.erase(node->position_);
 }
 
 void Graph::ReplaceAllUsesWith(Value* from, Value* to) {
-  for (auto& node : nodes_) {
-    for (Value*& in : node->inputs_) {
-      if (in == from) in = to;
-    }
+  if (from == nullptr || from == to) return;
+  // A copy: set_input edits from->uses_ while we walk it.
+  const std::vector<Use> uses = from->uses_;
+  for (const Use& use : uses) {
+    if (use.user->graph_ == this) use.user->set_input(use.operand, to);
   }
+  if (!IsGraphOutput(from)) return;
   for (Value*& out : outputs_) {
-    if (out == from) out = to;
+    if (out != from) continue;
+    out = to;
+    if (from->graph_ == this) --from->output_slots_;
+    if (to != nullptr && to->graph_ == this) ++to->output_slots_;
   }
 }
 
 std::vector<Node*> Graph::Users(const Value* value) const {
   std::vector<Node*> users;
-  for (const auto& node : nodes_) {
-    if (std::find(node->inputs_.begin(), node->inputs_.end(), value) != node->inputs_.end()) {
-      users.push_back(node.get());
-    }
+  if (value == nullptr) return users;
+  for (const Use& use : value->uses_) {
+    if (use.user->graph_ == this) users.push_back(use.user);
   }
+  std::sort(users.begin(), users.end(),
+            [](const Node* a, const Node* b) { return a->order_ < b->order_; });
+  users.erase(std::unique(users.begin(), users.end()), users.end());
   return users;
 }
 
+bool Graph::HasUsers(const Value* value) const {
+  if (value == nullptr) return false;
+  for (const Use& use : value->uses_) {
+    if (use.user->graph_ == this) return true;
+  }
+  return false;
+}
+
 bool Graph::IsGraphOutput(const Value* value) const {
+  if (value != nullptr && value->graph_ == this) return value->output_slots_ > 0;
+  // A value of another graph (or null): only a scan can tell.
   return std::find(outputs_.begin(), outputs_.end(), value) != outputs_.end();
+}
+
+bool Graph::IsGraphInput(const Value* value) const {
+  if (value != nullptr && value->graph_ == this) return value->is_input_;
+  return std::find(inputs_.begin(), inputs_.end(), value) != inputs_.end();
+}
+
+void Graph::SetOutputs(std::vector<Value*> outputs) {
+  for (Value* v : outputs_) {
+    if (v != nullptr && v->graph_ == this) --v->output_slots_;
+  }
+  outputs_ = std::move(outputs);
+  for (Value* v : outputs_) {
+    if (v != nullptr && v->graph_ == this) ++v->output_slots_;
+  }
 }
 
 std::vector<Value*> Graph::LiveConstants() const {
   std::vector<Value*> live;
   for (Value* c : constants_) {
-    if (IsGraphOutput(c) || !Users(c).empty()) live.push_back(c);
+    if (IsGraphOutput(c) || HasUsers(c)) live.push_back(c);
   }
   return live;
 }
@@ -120,14 +214,24 @@ std::vector<Node*> Graph::nodes() const {
   return out;
 }
 
+void Graph::Renumber() {
+  int64_t order = 0;
+  for (const auto& n : nodes_) {
+    n->order_ = order;
+    order += kOrderGap;
+  }
+}
+
 absl::Status Graph::SortTopologically() {
-  // Kahn's algorithm, always taking the earliest ready node in the current order (stable).
+  // Kahn's algorithm, always taking the earliest ready node in the current order (stable), with
+  // a min-heap of positions so a wide graph sorts in O(n log n).
+  std::vector<Node*> order = nodes();
   std::unordered_map<const Node*, int> position;
-  for (size_t i = 0; i < nodes_.size(); ++i) position[nodes_[i].get()] = static_cast<int>(i);
-  std::vector<int> pending(nodes_.size(), 0);
-  std::vector<std::vector<int>> users(nodes_.size());
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    for (Value* in : nodes_[i]->inputs_) {
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<int>(i);
+  std::vector<int> pending(order.size(), 0);
+  std::vector<std::vector<int>> users(order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    for (Value* in : order[i]->inputs_) {
       if (in == nullptr || in->producer_ == nullptr) continue;
       auto it = position.find(in->producer_);
       if (it == position.end()) continue;
@@ -135,37 +239,31 @@ absl::Status Graph::SortTopologically() {
       users[it->second].push_back(static_cast<int>(i));
     }
   }
-  std::vector<int> ready;
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    if (pending[i] == 0) ready.push_back(static_cast<int>(i));
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (pending[i] == 0) ready.push(static_cast<int>(i));
   }
-  std::vector<std::unique_ptr<Node>> sorted;
-  sorted.reserve(nodes_.size());
+  std::vector<int> sorted;
+  sorted.reserve(order.size());
   while (!ready.empty()) {
-    auto min_it = std::min_element(ready.begin(), ready.end());
-    int i = *min_it;
-    ready.erase(min_it);
-    sorted.push_back(std::move(nodes_[i]));
+    const int i = ready.top();
+    ready.pop();
+    sorted.push_back(i);
     for (int u : users[i]) {
-      if (--pending[u] == 0) ready.push_back(u);
+      if (--pending[u] == 0) ready.push(u);
     }
   }
-  if (sorted.size() != nodes_.size()) {
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (nodes_[i] != nullptr) {
-        std::string name = nodes_[i]->name_;
-        std::string op(nodes_[i]->info().name);
-        // Put the nodes back so the graph stays intact for the caller's error reporting.
-        size_t k = 0;
-        for (auto& n : nodes_) {
-          if (n == nullptr) n = std::move(sorted[k++]);
-        }
-        return absl::InvalidArgumentError(
-            absl::StrCat("graph has a cycle through node '", name, "' (", op, ")"));
-      }
+  if (sorted.size() != order.size()) {
+    // The graph stays as it was, for the caller's error reporting.
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (pending[i] == 0) continue;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "graph has a cycle through node '", order[i]->name_, "' (", order[i]->info().name, ")"));
     }
   }
-  nodes_ = std::move(sorted);
+  // Splicing keeps every node's list iterator valid.
+  for (int i : sorted) nodes_.splice(nodes_.end(), nodes_, order[i]->position_);
+  Renumber();
   return absl::OkStatus();
 }
 

@@ -2,6 +2,7 @@
 #include "compiler_core/ir/graph/graph_hash.h"
 
 #include <unordered_map>
+#include <vector>
 
 #include "compiler_core/support/sha256.h"
 
@@ -48,38 +49,55 @@ class Hasher {
     }
   }
 
-  std::string ValueHash(const Value* v) {
-    if (v == nullptr) return "none";
-    auto it = memo_.find(v);
-    if (it != memo_.end()) return it->second;
-    std::string digest;
-    if (v->is_constant()) {
-      digest = TensorDigest(*v->constant());
-    } else if (v->producer() != nullptr) {
-      const Node* node = v->producer();
-      Sha256 h;
-      h.UpdateString("node");
-      h.UpdateString(node->info().name);
-      h.UpdateU64(node->attrs().items().size());
-      for (const auto& [name, value] : node->attrs().items()) {
-        h.UpdateString(name);
-        HashAttr(h, value);
+  /// The digest of `root`, computing those of the values it depends on first. Iterative (an
+  /// explicit stack), so a 100k-node chain does not recurse 100k deep.
+  std::string ValueHash(const Value* root) {
+    std::vector<const Value*> stack{root};
+    while (!stack.empty()) {
+      const Value* v = stack.back();
+      if (v == nullptr || memo_.count(v) != 0) {
+        stack.pop_back();
+        continue;
       }
-      h.UpdateU64(node->inputs().size());
-      // Graphs are acyclic (verified), so this recursion terminates; its depth is the graph's
-      // depth, which is small for real models.
-      for (const Value* in : node->inputs()) h.UpdateString(ValueHash(in));
-      h.UpdateU64(static_cast<uint64_t>(v->output_index()));
-      HashType(h, v->type());
-      digest = h.HexDigest();
-    } else {
-      digest = "undefined";
+      if (!v->is_constant() && v->producer() != nullptr) {
+        // Graphs are acyclic (verified), so this terminates.
+        bool ready = true;
+        for (const Value* in : v->producer()->inputs()) {
+          if (in == nullptr || memo_.count(in) != 0) continue;
+          stack.push_back(in);
+          ready = false;
+        }
+        if (!ready) continue;
+      }
+      memo_[v] = Digest(*v);
+      stack.pop_back();
     }
-    memo_[v] = digest;
-    return digest;
+    return Lookup(root);
   }
 
  private:
+  std::string Lookup(const Value* v) const { return v == nullptr ? "none" : memo_.at(v); }
+
+  /// The digest of `v`, whose producer's inputs all have theirs.
+  std::string Digest(const Value& v) const {
+    if (v.is_constant()) return TensorDigest(*v.constant());
+    const Node* node = v.producer();
+    if (node == nullptr) return "undefined";
+    Sha256 h;
+    h.UpdateString("node");
+    h.UpdateString(node->info().name);
+    h.UpdateU64(node->attrs().items().size());
+    for (const auto& [name, value] : node->attrs().items()) {
+      h.UpdateString(name);
+      HashAttr(h, value);
+    }
+    h.UpdateU64(node->inputs().size());
+    for (const Value* in : node->inputs()) h.UpdateString(Lookup(in));
+    h.UpdateU64(static_cast<uint64_t>(v.output_index()));
+    HashType(h, v.type());
+    return h.HexDigest();
+  }
+
   std::unordered_map<const Value*, std::string> memo_;
 };
 

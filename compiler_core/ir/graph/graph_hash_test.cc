@@ -116,5 +116,30 @@ TEST(GraphHashTest, OneWeightBitFlipChangesHash) {
   EXPECT_EQ(hash_with(a), hash_with(a));
 }
 
+// The hash is part of every artifact cache key: a fixed graph's digest must never change
+// (this one is what `kiln compile` printed for the same model, "graph 478de542e11e80a8",
+// before the hash walk became iterative), and a 100k-deep chain hashes without recursing per
+// node.
+TEST(GraphHashTest, FixedGraphDigestAndDeepChain) {
+  Graph g;
+  Value* x = g.AddInput("x", {DType::kFloat32, {2}});
+  auto c = Filled({2}, 1.0f);
+  c->mutable_data<float>()[1] = 2.0f;
+  Value* cv = g.AddConstant("c", c);
+  Node* relu = g.AddNode(OpKind::kRelu, "r", {x}, {{DType::kFloat32, {2}}});
+  Node* add = g.AddNode(OpKind::kAdd, "y", {relu->output(0), cv}, {{DType::kFloat32, {2}}});
+  add->output(0)->set_name("y");
+  g.SetOutputs({add->output(0)});
+  EXPECT_EQ(GraphHash(g).substr(0, 16), "478de542e11e80a8");
+
+  Graph deep;
+  Value* v = deep.AddInput("x", {DType::kFloat32, {2}});
+  for (int i = 0; i < 100000; ++i) {
+    v = deep.AddNode(OpKind::kRelu, "r", {v}, {{DType::kFloat32, {2}}})->output(0);
+  }
+  deep.SetOutputs({v});
+  EXPECT_EQ(GraphHash(deep).size(), 64u);
+}
+
 }  // namespace
 }  // namespace kiln::graph

@@ -17,8 +17,10 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 using Types = std::vector<TensorType>;
+using rules::Add;
 using rules::In;
 using rules::Invalid;
+using rules::Mul;
 using rules::Prefix;
 using rules::ShapeStr;
 
@@ -139,7 +141,7 @@ absl::StatusOr<Types> ConvTransposeRule(const Node& node) {
     return Invalid(node, absl::StrCat("input channels ", x->shape[1], " do not match weight ",
                                       w->ToString(), " with group ", group));
   }
-  int64_t m = w->shape[1] * group;
+  KILN_ASSIGN_OR_RETURN(int64_t m, Mul(node, w->shape[1], group, "output channels"));
   Shape kernel = node.attrs().GetInts("kernel_shape", Shape(w->shape.begin() + 2, w->shape.end()));
   Shape strides = node.attrs().GetInts("strides", Shape(n, 1));
   Shape dilations = node.attrs().GetInts("dilations", Shape(n, 1));
@@ -163,8 +165,17 @@ absl::StatusOr<Types> ConvTransposeRule(const Node& node) {
     if (kernel[i] != w->shape[2 + i] || strides[i] <= 0 || dilations[i] <= 0) {
       return Invalid(node, "kernel_shape, strides or dilations are invalid");
     }
-    int64_t o = strides[i] * (x->shape[2 + i] - 1) + out_pad[i] + (kernel[i] - 1) * dilations[i] +
-                1 - pads[i] - pads[i + n];
+    // stride (x - 1) + output_padding + (kernel - 1) dilation + 1 - pads, overflow-checked.
+    const std::string what = absl::StrCat("output spatial dim ", i);
+    KILN_ASSIGN_OR_RETURN(int64_t o, Mul(node, strides[i], x->shape[2 + i] - 1, what));
+    KILN_ASSIGN_OR_RETURN(int64_t window, Mul(node, kernel[i] - 1, dilations[i], what));
+    for (int64_t term : {out_pad[i], window, int64_t{1}}) {
+      KILN_ASSIGN_OR_RETURN(o, Add(node, o, term, what));
+    }
+    for (int64_t pad : {pads[i], pads[i + n]}) {
+      if (pad == INT64_MIN) return Invalid(node, what + " overflows int64");
+      KILN_ASSIGN_OR_RETURN(o, Add(node, o, -pad, what));
+    }
     if (o < 0) return Invalid(node, absl::StrCat("output spatial dim ", i, " is negative"));
     out.push_back(o);
   }

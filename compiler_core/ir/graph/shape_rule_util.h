@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler_core/ir/graph/graph.h"
+#include "compiler_core/ir/graph/tensor_size.h"
 
 namespace kiln::graph::rules {
 
@@ -33,6 +34,22 @@ inline absl::StatusOr<const TensorType*> In(const Node& node, int i) {
   const Value* v = node.input(i);
   if (v == nullptr) return Invalid(node, absl::StrCat("input ", i, " is missing"));
   return &v->type();
+}
+
+/// `a * b` and `a + b` for shape arithmetic over attribute and constant values, which a model
+/// may set to anything: kInvalidArgument naming `node` and `what` when the result overflows
+/// int64 (a wrapped product could pass a later check and type a tensor wrongly).
+inline absl::StatusOr<int64_t> Mul(const Node& node, int64_t a, int64_t b,
+                                   const std::string& what) {
+  std::optional<int64_t> r = CheckedMul(a, b);
+  if (!r) return Invalid(node, what + " overflows int64");
+  return *r;
+}
+inline absl::StatusOr<int64_t> Add(const Node& node, int64_t a, int64_t b,
+                                   const std::string& what) {
+  std::optional<int64_t> r = CheckedAdd(a, b);
+  if (!r) return Invalid(node, what + " overflows int64");
+  return *r;
 }
 
 }  // namespace kiln::graph::rules

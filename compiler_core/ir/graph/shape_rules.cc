@@ -22,8 +22,10 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 using Types = std::vector<TensorType>;
+using rules::Add;
 using rules::In;
 using rules::Invalid;
+using rules::Mul;
 using rules::Prefix;
 using rules::ShapeStr;
 
@@ -156,14 +158,19 @@ absl::StatusOr<Shape> WindowOutput(const Node& node, const Shape& in, const Shap
         pads[i + n] < 0) {
       return Invalid(node, "kernel_shape, strides and dilations must be positive, pads >= 0");
     }
-    int64_t span = (kernel[i] - 1) * dilations[i] + 1;
-    int64_t padded = in[i] + pads[i] + pads[i + n];
+    const std::string dim = absl::StrCat(" of spatial dim ", i);
+    KILN_ASSIGN_OR_RETURN(int64_t span, Mul(node, kernel[i] - 1, dilations[i], "window" + dim));
+    KILN_ASSIGN_OR_RETURN(span, Add(node, span, 1, "window" + dim));
+    KILN_ASSIGN_OR_RETURN(int64_t padded, Add(node, in[i], pads[i], "padded input" + dim));
+    KILN_ASSIGN_OR_RETURN(padded, Add(node, padded, pads[i + n], "padded input" + dim));
     if (padded < span) {
       return Invalid(node, absl::StrCat("window ", span, " exceeds padded input size ", padded,
                                         " in spatial dim ", i));
     }
-    int64_t num = padded - span;
-    out[i] = (ceil_mode ? (num + strides[i] - 1) / strides[i] : num / strides[i]) + 1;
+    const int64_t num = padded - span;
+    // ceil(num / stride) without forming num + stride - 1, which a huge stride overflows.
+    const int64_t steps = num / strides[i] + (ceil_mode && num % strides[i] != 0 ? 1 : 0);
+    out[i] = steps + 1;
   }
   return out;
 }
@@ -179,7 +186,7 @@ absl::StatusOr<Types> ConvRule(const Node& node) {
   size_t n = x->shape.size() - 2;
   int64_t group = node.attrs().GetInt("group", 1);
   int64_t m = w->shape[0];
-  if (group <= 0 || x->shape[1] != w->shape[1] * group || m % group != 0) {
+  if (group <= 0 || CheckedMul(w->shape[1], group) != x->shape[1] || m % group != 0) {
     return Invalid(node, absl::StrCat("input channels ", x->shape[1], " do not match weight ",
                                       w->ToString(), " with group ", group));
   }
@@ -378,7 +385,12 @@ absl::StatusOr<Types> ReshapeRule(const Node& node) {
     }
     if (d < 0) return Invalid(node, absl::StrCat("target dim ", i, " is ", d));
     out[i] = d;
-    known *= d;
+    std::optional<int64_t> product = CheckedMul(known, d);
+    if (!product) {
+      return Invalid(node, absl::StrCat("cannot reshape ", x->ToString(), " to ", ShapeStr(target),
+                                        ": its element count overflows int64"));
+    }
+    known = *product;
   }
   int64_t total = x->NumElements();
   if (infer >= 0) {
@@ -542,8 +554,10 @@ absl::StatusOr<Types> PadRule(const Node& node) {
   }
   Shape out = x->shape;
   for (int64_t i = 0; i < x->rank(); ++i) {
-    out[i] += pads[i] + pads[i + x->rank()];
-    if (out[i] < 0) return Invalid(node, absl::StrCat("padded dim ", i, " is negative"));
+    const std::string what = absl::StrCat("padded dim ", i);
+    KILN_ASSIGN_OR_RETURN(out[i], Add(node, out[i], pads[i], what));
+    KILN_ASSIGN_OR_RETURN(out[i], Add(node, out[i], pads[i + x->rank()], what));
+    if (out[i] < 0) return Invalid(node, what + " is negative");
   }
   return Types{TensorType{x->dtype, out}};
 }

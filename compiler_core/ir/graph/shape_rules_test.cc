@@ -197,5 +197,57 @@ TEST(VerifierTest, UseBeforeDefinition) {
   EXPECT_NE(s.message().find("node 'b' (Neg)"), std::string::npos);
 }
 
+// Shape arithmetic over attribute and constant values is overflow-checked: a wrapped product or
+// sum could pass a check and type a tensor wrongly (f32[4] reshaped to [2^62+1, 4], whose
+// element count wraps to 4), or divide by zero (blocksize^2 wrapping to 0).
+TEST(ShapeRulesTest, OverflowingShapeArithmeticIsInvalid) {
+  auto message = [](const absl::StatusOr<std::vector<TensorType>>& r) {
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+    return std::string(r.status().message());
+  };
+  constexpr int64_t kHuge = int64_t{1} << 62;
+  Graph g;
+  Value* x4 = g.AddInput("x", F32({4}));
+  EXPECT_EQ(message(Infer(g, OpKind::kReshape, {x4, g.AddConstant("s", I64({kHuge + 1, 4}))})),
+            "node 'n' (Reshape): cannot reshape f32[4] to [4611686018427387905,4]: its element "
+            "count overflows int64");
+  EXPECT_EQ(message(Infer(g, OpKind::kTile, {x4, g.AddConstant("r", I64({kHuge}))})),
+            "node 'n' (Tile): tiled dim 0 overflows int64");
+  EXPECT_EQ(message(Infer(g, OpKind::kPad, {x4, g.AddConstant("p", I64({INT64_MAX, INT64_MAX}))})),
+            "node 'n' (Pad): padded dim 0 overflows int64");
+  Value* x = g.AddInput("x4d", F32({1, 4, 8, 8}));
+  AttrMap block;
+  block.Set("blocksize", int64_t{1} << 32);
+  EXPECT_EQ(message(Infer(g, OpKind::kDepthToSpace, {x}, block)),
+            "node 'n' (DepthToSpace): blocksize^2 overflows int64");
+  AttrMap conv;
+  conv.Set("dilations", Shape{kHuge, 1});
+  EXPECT_EQ(message(Infer(g, OpKind::kConv, {x, g.AddInput("w", F32({2, 4, 3, 3}))}, conv)),
+            "node 'n' (Conv): window of spatial dim 0 overflows int64");
+  AttrMap pads;
+  pads.Set("pads", Shape{INT64_MAX, 0, 1, 0});
+  pads.Set("kernel_shape", Shape{2, 2});
+  EXPECT_EQ(message(Infer(g, OpKind::kMaxPool, {x}, pads)),
+            "node 'n' (MaxPool): padded input of spatial dim 0 overflows int64");
+  AttrMap group;
+  group.Set("group", int64_t{1} << 62);
+  EXPECT_EQ(message(Infer(g, OpKind::kConv, {x, g.AddInput("w4", F32({4, 4, 3, 3}))}, group)),
+            "node 'n' (Conv): input channels 4 do not match weight f32[4,4,3,3] with group "
+            "4611686018427387904");
+  AttrMap transposed;
+  transposed.Set("strides", Shape{kHuge, 1});
+  EXPECT_EQ(message(Infer(g, OpKind::kConvTranspose, {x, g.AddInput("wt", F32({4, 2, 3, 3}))},
+                          transposed)),
+            "node 'n' (ConvTranspose): output spatial dim 0 overflows int64");
+  auto scalar = [&](const char* name, float v) {
+    auto t = Tensor::Zeros(F32({}));
+    *t->mutable_data<float>() = v;
+    return g.AddConstant(name, t);
+  };
+  EXPECT_EQ(message(Infer(g, OpKind::kRange,
+                          {scalar("start", 0), scalar("limit", 1e30f), scalar("delta", 1)})),
+            "node 'n' (Range): element count ceil((1e+30 - 0) / 1) is not an int64");
+}
+
 }  // namespace
 }  // namespace kiln::graph

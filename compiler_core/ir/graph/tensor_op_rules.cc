@@ -21,8 +21,10 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 using Types = std::vector<TensorType>;
+using rules::Add;
 using rules::In;
 using rules::Invalid;
+using rules::Mul;
 using rules::Prefix;
 using rules::ShapeStr;
 
@@ -154,7 +156,12 @@ absl::StatusOr<Types> RangeRule(const Node& node) {
     double limit = node.input(1)->constant()->GetAsDouble(0);
     double delta = node.input(2)->constant()->GetAsDouble(0);
     if (delta == 0) return Invalid(node, "delta must not be 0");
-    count = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
+    std::optional<int64_t> n = CheckedToInt64(std::ceil((limit - start) / delta));
+    if (!n) {
+      return Invalid(node, absl::StrCat("element count ceil((", limit, " - ", start, ") / ", delta,
+                                        ") is not an int64"));
+    }
+    count = std::max<int64_t>(0, *n);
   }
   return Types{TensorType{dt, {count}}};
 }
@@ -179,7 +186,7 @@ absl::StatusOr<Types> TileRule(const Node& node) {
   Shape out = x->shape;
   for (size_t d = 0; d < out.size(); ++d) {
     if (reps[d] < 0) return Invalid(node, "repeats must be >= 0");
-    out[d] *= reps[d];
+    KILN_ASSIGN_OR_RETURN(out[d], Mul(node, out[d], reps[d], absl::StrCat("tiled dim ", d)));
   }
   return Types{TensorType{x->dtype, out}};
 }
@@ -197,9 +204,10 @@ absl::StatusOr<Types> SplitRule(const Node& node) {
   Types out;
   int64_t total = 0;
   for (int64_t s : split) {
+    if (s < 0) return Invalid(node, absl::StrCat("split size ", s, " is negative"));
     TensorType t = *x;
     t.shape[axis] = s;
-    total += s;
+    KILN_ASSIGN_OR_RETURN(total, Add(node, total, s, "the sum of the split sizes"));
     out.push_back(t);
   }
   if (total != x->shape[axis]) return Invalid(node, "split sizes do not sum to the axis size");
@@ -235,12 +243,16 @@ absl::StatusOr<Types> SpaceDepthRule(const Node& node, bool to_space) {
   int64_t bs = node.attrs().GetInt("blocksize", 0);
   if (x->rank() != 4 || bs <= 0) return Invalid(node, "expected a rank-4 input and blocksize > 0");
   Shape s = x->shape;
+  KILN_ASSIGN_OR_RETURN(int64_t bs2, Mul(node, bs, bs, "blocksize^2"));
   if (to_space) {
-    if (s[1] % (bs * bs) != 0) return Invalid(node, "channels not divisible by blocksize^2");
-    return Types{TensorType{x->dtype, {s[0], s[1] / (bs * bs), s[2] * bs, s[3] * bs}}};
+    if (s[1] % bs2 != 0) return Invalid(node, "channels not divisible by blocksize^2");
+    KILN_ASSIGN_OR_RETURN(int64_t h, Mul(node, s[2], bs, "output height"));
+    KILN_ASSIGN_OR_RETURN(int64_t w, Mul(node, s[3], bs, "output width"));
+    return Types{TensorType{x->dtype, {s[0], s[1] / bs2, h, w}}};
   }
   if (s[2] % bs != 0 || s[3] % bs != 0) return Invalid(node, "spatial dims not divisible");
-  return Types{TensorType{x->dtype, {s[0], s[1] * bs * bs, s[2] / bs, s[3] / bs}}};
+  KILN_ASSIGN_OR_RETURN(int64_t c, Mul(node, s[1], bs2, "output channels"));
+  return Types{TensorType{x->dtype, {s[0], c, s[2] / bs, s[3] / bs}}};
 }
 
 absl::StatusOr<Types> OneHotRule(const Node& node) {
@@ -251,7 +263,12 @@ absl::StatusOr<Types> OneHotRule(const Node& node) {
     return absl::UnimplementedError(Prefix(node) + "depth must be a constant");
   }
   if (values->NumElements() != 2) return Invalid(node, "values must have 2 elements");
-  int64_t depth = static_cast<int64_t>(dv->constant()->GetAsDouble(0));
+  std::optional<int64_t> depth_or = CheckedToInt64(dv->constant()->GetAsDouble(0));
+  if (!depth_or || *depth_or < 0) {
+    return Invalid(node, absl::StrCat("depth ", dv->constant()->GetAsDouble(0),
+                                      " is not a non-negative int64"));
+  }
+  const int64_t depth = *depth_or;
   KILN_ASSIGN_OR_RETURN(int64_t axis,
                         Axis(node, node.attrs().GetInt("axis", -1), idx->rank() + 1));
   Shape out = idx->shape;

@@ -1,8 +1,10 @@
 // Tests for dead-code elimination: printed IR before/after.
 #include "compiler_core/passes/graph/dce.h"
 
-#include "gtest/gtest.h"
+#include <string>
+
 #include "compiler_core/passes/graph/test_util.h"
+#include "gtest/gtest.h"
 
 namespace kiln::passes {
 namespace {
@@ -42,6 +44,27 @@ TEST(DceTest, KeepsMultiOutputNodeWithOneLiveResult) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_FALSE(changed);
   EXPECT_EQ(*out, kIr);
+}
+
+// A dead 100k-node chain beside a live node: erased in reverse order through the use lists,
+// linear in the chain.
+TEST(DceTest, ErasesHundredThousandNodeDeadChain) {
+  constexpr int kDepth = 100000;
+  const TensorType type{DType::kFloat32, {4}};
+  graph::Graph g;
+  graph::Value* x = g.AddInput("x", type);
+  graph::Value* v = x;
+  for (int i = 0; i < kDepth; ++i) {
+    v = g.AddNode(graph::OpKind::kExp, "e" + std::to_string(i), {v}, {type})->output(0);
+  }
+  graph::Node* live = g.AddNode(graph::OpKind::kRelu, "live", {x}, {type});
+  g.SetOutputs({live->output(0)});
+  absl::StatusOr<bool> changed = DeadCodeElimination().Run(g);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(*changed);
+  ASSERT_EQ(g.num_nodes(), 1);
+  EXPECT_EQ(g.nodes()[0], live);
+  EXPECT_EQ(g.Users(x), std::vector<graph::Node*>{live});
 }
 
 TEST(DceTest, RefusesToRunAfterFusion) {

@@ -6,7 +6,8 @@
 //   chain rule in fusion.h holds: the candidate is the single user of the previous member's
 //   output, is elementwise/broadcast, produces the anchor's output shape (and dtype, unless the
 //   anchor is elementwise or a blocked conv, whose lowerings allow a dtype-changing epilogue),
-//   and the previous output is not a graph output. Opaque and view ops are singleton groups. A
+//   and the previous output is not a graph output, up to kMaxFusedNodes nodes per group (a longer
+//   chain continues in a new group). Opaque and view ops are singleton groups. A
 //   candidate whose other operands are not yet computed by an earlier group is left for a later
 //   group, so executing the groups in id order is always valid.
 // Requires: a verified graph in topological order. May run again: ids are recomputed.
@@ -99,9 +100,12 @@ std::vector<int> ComputeGroups(const Graph& graph) {
     if (!CanTakeConsumers(*node) || node->outputs().empty()) continue;
     const TensorType& type = node->output(0)->type();
     const bool dtype_may_change = AllowsDTypeChange(*node);
-    for (Node* member = NextInChain(graph, *node, type, dtype_may_change, group); member != nullptr;
+    int size = 1;
+    for (Node* member = NextInChain(graph, *node, type, dtype_may_change, group);
+         member != nullptr && size < kMaxFusedNodes;
          member = NextInChain(graph, *member, type, dtype_may_change, group)) {
       group[member] = id;
+      ++size;
     }
   }
   return result;

@@ -3,11 +3,18 @@
 #ifndef KILN_COMPILER_CORE_PASSES_GRAPH_FUSION_H_
 #define KILN_COMPILER_CORE_PASSES_GRAPH_FUSION_H_
 
+#include <cstdint>
 #include <string_view>
 
 #include "compiler_core/passes/graph/pass.h"
 
 namespace kiln::passes {
+
+/// The most nodes one fusion group holds (anchor included). The lowering applies a chain's
+/// members as one nested expression per element, and codegen walks expressions recursively,
+/// so an unbounded chain (a 100k-node Relu chain) would nest 100k deep and overflow the stack;
+/// a longer chain continues in a new group. Real epilogues are a handful of ops.
+inline constexpr int kMaxFusedNodes = 64;
 
 /// Assigns fusion groups. Contract (lowering and pipeline rely on it exactly):
 ///  - afterwards EVERY node has a group id >= 0 (any earlier ids are recomputed);
@@ -19,6 +26,7 @@ namespace kiln::passes {
 ///    output 0 (the anchor's for c1), and
 ///    that output has exactly one user (ci), is not a graph output, and the previous member's
 ///    other outputs are unused;
+///  - a group has at most kMaxFusedNodes nodes;
 ///  - kOpaque ops and view ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity) never take
 ///    consumers and are never consumers; any other op may anchor a group;
 ///  - chain members come after their anchor in topological order (the node order is unchanged);

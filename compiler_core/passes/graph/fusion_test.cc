@@ -1,10 +1,13 @@
 // Tests for operator fusion: group ids in the printed IR for the contract's cases.
 #include "compiler_core/passes/graph/fusion.h"
 
-#include "gtest/gtest.h"
+#include <string>
+#include <vector>
+
 #include "compiler_core/ir/graph/parser.h"
 #include "compiler_core/ir/graph/printer.h"
 #include "compiler_core/passes/graph/test_util.h"
+#include "gtest/gtest.h"
 
 namespace kiln::passes {
 namespace {
@@ -126,6 +129,24 @@ graph @g(%0 "x": f32[4]) -> (%2 "y") {
             "  %2 = Relu(%1) : f32[4] group=0\n"
             "  return %2\n"
             "}\n");
+}
+
+// A 100k-node Relu chain is cut into groups of kMaxFusedNodes (the lowering nests a group's
+// chain into one expression, which codegen walks recursively), numbered in order.
+TEST(FusionTest, LongChainsAreCutIntoGroupsOfAtMostMaxFusedNodes) {
+  constexpr int kDepth = 100000;
+  const TensorType type{DType::kFloat32, {4}};
+  graph::Graph g;
+  graph::Value* v = g.AddInput("x", type);
+  for (int i = 0; i < kDepth; ++i) {
+    v = g.AddNode(graph::OpKind::kRelu, "r" + std::to_string(i), {v}, {type})->output(0);
+  }
+  g.SetOutputs({v});
+  ASSERT_TRUE(OperatorFusion().Run(g).ok());
+  std::vector<graph::Node*> nodes = g.nodes();
+  for (int i = 0; i < kDepth; ++i) {
+    ASSERT_EQ(nodes[i]->fusion_group(), i / kMaxFusedNodes) << "node " << i;
+  }
 }
 
 }  // namespace

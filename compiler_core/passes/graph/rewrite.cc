@@ -22,23 +22,21 @@ void Rewriter::EraseNode(Node* node) {
   // Detach now so the node stops counting as a user; delete at Flush, so pointers stay valid.
   for (int i = 0; i < node->num_inputs(); ++i) node->set_input(i, nullptr);
   erased_.push_back(node);
+  erased_set_.insert(node);
 }
 
 void Rewriter::ReplaceAllUsesWith(Value* from, Value* to) {
-  bool to_is_interface = graph_.IsGraphOutput(to) || std::find(graph_.inputs().begin(),
-                                                                graph_.inputs().end(),
-                                                                to) != graph_.inputs().end();
+  bool to_is_interface = graph_.IsGraphOutput(to) || graph_.IsGraphInput(to);
   if (graph_.IsGraphOutput(from) && !to_is_interface) to->set_name(from->name());
   graph_.ReplaceAllUsesWith(from, to);
 }
 
-bool Rewriter::IsErased(const Node* node) const {
-  return std::find(erased_.begin(), erased_.end(), node) != erased_.end();
-}
+bool Rewriter::IsErased(const Node* node) const { return erased_set_.count(node) != 0; }
 
 void Rewriter::Flush() {
   for (Node* node : erased_) graph_.RemoveNode(node);
   erased_.clear();
+  erased_set_.clear();
 }
 
 absl::StatusOr<bool> ApplyPatterns(Graph& graph, const std::vector<Pattern>& patterns,
@@ -80,7 +78,7 @@ absl::Status CheckRunsBeforeFusion(const Graph& graph, std::string_view pass_nam
 }
 
 bool IsUnused(const Graph& graph, const Value* value) {
-  return !graph.IsGraphOutput(value) && graph.Users(value).empty();
+  return !graph.IsGraphOutput(value) && !graph.HasUsers(value);
 }
 
 }  // namespace kiln::passes

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -33,7 +34,8 @@ class Rewriter {
 
  private:
   graph::Graph& graph_;
-  std::vector<graph::Node*> erased_;
+  std::vector<graph::Node*> erased_;  // in erasure order, for a deterministic Flush
+  std::unordered_set<const graph::Node*> erased_set_;  // queried only, never iterated
 };
 
 /// A local rewrite rooted at one node: returns true if it changed the graph, false if it did not

@@ -48,11 +48,6 @@ constexpr double kTolerance = 1e-6;
 
 // ---- Shared helpers ----
 
-/// True if `value` is a graph input.
-bool IsGraphInput(const Graph& graph, const Value* value) {
-  return std::find(graph.inputs().begin(), graph.inputs().end(), value) != graph.inputs().end();
-}
-
 /// Makes every use of `node`'s first output read `to` instead and erases `node`. Returns false
 /// (and changes nothing) when that would rename a graph interface value: `node`'s output is a
 /// graph output and `to` is a graph input, graph output or constant.
@@ -61,7 +56,7 @@ bool ForwardTo(Node& node, Value* to, Rewriter& rewriter) {
   Value* from = node.output(0);
   if (to == nullptr || to == from) return false;
   if (graph.IsGraphOutput(from) &&
-      (IsGraphInput(graph, to) || graph.IsGraphOutput(to) || to->is_constant())) {
+      (graph.IsGraphInput(to) || graph.IsGraphOutput(to) || to->is_constant())) {
     return false;
   }
   for (size_t i = 1; i < node.outputs().size(); ++i) {

@@ -327,5 +327,27 @@ TEST(SimplifyTest, RefusesAfterFusion) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+// A 100k-node Identity chain collapses: every node is forwarded and erased in one sweep, each
+// rewrite costing O(uses), and the graph output keeps its name.
+TEST(SimplifyTest, RemovesHundredThousandNodeIdentityChain) {
+  constexpr int kDepth = 100000;
+  const TensorType type{DType::kFloat32, {4}};
+  graph::Graph g;
+  graph::Value* x = g.AddInput("x", type);
+  graph::Value* v = x;
+  for (int i = 0; i < kDepth; ++i) {
+    v = g.AddNode(graph::OpKind::kIdentity, "i" + std::to_string(i), {v}, {type})->output(0);
+  }
+  graph::Node* relu = g.AddNode(graph::OpKind::kRelu, "relu", {v}, {type});
+  relu->output(0)->set_name("y");
+  g.SetOutputs({relu->output(0)});
+  absl::StatusOr<bool> changed = Simplify().Run(g);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(*changed);
+  ASSERT_EQ(g.num_nodes(), 1);
+  EXPECT_EQ(relu->input(0), x);
+  EXPECT_EQ(g.outputs()[0]->name(), "y");
+}
+
 }  // namespace
 }  // namespace kiln::passes

@@ -152,6 +152,7 @@ int RunDaemon(const DaemonOptions& options) {
   sandbox.limits.max_memory_bytes = options.import_memory_bytes;
   sandbox.limits.max_cpu_seconds = options.import_cpu_seconds;
   sandbox.limits.timeout = options.import_timeout;
+  sandbox.max_tensor_bytes = options.max_tensor_bytes;
   if (::access(sandbox.binary.c_str(), X_OK) != 0) {
     return Fail("kilnd.no_graph_hash_binary",
                 absl::FailedPreconditionError(absl::StrCat(

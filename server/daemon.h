@@ -39,6 +39,8 @@ struct DaemonOptions {
   int64_t import_memory_bytes = int64_t{8} << 30;
   int64_t import_cpu_seconds = 300;
   absl::Duration import_timeout = absl::Minutes(10);
+  /// A model with a tensor larger than this (static size) is refused: INVALID_ARGUMENT.
+  int64_t max_tensor_bytes = int64_t{1} << 40;
   int64_t cache_max_bytes = 0;
   /// Limits (RESOURCE_EXHAUSTED past them, naming the flag): queued client jobs, live jobs of
   /// one token, model uploads at once (all, one token's), upload bytes of one token per minute

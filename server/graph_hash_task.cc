@@ -10,15 +10,20 @@ namespace {
 absl::StatusOr<std::string> ImportAndHash(std::string_view bytes,
                                           const importer::InputShapes& shapes,
                                           const std::map<std::string, std::string>& constants,
-                                          const importer::InputShapes& min_shapes) {
+                                          const importer::InputShapes& min_shapes,
+                                          int64_t max_tensor_bytes) {
+  importer::ImportOptions options{shapes, constants};
+  if (max_tensor_bytes > 0) options.max_tensor_bytes = max_tensor_bytes;
   absl::StatusOr<std::unique_ptr<graph::Graph>> graph =
-      importer::ImportOnnxBytes(bytes, /*base_dir=*/"", {shapes, constants});
+      importer::ImportOnnxBytes(bytes, /*base_dir=*/"", options);
   if (!graph.ok()) return graph.status();
   if (min_shapes.empty()) return graph::GraphHash(**graph);
   // Bounded dims: the probe imports and the analysis the worker's pipeline runs.
   absl::StatusOr<passes::BoundedDims> bounded = passes::BoundDims(
       **graph, shapes, min_shapes, [&](const importer::InputShapes& probe_shapes) {
-        return importer::ImportOnnxBytes(bytes, "", {probe_shapes, constants});
+        importer::ImportOptions probe{probe_shapes, constants};
+        probe.max_tensor_bytes = options.max_tensor_bytes;
+        return importer::ImportOnnxBytes(bytes, "", probe);
       });
   if (!bounded.ok()) return absl::InvalidArgumentError(bounded.status().message());
   return passes::BoundedGraphHash(**graph, *bounded);
@@ -28,8 +33,10 @@ absl::StatusOr<std::string> ImportAndHash(std::string_view bytes,
 
 v1::GraphHashTask MakeGraphHashTask(std::string_view model, const importer::InputShapes& shapes,
                                     const std::map<std::string, std::string>& constants,
-                                    const importer::InputShapes& min_shapes) {
+                                    const importer::InputShapes& min_shapes,
+                                    int64_t max_tensor_bytes) {
   v1::GraphHashTask task;
+  task.set_max_tensor_bytes(max_tensor_bytes);
   task.set_model(std::string(model));
   for (const auto& [name, dims] : shapes) {
     v1::InputShape* shape = task.add_input_shapes();
@@ -56,7 +63,8 @@ v1::GraphHashResult RunGraphHashTask(const v1::GraphHashTask& task) {
   }
   std::map<std::string, std::string> constants;
   for (const v1::ConstantInput& c : task.constant_inputs()) constants[c.name()] = c.tensor();
-  absl::StatusOr<std::string> hash = ImportAndHash(task.model(), shapes, constants, min_shapes);
+  absl::StatusOr<std::string> hash =
+      ImportAndHash(task.model(), shapes, constants, min_shapes, task.max_tensor_bytes());
   v1::GraphHashResult result;
   if (hash.ok()) {
     result.set_graph_hash(*hash);

@@ -14,10 +14,12 @@
 namespace kiln::server {
 
 /// The task for one shape profile: `shapes` (with `min_shapes`, bounded dims) and `constants`
-/// (input name → serialized onnx.TensorProto).
+/// (input name → serialized onnx.TensorProto); a tensor past `max_tensor_bytes` (0: the
+/// importer's default, 1 TiB) is INVALID_ARGUMENT.
 v1::GraphHashTask MakeGraphHashTask(std::string_view model, const importer::InputShapes& shapes,
                                     const std::map<std::string, std::string>& constants,
-                                    const importer::InputShapes& min_shapes);
+                                    const importer::InputShapes& min_shapes,
+                                    int64_t max_tensor_bytes = 0);
 
 /// Imports the task's model (external data refused: it came as bytes) and returns its
 /// graph::GraphHash, or with bounded dims passes::BoundedGraphHash after passes::BoundDims, as

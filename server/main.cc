@@ -47,6 +47,8 @@ ABSL_FLAG(int64_t, upload_bytes_per_minute, 0,
           "model bytes one token may upload per minute (0: no limit)");
 ABSL_FLAG(absl::Duration, stream_idle_timeout, absl::Seconds(60),
           "an upload stream that sends nothing this long is cancelled");
+ABSL_FLAG(int64_t, max_tensor_bytes, int64_t{1} << 40,
+          "a model with a tensor larger than this many bytes is refused (INVALID_ARGUMENT)");
 ABSL_FLAG(int64_t, cache_max_bytes, 0, "LRU limit on all blobs, in bytes (0: unlimited)");
 ABSL_FLAG(int64_t, max_model_bytes, int64_t{1} << 30, "largest model UploadModel accepts");
 ABSL_FLAG(int64_t, inline_model_max_bytes, int64_t{4} << 20,
@@ -110,6 +112,7 @@ int main(int argc, char** argv) {
   options.import_memory_bytes = absl::GetFlag(FLAGS_import_memory_bytes);
   options.import_cpu_seconds = absl::GetFlag(FLAGS_import_cpu_seconds);
   options.import_timeout = absl::GetFlag(FLAGS_import_timeout);
+  options.max_tensor_bytes = absl::GetFlag(FLAGS_max_tensor_bytes);
   options.cache_max_bytes = absl::GetFlag(FLAGS_cache_max_bytes);
   options.max_queued_jobs = absl::GetFlag(FLAGS_max_queued_jobs);
   options.max_jobs_per_token = absl::GetFlag(FLAGS_max_jobs_per_token);

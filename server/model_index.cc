@@ -22,7 +22,8 @@ absl::StatusOr<std::string> SandboxedHash(const GraphHashSandbox& sandbox,
                                           const importer::InputShapes& min_shapes) {
   auto start = absl::Now();
   const std::string input =
-      MakeGraphHashTask(bytes, shapes, constants, min_shapes).SerializeAsString();
+      MakeGraphHashTask(bytes, shapes, constants, min_shapes, sandbox.max_tensor_bytes)
+          .SerializeAsString();
   absl::StatusOr<ProcessOutcome> ran = RunLimitedProcess({sandbox.binary}, input, sandbox.limits);
   if (!ran.ok()) {
     return absl::UnavailableError(

@@ -27,6 +27,8 @@ using ConstantInputs = std::map<std::string, std::string>;
 struct GraphHashSandbox {
   std::string binary;
   ProcessLimits limits;
+  /// --max-tensor-bytes: a model with a larger tensor is INVALID_ARGUMENT (0: 1 TiB).
+  int64_t max_tensor_bytes = 0;
 };
 
 /// Model digest → graph hash. Thread-safe; concurrent requests for one digest import once.

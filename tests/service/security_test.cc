@@ -396,6 +396,24 @@ TEST_F(SecurityTest, ModelsThatCrashOrExhaustTheImporterLeaveKilndServing) {
   EXPECT_THAT(kilnd.log(), HasSubstr("event=model.import_crashed"));
 }
 
+// A model with a tensor past --max-tensor-bytes is refused at import, before any compile.
+TEST_F(SecurityTest, TensorsPastMaxTensorBytesAreInvalidArgument) {
+  Kilnd& kilnd = StartKilnd(0, {"--max-tensor-bytes", "1000000"});
+  auto submit = [&](const std::string& model) {
+    EXPECT_TRUE(kilnd.client().EnsureModel(model, client::DigestOf(model)).ok());
+    v1::SubmitJobRequest r;
+    *r.mutable_compile()->mutable_model_digest() = client::DigestOf(model);
+    r.mutable_compile()->set_target("host");
+    return kilnd.client().SubmitJob(r).status();
+  };
+  absl::Status refused = submit(ReadFile(Model(kResnet)));  // 9437184-byte weights
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_THAT(refused.message(), HasSubstr("more than the limit of 1000000"));
+  // lenet's tensors fit: its import passes and the job is queued (no worker runs it here).
+  absl::Status queued = submit(ReadFile(Model(kLenet)));
+  EXPECT_TRUE(queued.ok()) << queued;
+}
+
 // Every limit answers RESOURCE_EXHAUSTED naming its flag: uploads at once per token, upload
 // bytes per minute, live jobs per token, queued jobs; and an idle upload stream is cancelled.
 TEST_F(SecurityTest, LimitsAnswerResourceExhausted) {

@@ -84,6 +84,33 @@ kiln::v1::SandboxedCompileResult RunSandboxedCompile(const kiln::v1::SandboxedCo
   return result;
 }
 
+absl::StatusOr<std::string> RunInSandbox(const CompileSandbox& sandbox, const std::string& mode,
+                                         const std::string& request, absl::Duration timeout,
+                                         const std::string& what) {
+  server::ProcessLimits limits = sandbox.limits;
+  limits.timeout = std::min(limits.timeout, timeout);
+  limits.max_output_bytes = int64_t{8} << 30;  // an artifact
+  absl::StatusOr<server::ProcessOutcome> ran =
+      server::RunLimitedProcess({sandbox.binary, mode}, request, limits);
+  if (!ran.ok()) return absl::UnavailableError(ran.status().message());
+  if (ran->exit_code == 127) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot start ", sandbox.binary, " ", mode, ": ", ran->err_tail));
+  }
+  if (!ran->ok()) {
+    const bool limit = ran->timed_out || ran->signal == SIGXCPU || ran->signal == SIGKILL;
+    // kInternal either way, never kResourceExhausted: to kilnd that means "refused, retry".
+    return absl::InternalError(
+        absl::StrCat(what, " ", ran->Describe(),
+                     limit ? absl::StrCat(" (limits: ", sandbox.limits.max_memory_bytes >> 20,
+                                          " MiB, ", sandbox.limits.max_cpu_seconds, " s of CPU, ",
+                                          absl::FormatDuration(limits.timeout), ")")
+                           : "",
+                     ran->err_tail.empty() ? "" : absl::StrCat("; it said: ", ran->err_tail)));
+  }
+  return std::move(ran->out);
+}
+
 absl::StatusOr<CompiledArtifact> CompileInChild(std::string_view model_bytes,
                                                 const std::string& target,
                                                 const kiln::v1::CompileOptions& options,
@@ -94,38 +121,22 @@ absl::StatusOr<CompiledArtifact> CompileInChild(std::string_view model_bytes,
   request.set_model(std::string(model_bytes));
   request.set_target(target);
   *request.mutable_options() = options;
-  server::ProcessLimits limits = sandbox.limits;
-  limits.timeout = std::min(limits.timeout, timeout);
-  limits.max_output_bytes = int64_t{8} << 30;  // an artifact
-  absl::StatusOr<server::ProcessOutcome> ran = server::RunLimitedProcess(
-      {sandbox.binary, "--run-compile"}, request.SerializeAsString(), limits);
-  if (!ran.ok()) return absl::UnavailableError(ran.status().message());
-  if (ran->exit_code == 127) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot start ", sandbox.binary, " --run-compile: ", ran->err_tail));
-  }
+  absl::StatusOr<std::string> out =
+      RunInSandbox(sandbox, "--run-compile", request.SerializeAsString(), timeout, "the compiler");
+  if (!out.ok()) return out.status();
   kiln::v1::SandboxedCompileResult result;
-  if (!ran->ok() || !result.ParseFromString(ran->out)) {
-    const bool limit = ran->timed_out || ran->signal == SIGXCPU || ran->signal == SIGKILL;
-    std::string why =
-        absl::StrCat("the compiler ", ran->Describe(),
-                     limit ? absl::StrCat(" (limits: ", sandbox.limits.max_memory_bytes >> 20,
-                                          " MiB, ", sandbox.limits.max_cpu_seconds, " s of CPU, ",
-                                          absl::FormatDuration(limits.timeout), ")")
-                           : "",
-                     ran->err_tail.empty() ? "" : absl::StrCat("; it said: ", ran->err_tail));
-    // kInternal either way, never kResourceExhausted: to kilnd that means "refused, retry".
-    return absl::InternalError(why);
+  if (!result.ParseFromString(*out)) {
+    return absl::InternalError("the compiler's child wrote no SandboxedCompileResult");
   }
   if (result.error_code() != 0) {
     return absl::Status(static_cast<absl::StatusCode>(result.error_code()), result.error_message());
   }
-  CompiledArtifact out;
-  out.bytes = std::move(*result.mutable_artifact());
-  out.key = result.key();
-  out.compile_ms = result.compile_ms();
-  out.workload_keys.assign(result.workload_keys().begin(), result.workload_keys().end());
-  return out;
+  CompiledArtifact compiled;
+  compiled.bytes = std::move(*result.mutable_artifact());
+  compiled.key = result.key();
+  compiled.compile_ms = result.compile_ms();
+  compiled.workload_keys.assign(result.workload_keys().begin(), result.workload_keys().end());
+  return compiled;
 }
 
 }  // namespace kiln::workers

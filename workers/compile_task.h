@@ -43,6 +43,14 @@ struct CompileSandbox {
   server::ProcessLimits limits;
 };
 
+/// Runs `sandbox.binary MODE` in a child under `sandbox.limits` (its timeout lowered to
+/// `timeout`) with `request` on stdin; returns its stdout. Errors: kInternal naming `what` ("the
+/// compiler") and how the child ended (a signal, a limit, with its stderr tail); kUnavailable
+/// when it cannot be started.
+absl::StatusOr<std::string> RunInSandbox(const CompileSandbox& sandbox, const std::string& mode,
+                                         const std::string& request, absl::Duration timeout,
+                                         const std::string& what);
+
 /// CompileModelBytes in a child process under `sandbox.limits` (its timeout lowered to
 /// `timeout`), so that a compiler crash, hang or runaway allocation ends only the child.
 /// Errors: the compile's own; kInternal "the compiler was killed by signal N (...)" for a

@@ -71,8 +71,26 @@ int RunCompileChild() {
   return std::cout ? 0 : 1;
 }
 
+/// `kiln-worker --run-step`: the child of a sandboxed tune step (workers/tune_tasks.h).
+int RunStepChild() {
+  std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  kiln::v1::SandboxedStep request;
+  kiln::v1::SandboxedStepResult result;
+  if (!request.ParseFromString(input)) {
+    result.set_error_code(3);  // INVALID_ARGUMENT
+    result.set_error_message("stdin is not a serialized kiln.v1.SandboxedStep");
+  } else {
+    result = kiln::workers::RunSandboxedStep(request);
+  }
+  std::string out = result.SerializeAsString();
+  std::cout.write(out.data(), static_cast<std::streamsize>(out.size()));
+  std::cout.flush();
+  return std::cout ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   if (argc == 2 && std::string(argv[1]) == "--run-compile") return RunCompileChild();
+  if (argc == 2 && std::string(argv[1]) == "--run-step") return RunStepChild();
   kiln::workers::WorkerOptions options;
   // Each compile runs in a `--run-compile` child of this binary, under limits.
   options.compile_sandbox.binary = "/proc/self/exe";

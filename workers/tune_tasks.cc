@@ -136,4 +136,71 @@ absl::StatusOr<kiln::v1::MeasureResult> MeasureBatch(const kiln::v1::MeasureTask
   return result;
 }
 
+kiln::v1::SandboxedStepResult RunSandboxedStep(const kiln::v1::SandboxedStep& request) {
+  kiln::v1::SandboxedStepResult result;
+  absl::Status status;
+  if (request.task().has_workloads()) {
+    absl::StatusOr<kiln::v1::WorkloadsResult> w =
+        ListWorkloads(request.model(), request.task().workloads(), "");
+    if (w.ok()) *result.mutable_workloads() = *std::move(w);
+    status = w.status();
+  } else if (request.task().has_build()) {
+    absl::StatusOr<kiln::v1::BuildResult> b =
+        BuildBatch(request.task().build(), BuildFaults{request.inject_wrong_outputs()});
+    if (b.ok()) *result.mutable_build() = *std::move(b);
+    status = b.status();
+  } else {
+    status = absl::InvalidArgumentError("a sandboxed step is a workloads or a build task");
+  }
+  result.set_error_code(static_cast<int32_t>(status.code()));
+  result.set_error_message(std::string(status.message()));
+  return result;
+}
+
+namespace {
+
+absl::StatusOr<kiln::v1::SandboxedStepResult> StepInChild(const kiln::v1::SandboxedStep& request,
+                                                          const CompileSandbox& sandbox,
+                                                          absl::Duration timeout) {
+  absl::StatusOr<std::string> out = RunInSandbox(sandbox, "--run-step", request.SerializeAsString(),
+                                                 timeout, "the tune step's compiler");
+  if (!out.ok()) return out.status();
+  kiln::v1::SandboxedStepResult result;
+  if (!result.ParseFromString(*out)) {
+    return absl::InternalError("the tune step's child wrote no SandboxedStepResult");
+  }
+  if (result.error_code() != 0) {
+    return absl::Status(static_cast<absl::StatusCode>(result.error_code()), result.error_message());
+  }
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<kiln::v1::WorkloadsResult> ListWorkloadsInChild(std::string_view model_bytes,
+                                                               const kiln::v1::WorkloadsTask& task,
+                                                               const CompileSandbox& sandbox,
+                                                               absl::Duration timeout) {
+  if (sandbox.binary.empty()) return ListWorkloads(model_bytes, task, "");
+  kiln::v1::SandboxedStep request;
+  *request.mutable_task()->mutable_workloads() = task;
+  request.set_model(std::string(model_bytes));
+  absl::StatusOr<kiln::v1::SandboxedStepResult> result = StepInChild(request, sandbox, timeout);
+  if (!result.ok()) return result.status();
+  return std::move(*result->mutable_workloads());
+}
+
+absl::StatusOr<kiln::v1::BuildResult> BuildBatchInChild(const kiln::v1::BuildTask& task,
+                                                        const BuildFaults& faults,
+                                                        const CompileSandbox& sandbox,
+                                                        absl::Duration timeout) {
+  if (sandbox.binary.empty()) return BuildBatch(task, faults);
+  kiln::v1::SandboxedStep request;
+  *request.mutable_task()->mutable_build() = task;
+  request.set_inject_wrong_outputs(faults.wrong_outputs);
+  absl::StatusOr<kiln::v1::SandboxedStepResult> result = StepInChild(request, sandbox, timeout);
+  if (!result.ok()) return result.status();
+  return std::move(*result->mutable_build());
+}
+
 }  // namespace kiln::workers

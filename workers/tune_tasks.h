@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "kiln/v1/service.pb.h"
+#include "workers/compile_task.h"
 
 namespace kiln::workers {
 
@@ -43,6 +44,24 @@ absl::StatusOr<kiln::v1::BuildResult> BuildBatch(const kiln::v1::BuildTask& task
 absl::StatusOr<kiln::v1::MeasureResult> MeasureBatch(const kiln::v1::MeasureTask& task,
                                                      const std::string& hardware_key, int cores,
                                                      int device = 0);
+
+/// The child side of a sandboxed tune step (`kiln-worker --run-step`): ListWorkloads or
+/// BuildBatch of the request's task, its result or error in the reply.
+kiln::v1::SandboxedStepResult RunSandboxedStep(const kiln::v1::SandboxedStep& request);
+
+/// ListWorkloads in a child under `sandbox` (in this process when its binary is empty).
+/// Errors: ListWorkloads's; RunInSandbox's for a crash or limit.
+absl::StatusOr<kiln::v1::WorkloadsResult> ListWorkloadsInChild(std::string_view model_bytes,
+                                                               const kiln::v1::WorkloadsTask& task,
+                                                               const CompileSandbox& sandbox,
+                                                               absl::Duration timeout);
+
+/// BuildBatch in a child under `sandbox` (in this process when its binary is empty).
+/// Errors: BuildBatch's; RunInSandbox's for a crash or limit.
+absl::StatusOr<kiln::v1::BuildResult> BuildBatchInChild(const kiln::v1::BuildTask& task,
+                                                        const BuildFaults& faults,
+                                                        const CompileSandbox& sandbox,
+                                                        absl::Duration timeout);
 
 }  // namespace kiln::workers
 

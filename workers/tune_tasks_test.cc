@@ -4,6 +4,9 @@
 // print loop IR that parses back to their keys.
 #include "workers/tune_tasks.h"
 
+#include <signal.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -166,6 +169,53 @@ TEST(TuneTasksTest, ListsAModelsWorkloadsAsLoopIrThatParsesBackToTheirKeys) {
             absl::StatusCode::kInternal);
   EXPECT_EQ(ListWorkloads("not onnx", kiln::v1::WorkloadsTask(), scratch).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+std::string WorkerBinary() {
+  const char* dir = std::getenv("KILN_BIN_DIR");
+  return std::string(dir != nullptr ? dir : "build/bin") + "/kiln-worker";
+}
+
+// Tune steps in a `kiln-worker --run-step` child: the same results as in this process; a
+// crashing child is a clear kInternal and the caller lives on.
+TEST(TuneTasksTest, StepsInAChildMatchTheInProcessSteps) {
+  if (!std::filesystem::exists(WorkerBinary())) GTEST_SKIP() << WorkerBinary() << " not built";
+  ::signal(SIGPIPE, SIG_IGN);
+  const CompileSandbox sandbox{WorkerBinary(), server::ProcessLimits{}};
+  const kiln::v1::BuildTask build = TwoSamplesAndGarbage(LoweredMatMul(), Host());
+  absl::StatusOr<kiln::v1::BuildResult> here = BuildBatch(build);
+  absl::StatusOr<kiln::v1::BuildResult> child =
+      BuildBatchInChild(build, BuildFaults{}, sandbox, absl::Minutes(5));
+  ASSERT_TRUE(here.ok() && child.ok()) << child.status();
+  ASSERT_EQ(child->batch().candidates_size(), here->batch().candidates_size());
+  for (int i = 0; i < here->batch().candidates_size(); ++i) {
+    EXPECT_EQ(child->batch().candidates(i).error_code(), here->batch().candidates(i).error_code());
+    EXPECT_EQ(child->batch().candidates(i).symbol().empty(),
+              here->batch().candidates(i).symbol().empty());
+  }
+  const std::string path = "../shared/models/mlp/model.onnx";
+  if (std::filesystem::exists(path)) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    kiln::v1::WorkloadsTask task;
+    task.set_target("host");
+    task.set_target_key(Host().Key());
+    absl::StatusOr<kiln::v1::WorkloadsResult> w =
+        ListWorkloadsInChild(bytes.str(), task, sandbox, absl::Minutes(5));
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_EQ(w->workloads_size(), 4);
+  }
+  const std::string crasher = ::testing::TempDir() + "/kiln-crashing-step";
+  std::ofstream(crasher) << "#!/bin/sh\nkill -SEGV $$\n";
+  std::filesystem::permissions(crasher, std::filesystem::perms::owner_all);
+  absl::Status crashed =
+      BuildBatchInChild(build, BuildFaults{}, CompileSandbox{crasher, server::ProcessLimits{}},
+                        absl::Minutes(1))
+          .status();
+  EXPECT_EQ(crashed.code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(crashed.message(),
+            "the tune step's compiler was killed by signal 11 (Segmentation fault)");
 }
 
 }  // namespace

@@ -416,12 +416,15 @@ absl::Status Worker::RunTuneStep(const kiln::v1::WorkerTask& task, Clock::time_p
           FetchModel(*hub_, options_.security, task.workloads().model_digest(), transfer_deadline));
       KILN_RETURN_IF_ERROR(check());
       KILN_ASSIGN_OR_RETURN(*result.mutable_workloads(),
-                            ListWorkloads(model, task.workloads(), scratch_dir_));
+                            ListWorkloadsInChild(model, task.workloads(), options_.compile_sandbox,
+                                                 absl::FromChrono(deadline - Clock::now())));
       return absl::OkStatus();
     }
     case kiln::v1::WorkerTask::kBuild: {
-      KILN_ASSIGN_OR_RETURN(*result.mutable_build(),
-                            BuildBatch(task.build(), options_.build_faults));
+      KILN_ASSIGN_OR_RETURN(
+          *result.mutable_build(),
+          BuildBatchInChild(task.build(), options_.build_faults, options_.compile_sandbox,
+                            absl::FromChrono(deadline - Clock::now())));
       return absl::OkStatus();
     }
     case kiln::v1::WorkerTask::kMeasure: {

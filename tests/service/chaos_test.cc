@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <fstream>
 #include <thread>
 
 #include "compiler_core/support/sha256.h"
@@ -161,6 +162,71 @@ TEST_F(ChaosTest, KillDuringUploadCompileFetchAndTune) {
   auto queued = kilnd.client().ListJobs(v1::QUEUED, 100, {"all"});
   ASSERT_TRUE(queued.ok());
   EXPECT_EQ(queued->jobs_size(), 0);
+}
+
+// A full disk (a small tmpfs as the data dir): an upload and a compile's artifact fail with a
+// clean RESOURCE_EXHAUSTED (no retry loop, no partial file or row), cache hits are still
+// served, kilnd restarts on the full disk, and it recovers once space returns.
+TEST_F(ChaosTest, FullDiskLeavesTheStoreConsistent) {
+  if (!fs::exists(Model(kLenet)) || !fs::exists(Model(kMlp))) GTEST_SKIP() << "models missing";
+  const std::string mount_point = root_ + "/small-disk";
+  fs::create_directories(mount_point);
+  RunResult mounted =
+      RunCommand({"/bin/mount", "-t", "tmpfs", "-o", "size=40m", "tmpfs", mount_point}, root_, 30s);
+  if (mounted.exit_code != 0) GTEST_SKIP() << "cannot mount a tmpfs here: " << mounted.err;
+  struct Unmount {
+    std::string path, scratch;
+    ~Unmount() { RunCommand({"/bin/umount", "-l", path}, scratch, 30s); }
+  } unmount{mount_point, root_};
+  kilnd_ = std::make_unique<Kilnd>(mount_point, std::vector<std::string>{}, /*workers=*/1);
+  ASSERT_TRUE(kilnd_->Start());
+  Kilnd& kilnd = *kilnd_;
+  const std::string lenet = ReadFile(Model(kLenet));
+  const std::string mlp = ReadFile(Model(kMlp));
+  absl::StatusOr<client::RemoteCompileResult> hit =
+      kilnd.client().CompileModel(lenet, client::RemoteCompileOptions{});
+  ASSERT_TRUE(hit.ok()) << hit.status();
+  ASSERT_TRUE(kilnd.client().EnsureModel(mlp, client::DigestOf(mlp)).ok());
+  // Fill the disk, leaving a little room for SQLite and the port file.
+  const std::string filler = mount_point + "/filler";
+  {
+    const fs::space_info space = fs::space(mount_point);
+    std::ofstream out(filler, std::ios::binary);
+    std::string block(1 << 20, 'f');
+    for (uintmax_t left = space.available; left > (uintmax_t{1} << 20); left -= block.size()) {
+      out.write(block.data(), static_cast<std::streamsize>(block.size()));
+    }
+  }
+  // An upload that does not fit: a clean error.
+  std::string big(4 << 20, 'x');
+  absl::Status upload = kilnd.client().UploadModel(big, client::DigestOf(big)).status();
+  EXPECT_EQ(upload.code(), absl::StatusCode::kResourceExhausted) << upload;
+  // A compile whose artifact cannot be stored fails once, with the reason (no requeue loop).
+  absl::Status compile = kilnd.client().CompileModel(mlp, client::RemoteCompileOptions{}).status();
+  EXPECT_FALSE(compile.ok());
+  EXPECT_THAT(kilnd.log(), ::testing::Not(::testing::HasSubstr("refused:")));
+  auto jobs = kilnd.client().ListJobs(v1::JOB_STATE_UNSPECIFIED, 100);
+  ASSERT_TRUE(jobs.ok());
+  for (const v1::Job& j : jobs->jobs()) EXPECT_LE(j.attempts(), 2) << j.DebugString();
+  // Hits are served from the full disk.
+  absl::StatusOr<client::RemoteCompileResult> again =
+      kilnd.client().CompileModel(lenet, client::RemoteCompileOptions{});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->response.cache_hit());
+  EXPECT_EQ(again->artifact, hit->artifact);
+  ExpectStoreConsistent();
+  // kilnd restarts on the full disk.
+  ASSERT_TRUE(kilnd.Stop());
+  ASSERT_TRUE(kilnd.Start());
+  ExpectStoreConsistent();
+  // Space returns: the compile succeeds.
+  fs::remove(filler);
+  absl::StatusOr<client::RemoteCompileResult> recovered =
+      kilnd.client().CompileModel(mlp, client::RemoteCompileOptions{});
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  ExpectStoreConsistent();
+  ASSERT_TRUE(kilnd.Stop());
+  kilnd_.reset();
 }
 
 }  // namespace

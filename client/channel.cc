@@ -1,23 +1,21 @@
 #include "client/channel.h"
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "compiler_core/support/file_bytes.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 
 namespace kiln::client {
 namespace {
 
+/// The file of `flag`; errors name the flag: "--tls-ca: cannot read 'PATH'" (kNotFound).
 absl::StatusOr<std::string> ReadFile(const std::string& flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(flag, ": cannot read '", path, "'"));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  absl::StatusOr<std::string> bytes = ReadFileBytes(path);
+  if (!bytes.ok()) return absl::NotFoundError(absl::StrCat(flag, ": ", bytes.status().message()));
+  return bytes;
 }
 
 }  // namespace

@@ -356,14 +356,6 @@ std::string CompileResultJson(const RemoteCompileResult& r) {
                       ",\"worker\":", JsonString(c.worker()), "}");
 }
 
-absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return absl::NotFoundError(absl::StrCat("cannot read '", path, "'"));
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
   std::filesystem::path target(path);
   std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";

@@ -16,6 +16,7 @@
 #include "client/channel.h"
 #include "client/json.h"
 #include "compiler_core/importer/onnx/shape_profiles.h"
+#include "compiler_core/support/file_bytes.h"
 #include "kiln/v1/service.grpc.pb.h"
 
 namespace kiln::client {
@@ -139,8 +140,8 @@ absl::Status CheckFetchedArtifact(const std::string& artifact, const kiln::v1::A
 /// kNotFound naming the path, importer::InlineExternalDataOfModel's.
 absl::StatusOr<std::string> ReadModelForUpload(const std::string& path);
 
-/// The bytes of the file at `path`. Errors: kNotFound naming the path when it cannot be read.
-absl::StatusOr<std::string> ReadFileBytes(const std::string& path);
+/// The bytes of the file at `path` (kiln_support). Errors: kNotFound naming the path.
+using ::kiln::ReadFileBytes;
 
 /// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync, rename.
 absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes);

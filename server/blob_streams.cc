@@ -225,22 +225,22 @@ class FetchReactor final : public grpc::ServerWriteReactor<v1::FetchArtifactResp
   void WriteNext() {
     const size_t n =
         std::min(data_.size() - offset_, static_cast<size_t>(ctx_->limits.chunk_bytes));
-    if (offset_ + n >= data_.size() && !checked_) {
-      // The last chunk (or none, for an empty blob): finish the digest before it goes out.
+    if (!checked_) {
       hash_.Update(std::string_view(data_).substr(offset_, n));
-      checked_ = true;
-      if (hash_.HexDigest() != digest_) {
-        data_.clear();
-        // Off the reactor: VerifyBlob re-reads the file and evicts it (with its artifact rows).
-        ctx_->executor->Post([this] {
-          absl::Status at_rest = ctx_->storage->VerifyBlob(digest_);
-          Done(Corrupted(at_rest.ok() ? absl::DataLossError("digest mismatch while streaming")
-                                      : at_rest));
-        });
-        return;
+      if (offset_ + n >= data_.size()) {
+        // The last chunk (or none, for an empty blob): the digest is checked before it goes out.
+        checked_ = true;
+        if (hash_.HexDigest() != digest_) {
+          data_.clear();
+          // Off the reactor: VerifyBlob re-reads the file and evicts it (with its artifact rows).
+          ctx_->executor->Post([this] {
+            absl::Status at_rest = ctx_->storage->VerifyBlob(digest_);
+            Done(Corrupted(at_rest.ok() ? absl::DataLossError("digest mismatch while streaming")
+                                        : at_rest));
+          });
+          return;
+        }
       }
-    } else if (!checked_) {
-      hash_.Update(std::string_view(data_).substr(offset_, n));
     }
     if (offset_ >= data_.size()) return Done(absl::OkStatus());
     chunk_.set_data(data_.substr(offset_, n));

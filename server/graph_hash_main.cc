@@ -5,10 +5,8 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <iostream>
-#include <iterator>
-#include <string>
 
+#include "server/child_main.h"
 #include "server/graph_hash_task.h"
 
 int main(int argc, char** argv) {
@@ -18,16 +16,6 @@ int main(int argc, char** argv) {
                  "this, not users)\n");
     return 2;
   }
-  std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-  kiln::v1::GraphHashTask task;
-  kiln::v1::GraphHashResult result;
-  if (!task.ParseFromString(input)) {
-    result.set_error_code(3);  // INVALID_ARGUMENT
-    result.set_error_message("stdin is not a serialized kiln.v1.GraphHashTask");
-  } else {
-    result = kiln::server::RunGraphHashTask(task);
-  }
-  std::string out = result.SerializeAsString();
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  return std::fflush(stdout) == 0 ? 0 : 1;
+  return kiln::server::ServeOneRequest<kiln::v1::GraphHashTask, kiln::v1::GraphHashResult>(
+      kiln::server::RunGraphHashTask);
 }

@@ -32,6 +32,19 @@ std::string ProcessOutcome::Describe() const {
   return absl::StrCat("exited with status ", exit_code);
 }
 
+bool ProcessOutcome::HitLimit() const {
+  return timed_out || signal == SIGXCPU || signal == SIGKILL;
+}
+
+std::string ProcessOutcome::Failure(const std::string& what, const ProcessLimits& limits) const {
+  return absl::StrCat(what, " ", Describe(),
+                      HitLimit() ? absl::StrCat(" (limits: ", limits.max_memory_bytes >> 20,
+                                                " MiB, ", limits.max_cpu_seconds, " s of CPU, ",
+                                                absl::FormatDuration(limits.timeout), ")")
+                                 : "",
+                      err_tail.empty() ? "" : absl::StrCat("; it said: ", err_tail));
+}
+
 absl::StatusOr<ProcessOutcome> RunLimitedProcess(const std::vector<std::string>& argv,
                                                  const std::string& input,
                                                  const ProcessLimits& limits) {

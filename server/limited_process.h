@@ -35,9 +35,14 @@ struct ProcessOutcome {
   std::string err_tail;
 
   bool ok() const { return exit_code == 0 && !timed_out; }
+  /// Whether the child ran into a limit: the timeout, or the CPU limit (SIGXCPU, SIGKILL).
+  bool HitLimit() const;
   /// "exited with status 3", "was killed by signal 11 (Segmentation fault)", "ran past its
-  /// 10-minute limit", for messages.
+  /// time limit and was killed", for messages.
   std::string Describe() const;
+  /// "WHAT was killed by signal 6 (Aborted)", then the limits when one was hit (" (limits:
+  /// 8192 MiB, 300 s of CPU, 10m)") and the child's stderr tail ("; it said: ...").
+  std::string Failure(const std::string& what, const ProcessLimits& limits) const;
 };
 
 /// Runs `argv` (argv[0] a path) with `input` on its stdin under `limits`. Errors: kInternal if

@@ -1,8 +1,6 @@
 // Graph-hash memo (import once per model digest) and target resolution memo.
 #include "server/model_index.h"
 
-#include <signal.h>
-
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/graph/graph_hash.h"
 #include "compiler_core/support/sha256.h"
@@ -36,16 +34,11 @@ absl::StatusOr<std::string> SandboxedHash(const GraphHashSandbox& sandbox,
   }
   if (!ran->ok() || !result.ParseFromString(ran->out)) {
     // The model made the importer crash, hang or run out of memory: only the child died.
-    const bool limit = ran->timed_out || ran->signal == SIGXCPU || ran->signal == SIGKILL;
-    std::string why =
-        absl::StrCat("model ", digest, " cannot be imported: the importer ", ran->Describe(),
-                     limit ? absl::StrCat(" (limits: ", sandbox.limits.max_memory_bytes >> 20,
-                                          " MiB, ", sandbox.limits.max_cpu_seconds, " s of CPU)")
-                           : "",
-                     ran->err_tail.empty() ? "" : absl::StrCat("; it said: ", ran->err_tail));
+    std::string why = absl::StrCat(
+        "model ", digest, " cannot be imported: ", ran->Failure("the importer", sandbox.limits));
     LogWarning("model.import_crashed",
                {{"model", digest.substr(0, 12)}, {"outcome", ran->Describe()}});
-    return limit ? absl::ResourceExhaustedError(why) : absl::InvalidArgumentError(why);
+    return ran->HitLimit() ? absl::ResourceExhaustedError(why) : absl::InvalidArgumentError(why);
   }
   if (result.error_code() != 0) {
     absl::Status s(static_cast<absl::StatusCode>(result.error_code()), result.error_message());

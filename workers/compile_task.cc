@@ -1,8 +1,6 @@
 // Import + pipeline + serialization for one task.
 #include "workers/compile_task.h"
 
-#include <signal.h>
-
 #include <chrono>
 #include <set>
 
@@ -97,17 +95,8 @@ absl::StatusOr<std::string> RunInSandbox(const CompileSandbox& sandbox, const st
     return absl::UnavailableError(
         absl::StrCat("cannot start ", sandbox.binary, " ", mode, ": ", ran->err_tail));
   }
-  if (!ran->ok()) {
-    const bool limit = ran->timed_out || ran->signal == SIGXCPU || ran->signal == SIGKILL;
-    // kInternal either way, never kResourceExhausted: to kilnd that means "refused, retry".
-    return absl::InternalError(
-        absl::StrCat(what, " ", ran->Describe(),
-                     limit ? absl::StrCat(" (limits: ", sandbox.limits.max_memory_bytes >> 20,
-                                          " MiB, ", sandbox.limits.max_cpu_seconds, " s of CPU, ",
-                                          absl::FormatDuration(limits.timeout), ")")
-                           : "",
-                     ran->err_tail.empty() ? "" : absl::StrCat("; it said: ", ran->err_tail)));
-  }
+  // kInternal either way, never kResourceExhausted: to kilnd that means "refused, retry".
+  if (!ran->ok()) return absl::InternalError(ran->Failure(what, limits));
   return std::move(ran->out);
 }
 
@@ -121,16 +110,9 @@ absl::StatusOr<CompiledArtifact> CompileInChild(std::string_view model_bytes,
   request.set_model(std::string(model_bytes));
   request.set_target(target);
   *request.mutable_options() = options;
-  absl::StatusOr<std::string> out =
-      RunInSandbox(sandbox, "--run-compile", request.SerializeAsString(), timeout, "the compiler");
-  if (!out.ok()) return out.status();
-  kiln::v1::SandboxedCompileResult result;
-  if (!result.ParseFromString(*out)) {
-    return absl::InternalError("the compiler's child wrote no SandboxedCompileResult");
-  }
-  if (result.error_code() != 0) {
-    return absl::Status(static_cast<absl::StatusCode>(result.error_code()), result.error_message());
-  }
+  KILN_ASSIGN_OR_RETURN(kiln::v1::SandboxedCompileResult result,
+                        RunInSandboxFor<kiln::v1::SandboxedCompileResult>(
+                            sandbox, "--run-compile", request, timeout, "the compiler"));
   CompiledArtifact compiled;
   compiled.bytes = std::move(*result.mutable_artifact());
   compiled.key = result.key();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "kiln/v1/service.pb.h"
 #include "server/limited_process.h"
@@ -50,6 +51,27 @@ struct CompileSandbox {
 absl::StatusOr<std::string> RunInSandbox(const CompileSandbox& sandbox, const std::string& mode,
                                          const std::string& request, absl::Duration timeout,
                                          const std::string& what);
+
+/// RunInSandbox of the serialized `request`, its stdout parsed as a `Result` (a message with
+/// error_code and error_message fields). Errors: RunInSandbox's; the child's own error_code;
+/// kInternal when its output is not a `Result`.
+template <typename Result>
+absl::StatusOr<Result> RunInSandboxFor(const CompileSandbox& sandbox, const std::string& mode,
+                                       const google::protobuf::Message& request,
+                                       absl::Duration timeout, const std::string& what) {
+  absl::StatusOr<std::string> out =
+      RunInSandbox(sandbox, mode, request.SerializeAsString(), timeout, what);
+  if (!out.ok()) return out.status();
+  Result result;
+  if (!result.ParseFromString(*out)) {
+    return absl::InternalError(
+        absl::StrCat(what, "'s child wrote no ", Result::descriptor()->name()));
+  }
+  if (result.error_code() != 0) {
+    return absl::Status(static_cast<absl::StatusCode>(result.error_code()), result.error_message());
+  }
+  return result;
+}
 
 /// CompileModelBytes in a child process under `sandbox.limits` (its timeout lowered to
 /// `timeout`), so that a compiler crash, hang or runaway allocation ends only the child.

@@ -7,7 +7,6 @@
 
 #include <cstring>
 #include <iostream>
-#include <iterator>
 #include <string>
 #include <thread>
 
@@ -18,6 +17,9 @@
 #include "compiler_core/runtime/cuda/cuda_driver.h"
 #include "compiler_core/tuning/hardware.h"
 #include "compiler_core/tuning/measure.h"
+#include "server/child_main.h"
+#include "workers/compile_task.h"
+#include "workers/tune_tasks.h"
 #include "workers/worker.h"
 
 namespace {
@@ -54,43 +56,17 @@ int Usage(const std::string& error) {
 
 }  // namespace
 
-/// `kiln-worker --run-compile`: the child of a sandboxed compile (workers/compile_task.h).
-int RunCompileChild() {
-  std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-  kiln::v1::SandboxedCompile request;
-  kiln::v1::SandboxedCompileResult result;
-  if (!request.ParseFromString(input)) {
-    result.set_error_code(3);  // INVALID_ARGUMENT
-    result.set_error_message("stdin is not a serialized kiln.v1.SandboxedCompile");
-  } else {
-    result = kiln::workers::RunSandboxedCompile(request);
-  }
-  std::string out = result.SerializeAsString();
-  std::cout.write(out.data(), static_cast<std::streamsize>(out.size()));
-  std::cout.flush();
-  return std::cout ? 0 : 1;
-}
-
-/// `kiln-worker --run-step`: the child of a sandboxed tune step (workers/tune_tasks.h).
-int RunStepChild() {
-  std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-  kiln::v1::SandboxedStep request;
-  kiln::v1::SandboxedStepResult result;
-  if (!request.ParseFromString(input)) {
-    result.set_error_code(3);  // INVALID_ARGUMENT
-    result.set_error_message("stdin is not a serialized kiln.v1.SandboxedStep");
-  } else {
-    result = kiln::workers::RunSandboxedStep(request);
-  }
-  std::string out = result.SerializeAsString();
-  std::cout.write(out.data(), static_cast<std::streamsize>(out.size()));
-  std::cout.flush();
-  return std::cout ? 0 : 1;
-}
-
 int main(int argc, char** argv) {
-  if (argc == 2 && std::string(argv[1]) == "--run-compile") return RunCompileChild();
-  if (argc == 2 && std::string(argv[1]) == "--run-step") return RunStepChild();
+  // The children of sandboxed tasks (workers/compile_task.h, workers/tune_tasks.h).
+  if (argc == 2 && std::string(argv[1]) == "--run-compile") {
+    return kiln::server::ServeOneRequest<kiln::v1::SandboxedCompile,
+                                         kiln::v1::SandboxedCompileResult>(
+        kiln::workers::RunSandboxedCompile);
+  }
+  if (argc == 2 && std::string(argv[1]) == "--run-step") {
+    return kiln::server::ServeOneRequest<kiln::v1::SandboxedStep, kiln::v1::SandboxedStepResult>(
+        kiln::workers::RunSandboxedStep);
+  }
   kiln::workers::WorkerOptions options;
   // Each compile runs in a `--run-compile` child of this binary, under limits.
   options.compile_sandbox.binary = "/proc/self/exe";

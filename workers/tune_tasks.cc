@@ -162,17 +162,8 @@ namespace {
 absl::StatusOr<kiln::v1::SandboxedStepResult> StepInChild(const kiln::v1::SandboxedStep& request,
                                                           const CompileSandbox& sandbox,
                                                           absl::Duration timeout) {
-  absl::StatusOr<std::string> out = RunInSandbox(sandbox, "--run-step", request.SerializeAsString(),
-                                                 timeout, "the tune step's compiler");
-  if (!out.ok()) return out.status();
-  kiln::v1::SandboxedStepResult result;
-  if (!result.ParseFromString(*out)) {
-    return absl::InternalError("the tune step's child wrote no SandboxedStepResult");
-  }
-  if (result.error_code() != 0) {
-    return absl::Status(static_cast<absl::StatusCode>(result.error_code()), result.error_message());
-  }
-  return result;
+  return RunInSandboxFor<kiln::v1::SandboxedStepResult>(sandbox, "--run-step", request, timeout,
+                                                        "the tune step's compiler");
 }
 
 }  // namespace

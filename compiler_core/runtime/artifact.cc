@@ -18,7 +18,6 @@
 namespace kiln::runtime {
 namespace {
 
-constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'A', 'R', 'T', '\0'};
 constexpr size_t kHeaderSize = 72;
 constexpr size_t kChecksumOffset = 40;
 
@@ -83,7 +82,7 @@ std::string SerializeArtifact(const Artifact& artifact) {
 
   std::string out(kHeaderSize, '\0');
   out.reserve(kHeaderSize + m + c + w);
-  std::memcpy(out.data(), kMagic, sizeof(kMagic));
+  std::memcpy(out.data(), kArtifactMagic, sizeof(kArtifactMagic));
   PutLe(out, 8, kArtifactFormatVersion, 4);
   PutLe(out, 12, 0, 4);
   PutLe(out, 16, m, 8);
@@ -102,7 +101,7 @@ absl::StatusOr<Artifact> ParseArtifact(std::string_view bytes) {
     return absl::InvalidArgumentError(absl::StrCat("artifact is too short: ", bytes.size(),
                                                    " bytes, the header alone is ", kHeaderSize));
   }
-  if (std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
+  if (std::memcmp(bytes.data(), kArtifactMagic, sizeof(kArtifactMagic)) != 0) {
     return absl::InvalidArgumentError("artifact has bad magic: not a kiln artifact file");
   }
   const uint32_t version = static_cast<uint32_t>(GetLe(bytes, 8, 4));

@@ -22,6 +22,8 @@
 namespace kiln::runtime {
 
 inline constexpr uint32_t kArtifactFormatVersion = 1;
+/// The first 8 bytes of every artifact file.
+inline constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N', 'A', 'R', 'T', '\0'};
 
 struct Artifact {
   kiln::v1::Manifest manifest;

@@ -2,14 +2,12 @@
 
 #include <openssl/rand.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+#include "compiler_core/support/file_bytes.h"
 #include "compiler_core/support/sha256.h"
 #include "grpcpp/server_context.h"
 
@@ -17,11 +15,9 @@ namespace kiln::server::auth {
 namespace {
 
 absl::StatusOr<TokenTable> ReadTokenFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read token file '", path, "'"));
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseTokenFile(text.str(), path);
+  absl::StatusOr<std::string> text = ReadFileBytes(path);
+  if (!text.ok()) return absl::NotFoundError(absl::StrCat("cannot read token file '", path, "'"));
+  return ParseTokenFile(*text, path);
 }
 
 std::string Lookup(const grpc::AuthContext& context, const char* property) {

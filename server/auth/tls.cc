@@ -3,12 +3,10 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "compiler_core/support/file_bytes.h"
 #include "grpcpp/security/auth_metadata_processor.h"
 #include "grpcpp/security/server_credentials.h"
 
@@ -16,11 +14,11 @@ namespace kiln::server::auth {
 namespace {
 
 absl::StatusOr<std::string> ReadPem(absl::string_view flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat(flag, ": cannot read '", path, "'"));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  absl::StatusOr<std::string> pem = ReadFileBytes(path);
+  if (!pem.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": ", pem.status().message()));
+  }
+  return pem;
 }
 
 struct BioDeleter {

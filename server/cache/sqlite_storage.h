@@ -48,6 +48,13 @@ class SqliteStorage final : public Storage {
 
   /// Drops rows whose file is gone and files (and temp files) without a row. Run once at open.
   absl::Status Reconcile();
+  /// kNotFound unless `digest` has a row; touches its access time (best effort).
+  absl::Status FindAndTouch(std::string_view digest) ABSL_LOCKS_EXCLUDED(mu_);
+  /// The slow path of a blob read whose file was missing or did not hash to its digest: reads
+  /// it again under the lock (a concurrent put may have repaired it); a corrupted or missing
+  /// file is dropped with its row and artifact rows (kDataLoss).
+  absl::StatusOr<std::string> RereadOrDropLocked(std::string_view digest)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TouchBestEffortLocked(std::string_view digest) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   /// A blob file with no row: indexed again if its bytes hash to its name, else moved to
   /// DATA_DIR/quarantine. Never deleted.

@@ -17,6 +17,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "compiler_core/runtime/artifact.h"
 #include "compiler_core/support/sha256.h"
 #include "compiler_core/support/status_macros.h"
 #include "server/cache/schema.h"
@@ -206,9 +207,9 @@ absl::Status SqliteStorage::Reconcile() {
 absl::Status SqliteStorage::ReindexOrQuarantineLocked(const std::string& digest) {
   absl::StatusOr<std::string> bytes = blobs_.ReadUnverified(digest);
   if (bytes.ok() && Sha256Hex(*bytes) == digest) {
-    static constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N', 'A', 'R', 'T', '\0'};
-    const bool artifact = bytes->size() >= sizeof(kArtifactMagic) &&
-                          std::memcmp(bytes->data(), kArtifactMagic, sizeof(kArtifactMagic)) == 0;
+    const bool artifact =
+        bytes->size() >= sizeof(runtime::kArtifactMagic) &&
+        std::memcmp(bytes->data(), runtime::kArtifactMagic, sizeof(runtime::kArtifactMagic)) == 0;
     const int64_t now = NowMs();
     KILN_ASSIGN_OR_RETURN(
         Statement insert,
@@ -466,24 +467,29 @@ absl::StatusOr<std::vector<std::string>> SqliteStorage::FindMissing(
   return missing;
 }
 
-absl::StatusOr<std::string> SqliteStorage::GetBlob(std::string_view digest) {
+absl::Status SqliteStorage::FindAndTouch(std::string_view digest) {
   KILN_RETURN_IF_ERROR(CheckDigest(digest));
-  std::string not_found = absl::StrCat("blob ", std::string(digest), " not found");
-  {
-    absl::MutexLock l(&mu_);
-    KILN_ASSIGN_OR_RETURN(std::optional<int64_t> size, BlobSizeLocked(digest));
-    if (!size.has_value()) return absl::NotFoundError(not_found);
-    TouchBestEffortLocked(digest);
-  }
-  // Read and hash outside the lock so that large reads run in parallel. Eviction may remove the
-  // file meanwhile; the slow path below sorts that out.
-  absl::StatusOr<std::string> bytes = blobs_.ReadUnverified(digest);
-  if (bytes.ok() && Sha256Hex(*bytes) == digest) return bytes;
-  if (!bytes.ok() && !absl::IsNotFound(bytes.status())) return bytes.status();
-
   absl::MutexLock l(&mu_);
   KILN_ASSIGN_OR_RETURN(std::optional<int64_t> size, BlobSizeLocked(digest));
-  if (!size.has_value()) return absl::NotFoundError(not_found);  // evicted meanwhile
+  if (!size.has_value()) {
+    return absl::NotFoundError(absl::StrCat("blob ", std::string(digest), " not found"));
+  }
+  TouchBestEffortLocked(digest);
+  return absl::OkStatus();
+}
+
+void SqliteStorage::TouchBestEffortLocked(std::string_view digest) {
+  // The LRU order is a hint: on a full disk (SQLITE_FULL) or a busy database, a read is still
+  // served; only eviction order suffers.
+  absl::Status touched = TouchLocked(digest, NowMs());
+  (void)touched;
+}
+
+absl::StatusOr<std::string> SqliteStorage::RereadOrDropLocked(std::string_view digest) {
+  KILN_ASSIGN_OR_RETURN(std::optional<int64_t> size, BlobSizeLocked(digest));
+  if (!size.has_value()) {  // evicted meanwhile
+    return absl::NotFoundError(absl::StrCat("blob ", std::string(digest), " not found"));
+  }
   if (publishing_.count(std::string(digest)) > 0) {
     // A put of the same digest is renaming a verified copy into place right now; deleting the
     // file here could delete that copy.
@@ -505,28 +511,24 @@ absl::StatusOr<std::string> SqliteStorage::GetBlob(std::string_view digest) {
   return verified.status();
 }
 
-void SqliteStorage::TouchBestEffortLocked(std::string_view digest) {
-  // The LRU order is a hint: on a full disk (SQLITE_FULL) or a busy database, a read is still
-  // served; only eviction order suffers.
-  absl::Status touched = TouchLocked(digest, NowMs());
-  (void)touched;
+absl::StatusOr<std::string> SqliteStorage::GetBlob(std::string_view digest) {
+  KILN_RETURN_IF_ERROR(FindAndTouch(digest));
+  // Read and hash outside the lock so that large reads run in parallel. Eviction may remove the
+  // file meanwhile; the slow path sorts that out.
+  absl::StatusOr<std::string> bytes = blobs_.ReadUnverified(digest);
+  if (bytes.ok() && Sha256Hex(*bytes) == digest) return bytes;
+  if (!bytes.ok() && !absl::IsNotFound(bytes.status())) return bytes.status();
+  absl::MutexLock l(&mu_);
+  return RereadOrDropLocked(digest);
 }
 
 absl::StatusOr<std::string> SqliteStorage::ReadBlobUnverified(std::string_view digest) {
-  KILN_RETURN_IF_ERROR(CheckDigest(digest));
-  {
-    absl::MutexLock l(&mu_);
-    KILN_ASSIGN_OR_RETURN(std::optional<int64_t> size, BlobSizeLocked(digest));
-    if (!size.has_value()) {
-      return absl::NotFoundError(absl::StrCat("blob ", std::string(digest), " not found"));
-    }
-    TouchBestEffortLocked(digest);
-  }
+  KILN_RETURN_IF_ERROR(FindAndTouch(digest));
   absl::StatusOr<std::string> bytes = blobs_.ReadUnverified(digest);
   if (bytes.ok() || !absl::IsNotFound(bytes.status())) return bytes;
-  // A row without its file (evicted meanwhile, or lost): VerifyBlob sorts it out.
-  KILN_RETURN_IF_ERROR(VerifyBlob(digest));
-  return blobs_.ReadUnverified(digest);
+  // A row without its file (evicted meanwhile, or lost): the slow path sorts it out.
+  absl::MutexLock l(&mu_);
+  return RereadOrDropLocked(digest);
 }
 
 absl::Status SqliteStorage::VerifyBlob(std::string_view digest) {
@@ -535,23 +537,7 @@ absl::Status SqliteStorage::VerifyBlob(std::string_view digest) {
   if (bytes.ok() && Sha256Hex(*bytes) == digest) return absl::OkStatus();
   if (!bytes.ok() && !absl::IsNotFound(bytes.status())) return bytes.status();
   absl::MutexLock l(&mu_);
-  KILN_ASSIGN_OR_RETURN(std::optional<int64_t> size, BlobSizeLocked(digest));
-  if (!size.has_value()) {
-    return absl::NotFoundError(absl::StrCat("blob ", std::string(digest), " not found"));
-  }
-  if (publishing_.count(std::string(digest)) > 0) {
-    return absl::UnavailableError(absl::StrCat("blob ", std::string(digest),
-                                               " is being rewritten by a concurrent put; retry"));
-  }
-  absl::StatusOr<std::string> verified = blobs_.Get(digest);  // removes a corrupted file
-  if (verified.ok()) return absl::OkStatus();
-  if (absl::IsDataLoss(verified.status()) || absl::IsNotFound(verified.status())) {
-    KILN_RETURN_IF_ERROR(DropBlobLocked(digest));
-    return absl::DataLossError(absl::StrCat("blob ", std::string(digest),
-                                            " was corrupted or missing on disk; its record and "
-                                            "the artifacts pointing at it were removed"));
-  }
-  return verified.status();
+  return RereadOrDropLocked(digest).status();
 }
 
 absl::StatusOr<std::vector<std::string>> SqliteStorage::ListBlobs() {

@@ -169,7 +169,10 @@ TEST_F(ChaosTest, KillDuringUploadCompileFetchAndTune) {
 // served, kilnd restarts on the full disk, and it recovers once space returns.
 TEST_F(ChaosTest, FullDiskLeavesTheStoreConsistent) {
   if (!fs::exists(Model(kLenet)) || !fs::exists(Model(kMlp))) GTEST_SKIP() << "models missing";
-  const std::string mount_point = root_ + "/small-disk";
+  // The data dir is the small disk; kilnd's log stays beside it, on the ordinary one (a log
+  // that fills the disk would starve the port file kilnd writes at start).
+  const std::string kilnd_root = root_ + "/small-disk-kilnd";
+  const std::string mount_point = kilnd_root + "/data";
   fs::create_directories(mount_point);
   RunResult mounted =
       RunCommand({"/bin/mount", "-t", "tmpfs", "-o", "size=40m", "tmpfs", mount_point}, root_, 30s);
@@ -178,7 +181,7 @@ TEST_F(ChaosTest, FullDiskLeavesTheStoreConsistent) {
     std::string path, scratch;
     ~Unmount() { RunCommand({"/bin/umount", "-l", path}, scratch, 30s); }
   } unmount{mount_point, root_};
-  kilnd_ = std::make_unique<Kilnd>(mount_point, std::vector<std::string>{}, /*workers=*/1);
+  kilnd_ = std::make_unique<Kilnd>(kilnd_root, std::vector<std::string>{}, /*workers=*/1);
   ASSERT_TRUE(kilnd_->Start());
   Kilnd& kilnd = *kilnd_;
   const std::string lenet = ReadFile(Model(kLenet));

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "compiler_core/pipeline/compiler_version.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -24,8 +25,7 @@
 #include "server/compile_prep.h"
 #include "server/executor.h"
 #include "server/log.h"
-#include "server/metrics/http_server.h"
-#include "server/metrics/metrics.h"
+#include "server/metrics/endpoint.h"
 #include "server/metrics/service_metrics.h"
 #include "server/model_index.h"
 #include "server/prometheus_hooks.h"
@@ -41,6 +41,16 @@
 
 namespace kiln::server {
 namespace {
+
+// kiln_build_info's labels: the release is what kCompilerVersion names between "kiln-" and "+".
+metrics::BuildInfo KilndBuildInfo() {
+  std::string_view version = pipeline::kCompilerVersion;
+  version = version.substr(0, version.find('+'));
+  if (absl::StartsWith(absl::string_view(version.data(), version.size()), "kiln-")) {
+    version.remove_prefix(5);
+  }
+  return metrics::BuildInfo{std::string(version), pipeline::kCompilerVersion};
+}
 
 std::string SelfDir() {
   std::error_code ec;
@@ -95,6 +105,11 @@ int RunDaemon(const DaemonOptions& options) {
                              {"workers", options.workers}});
 
   // Security first: nothing listens or touches storage with a bad flag.
+  if (options.metrics_require_token && options.token_file.empty()) {
+    return Fail("kilnd.metrics_token_without_tokens",
+                absl::InvalidArgumentError(
+                    "--metrics-require-token needs --token-file (the tokens a scrape may use)"));
+  }
   auth::Authenticator authenticator;
   if (!options.token_file.empty()) {
     absl::Status loaded = authenticator.Load(options.token_file);
@@ -130,16 +145,8 @@ int RunDaemon(const DaemonOptions& options) {
                                          {"quarantine_dir", options.data_dir + "/quarantine"}});
   }
 
-  metrics::Registry registry;
-  metrics::ServiceMetrics service_metrics(registry);
-  PrometheusHooks hooks(&service_metrics);
-  std::unique_ptr<metrics::MetricsServer> metrics_server;
-  if (!options.metrics_listen.empty()) {
-    auto started = metrics::StartMetricsServer(registry, options.metrics_listen);
-    if (!started.ok()) return Fail("kilnd.metrics_failed", started.status());
-    metrics_server = std::move(*started);
-    LogInfo("kilnd.metrics", {{"address", metrics_server->address()}});
-  }
+  auto service_metrics = std::make_shared<metrics::ServiceMetrics>(KilndBuildInfo());
+  PrometheusHooks hooks(service_metrics.get());
 
   Scrubber scrubber(ScrubberOptions{storage->get(), &hooks, options.scrub_interval,
                                     options.scrub_bytes_per_second});
@@ -193,6 +200,31 @@ int RunDaemon(const DaemonOptions& options) {
     TuneHandler& handler;
     ~StopTunes() { handler.StopAll(); }
   } stop_tunes{tune_handler};
+  // Scrapes read the store and the scheduler: the endpoint starts after them and stops first.
+  std::unique_ptr<metrics::MetricsEndpoint> metrics_endpoint;
+  struct ClearCollectHook {
+    metrics::ServiceMetrics& metrics;
+    ~ClearCollectHook() { metrics.SetCollectHook(nullptr); }
+  } clear_collect_hook{*service_metrics};
+  if (!options.metrics_listen.empty()) {
+    CollectServiceState(service_metrics.get(), storage->get(), &scheduler);
+    metrics::ScrapeAuth scrape_auth;
+    if (options.metrics_require_token) {
+      // HTTP Basic (what Prometheus' basic_auth sends): any user name, a token with the read or
+      // admin role as the password.
+      scrape_auth = [&authenticator](const std::string&, const std::string& password) {
+        absl::StatusOr<auth::Principal> principal =
+            authenticator.Authenticate(absl::StrCat("Bearer ", password));
+        return principal.ok() && principal->Has(auth::kRead | auth::kAdmin);
+      };
+    }
+    auto started =
+        metrics::StartMetricsEndpoint(service_metrics, options.metrics_listen, scrape_auth);
+    if (!started.ok()) return Fail("kilnd.metrics_failed", started.status());
+    metrics_endpoint = *std::move(started);
+    LogInfo("kilnd.metrics", {{"address", metrics_endpoint->address()},
+                              {"require_token", options.metrics_require_token}});
+  }
   absl::StatusOr<RecoveryCounts> recovered = RecoverJobs(storage->get(), &preparer, &scheduler);
   if (!recovered.ok()) return Fail("kilnd.recovery_failed", recovered.status());
 

@@ -54,6 +54,9 @@ struct DaemonOptions {
   int64_t max_model_bytes = int64_t{1} << 30;
   int64_t inline_model_max_bytes = int64_t{4} << 20;
   std::string metrics_listen;  // empty: no /metrics endpoint
+  /// Scrapes of /metrics need HTTP Basic credentials whose password is a token with the read
+  /// or admin role (needs token_file).
+  bool metrics_require_token = false;
   absl::Duration shutdown_grace = absl::Seconds(30);
   absl::Duration heartbeat_interval = absl::Seconds(3);
   absl::Duration heartbeat_timeout = absl::Seconds(15);

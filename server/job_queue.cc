@@ -104,6 +104,7 @@ absl::StatusOr<Ticket> JobQueue::Submit(const JobSpec& spec, absl::Time deadline
     job->deadline = deadline;
     job->detached = detached;
     job->seq = next_seq_++;
+    job->queued_at = absl::Now();
     job->klass = PriorityClass(spec.priority);
     absl::StatusOr<cache::JobRecord> created =
         options_.storage->CreateJob(NewRecord(job->id, spec));
@@ -144,6 +145,7 @@ absl::Status JobQueue::Restore(const cache::JobRecord& record, const JobSpec& sp
   job->id = record.id;
   job->spec = spec;
   job->detached = true;
+  job->queued_at = absl::Now();
   job->seq = next_seq_++;
   job->klass = record.priority >= 2 ? 0 : 1;
   job->attempts = record.attempts;
@@ -293,6 +295,9 @@ std::string JobQueue::Start(const std::string& job_id, const std::string& worker
                             Notifications& n) {
   LiveJob& job = *jobs_.at(job_id);
   queue_.erase({job.klass, job.seq, job.id});
+  if (options_.metrics != nullptr) {
+    options_.metrics->JobStarted(job.spec.kind, absl::ToDoubleSeconds(absl::Now() - job.queued_at));
+  }
   ++job.attempts;
   job.state = v1::RUNNING;
   job.worker = worker_id;
@@ -319,6 +324,7 @@ void JobQueue::Requeue(const std::string& job_id, const std::string& message, No
   LiveJob& job = *jobs_.at(job_id);
   job.task_id.clear();
   job.state = v1::QUEUED;
+  job.queued_at = absl::Now();
   queue_.insert({job.klass, job.seq, job.id});  // keeps its place: it was first in line
   cache::JobUpdate update;
   update.state = cache::JobState::kQueued;
@@ -370,6 +376,13 @@ void JobQueue::ExpireDeadlines(absl::Time now, Notifications& n) {
         id,
         absl::DeadlineExceededError(absl::StrCat("job ", id, " passed its deadline while ", where)),
         {}, n);
+  }
+}
+
+void JobQueue::CountByKind(std::map<cache::JobKind, int>& queued,
+                           std::map<cache::JobKind, int>& running) const {
+  for (const auto& [id, job] : jobs_) {
+    ++(job->state == v1::QUEUED ? queued : running)[job->spec.kind];
   }
 }
 

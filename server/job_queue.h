@@ -41,6 +41,7 @@ struct LiveJob {
   absl::Time deadline = absl::InfiniteFuture();
   bool detached = false;  // runs to its end even with no waiter (SubmitJob, restored jobs)
   uint64_t seq = 0;       // FIFO order within a class
+  absl::Time queued_at;   // when it last entered the queue (kiln_job_queue_wait_seconds)
   int klass = 0;          // 0: INTERACTIVE, 1: BATCH
   v1::JobState state = v1::QUEUED;
   int attempts = 0;     // starts so far (persisted)
@@ -125,6 +126,9 @@ class JobQueue {
   /// with kUnavailable, sends watchers a last QUEUED event, and empties the queue.
   void PersistAllForRestart(Notifications& n);
 
+  /// Adds the live jobs of each kind to `queued` and `running`.
+  void CountByKind(std::map<cache::JobKind, int>& queued,
+                   std::map<cache::JobKind, int>& running) const;
   int queued() const { return static_cast<int>(queue_.size()); }
   int running() const { return static_cast<int>(jobs_.size() - queue_.size()); }
 

@@ -55,6 +55,9 @@ ABSL_FLAG(int64_t, inline_model_max_bytes, int64_t{4} << 20,
           "largest model a Compile request may carry inline");
 ABSL_FLAG(std::string, metrics_listen, "",
           "HOST:PORT of the Prometheus /metrics endpoint (empty: off)");
+ABSL_FLAG(bool, metrics_require_token, false,
+          "/metrics needs HTTP Basic auth whose password is a token (read or admin role) from "
+          "--token-file");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(30),
           "on SIGTERM, how long running jobs may finish before they are saved as queued");
 ABSL_FLAG(absl::Duration, heartbeat_timeout, absl::Seconds(15),
@@ -123,6 +126,7 @@ int main(int argc, char** argv) {
   options.max_model_bytes = absl::GetFlag(FLAGS_max_model_bytes);
   options.inline_model_max_bytes = absl::GetFlag(FLAGS_inline_model_max_bytes);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  options.metrics_require_token = absl::GetFlag(FLAGS_metrics_require_token);
   options.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
   options.heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout);
   options.executor_threads = absl::GetFlag(FLAGS_executor_threads);

@@ -22,8 +22,9 @@ class MetricsHooks {
   /// A job of `kind` reached a terminal state; `work_seconds` is the time its worker spent on it
   /// (a compile's compile time), 0 unless it succeeded.
   virtual void JobFinished(cache::JobKind kind, cache::JobState state, double work_seconds) {}
-  /// The scheduler's state changed.
-  virtual void SchedulerState(int queued, int running, int workers) {}
+  /// A job of `kind` was dispatched after `queue_seconds` in the queue (since it was queued,
+  /// or requeued after a refused or lost task).
+  virtual void JobStarted(cache::JobKind kind, double queue_seconds) {}
   /// The supervisor restarted a local worker that died.
   virtual void WorkerRestarted() {}
   /// An upload accepted `bytes` more bytes of a blob.

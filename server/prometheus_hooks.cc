@@ -1,14 +1,17 @@
-// Forwards kilnd's events to the Prometheus families.
+// Forwards kilnd's events to the Prometheus families, and reads state owned elsewhere at scrape
+// time.
 #include "server/prometheus_hooks.h"
 
 #include <string>
+
+#include "server/scheduler.h"
 
 namespace kiln::server {
 
 void PrometheusHooks::RpcFinished(std::string_view method, absl::StatusCode code, double seconds) {
   std::string m(method);
   m_->requests.Add({{"method", m}, {"code", absl::StatusCodeToString(code)}}).Increment();
-  m_->request_seconds.Add({{"method", m}}).Observe(seconds);
+  m_->request_seconds.Add({{"method", m}}, m_->request_buckets).Observe(seconds);
 }
 
 void PrometheusHooks::CacheLookup(bool hit) {
@@ -16,16 +19,19 @@ void PrometheusHooks::CacheLookup(bool hit) {
 }
 
 void PrometheusHooks::JobFinished(cache::JobKind kind, cache::JobState state, double work_seconds) {
-  m_->jobs_finished.Add({{"state", std::string(cache::JobStateName(state))}}).Increment();
+  m_->jobs_finished
+      .Add({{"kind", std::string(cache::JobKindName(kind))},
+            {"state", std::string(cache::JobStateName(state))}})
+      .Increment();
   if (kind == cache::JobKind::kCompile && state == cache::JobState::kSucceeded) {
     m_->compile_seconds.Observe(work_seconds);
   }
 }
 
-void PrometheusHooks::SchedulerState(int queued, int running, int workers) {
-  m_->jobs_queued.Set(queued);
-  m_->jobs_running.Set(running);
-  m_->workers.Set(workers);
+void PrometheusHooks::JobStarted(cache::JobKind kind, double queue_seconds) {
+  m_->queue_wait_seconds
+      .Add({{"kind", std::string(cache::JobKindName(kind))}}, m_->queue_wait_buckets)
+      .Observe(queue_seconds);
 }
 
 void PrometheusHooks::WorkerRestarted() { m_->worker_restarts.Increment(); }
@@ -36,5 +42,37 @@ void PrometheusHooks::BlobBytesReceived(cache::BlobKind kind, int64_t bytes) {
 }
 
 void PrometheusHooks::BlobCorrupted() { m_->blob_corruptions.Increment(); }
+
+void CollectServiceState(metrics::ServiceMetrics* metrics, cache::Storage* storage,
+                         Scheduler* scheduler) {
+  metrics->SetCollectHook([storage, scheduler](metrics::ServiceMetrics& m) {
+    if (absl::StatusOr<cache::StorageStats> stats = storage->Stats(); stats.ok()) {
+      m.cache_bytes.Set(static_cast<double>(stats->blob_bytes));
+      m.cache_entries.Add({{"kind", "blob"}}).Set(static_cast<double>(stats->blob_count));
+      m.cache_entries.Add({{"kind", "model"}}).Set(static_cast<double>(stats->model_count));
+      m.cache_entries.Add({{"kind", "artifact"}}).Set(static_cast<double>(stats->artifact_count));
+      m.cache_entries.Add({{"kind", "tuning_record"}})
+          .Set(static_cast<double>(stats->tuning_record_count));
+      // Counters only go up: add what was evicted since the last scrape (Stats counts since
+      // the store was opened, as this process did).
+      m.cache_evictions.Increment(
+          std::max(0.0, static_cast<double>(stats->evicted_blobs) - m.cache_evictions.Value()));
+      m.cache_evicted_bytes.Increment(
+          std::max(0.0, static_cast<double>(stats->evicted_bytes) - m.cache_evicted_bytes.Value()));
+    }
+    Scheduler::Counts counts = scheduler->GetCounts();
+    for (const auto& [kind, n] : counts.queued_by_kind) {
+      m.jobs_queued.Add({{"kind", std::string(cache::JobKindName(kind))}}).Set(n);
+    }
+    for (const auto& [kind, n] : counts.running_by_kind) {
+      m.jobs_running.Add({{"kind", std::string(cache::JobKindName(kind))}}).Set(n);
+    }
+    std::map<prometheus::Labels, double> workers;
+    for (const auto& [kind_device, n] : counts.workers_by_kind_device) {
+      workers[{{"kind", kind_device.first}, {"device", kind_device.second}}] = n;
+    }
+    m.SetWorkerCounts(workers);
+  });
+}
 
 }  // namespace kiln::server

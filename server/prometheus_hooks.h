@@ -1,4 +1,5 @@
-// MetricsHooks over kilnd's Prometheus families (server/metrics/service_metrics.h).
+// MetricsHooks over kilnd's Prometheus families (server/metrics/service_metrics.h), and the
+// scrape-time readings of the store and the scheduler.
 #ifndef KILN_SERVER_PROMETHEUS_HOOKS_H_
 #define KILN_SERVER_PROMETHEUS_HOOKS_H_
 
@@ -6,6 +7,8 @@
 #include "server/metrics_hooks.h"
 
 namespace kiln::server {
+
+class Scheduler;
 
 class PrometheusHooks final : public MetricsHooks {
  public:
@@ -15,7 +18,7 @@ class PrometheusHooks final : public MetricsHooks {
   void RpcFinished(std::string_view method, absl::StatusCode code, double seconds) override;
   void CacheLookup(bool hit) override;
   void JobFinished(cache::JobKind kind, cache::JobState state, double work_seconds) override;
-  void SchedulerState(int queued, int running, int workers) override;
+  void JobStarted(cache::JobKind kind, double queue_seconds) override;
   void WorkerRestarted() override;
   void BlobBytesReceived(cache::BlobKind kind, int64_t bytes) override;
   void BlobCorrupted() override;
@@ -23,6 +26,13 @@ class PrometheusHooks final : public MetricsHooks {
  private:
   metrics::ServiceMetrics* m_;
 };
+
+/// Makes every scrape of `metrics` read the store's size, entries and evictions and the
+/// scheduler's jobs and workers first. `storage` and `scheduler` must outlive the hook: clear it
+/// (metrics->SetCollectHook(nullptr)) or stop the endpoint before they go. A failed Stats()
+/// leaves the cache gauges at their last values.
+void CollectServiceState(metrics::ServiceMetrics* metrics, cache::Storage* storage,
+                         Scheduler* scheduler);
 
 }  // namespace kiln::server
 

@@ -2,6 +2,7 @@
 #include "server/scheduler.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "server/log.h"
 #include "server/status_convert.h"
@@ -53,7 +54,6 @@ absl::StatusOr<Ticket> Scheduler::Submit(const JobSpec& spec, absl::Time deadlin
     if (!ticket.ok()) return ticket.status();
     Dispatch(n);
   }
-  ReportState();
   n.Run();
   return ticket;
 }
@@ -65,7 +65,6 @@ void Scheduler::Abandon(const Ticket& ticket) {
     queue_.Abandon(ticket, n);
     Dispatch(n);
   }
-  ReportState();
   n.Run();
 }
 
@@ -82,7 +81,6 @@ absl::StatusOr<v1::JobState> Scheduler::Cancel(const std::string& job_id) {
     state = queue_.Cancel(job_id, n);
     Dispatch(n);
   }
-  ReportState();
   n.Run();
   return state;
 }
@@ -127,7 +125,6 @@ void Scheduler::FinishInProcess(const std::string& job_id, const std::string& ru
     Dispatch(n);
     cv_.notify_all();
   }
-  ReportState();
   n.Run();
 }
 
@@ -147,7 +144,6 @@ absl::Status Scheduler::Restore(const cache::JobRecord& record, const JobSpec& s
     if (!restored.ok()) return restored;
     Dispatch(n);
   }
-  ReportState();
   n.Run();
   return absl::OkStatus();
 }
@@ -170,7 +166,6 @@ std::string Scheduler::AddWorker(v1::Worker info, std::shared_ptr<WorkerChannel>
                                   {"address", added.address()}});
     Dispatch(n);
   }
-  ReportState();
   n.Run();
   return id;
 }
@@ -191,7 +186,6 @@ void Scheduler::RemoveWorker(const std::string& worker_id, const absl::Status& w
     Dispatch(n);
     cv_.notify_all();
   }
-  ReportState();
   n.Run();
 }
 
@@ -241,7 +235,6 @@ void Scheduler::TaskDone(const std::string& worker_id, const v1::TaskResult& res
     Dispatch(n);
     cv_.notify_all();
   }
-  ReportState();
   n.Run();
 }
 
@@ -256,6 +249,27 @@ Scheduler::Counts Scheduler::GetCounts() {
   c.queued = queue_.queued();
   c.running = queue_.running();
   c.workers = static_cast<int>(workers_.size());
+  for (cache::JobKind kind :
+       {cache::JobKind::kCompile, cache::JobKind::kTune, cache::JobKind::kWorkloads,
+        cache::JobKind::kBuild, cache::JobKind::kMeasure}) {
+    c.queued_by_kind[kind] = 0;
+    c.running_by_kind[kind] = 0;
+  }
+  queue_.CountByKind(c.queued_by_kind, c.running_by_kind);
+  for (const v1::Worker& worker : workers_.List()) {
+    for (const v1::Capability& capability : worker.capabilities().capabilities()) {
+      if (capability.has_compile()) {
+        ++c.workers_by_kind_device[{"compile",
+                                    absl::StrJoin(capability.compile().target_kinds(), ",")}];
+      } else if (capability.has_measure()) {
+        const v1::MeasureCapability& m = capability.measure();
+        std::string device = m.device_kind() == "cpu"
+                                 ? m.device_kind()
+                                 : absl::StrCat(m.device_kind(), ":", m.device_ordinal());
+        ++c.workers_by_kind_device[{"measure", device}];
+      }
+    }
+  }
   return c;
 }
 
@@ -274,7 +288,6 @@ void Scheduler::Drain(absl::Duration grace) {
     });
     queue_.PersistAllForRestart(n);
   }
-  ReportState();
   n.Run();
 }
 
@@ -307,7 +320,6 @@ void Scheduler::Tick() {
     queue_.ExpireDeadlines(now, n);
     Dispatch(n);
   }
-  ReportState();
   n.Run();
 }
 
@@ -378,12 +390,6 @@ void Scheduler::OnJobEnd(const LiveJob& job) {
   if (job.task_id.empty()) return;
   // Ended while its task ran: stop it. The task keeps its slot until the worker reports it.
   if (WorkerChannel* channel = workers_.Channel(job.worker)) channel->SendCancel(job.task_id);
-}
-
-void Scheduler::ReportState() {
-  if (options_.metrics == nullptr) return;
-  Counts c = GetCounts();
-  options_.metrics->SchedulerState(c.queued, c.running, c.workers);
 }
 
 }  // namespace kiln::server

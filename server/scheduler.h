@@ -124,6 +124,13 @@ class Scheduler {
     int queued = 0;
     int running = 0;
     int workers = 0;
+    /// Live jobs by kind; every kind appears (0 when it has none).
+    std::map<cache::JobKind, int> queued_by_kind;
+    std::map<cache::JobKind, int> running_by_kind;
+    /// Connected workers by capability: {"compile", "cpu,cuda"} (the target kinds it compiles
+    /// for) or {"measure", "cuda:0"} (the device it measures on). A worker with both
+    /// capabilities counts under each.
+    std::map<std::pair<std::string, std::string>, int> workers_by_kind_device;
   };
   Counts GetCounts();
 
@@ -142,7 +149,6 @@ class Scheduler {
   void LoseTask(const LostTask& lost, const absl::Status& why, Notifications& n);
   void OnJobEnd(const LiveJob& job);
   JobHandler* HandlerFor(cache::JobKind kind) const;
-  void ReportState();
 
   const SchedulerOptions options_;
   std::map<cache::JobKind, JobHandler*> handlers_;

@@ -1,135 +1,92 @@
-// The exposition text of each metric kind, exactly; promtool's verdict on it; the /metrics
-// endpoint over loopback HTTP.
-#include "server/metrics/metrics.h"
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
+// kilnd's metric set in prometheus-cpp's text exposition, exactly where it is ours (names, help,
+// labels, buckets); promtool's verdict on it; the collect hook; the /metrics endpoint over
+// loopback HTTP, with and without HTTP Basic authentication.
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
-#include <thread>
 
+#include "absl/strings/escaping.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/metrics/http_server.h"
+#include "server/metrics/endpoint.h"
 #include "server/metrics/service_metrics.h"
+#include "tests/service/process.h"
 
 namespace kiln::metrics {
 namespace {
 
+using ::kiln::testing::HttpGet;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
-void FillExample(Registry& registry) {
-  auto& requests = registry.AddCounter("kiln_requests_total", "Finished RPCs.");
-  requests.Add({{"method", "Compile"}, {"code", "OK"}}).Increment(3);
-  requests.Add({{"method", "Compile"}, {"code", "INVALID_ARGUMENT"}}).Increment();
-  auto& depth = registry.AddGauge("kiln_jobs_queued", "Jobs waiting.\nSecond \\ line.");
-  depth.Add().Set(2.5);
-  auto& latency =
-      registry.AddHistogram("kiln_compile_duration_seconds", "Compile time.", {0.1, 1, 10});
-  Histogram& h = latency.Add({{"target", "cpu \"host\""}});
-  h.Observe(0.05);
-  h.Observe(0.5);
-  h.Observe(0.5);
-  h.Observe(20);
-  registry.AddCounter("kiln_unused_total", "No series yet.");
+std::shared_ptr<ServiceMetrics> Example() {
+  auto m = std::make_shared<ServiceMetrics>(BuildInfo{"1.2.3", "kiln-1.2.3+src.ab.llvm19"});
+  m->requests.Add({{"method", "Compile"}, {"code", "OK"}}).Increment(3);
+  m->requests.Add({{"method", "Compile"}, {"code", "INVALID_ARGUMENT"}}).Increment();
+  m->cache_hits.Increment();
+  m->compile_seconds.Observe(0.07);
+  m->compile_seconds.Observe(300);
+  m->request_seconds.Add({{"method", "Compile"}}, m->request_buckets).Observe(0.01);
+  m->queue_wait_seconds.Add({{"kind", "compile"}}, m->queue_wait_buckets).Observe(0.002);
+  m->jobs_finished.Add({{"kind", "compile"}, {"state", "succeeded"}}).Increment();
+  m->blob_bytes_received.Add({{"kind", "model"}}).Increment(1000);
+  m->SetWorkerCounts({{{{"kind", "compile"}, {"device", "cpu"}}, 2}});
+  return m;
 }
 
-TEST(MetricsTest, ExpositionTextOfEachKind) {
-  Registry registry;
-  FillExample(registry);
-  EXPECT_EQ(registry.Serialize(),
-            "# HELP kiln_requests_total Finished RPCs.\n"
-            "# TYPE kiln_requests_total counter\n"
-            "kiln_requests_total{code=\"INVALID_ARGUMENT\",method=\"Compile\"} 1\n"
-            "kiln_requests_total{code=\"OK\",method=\"Compile\"} 3\n"
-            "# HELP kiln_jobs_queued Jobs waiting.\\nSecond \\\\ line.\n"
-            "# TYPE kiln_jobs_queued gauge\n"
-            "kiln_jobs_queued 2.5\n"
-            "# HELP kiln_compile_duration_seconds Compile time.\n"
-            "# TYPE kiln_compile_duration_seconds histogram\n"
-            "kiln_compile_duration_seconds_bucket{target=\"cpu \\\"host\\\"\",le=\"0.1\"} 1\n"
-            "kiln_compile_duration_seconds_bucket{target=\"cpu \\\"host\\\"\",le=\"1\"} 3\n"
-            "kiln_compile_duration_seconds_bucket{target=\"cpu \\\"host\\\"\",le=\"10\"} 3\n"
-            "kiln_compile_duration_seconds_bucket{target=\"cpu \\\"host\\\"\",le=\"+Inf\"} 4\n"
-            "kiln_compile_duration_seconds_sum{target=\"cpu \\\"host\\\"\"} 21.05\n"
-            "kiln_compile_duration_seconds_count{target=\"cpu \\\"host\\\"\"} 4\n"
-            "# HELP kiln_unused_total No series yet.\n"
-            "# TYPE kiln_unused_total counter\n");
+TEST(MetricsTest, ExpositionOfOurFamilies) {
+  std::string text = Example()->Serialize();
+  EXPECT_THAT(text, HasSubstr("# HELP kiln_build_info kilnd's release and compiler version (the "
+                              "value is 1).\n# TYPE kiln_build_info gauge\n"
+                              "kiln_build_info{compiler_version=\"kiln-1.2.3+src.ab.llvm19\","
+                              "version=\"1.2.3\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE kiln_requests_total counter\n"));
+  EXPECT_THAT(text, HasSubstr("kiln_requests_total{code=\"OK\",method=\"Compile\"} 3\n"));
+  EXPECT_THAT(text,
+              HasSubstr("kiln_requests_total{code=\"INVALID_ARGUMENT\",method=\"Compile\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("kiln_cache_hits_total 1\n"));
+  EXPECT_THAT(text, HasSubstr("kiln_cache_misses_total 0\n"));
+  // 12 buckets from 50 ms doubling: 0.07 s lands in le=0.1, 300 s only in +Inf.
+  EXPECT_THAT(text, HasSubstr("kiln_compile_duration_seconds_count 2\n"
+                              "kiln_compile_duration_seconds_sum 300.07\n"
+                              "kiln_compile_duration_seconds_bucket{le=\"0.05\"} 0\n"
+                              "kiln_compile_duration_seconds_bucket{le=\"0.1\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("kiln_compile_duration_seconds_bucket{le=\"102.4\"} 1\n"
+                              "kiln_compile_duration_seconds_bucket{le=\"+Inf\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("kiln_job_queue_wait_seconds_bucket{kind=\"compile\",le=\"0.004\"} "
+                              "1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("kiln_jobs_finished_total{kind=\"compile\",state=\"succeeded\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("kiln_workers{device=\"cpu\",kind=\"compile\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("kiln_blob_bytes_received_total{kind=\"model\"} 1000\n"));
 }
 
-TEST(MetricsTest, FormatValue) {
-  EXPECT_EQ(FormatValue(0), "0");
-  EXPECT_EQ(FormatValue(-7), "-7");
-  EXPECT_EQ(FormatValue(0.1), "0.1");
-  EXPECT_EQ(FormatValue(1e-9), "1e-09");
-  EXPECT_EQ(FormatValue(1.0 / 0.0), "+Inf");
-  EXPECT_EQ(FormatValue(-1.0 / 0.0), "-Inf");
-  EXPECT_EQ(FormatValue(std::nan("")), "NaN");
+TEST(MetricsTest, WorkerSeriesFollowTheLastCounts) {
+  auto m = Example();
+  m->SetWorkerCounts({{{{"kind", "measure"}, {"device", "cuda:0"}}, 1}});
+  std::string text = m->Serialize();
+  EXPECT_THAT(text, HasSubstr("kiln_workers{device=\"cuda:0\",kind=\"measure\"} 1\n"));
+  EXPECT_THAT(text, Not(HasSubstr("kiln_workers{device=\"cpu\"")));
 }
 
-TEST(MetricsTest, CounterNeverDecreasesGaugeDoes) {
-  Registry registry;
-  Counter& c = registry.AddCounter("c_total", "c").Add();
-  c.Increment(2);
-  c.Increment(-5);
-  EXPECT_EQ(c.Value(), 2);
-  Gauge& g = registry.AddGauge("g", "g").Add();
-  g.Increment(3);
-  g.Decrement(5);
-  EXPECT_EQ(g.Value(), -2);
+TEST(MetricsTest, CollectHookRunsBeforeEachScrape) {
+  auto m = Example();
+  int scrapes = 0;
+  m->SetCollectHook([&scrapes](ServiceMetrics& self) { self.cache_bytes.Set(++scrapes * 10); });
+  EXPECT_THAT(m->Serialize(), HasSubstr("kiln_cache_size_bytes 10\n"));
+  EXPECT_THAT(m->Serialize(), HasSubstr("kiln_cache_size_bytes 20\n"));
+  m->SetCollectHook(nullptr);
+  EXPECT_THAT(m->Serialize(), HasSubstr("kiln_cache_size_bytes 20\n"));
 }
 
-TEST(MetricsTest, SameLabelsSameSeries) {
-  Registry registry;
-  auto& family = registry.AddCounter("x_total", "x");
-  EXPECT_EQ(&family.Add({{"a", "1"}}), &family.Add({{"a", "1"}}));
-  EXPECT_NE(&family.Add({{"a", "1"}}), &family.Add({{"a", "2"}}));
+TEST(MetricsTest, ExponentialBuckets) {
+  EXPECT_THAT(ExponentialBuckets(0.5, 4, 3), ::testing::ElementsAre(0.5, 2, 8));
 }
 
-TEST(MetricsTest, CollectHookRunsBeforeSerialize) {
-  Registry registry;
-  Gauge& g = registry.AddGauge("kiln_workers", "Workers.").Add();
-  int calls = 0;
-  registry.AddCollectHook([&] { g.Set(++calls); });
-  EXPECT_THAT(registry.Serialize(), HasSubstr("kiln_workers 1\n"));
-  EXPECT_THAT(registry.Serialize(), HasSubstr("kiln_workers 2\n"));
-}
-
-TEST(MetricsTest, ConcurrentIncrementsAreNotLost) {
-  Registry registry;
-  auto& family = registry.AddCounter("n_total", "n");
-  Histogram& h = registry.AddHistogram("h_seconds", "h", {1}).Add();
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 8; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < 1000; ++i) {
-        family.Add({{"shard", std::to_string(t % 2)}}).Increment();
-        h.Observe(0.5);
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(family.Add({{"shard", "0"}}).Value() + family.Add({{"shard", "1"}}).Value(), 8000);
-  EXPECT_EQ(h.Collect().count, 8000u);
-}
-
-TEST(MetricsDeathTest, BadNamesAbort) {
-  Registry registry;
-  EXPECT_DEATH(registry.AddCounter("bad-name", "x"), "invalid metric name");
-  registry.AddGauge("dup", "x");
-  EXPECT_DEATH(registry.AddGauge("dup", "x"), "registered twice");
-  auto& h = registry.AddHistogram("h", "x", {1});
-  EXPECT_DEATH(h.Add({{"le", "1"}}), "reserved");
-  EXPECT_DEATH(registry.AddHistogram("h2", "x", {2, 1}), "strictly increasing");
-}
-
-// Runs `promtool check metrics` on `text`; returns its exit status and output, or skips.
+// Runs `promtool check metrics` on `text`; returns its exit status and output.
 std::pair<int, std::string> Promtool(const std::string& text) {
   // ctest runs the tests of this binary as parallel processes: names unique per process and call.
   static int calls = 0;
@@ -148,86 +105,62 @@ std::pair<int, std::string> Promtool(const std::string& text) {
 
 bool HavePromtool() { return std::system("command -v promtool > /dev/null 2>&1") == 0; }
 
-TEST(MetricsTest, PromtoolAcceptsExampleAndServiceMetrics) {
+TEST(MetricsTest, PromtoolAcceptsServiceMetrics) {
   if (!HavePromtool()) GTEST_SKIP() << "promtool not installed (scripts/setup installs prometheus)";
-  Registry registry;
-  FillExample(registry);
-  auto [rc, output] = Promtool(registry.Serialize());
-  EXPECT_EQ(rc, 0) << output;
-  EXPECT_EQ(output, "");
-
-  Registry service;
-  ServiceMetrics m(service);
-  m.requests.Add({{"method", "Compile"}, {"code", "OK"}}).Increment();
-  m.cache_hits.Increment();
-  m.compile_seconds.Observe(1.5);
-  m.request_seconds.Add({{"method", "Compile"}}).Observe(0.01);
-  m.jobs_finished.Add({{"state", "succeeded"}}).Increment();
-  m.blob_bytes_received.Add({{"kind", "model"}}).Increment(1000);
-  std::tie(rc, output) = Promtool(service.Serialize());
-  EXPECT_EQ(rc, 0) << output;
-  EXPECT_EQ(output, "") << service.Serialize();
-}
-
-TEST(MetricsTest, PromtoolRejectsBrokenText) {
-  if (!HavePromtool()) GTEST_SKIP() << "promtool not installed (scripts/setup installs prometheus)";
+  std::string text = Example()->Serialize();
+  auto [rc, output] = Promtool(text);
+  EXPECT_EQ(rc, 0) << output << text;
+  EXPECT_EQ(output, "") << text;
   EXPECT_NE(Promtool("# TYPE x counter\nx{a=\"1\" 1\n").first, 0);
 }
 
-// A bare HTTP/1.0 GET over loopback: returns the whole response (status line, headers, body).
-std::string HttpGet(int port, const std::string& method, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return "connect failed";
-  }
-  timeval tv{/*tv_sec=*/5, /*tv_usec=*/0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  std::string request = method + " " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
-  (void)!write(fd, request.data(), request.size());
-  std::string response;
-  char buf[4096];
-  for (int i = 0; i < 1000; ++i) {
-    ssize_t n = read(fd, buf, sizeof(buf));
-    if (n <= 0) break;
-    response.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return response;
-}
+TEST(MetricsEndpointTest, ServesMetricsOnEphemeralLoopbackPort) {
+  auto m = Example();
+  auto endpoint = StartMetricsEndpoint(m, "127.0.0.1:0");
+  ASSERT_TRUE(endpoint.ok()) << endpoint.status();
+  ASSERT_GT((*endpoint)->port(), 0);
+  EXPECT_EQ((*endpoint)->address(), "127.0.0.1:" + std::to_string((*endpoint)->port()));
 
-TEST(MetricsServerTest, ServesMetricsOnEphemeralLoopbackPort) {
-  Registry registry;
-  FillExample(registry);
-  auto server = StartMetricsServer(registry, "127.0.0.1:0");
-  ASSERT_TRUE(server.ok()) << server.status();
-  ASSERT_GT((*server)->port(), 0);
-  EXPECT_EQ((*server)->address(), "127.0.0.1:" + std::to_string((*server)->port()));
-
-  std::string ok = HttpGet((*server)->port(), "GET", "/metrics");
+  std::string ok = HttpGet((*endpoint)->port(), "/metrics");
   EXPECT_THAT(ok, StartsWith("HTTP/1.1 200 OK\r\n")) << ok;
-  EXPECT_THAT(ok, HasSubstr("text/plain; version=0.0.4"));
-  EXPECT_THAT(ok, HasSubstr("\r\n\r\n" + registry.Serialize()));
-  EXPECT_THAT(HttpGet((*server)->port(), "GET", "/other"), HasSubstr(" 404 "));
-  EXPECT_THAT(HttpGet((*server)->port(), "POST", "/metrics"), HasSubstr(" 405 "));
+  EXPECT_THAT(ok, HasSubstr("Content-Type: text/plain"));
+  EXPECT_THAT(ok, HasSubstr("kiln_requests_total{code=\"OK\",method=\"Compile\"} 3\n"));
+  EXPECT_THAT(HttpGet((*endpoint)->port(), "/other"), HasSubstr(" 404 "));
 }
 
-TEST(MetricsServerTest, BadAddressesAreErrors) {
-  Registry registry;
-  EXPECT_EQ(StartMetricsServer(registry, "no-port").status().code(),
+TEST(MetricsEndpointTest, BasicAuthAdmitsOnlyWhatTheCheckAdmits) {
+  auto m = Example();
+  auto endpoint =
+      StartMetricsEndpoint(m, "localhost:0", [](const std::string&, const std::string& password) {
+        return password == "s3cret-token-0123";
+      });
+  ASSERT_TRUE(endpoint.ok()) << endpoint.status();
+  const int port = (*endpoint)->port();
+  std::string none = HttpGet(port, "/metrics");
+  EXPECT_THAT(none, StartsWith("HTTP/1.1 401 ")) << none;
+  EXPECT_THAT(none, Not(HasSubstr("kiln_requests_total")));
+  std::string wrong =
+      HttpGet(port, "/metrics", "Authorization: Basic " + absl::Base64Escape("kiln:nope") + "\r\n");
+  EXPECT_THAT(wrong, StartsWith("HTTP/1.1 401 ")) << wrong;
+  std::string right =
+      HttpGet(port, "/metrics",
+              "Authorization: Basic " + absl::Base64Escape("kiln:s3cret-token-0123") + "\r\n");
+  EXPECT_THAT(right, StartsWith("HTTP/1.1 200 OK\r\n")) << right;
+  EXPECT_THAT(right, HasSubstr("kiln_requests_total{code=\"OK\",method=\"Compile\"} 3\n"));
+}
+
+TEST(MetricsEndpointTest, BadAddressesAreErrors) {
+  auto m = Example();
+  EXPECT_EQ(StartMetricsEndpoint(m, "no-port").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(StartMetricsEndpoint(m, "example.com:0").status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(StartMetricsServer(registry, "example.com", 0).status().code(),
+  EXPECT_EQ(StartMetricsEndpoint(m, "127.0.0.1:70000").status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(StartMetricsServer(registry, "127.0.0.1", 70000).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  auto first = StartMetricsServer(registry, "127.0.0.1", 0);
+  auto first = StartMetricsEndpoint(m, "127.0.0.1:0");
   ASSERT_TRUE(first.ok());
-  EXPECT_EQ(StartMetricsServer(registry, "127.0.0.1", (*first)->port()).status().code(),
-            absl::StatusCode::kUnavailable);
+  absl::StatusOr<std::unique_ptr<MetricsEndpoint>> taken =
+      StartMetricsEndpoint(m, "127.0.0.1:" + std::to_string((*first)->port()));
+  EXPECT_EQ(taken.status().code(), absl::StatusCode::kUnavailable) << taken.status();
 }
 
 }  // namespace

@@ -112,6 +112,30 @@ RunResult RunCommand(const std::vector<std::string>& argv, const std::string& sc
   return result;
 }
 
+std::string HttpGet(int port, const std::string& path, const std::string& headers) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  std::string response;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    timeval tv{/*tv_sec=*/10, /*tv_usec=*/0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    std::string request = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n" + headers + "\r\n";
+    (void)!write(fd, request.data(), request.size());
+    shutdown(fd, SHUT_WR);
+    char buf[8192];
+    for (int i = 0; i < 10000; ++i) {
+      ssize_t n = read(fd, buf, sizeof(buf));
+      if (n <= 0) break;
+      response.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  return response;
+}
+
 int FreeLoopbackPort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};

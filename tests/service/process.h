@@ -49,6 +49,10 @@ struct RunResult {
 RunResult RunCommand(const std::vector<std::string>& argv, const std::string& scratch_dir,
               std::chrono::milliseconds timeout);
 
+/// A bare HTTP/1.0 GET of 127.0.0.1:`port``path` with extra `headers` (each ending in "\r\n"):
+/// the whole response (status line, headers, body); empty if nothing answered.
+std::string HttpGet(int port, const std::string& path, const std::string& headers = "");
+
 /// A loopback TCP port that was free a moment ago.
 int FreeLoopbackPort();
 

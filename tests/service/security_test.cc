@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "client/channel.h"
 #include "gmock/gmock.h"
@@ -18,6 +19,7 @@ namespace kiln::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 
 constexpr char kAdmin[] = "admin-token-0123456789abcdef";
 constexpr char kAlice[] = "alice-token-0123456789abcdef";  // compile, read
@@ -245,6 +247,44 @@ TEST_F(SecurityTest, SighupReloadsTokens) {
       [&] { return kilnd.log().find("event=kilnd.tokens_reload_failed") != std::string::npos; },
       20s));
   EXPECT_TRUE(later.GetStats().ok());
+}
+
+// /metrics behind --metrics-require-token: HTTP Basic whose password is a token with the read or
+// admin role (what Prometheus' basic_auth sends); without --token-file kilnd refuses to start.
+TEST_F(SecurityTest, MetricsCanRequireAToken) {
+  Process refused = Process::Spawn(
+      {BinDir() + "/kilnd", "--listen", "127.0.0.1:0", "--data-dir", root_ + "/refused",
+       "--workers", "0", "--metrics-listen", "127.0.0.1:0", "--metrics-require-token"},
+      root_ + "/refused.out", root_ + "/refused.err");
+  std::optional<int> status = refused.Wait(30s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 1);
+  EXPECT_THAT(ReadFile(root_ + "/refused.err"),
+              HasSubstr("--metrics-require-token needs --token-file"));
+
+  std::vector<std::string> flags = SecureFlags();
+  for (const char* flag : {"--metrics-listen", "127.0.0.1:0", "--metrics-require-token"}) {
+    flags.push_back(flag);
+  }
+  kilnd_ = std::make_unique<Kilnd>(root_, flags, /*workers=*/1);
+  kilnd_->set_client_security(Tls(kAdmin));
+  ASSERT_TRUE(kilnd_->Start());
+  const int port = kilnd_->MetricsPort();
+  ASSERT_GT(port, 0) << kilnd_->log();
+  auto basic = [](const std::string& password) {
+    return "Authorization: Basic " + absl::Base64Escape("prometheus:" + password) + "\r\n";
+  };
+  EXPECT_THAT(HttpGet(port, "/metrics"), StartsWith("HTTP/1.1 401 "));
+  EXPECT_THAT(HttpGet(port, "/metrics", basic("not-a-token-0123456789")),
+              StartsWith("HTTP/1.1 401 "));
+  EXPECT_THAT(HttpGet(port, "/metrics", basic(kBob)), StartsWith("HTTP/1.1 401 "))
+      << "compile alone may not read metrics";
+  EXPECT_THAT(HttpGet(port, "/metrics", basic(kWorkerToken)), StartsWith("HTTP/1.1 401 "));
+  for (const char* token : {kReader, kAdmin}) {
+    std::string ok = HttpGet(port, "/metrics", basic(token));
+    EXPECT_THAT(ok, StartsWith("HTTP/1.1 200 OK")) << token;
+    EXPECT_THAT(ok, HasSubstr("kiln_workers{device=\"cpu,cuda\",kind=\"compile\"} 1\n"));
+  }
 }
 
 TEST_F(SecurityTest, PlaintextBeyondLoopbackNeedsInsecure) {

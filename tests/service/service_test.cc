@@ -356,29 +356,6 @@ TEST_F(ServiceTest, SymbolicInputShapesThroughKilnd) {
   ASSERT_TRUE(kilnd.process().running());
 }
 
-std::string HttpGet(int port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  std::string response;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    timeval tv{/*tv_sec=*/10, /*tv_usec=*/0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    std::string request = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
-    (void)!write(fd, request.data(), request.size());
-    char buf[8192];
-    for (int i = 0; i < 10000; ++i) {
-      ssize_t n = read(fd, buf, sizeof(buf));
-      if (n <= 0) break;
-      response.append(buf, static_cast<size_t>(n));
-    }
-  }
-  close(fd);
-  return response;
-}
-
 // /metrics after some traffic passes `promtool check metrics`.
 // A build farm's request: a CUDA target and a tensor-core precision sent through kilnd. The
 // precision is part of the target key (so fp32 and tf32 artifacts never collide), the worker
@@ -439,8 +416,23 @@ TEST_F(ServiceTest, MetricsEndpointPassesPromtool) {
   std::string body = response.substr(body_at + 4);
   EXPECT_THAT(body, HasSubstr("kiln_cache_hits_total 1\n"));
   EXPECT_THAT(body, HasSubstr("kiln_cache_misses_total 1\n"));
-  EXPECT_THAT(body, HasSubstr("kiln_workers 1\n"));
+  EXPECT_THAT(body, HasSubstr("kiln_workers{device=\"cpu,cuda\",kind=\"compile\"} 1\n"));
   EXPECT_THAT(body, HasSubstr("kiln_compile_duration_seconds_count 1\n"));
+  absl::StatusOr<v1::GetStatsResponse> stats = kilnd.client().GetStats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_THAT(body, HasSubstr("kiln_build_info{compiler_version=\"" + stats->compiler_version() +
+                              "\",version=\""));
+  EXPECT_THAT(body,
+              HasSubstr("kiln_jobs_finished_total{kind=\"compile\",state=\"succeeded\"} 1\n"));
+  EXPECT_THAT(body, HasSubstr("kiln_job_queue_wait_seconds_count{kind=\"compile\"} 1\n"));
+  EXPECT_THAT(body, HasSubstr("kiln_jobs_queued{kind=\"compile\"} 0\n"));
+  EXPECT_THAT(body, HasSubstr("kiln_cache_entries{kind=\"artifact\"} 1\n"));
+  EXPECT_THAT(body, HasSubstr("kiln_cache_entries{kind=\"model\"} 1\n"));
+  // The store holds the model and the artifact: their bytes, as uploads received them.
+  EXPECT_THAT(body, HasSubstr("kiln_cache_size_bytes " +
+                              std::to_string(fs::file_size(Model(kLenet)) +
+                                             fs::file_size(root_ + "/m.kiln")) +
+                              "\n"));
   if (std::system("command -v promtool > /dev/null 2>&1") != 0) {
     GTEST_SKIP() << "promtool not installed (scripts/setup installs prometheus)";
   }

@@ -291,9 +291,26 @@ int RunDaemon(const DaemonOptions& options) {
     }
     WriteDataFile(options.data_dir, "kilnd.worker_port", absl::StrCat(hub_port, "\n"));
   }
+  // Plaintext grpc.health.v1 alone, for probes that cannot speak TLS (the kubelet's grpc
+  // probe): it tells SERVING or NOT_SERVING and nothing else, so it needs no credentials.
+  std::unique_ptr<grpc::Server> health_server;
+  int health_port = 0;
+  if (!options.health_listen.empty()) {
+    grpc::ServerBuilder health_builder;
+    health_builder.AddListeningPort(options.health_listen, grpc::InsecureServerCredentials(),
+                                    &health_port);
+    health_server = health_builder.BuildAndStart();
+    if (health_server == nullptr || health_port == 0) {
+      if (hub_server) hub_server->Shutdown();
+      return Fail("kilnd.listen_failed",
+                  absl::UnavailableError(absl::StrCat("cannot listen on ", options.health_listen,
+                                                      " (--health-listen)")));
+    }
+  }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     if (hub_server) hub_server->Shutdown();
+    if (health_server) health_server->Shutdown();
     return Fail("kilnd.listen_failed",
                 absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen)));
   }
@@ -301,6 +318,7 @@ int RunDaemon(const DaemonOptions& options) {
   LogInfo("kilnd.listening", {{"address", LocalConnectAddress(options.listen, port)},
                               {"port", port},
                               {"worker_port", hub_port},
+                              {"health_port", health_port},
                               {"tls", tls},
                               {"tokens", authenticator.enabled()},
                               {"jobs_requeued", recovered->requeued}});
@@ -372,12 +390,14 @@ int RunDaemon(const DaemonOptions& options) {
                              {"grace_ms", absl::ToInt64Milliseconds(options.shutdown_grace)}});
   ctx.draining = true;
   server->GetHealthCheckService()->SetServingStatus(false);
+  if (health_server) health_server->GetHealthCheckService()->SetServingStatus(false);
   scheduler.Drain(options.shutdown_grace);
   tune_handler.StopAll();  // now, not only at stop_tunes: before the workers are stopped
   if (supervisor) supervisor->Stop();  // still in local_workers: Stop keeps the object alive
   if (measure_supervisor) measure_supervisor->Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (hub_server) hub_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (health_server) health_server->Shutdown(std::chrono::system_clock::now());
   scrubber.Stop();
   prepare_executor.Shutdown();
   executor.Shutdown();

@@ -54,6 +54,8 @@ struct DaemonOptions {
   int64_t max_model_bytes = int64_t{1} << 30;
   int64_t inline_model_max_bytes = int64_t{4} << 20;
   std::string metrics_listen;  // empty: no /metrics endpoint
+  /// HOST:PORT of a plaintext listener serving grpc.health.v1 only (empty: none).
+  std::string health_listen;
   /// Scrapes of /metrics need HTTP Basic credentials whose password is a token with the read
   /// or admin role (needs token_file).
   bool metrics_require_token = false;

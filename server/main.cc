@@ -55,6 +55,9 @@ ABSL_FLAG(int64_t, inline_model_max_bytes, int64_t{4} << 20,
           "largest model a Compile request may carry inline");
 ABSL_FLAG(std::string, metrics_listen, "",
           "HOST:PORT of the Prometheus /metrics endpoint (empty: off)");
+ABSL_FLAG(std::string, health_listen, "",
+          "HOST:PORT of a plaintext listener serving only grpc.health.v1, for probes that cannot "
+          "speak TLS (empty: off)");
 ABSL_FLAG(bool, metrics_require_token, false,
           "/metrics needs HTTP Basic auth whose password is a token (read or admin role) from "
           "--token-file");
@@ -127,6 +130,7 @@ int main(int argc, char** argv) {
   options.inline_model_max_bytes = absl::GetFlag(FLAGS_inline_model_max_bytes);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   options.metrics_require_token = absl::GetFlag(FLAGS_metrics_require_token);
+  options.health_listen = absl::GetFlag(FLAGS_health_listen);
   options.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
   options.heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout);
   options.executor_threads = absl::GetFlag(FLAGS_executor_threads);

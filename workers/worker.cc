@@ -92,9 +92,10 @@ std::string MakeScratchDir() {
 Worker::Worker(WorkerOptions options) : options_(std::move(options)) {
   grpc::ChannelArguments args;
   // gRPC's own reconnect backoff grows to 120 s by default; keep it within ours so a restarted
-  // kilnd is found quickly.
+  // kilnd is found quickly. Not GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: gRPC also takes it as the
+  // minimum connect timeout (default 20 s), and at 100 ms a TLS handshake after a refused
+  // connection never finished in time (the worker never reconnected over TLS).
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(options_.min_backoff_ms));
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(options_.min_backoff_ms));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(options_.max_backoff_ms));
   args.SetMaxReceiveMessageSize(8 << 20);
   channel_ = client::MakeChannel(options_.server, options_.security, args);
@@ -184,7 +185,29 @@ absl::Status Worker::Run() {
   return absl::OkStatus();
 }
 
+bool Worker::WaitForChannel(std::chrono::milliseconds limit) {
+  const auto end = std::chrono::system_clock::now() + limit;
+  while (std::chrono::system_clock::now() < end) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return false;
+    }
+    // try_to_connect: leaves IDLE (or a finished backoff) for CONNECTING at once.
+    if (channel_->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) return true;
+    channel_->WaitForConnected(
+        std::min(end, std::chrono::system_clock::now() + std::chrono::milliseconds(250)));
+  }
+  return channel_->GetState(false) == GRPC_CHANNEL_READY;
+}
+
 absl::Status Worker::Serve(bool& registered) {
+  // An RPC on a channel in TRANSIENT_FAILURE fails at once and the channel then waits out its
+  // backoff: wait for READY first (a TLS handshake included), up to two backoff periods.
+  if (!WaitForChannel(std::chrono::milliseconds(2 * options_.max_backoff_ms))) {
+    return absl::UnavailableError(absl::StrCat("cannot connect to kilnd at ", options_.server,
+                                               " (channel state ",
+                                               static_cast<int>(channel_->GetState(false)), ")"));
+  }
   grpc::ClientContext context;
   client::AddCredentials(context, options_.security);
   {

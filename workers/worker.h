@@ -104,8 +104,12 @@ class Worker {
   void ReapTasks(bool all);
   int Busy();
   kiln::v1::Worker Capabilities() const;
+  /// Waits up to `limit` for the channel to kilnd to be READY; false if it is not (or the
+  /// worker is stopping).
+  bool WaitForChannel(std::chrono::milliseconds limit);
 
   const WorkerOptions options_;
+
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<kiln::v1::WorkerHub::Stub> hub_;
   std::string worker_id_;

@@ -5,12 +5,17 @@
 // localhost/127.0.0.1, a worker client certificate).
 #include <signal.h>
 
+#include <cstring>
 #include <fstream>
+#include <future>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "client/channel.h"
 #include "gmock/gmock.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/security/credentials.h"
 #include "kiln/v1/service.grpc.pb.h"
 #include "onnx/onnx_pb.h"
 #include "tests/service/service_fixture.h"
@@ -247,6 +252,77 @@ TEST_F(SecurityTest, SighupReloadsTokens) {
       [&] { return kilnd.log().find("event=kilnd.tokens_reload_failed") != std::string::npos; },
       20s));
   EXPECT_TRUE(later.GetStats().ok());
+}
+
+// A kiln-worker over TLS finds kilnd when kilnd starts after it and again after kilnd was
+// killed and restarted (it used to stay disconnected: a 100 ms minimum connect timeout cut every
+// TLS handshake after the first refused connection).
+TEST_F(SecurityTest, WorkerReconnectsOverTlsWhenKilndComesBack) {
+  const std::string hub = "127.0.0.1:" + std::to_string(FreeLoopbackPort());
+  std::vector<std::string> flags = SecureFlags();
+  flags.back() = hub;  // --worker-listen on a fixed port, the same after the restart
+  Process worker =
+      Process::Spawn({BinDir() + "/kiln-worker", "--connect", hub, "--tls-ca", pki_ + "/ca.pem",
+                      "--token-file", TokenFile(kWorkerToken), "--give-up-after-s", "120"},
+                     root_ + "/worker.out", root_ + "/worker.err");
+  std::this_thread::sleep_for(2s);  // refused connections meanwhile
+  kilnd_ = std::make_unique<Kilnd>(root_, flags, /*workers=*/0);
+  kilnd_->set_client_security(Tls(kAdmin));
+  ASSERT_TRUE(kilnd_->Start());
+  auto one_worker = [&] {
+    auto workers = kilnd_->client().ListWorkers();
+    return workers.ok() && workers->workers_size() == 1;
+  };
+  EXPECT_TRUE(Eventually(one_worker, 15s)) << ReadFile(root_ + "/worker.err");
+  kilnd_->process().Signal(SIGKILL);
+  ASSERT_TRUE(kilnd_->process().Wait(10s).has_value());
+  std::this_thread::sleep_for(2s);
+  ASSERT_TRUE(kilnd_->Start());
+  EXPECT_TRUE(Eventually(one_worker, 15s)) << ReadFile(root_ + "/worker.err");
+  EXPECT_TRUE(worker.running());
+}
+
+// grpc.health.v1.Health/Check of the whole server ("") over plaintext: the response's bytes
+// (HealthCheckResponse: "\x08\x01" is SERVING), or the call's error.
+absl::StatusOr<std::string> PlaintextHealthCheck(const std::string& address) {
+  grpc::GenericStub stub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + 10s);
+  grpc::Slice no_bytes("");  // an empty HealthCheckRequest: service ""
+  grpc::ByteBuffer request(&no_bytes, 1), response;
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                 [&done](grpc::Status status) { done.set_value(status); });
+  grpc::Status status = done.get_future().get();
+  if (!status.ok()) return absl::UnavailableError(status.error_message());
+  std::vector<grpc::Slice> slices;
+  response.Dump(&slices);
+  std::string bytes;
+  for (const grpc::Slice& slice : slices) {
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  return bytes;
+}
+
+// --health-listen: plaintext grpc.health.v1 alone, beside TLS listeners (the kubelet's grpc probe
+// speaks no TLS), answering SERVING; the TLS port itself refuses plaintext.
+TEST_F(SecurityTest, PlaintextHealthListenerBesideTls) {
+  std::vector<std::string> flags = SecureFlags();
+  flags.push_back("--health-listen");
+  flags.push_back("127.0.0.1:0");
+  kilnd_ = std::make_unique<Kilnd>(root_, flags, /*workers=*/0);
+  kilnd_->set_client_security(Tls(kAdmin));
+  ASSERT_TRUE(kilnd_->Start());
+  std::string log = kilnd_->log();
+  size_t at = log.find("health_port=");
+  ASSERT_NE(at, std::string::npos) << log;
+  const int health_port = std::atoi(log.c_str() + at + strlen("health_port="));
+  ASSERT_GT(health_port, 0) << log;
+  absl::StatusOr<std::string> serving =
+      PlaintextHealthCheck("127.0.0.1:" + std::to_string(health_port));
+  ASSERT_TRUE(serving.ok()) << serving.status();
+  EXPECT_EQ(*serving, std::string("\x08\x01"));
+  EXPECT_FALSE(PlaintextHealthCheck(kilnd_->address()).ok());
 }
 
 // /metrics behind --metrics-require-token: HTTP Basic whose password is a token with the read or

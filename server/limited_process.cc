@@ -79,7 +79,7 @@ absl::StatusOr<ProcessOutcome> RunLimitedProcess(const std::vector<std::string>&
     ::dup2(in[0], 0);
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
-    if (limits.max_memory_bytes > 0) {
+    if (kAddressSpaceLimitApplies && limits.max_memory_bytes > 0) {
       rlimit as{static_cast<rlim_t>(limits.max_memory_bytes),
                 static_cast<rlim_t>(limits.max_memory_bytes)};
       ::setrlimit(RLIMIT_AS, &as);

@@ -10,11 +10,18 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "compiler_core/support/sanitizer.h"
 
 namespace kiln::server {
 
+/// False in AddressSanitizer builds (KILN_SANITIZE, KILN_FUZZ): ASan reserves terabytes of
+/// shadow address space when a process starts, which RLIMIT_AS forbids (ASan's documentation:
+/// no address-space limits), so there children run without it.
+inline constexpr bool kAddressSpaceLimitApplies = !kAddressSanitizerBuild;
+
 struct ProcessLimits {
   /// RLIMIT_AS of the child, in bytes (0: none). An allocation past it fails in the child.
+  /// Not applied where kAddressSpaceLimitApplies is false.
   int64_t max_memory_bytes = int64_t{8} << 30;
   /// RLIMIT_CPU of the child, in seconds (0: none): SIGXCPU, then SIGKILL.
   int64_t max_cpu_seconds = 300;

@@ -101,7 +101,7 @@ absl::StatusOr<std::shared_ptr<Tensor>> TensorFromProto(const onnx::TensorProto&
     KILN_ASSIGN_OR_RETURN(std::string bytes, ReadExternal(proto, base_dir));
     if (bytes.size() != nbytes) return size_error(bytes.size() / DTypeSize(*dtype));
     auto t = Tensor::Zeros(type);
-    std::memcpy(t->bytes.data(), bytes.data(), nbytes);
+    if (nbytes > 0) std::memcpy(t->bytes.data(), bytes.data(), nbytes);  // empty: data() null
     return t;
   }
   if (proto.has_raw_data()) {
@@ -109,7 +109,7 @@ absl::StatusOr<std::shared_ptr<Tensor>> TensorFromProto(const onnx::TensorProto&
       return size_error(proto.raw_data().size() / DTypeSize(*dtype));
     }
     auto t = Tensor::Zeros(type);
-    std::memcpy(t->bytes.data(), proto.raw_data().data(), nbytes);
+    if (nbytes > 0) std::memcpy(t->bytes.data(), proto.raw_data().data(), nbytes);
     return t;
   }
   const int64_t values = *dtype == DType::kFloat32   ? proto.float_data_size()

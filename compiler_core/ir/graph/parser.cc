@@ -364,9 +364,19 @@ class Parser {
   }
 
   absl::Status ParseConstant(const Token& def) {
+    Token type_tok = Cur();
     KILN_ASSIGN_OR_RETURN(TensorType type, ParseType());
-    auto tensor = Tensor::Zeros(type);
+    // Checked before anything is allocated: a type's size follows its text, not its data.
+    const int64_t bytes = type.CheckedNumBytes();
+    if (bytes < 0 || bytes > kMaxParsedConstantBytes) {
+      return ErrorAt(type_tok,
+                     absl::StrCat("constant %", std::string(def.text), " of type ", type.ToString(),
+                                  " is larger than the ", kMaxParsedConstantBytes,
+                                  " bytes a parsed constant "
+                                  "may have"));
+    }
     int64_t n = type.NumElements();
+    std::shared_ptr<Tensor> tensor;
     Token kind = Cur();
     if (kind.kind == TokKind::kIdent && kind.text == "sha256") {
       return ErrorAt(kind, absl::StrCat("constant %", std::string(def.text),
@@ -380,6 +390,7 @@ class Parser {
       if (elem.kind != TokKind::kNumber && elem.kind != TokKind::kIdent) {
         return Unexpected("a splat element");
       }
+      tensor = Tensor::Zeros(type);
       Take();
       for (int64_t i = 0; i < n; ++i) KILN_RETURN_IF_ERROR(StoreElement(*tensor, i, elem));
       KILN_RETURN_IF_ERROR(Expect(">"));
@@ -387,6 +398,14 @@ class Parser {
       Take();
       KILN_RETURN_IF_ERROR(Expect("<"));
       KILN_RETURN_IF_ERROR(Expect("["));
+      // n elements take at least n tokens: a type larger than the rest of the text is refused
+      // before its storage is allocated.
+      if (n > static_cast<int64_t>(tokens_.size() - pos_)) {
+        return ErrorAt(
+            kind, absl::StrCat("constant %", std::string(def.text), " of type ", type.ToString(),
+                               " needs ", n, " elements; the text has fewer"));
+      }
+      tensor = Tensor::Zeros(type);
       int64_t count = 0;
       if (!IsPunct("]")) {
         do {

@@ -11,6 +11,9 @@
 
 namespace kiln::graph {
 
+/// The largest constant ParseGraph builds: 256 MiB.
+inline constexpr int64_t kMaxParsedConstantBytes = int64_t{256} << 20;
+
 /// Parses one graph in the form documented in printer.h:
 ///
 ///   graph @name(%0 "x": f32[1,4]) -> (%2 "y") {
@@ -26,7 +29,9 @@ namespace kiln::graph {
 /// "[]" is an int list. `// ...` comments run to the end of the line. Each node is named after
 /// its first output ("%3"), so verifier errors point back at the text.
 /// Errors: kInvalidArgument, the message starting with "LINE:COL: " (1-based) and saying what
-/// was expected. Elided constants ("sha256:...") and tensor attributes cannot be parsed.
+/// was expected. Elided constants ("sha256:...") and tensor attributes cannot be parsed, nor a
+/// constant larger than kMaxParsedConstantBytes (the text format is for tests and kiln-opt;
+/// weights come from ONNX).
 absl::StatusOr<std::unique_ptr<Graph>> ParseGraph(std::string_view text);
 
 }  // namespace kiln::graph

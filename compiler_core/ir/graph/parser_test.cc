@@ -183,6 +183,19 @@ INSTANTIATE_TEST_SUITE_P(
                   "elements with dense<[...]> or splat<...>"},
         ErrorCase{std::string(kHeader) + "  %1 = const f32[3] dense<[1.0, 2.0]>\n  return %1\n}\n",
                   "2:36: constant %1 has 2 elements, type f32[3] needs 3"},
+        // Sizes are checked before storage is allocated (found by fuzz_graph_parser).
+        ErrorCase{std::string(kHeader) + "  %1 = const f32[1644444444444444] splat<1.0>\n"
+                                         "  return %1\n}\n",
+                  "2:14: constant %1 of type f32[1644444444444444] is larger than the "
+                  "268435456 bytes a parsed constant may have"},
+        ErrorCase{std::string(kHeader) + "  %1 = const f32[4294967296,4294967296] splat<1.0>\n"
+                                         "  return %1\n}\n",
+                  "2:14: constant %1 of type f32[4294967296,4294967296] is larger than the "
+                  "268435456 bytes a parsed constant may have"},
+        ErrorCase{std::string(kHeader) + "  %1 = const f32[1000000] dense<[1.0, 2.0]>\n"
+                                         "  return %1\n}\n",
+                  "2:27: constant %1 of type f32[1000000] needs 1000000 elements; the text has "
+                  "fewer"},
         ErrorCase{std::string(kHeader) + "  %1 = const i8[1] dense<[300]>\n  return %1\n}\n",
                   "2:27: 300 does not fit in i8"},
         ErrorCase{std::string(kHeader) + "  %1 = Relu(%0) : q8[2]\n  return %1\n}\n",

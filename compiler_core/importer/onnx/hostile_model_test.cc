@@ -214,6 +214,35 @@ TEST(HostileModelTest, DivisorAttributesAreCheckedBeforeOnnxShapeInference) {
   }
 }
 
+// ONNX 1.12's ConvTranspose shape inference segfaults on a rank-2 X with a rank-3 W (found by
+// fuzz_onnx_import; the model is also a seed in fuzz/seeds/onnx_import): declared ranks of
+// Conv and ConvTranspose are checked before it runs.
+TEST(HostileModelTest, ConvRanksAreCheckedBeforeOnnxShapeInference) {
+  {
+    ModelBuilder b;
+    b.Input("x", {1, 1});
+    b.Input("w", {1, 2, 0});
+    b.Node("ConvTranspose", {"x", "w"}, {"y"}, "deconv");
+    SymbolicOutput(b, 2);
+    auto g = Import(b);
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(std::string(g.status().message()),
+              "node 'deconv' (ConvTranspose): input 0 has rank 2, expected at least 3 (N, C, "
+              "spatial...)");
+  }
+  {
+    ModelBuilder b;
+    b.Input("x", {1, 1, 4, 4});
+    b.Init("w", {1, 1, 3}, std::vector<float>(3, 1.0f));
+    b.Node("Conv", {"x", "w"}, {"y"}, "conv");
+    SymbolicOutput(b, 4);
+    auto g = Import(b);
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(std::string(g.status().message()),
+              "node 'conv' (Conv): input 1 has rank 3, expected 4 (the rank of input 0)");
+  }
+}
+
 // Range over constants whose element count is no int64 (it was typed f32[0]: a wrong artifact),
 // and OneHot with a NaN depth (an undefined float-to-int conversion).
 TEST(HostileModelTest, CountsFromFloatConstantsAreChecked) {

@@ -2,6 +2,7 @@
 // order, external data, and the ONNX library's checker and shape inference.
 #include "compiler_core/importer/onnx/model_checks.h"
 
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <vector>
@@ -182,13 +183,60 @@ absl::Status CheckOpsSupported(const onnx::ModelProto& model) {
   return CheckGraphOpsSupported(model.graph());
 }
 
+namespace {
+
+// The ranks a graph declares for its inputs, value_infos and initializers.
+std::unordered_map<std::string, int> DeclaredRanks(const onnx::GraphProto& g) {
+  std::unordered_map<std::string, int> ranks;
+  for (const auto* infos : {&g.input(), &g.value_info()}) {
+    for (const onnx::ValueInfoProto& vi : *infos) {
+      if (vi.type().tensor_type().has_shape()) {
+        ranks[vi.name()] = vi.type().tensor_type().shape().dim_size();
+      }
+    }
+  }
+  for (const onnx::TensorProto& t : g.initializer()) ranks[t.name()] = t.dims_size();
+  return ranks;
+}
+
+// Conv and ConvTranspose: ONNX 1.12's shape inference indexes the spatial dims of input 0 by
+// input 1's rank without checking them (a rank-2 X with a rank-3 W segfaults in
+// convTransposeShapeInference; found by fuzz_onnx_import). Declared ranks are checked first.
+absl::Status CheckConvRanks(const std::unordered_map<std::string, int>& ranks,
+                            const onnx::NodeProto& node) {
+  if (node.input_size() < 2) return absl::OkStatus();  // the checker reports it
+  auto rank = [&ranks](const std::string& name) {
+    auto it = ranks.find(name);
+    return it == ranks.end() ? -1 : it->second;
+  };
+  const int x = rank(node.input(0)), w = rank(node.input(1));
+  if (x >= 0 && x < 3) {
+    return absl::InvalidArgumentError(
+        NodePrefix(node) +
+        absl::StrCat("input 0 has rank ", x, ", expected at least 3 (N, C, spatial...)"));
+  }
+  if (x >= 0 && w >= 0 && w != x) {
+    return absl::InvalidArgumentError(NodePrefix(node) + absl::StrCat("input 1 has rank ", w,
+                                                                      ", expected ", x,
+                                                                      " (the rank of input 0)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status CheckDivisorAttributes(const onnx::ModelProto& model) {
   // A worklist over the graph and its subgraphs.
   std::vector<const onnx::GraphProto*> graphs{&model.graph()};
   while (!graphs.empty()) {
     const onnx::GraphProto* g = graphs.back();
     graphs.pop_back();
+    std::optional<std::unordered_map<std::string, int>> ranks;  // made at the first Conv
     for (const onnx::NodeProto& node : g->node()) {
+      if (node.op_type() == "Conv" || node.op_type() == "ConvTranspose") {
+        if (!ranks) ranks = DeclaredRanks(*g);
+        KILN_RETURN_IF_ERROR(CheckConvRanks(*ranks, node));
+      }
       for (const onnx::AttributeProto& a : node.attribute()) {
         if (a.type() == onnx::AttributeProto::GRAPH) graphs.push_back(&a.g());
         const bool window =

@@ -29,8 +29,10 @@ absl::Status CheckOpsSupported(const onnx::ModelProto& model);
 
 /// kInvalidArgument naming the first node (in the graph or any subgraph) with an attribute that
 /// ONNX shape inference divides by and that is not positive: strides, dilations, kernel_shape,
-/// or blocksize (whose square must also fit int64). Runs before CheckAndInfer, which would
-/// otherwise die on a division by zero inside the ONNX library.
+/// or blocksize (whose square must also fit int64); and a Conv or ConvTranspose whose declared
+/// input ranks are inconsistent (input 0 below rank 3, input 1 of another rank). Runs before
+/// CheckAndInfer, which would otherwise die on a division by zero or an out-of-range index
+/// inside the ONNX library.
 absl::Status CheckDivisorAttributes(const onnx::ModelProto& model);
 
 /// Whether `op_type` (default domain) is If, Loop or Scan (imported by control_flow.h).

@@ -249,9 +249,7 @@ Scheduler::Counts Scheduler::GetCounts() {
   c.queued = queue_.queued();
   c.running = queue_.running();
   c.workers = static_cast<int>(workers_.size());
-  for (cache::JobKind kind :
-       {cache::JobKind::kCompile, cache::JobKind::kTune, cache::JobKind::kWorkloads,
-        cache::JobKind::kBuild, cache::JobKind::kMeasure}) {
+  for (cache::JobKind kind : cache::kAllJobKinds) {
     c.queued_by_kind[kind] = 0;
     c.running_by_kind[kind] = 0;
   }

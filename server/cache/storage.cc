@@ -68,8 +68,7 @@ std::string_view JobKindName(JobKind kind) {
 }
 
 absl::StatusOr<JobKind> ParseJobKind(std::string_view name) {
-  for (JobKind k : {JobKind::kCompile, JobKind::kTune, JobKind::kWorkloads, JobKind::kBuild,
-                    JobKind::kMeasure}) {
+  for (JobKind k : kAllJobKinds) {
     if (JobKindName(k) == name) return k;
   }
   return absl::InvalidArgumentError(

@@ -31,6 +31,9 @@ enum class JobState { kQueued, kRunning, kSucceeded, kFailed, kCancelled };
 /// three are the steps a tune job runs on workers (list a model's workloads, build a batch of
 /// candidates, measure it on a device).
 enum class JobKind { kCompile, kTune, kWorkloads, kBuild, kMeasure };
+/// Every JobKind, in declaration order.
+inline constexpr JobKind kAllJobKinds[] = {JobKind::kCompile, JobKind::kTune, JobKind::kWorkloads,
+                                           JobKind::kBuild, JobKind::kMeasure};
 
 std::string_view BlobKindName(BlobKind kind);
 std::string_view JobStateName(JobState state);

@@ -34,22 +34,24 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> StartMetricsEndpoint(
                                                    "' is not an IPv4 address or 'localhost'"));
   }
   auto endpoint = std::unique_ptr<MetricsEndpoint>(new MetricsEndpoint());
+  std::string failure = "no listening port";
   try {
     endpoint->exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
         "listening_ports", absl::StrCat(host, ":", port), "num_threads", "2",
         // A scrape that sends nothing for this long is dropped (ms).
         "request_timeout_ms", "10000"});
-    if (auth) {
-      endpoint->exposer_->RegisterAuth(std::move(auth), "kiln metrics");
-    }
-    endpoint->exposer_->RegisterCollectable(metrics);
-    std::vector<int> ports = endpoint->exposer_->GetListeningPorts();
-    if (ports.empty()) throw std::runtime_error("no listening port");
-    endpoint->port_ = ports.front();
   } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("metrics: cannot listen on ", host, ":", port,
-                                               " (in use or not permitted): ", e.what()));
+    failure = e.what();
   }
+  std::vector<int> ports;
+  if (endpoint->exposer_ != nullptr) ports = endpoint->exposer_->GetListeningPorts();
+  if (ports.empty()) {
+    return absl::UnavailableError(absl::StrCat("metrics: cannot listen on ", host, ":", port,
+                                               " (in use or not permitted): ", failure));
+  }
+  if (auth) endpoint->exposer_->RegisterAuth(std::move(auth), "kiln metrics");
+  endpoint->exposer_->RegisterCollectable(metrics);
+  endpoint->port_ = ports.front();
   endpoint->host_ = host;
   return endpoint;
 }

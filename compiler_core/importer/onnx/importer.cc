@@ -480,7 +480,7 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxBytes(std::string_view bytes,
   }
   KILN_ASSIGN_OR_RETURN(int opset, CheckOpsets(model));
   KILN_RETURN_IF_ERROR(CheckOpsSupported(model));
-  KILN_RETURN_IF_ERROR(CheckDivisorAttributes(model));
+  KILN_RETURN_IF_ERROR(CheckBeforeShapeInference(model));
   KILN_RETURN_IF_ERROR(UpgradeLegacyOpset(model, opset));
   onnx::GraphProto& g = *model.mutable_graph();
   KILN_RETURN_IF_ERROR(SortNodes(g));

@@ -225,7 +225,7 @@ absl::Status CheckConvRanks(const std::unordered_map<std::string, int>& ranks,
 
 }  // namespace
 
-absl::Status CheckDivisorAttributes(const onnx::ModelProto& model) {
+absl::Status CheckBeforeShapeInference(const onnx::ModelProto& model) {
   // A worklist over the graph and its subgraphs.
   std::vector<const onnx::GraphProto*> graphs{&model.graph()};
   while (!graphs.empty()) {

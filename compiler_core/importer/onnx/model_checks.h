@@ -33,7 +33,7 @@ absl::Status CheckOpsSupported(const onnx::ModelProto& model);
 /// input ranks are inconsistent (input 0 below rank 3, input 1 of another rank). Runs before
 /// CheckAndInfer, which would otherwise die on a division by zero or an out-of-range index
 /// inside the ONNX library.
-absl::Status CheckDivisorAttributes(const onnx::ModelProto& model);
+absl::Status CheckBeforeShapeInference(const onnx::ModelProto& model);
 
 /// Whether `op_type` (default domain) is If, Loop or Scan (imported by control_flow.h).
 bool IsControlFlowOp(const std::string& op_type);

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "compiler_core/runtime/abi.h"
 #include "compiler_core/runtime/code_module.h"
+#include "compiler_core/runtime/host_check.h"
 #include "compiler_core/runtime/loop_check.h"
 #include "compiler_core/runtime/manifest_check.h"
 #include "compiler_core/runtime/thread_pool.h"
@@ -401,6 +402,7 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Load(Artifact artifact, 
         "the artifact holds PTX for ", artifact.manifest.target_key(),
         ", not host code: run it on a GPU (kiln run|check --device cuda:N)"));
   }
+  KILN_RETURN_IF_ERROR(CheckTargetRunsHere(artifact.manifest.target_key()));
   const int64_t weights_size = static_cast<int64_t>(artifact.weights.size());
   if (artifact.manifest.profiles_size() > 0) {
     KILN_RETURN_IF_ERROR(ValidateProfiles(artifact.manifest, weights_size));

@@ -22,7 +22,8 @@ class Executable final : public ModelRunner {
   /// and one arena sized for the largest.
   /// `num_threads` <= 0 means the number of online cores. Errors: kInvalidArgument if the ABI
   /// version differs, a symbol is missing or the artifact holds PTX (a CUDA target's: run it
-  /// with cuda::CudaExecutable); kInternal if the loader fails.
+  /// with cuda::CudaExecutable); kFailedPrecondition if its target enables CPU features this
+  /// host lacks (host_check.h, naming them); kInternal if the loader fails.
   static absl::StatusOr<std::unique_ptr<Executable>> Load(Artifact artifact, int num_threads = 0);
   ~Executable() override;
 

@@ -19,6 +19,7 @@
 #include "compiler_core/runtime/artifact.h"
 #include "compiler_core/support/sha256.h"
 #include "compiler_core/support/status_macros.h"
+#include "compiler_core/support/target.h"
 
 namespace kiln::client {
 namespace {
@@ -201,7 +202,7 @@ absl::StatusOr<RemoteCompileResult> RemoteClient::CompileModel(
   KILN_ASSIGN_OR_RETURN(result.uploaded, EnsureModel(model_bytes, digest));
   kiln::v1::CompileRequest request;
   *request.mutable_model_digest() = digest;
-  request.set_target(options.target);
+  request.set_target(options.target == "native" ? NativeTargetSpec() : options.target);
   for (const std::string& p : options.disabled_passes)
     request.mutable_options()->add_disabled_passes(p);
   request.mutable_options()->set_hardware_key(options.hardware_key);

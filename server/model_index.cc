@@ -147,6 +147,12 @@ ModelIndex::Result ModelIndex::Compute(const std::string& digest, const std::str
 }
 
 absl::StatusOr<Target> TargetResolver::Resolve(const std::string& spec) {
+  if (spec == "native") {
+    // The client's CPU, which only the client knows (kiln sends NativeTargetSpec()).
+    return absl::InvalidArgumentError(
+        "target 'native' is the client's CPU: the client resolves it and sends "
+        "cpu:<name>:<features> (kiln --target native does)");
+  }
   std::lock_guard<std::mutex> lock(mu_);
   auto it = resolved_.find(spec);
   if (it != resolved_.end()) return it->second;

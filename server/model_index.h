@@ -79,7 +79,8 @@ class ModelIndex {
 /// which local workers share. Thread-safe.
 class TargetResolver {
  public:
-  /// Errors: kInvalidArgument for an unknown spec or CPU name.
+  /// Errors: kInvalidArgument for an unknown spec or CPU name, and for "native" (the
+  /// client's CPU: a client sends it resolved, as NativeTargetSpec()).
   absl::StatusOr<Target> Resolve(const std::string& spec);
 
  private:

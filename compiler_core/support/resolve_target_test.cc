@@ -70,6 +70,35 @@ TEST(ResolveTargetTest, BadSpecs) {
   EXPECT_EQ(ResolveTarget("cpu:i386").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ResolveTargetTest, NativeIsTheHostAndItsSpecResolvesToTheSameKey) {
+  auto host = ResolveTarget("host");
+  auto native = ResolveTarget("native");
+  ASSERT_TRUE(host.ok() && native.ok());
+  EXPECT_EQ(native->Key(), host->Key());
+  // What a client sends kilnd for --target native: the same CPU and features, the same key.
+  const std::string spec = NativeTargetSpec();
+  EXPECT_EQ(spec, "cpu:" + host->cpu + ":" + host->features);
+  auto sent = ResolveTarget(spec);
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  EXPECT_EQ(sent->Key(), host->Key());
+  EXPECT_EQ(sent->vector_bits, host->vector_bits);
+}
+
+TEST(ResolveTargetTest, ExplicitFeatures) {
+  auto t = ResolveTarget("cpu:haswell:+fma,+avx2,-avx512f");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->cpu, "haswell");
+  EXPECT_EQ(t->features, "+avx2,-avx512f,+fma");
+  EXPECT_EQ(t->vector_bits, 256);
+  EXPECT_EQ(t->Key(), "cpu:haswell:x86_64-pc-linux-gnu:v256:+avx2,-avx512f,+fma");
+  auto bad = ResolveTarget("cpu:haswell:+avx2,+nosuchfeature");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(),
+            "target cpu:haswell:+avx2,+nosuchfeature: '+nosuchfeature' is not +FEATURE or "
+            "-FEATURE with a feature LLVM knows for x86-64");
+  EXPECT_EQ(ResolveTarget("cpu:haswell:avx2").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ResolveTargetTest, CudaArchitectures) {
   struct Case {
     const char* spec;

@@ -73,15 +73,21 @@ inline constexpr const char* kCudaSmNames[] = {"sm_80", "sm_86", "sm_89", "sm_90
 /// Errors: kInvalidArgument naming the spec and listing the SMs supported.
 absl::StatusOr<Target> ParseCudaTarget(std::string_view spec);
 
-/// Resolves a target spec. "host": this machine's x86-64 CPU, its features as CPUID and XGETBV
-/// report them (x86_cpu.h HostFeatures: every feature LLVM detects, + or -) and the CPU name
-/// LLVM gives its CPUID signature (x86::NameCpu);
-/// num_cores its hardware threads. "cpu:<name>": a CPU of LLVM's x86-64 table with its
-/// features (LLVM's getFeaturesForCPU), one core. "cuda:sm_NN": ParseCudaTarget. Features are
-/// sorted by name; vector_bits is 512 with avx512f, 256 with avx/avx2, else 128.
-/// Errors: kInvalidArgument naming the spec (an unknown spec or CPU, or a host that is not
-/// x86-64).
+/// Resolves a target spec. "host" (or "native"): this machine's x86-64 CPU, its features as CPUID
+/// and XGETBV report them (x86_cpu.h HostFeatures: every feature LLVM detects, + or -) and the CPU
+/// name LLVM gives its CPUID signature (x86::NameCpu); num_cores its hardware threads.
+/// "cpu:<name>": a CPU of LLVM's x86-64 table with its features (LLVM's getFeaturesForCPU), one
+/// core; "cpu:<name>:+f1,-f2,...": that CPU with exactly the features listed (each one LLVM knows
+/// for x86-64), as NativeTargetSpec() sends. "cuda:sm_NN": ParseCudaTarget. Features are sorted by
+/// name; vector_bits is 512 with avx512f, 256 with avx/avx2, else 128. Errors: kInvalidArgument
+/// naming the spec (an unknown spec or CPU, or a host that is not x86-64).
 absl::StatusOr<Target> ResolveTarget(std::string_view spec);
+
+/// `--target native` as a client sends it to kilnd, whose "host" is the server's machine: this
+/// machine's CPU as "cpu:<name>:<features>" (ResolveTarget("host")'s name and features), so the
+/// server compiles for the client's CPU and the target key equals a local `host` compile's.
+/// "native" if this host is not x86-64 (the server then refuses it).
+std::string NativeTargetSpec();
 
 /// Sets a resolved target's --precision: "fp32" (or empty) leaves it as it is; "tf32", "fp16"
 /// and "bf16" need a cuda target and set target.gpu.precision (part of its Key()).

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler_core/codegen/llvm/codegen.h"
+#include "compiler_core/support/file_bytes.h"
 
 namespace kiln::client {
 
@@ -63,8 +64,8 @@ absl::StatusOr<std::unique_ptr<FileRecords>> LoadRecordsFile(const std::string& 
 
 absl::Status AppendRecordsFile(const std::string& path,
                                const std::vector<v1::TuningRecord>& records) {
-  // Old lines, then the new ones, into a temp file renamed over the original: a crash leaves
-  // the old file or the new one, never a torn line.
+  // Old lines, then the new ones, written atomically: a crash leaves the old file or the new
+  // one, never a torn line.
   std::string text;
   if (std::ifstream in(path, std::ios::binary); in) {
     std::stringstream old;
@@ -73,21 +74,7 @@ absl::Status AppendRecordsFile(const std::string& path,
     if (!text.empty() && text.back() != '\n') text += '\n';
   }
   for (const v1::TuningRecord& r : records) absl::StrAppend(&text, tuning::RecordToJsonLine(r), "\n");
-  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc | std::ios::binary);
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return absl::InternalError(absl::StrCat("cannot write records to '", tmp, "'"));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return absl::InternalError(absl::StrCat("cannot replace '", path, "'"));
-  }
-  return absl::OkStatus();
+  return WriteFileAtomically(path, text);
 }
 
 }  // namespace kiln::client

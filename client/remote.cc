@@ -357,29 +357,4 @@ std::string CompileResultJson(const RemoteCompileResult& r) {
                       ",\"worker\":", JsonString(c.worker()), "}");
 }
 
-absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
-  std::filesystem::path target(path);
-  std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
-  std::string tmp = (dir / (".tmp-" + target.filename().string() + "-XXXXXX")).string();
-  int fd = mkstemp(tmp.data());
-  if (fd < 0)
-    return absl::UnavailableError(
-        absl::StrCat("cannot create a temp file in '", dir.string(), "'"));
-  fchmod(fd, 0644);  // mkstemp's 0600 is too narrow for a build output
-  size_t written = 0;
-  // Bounded: each round writes at least one byte or fails.
-  while (written < bytes.size()) {
-    ssize_t n = write(fd, bytes.data() + written, bytes.size() - written);
-    if (n <= 0) break;
-    written += static_cast<size_t>(n);
-  }
-  bool ok = written == bytes.size() && fsync(fd) == 0;
-  ok = close(fd) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return absl::UnavailableError(absl::StrCat("cannot write '", path, "'"));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace kiln::client

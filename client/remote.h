@@ -142,9 +142,8 @@ absl::StatusOr<std::string> ReadModelForUpload(const std::string& path);
 
 /// The bytes of the file at `path` (kiln_support). Errors: kNotFound naming the path.
 using ::kiln::ReadFileBytes;
-
-/// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync, rename.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes);
+/// Writes a file atomically, a device in place (kiln_support).
+using ::kiln::WriteFileAtomically;
 
 }  // namespace kiln::client
 

@@ -283,5 +283,23 @@ TEST_F(ArtifactFileTest, WriteIntoMissingDirectoryFails) {
   EXPECT_THAT(status.message(), HasSubstr("cannot create temp file"));
 }
 
+TEST_F(ArtifactFileTest, ADeviceIsWrittenInPlaceNotReplaced) {
+  // Renaming a temp file over /dev/null would make it a regular file for everyone (as root).
+  ASSERT_TRUE(WriteArtifactFile("/dev/null", SampleArtifact()).ok());
+  struct stat st;
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  for (const auto& entry : std::filesystem::directory_iterator("/dev")) {
+    EXPECT_EQ(entry.path().string().find("/dev/null.tmp"), std::string::npos) << entry.path();
+  }
+}
+
+TEST_F(ArtifactFileTest, ADirectoryIsNotReplaced) {
+  absl::Status status = WriteArtifactFile(dir_.string(), SampleArtifact());
+  EXPECT_EQ(status.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(status.message(), HasSubstr("Is a directory"));
+  EXPECT_TRUE(std::filesystem::is_directory(dir_));
+}
+
 }  // namespace
 }  // namespace kiln::runtime

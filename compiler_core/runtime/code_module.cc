@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/support/file_bytes.h"
 
 namespace kiln::runtime {
 namespace {
@@ -23,19 +24,6 @@ struct Loaded {
   int fd = -1;
   std::string path;
 };
-
-bool WriteAll(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
 
 absl::Status DlopenError(const std::string& what) {
   const char* err = ::dlerror();

@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "compiler_core/ir/graph/tensor_op_rules.h"
 #include "compiler_core/ir/graph/verifier.h"
 #include "gtest/gtest.h"
 
@@ -247,6 +248,31 @@ TEST(ShapeRulesTest, OverflowingShapeArithmeticIsInvalid) {
   EXPECT_EQ(message(Infer(g, OpKind::kRange,
                           {scalar("start", 0), scalar("limit", 1e30f), scalar("delta", 1)})),
             "node 'n' (Range): element count ceil((1e+30 - 0) / 1) is not an int64");
+}
+
+}  // namespace
+}  // namespace kiln::graph
+
+namespace kiln::graph {
+namespace {
+
+// fuzz_onnx_import found an output label byte 0xae indexing EinsumSpec::size out of bounds
+// (fuzz/seeds/onnx_import/einsum_non_ascii_output_label.onnx).
+TEST(EinsumTest, LabelsOutsideTheAlphabetAreRefused) {
+  auto spec = ParseEinsum("...ii ->\xae..i", {{2, 3, 3}});
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(spec.status().message(), "bad output label '\xae' (byte 174)");
+  EXPECT_EQ(ParseEinsum("ij->i5", {{2, 3}}).status().message(), "bad output label '5' (byte 53)");
+  auto ok = ParseEinsum("...ii->...i", {{2, 3, 3}});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->output, "9i");
+}
+
+TEST(EinsumTest, AnEllipsisOfMoreThanTenDimsIsRefused) {
+  std::vector<int64_t> shape(12, 1);
+  auto spec = ParseEinsum("...->...", {shape});
+  EXPECT_EQ(spec.status().message(),
+            "term '...': its ellipsis covers 12 dims; at most 10 are supported");
 }
 
 }  // namespace

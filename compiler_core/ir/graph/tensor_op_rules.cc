@@ -523,6 +523,10 @@ absl::StatusOr<EinsumSpec> ParseEinsum(const std::string& equation,
       return absl::InvalidArgumentError(absl::StrCat("term '", t, "' does not match rank ",
                                                      rank));
     }
+    if (er > 10) {  // the ellipsis dims are labelled '0'..'9'
+      return absl::InvalidArgumentError(absl::StrCat("term '", t, "': its ellipsis covers ", er,
+                                                     " dims; at most 10 are supported"));
+    }
     ell_rank = std::max(ell_rank, er);
     std::string labels;
     int64_t dim = 0;
@@ -571,7 +575,13 @@ absl::StatusOr<EinsumSpec> ParseEinsum(const std::string& equation,
     size_t dots = rhs.find("...");
     if (dots != std::string::npos) rhs.replace(dots, 3, ell);
     for (char c : rhs) {
-      if (spec.size[static_cast<int>(c)] == 0 && c != '\0') {
+      const bool ellipsis_dim = ell.find(c) != std::string::npos;
+      if (!ellipsis_dim && !std::isalpha(static_cast<unsigned char>(c))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("bad output label '", std::string(1, c), "' (byte ",
+                         static_cast<int>(static_cast<unsigned char>(c)), ")"));
+      }
+      if (spec.size[static_cast<int>(c)] == 0) {
         bool known = false;
         for (const std::string& l : spec.inputs) known = known || l.find(c) != std::string::npos;
         if (!known) {

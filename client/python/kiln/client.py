@@ -98,6 +98,29 @@ def input_shapes_proto(input_shapes):
     return out
 
 
+def constant_inputs_proto(constant_inputs):
+    """kiln.v1.ConstantInput messages for ``{name: TensorProto bytes or numpy array}``, in name
+    order (as ``kiln compile --constant-input NAME=FILE.pb``)."""
+    out = []
+    for name in sorted(constant_inputs or {}):
+        tensor = constant_inputs[name]
+        if not isinstance(tensor, (bytes, bytearray)):
+            from onnx import numpy_helper
+
+            tensor = numpy_helper.from_array(tensor, name).SerializeToString()
+        out.append(service_pb2.ConstantInput(name=name, tensor=bytes(tensor)))
+    return out
+
+
+def _check_target(target):
+    # kiln's --target native is the client's CPU as LLVM's host detection names it
+    # (NativeTargetSpec, C++ only); kilnd refuses a bare "native".
+    if target == "native":
+        raise KilnError("INVALID_ARGUMENT", "target 'native' (the client's CPU) needs LLVM's "
+                        "host CPU detection, which only the C++ client has: use 'host' (the "
+                        "compile worker's CPU) or 'cpu:<llvm cpu name>[:+feature,-feature,...]'")
+
+
 def message_to_dict(message):
     """A protobuf message as a plain dict: every field by its proto name, enums by name, int64
     as int, nested messages as dicts (None when unset), repeated fields as lists."""
@@ -414,28 +437,37 @@ class Client:
         return b"".join(parts)
 
     def compile(self, model, target="host", input_shapes=None, timeout=None,
-                disabled_passes=(), hardware_key="", untuned=False):
+                disabled_passes=(), hardware_key="", untuned=False, precision="",
+                constant_inputs=None):
         """Compiles ``model`` on the server and returns the Artifact.
 
         Args:
             model: a path to a .onnx file, or its bytes (see read_model).
-            target: "host" (the compile worker's CPU: kilnd resolves it, as for ``kiln compile
-                --server``), "cpu:<llvm cpu name>" (e.g. "cpu:x86-64-v3") or "cuda:sm_NN".
+            target: "host" (the compile worker's CPU: sent as is for kilnd to resolve, as
+                ``kiln compile --server`` does), "cpu:<llvm cpu name>" (e.g. "cpu:x86-64-v3"),
+                "cpu:<name>:+f1,-f2,..." (exactly those LLVM features) or "cuda:sm_NN".
+                "native" (the CLI's client CPU) is refused: it needs LLVM's host detection.
             input_shapes: shapes of inputs with symbolic dims (see input_shapes_proto).
             timeout: each call's deadline in seconds (default: the client's).
             disabled_passes: graph passes to skip (names as in ``kiln-opt -list-passes``).
             hardware_key: whose tuning records to apply ("": kilnd's choice).
             untuned: apply no tuning records.
+            precision: "" or "fp32", or "tf32", "fp16", "bf16" for a cuda target (tensor cores).
+            constant_inputs: {input name: serialized onnx.TensorProto bytes, or a numpy array
+                (serialized with the onnx package)}: inputs compiled as constants.
 
         Raises KilnError with the server's code and message ("Compile: ..."); DATA_LOSS when
         the fetched artifact fails its digest, does not parse, or names another key.
         """
+        _check_target(target)
+        options = service_pb2.CompileOptions(
+            disabled_passes=list(disabled_passes), hardware_key=hardware_key, untuned=untuned,
+            input_shapes=input_shapes_proto(input_shapes),
+            precision="" if precision == "fp32" else precision,
+            constant_inputs=constant_inputs_proto(constant_inputs))
         data = read_model(model)
         digest = digest_of(data)
         uploaded = self.ensure_model(data, digest, timeout)
-        options = service_pb2.CompileOptions(
-            disabled_passes=list(disabled_passes), hardware_key=hardware_key, untuned=untuned,
-            input_shapes=input_shapes_proto(input_shapes))
         request = service_pb2.CompileRequest(model_digest=digest, target=target,
                                              options=options, priority=service_pb2.INTERACTIVE)
         response = self._call("Compile", request, timeout)
@@ -473,11 +505,12 @@ class Client:
             raise KilnError("INVALID_ARGUMENT", "trials must be a positive integer")
         if time_budget_s < 0:
             raise KilnError("INVALID_ARGUMENT", "time_budget_s must be a non-negative number")
+        _check_target(target)
+        options = service_pb2.CompileOptions(disabled_passes=list(disabled_passes),
+                                             input_shapes=input_shapes_proto(input_shapes))
         data = read_model(model)
         digest = digest_of(data)
         self.ensure_model(data, digest, timeout)
-        options = service_pb2.CompileOptions(disabled_passes=list(disabled_passes),
-                                             input_shapes=input_shapes_proto(input_shapes))
         tune = service_pb2.TuneRequest(model_digest=digest, target=target, options=options,
                                        trials=trials, time_budget_s=time_budget_s, seed=seed,
                                        hardware_key=hardware_key, random=random)

@@ -3,6 +3,8 @@ it against the stored reference output, jobs, tune, and the error paths."""
 
 import hashlib
 import os
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -119,8 +121,35 @@ def test_compile_errors(client, tmp_path):
     with pytest.raises(kiln.KilnError, match="Compile: .*not-a-cpu") as e:
         client.compile(SQUEEZENET / "model.onnx", target="cpu:not-a-cpu")
     assert e.value.code == "INVALID_ARGUMENT"
+    with pytest.raises(kiln.KilnError, match="target 'native'") as e:
+        client.compile(SQUEEZENET / "model.onnx", target="native")
+    assert e.value.code == "INVALID_ARGUMENT"
     with pytest.raises(kiln.KilnError, match="dim 0 is not an int >= 1"):
         client.compile(SQUEEZENET / "model.onnx", input_shapes={"input": [0, 3, 224, 224]})
+
+
+def test_request_builders_and_artifact_checks(compiled):
+    from kiln import client as kc
+
+    shapes = kc.input_shapes_proto([{"b": [2], "a": [1, 3]}, {"a": [4, 3], "b": [2]}])
+    assert [(s.name, list(s.dims)) for s in shapes] == [
+        ("a", [1, 3]), ("b", [2]), ("a", [4, 3]), ("b", [2])]
+    bounded = kc.input_shapes_proto({"x": [(1, 8), 3]})
+    assert list(bounded[0].dims) == [8, 3] and list(bounded[0].min_dims) == [1, 3]
+    with pytest.raises(kiln.KilnError, match="cannot be combined"):
+        kc.input_shapes_proto([{"x": [(1, 8)]}, {"x": [2]}])
+    constants = kc.constant_inputs_proto({"z": b"\x08\x01", "y": np.ones(2, np.float32)})
+    assert [c.name for c in constants] == ["y", "z"] and constants[1].tensor == b"\x08\x01"
+    first, _ = compiled
+    assert kc.parse_artifact(first.data).graph_hash == first.graph_hash
+    corrupted = bytearray(first.data)
+    corrupted[-1] ^= 1
+    with pytest.raises(kiln.KilnError, match="checksum mismatch"):
+        kc.parse_artifact(bytes(corrupted))
+    with pytest.raises(kiln.KilnError, match="bad magic"):
+        kc.parse_artifact(b"X" * 100)
+    d = kc.message_to_dict(first.manifest.inputs[0])
+    assert d["name"] == "input" and d["shape"] == [1, 3, 224, 224] and d["dtype"] == "f32"
 
 
 def test_jobs_status_workers_watch(compiled, client):
@@ -164,23 +193,58 @@ def test_tune_then_compile_applies_records(tmp_path):
         assert server.stop() == 0, server.log()
 
 
-def test_bad_token_is_unauthenticated(tmp_path):
+def make_certificates(directory):
+    """A CA and a server certificate for the name "kilnd.test" only (openssl CLI)."""
+    d = str(directory) + "/"
+
+    def openssl(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=directory)
+
+    with open(d + "server.ext", "w") as f:
+        f.write("subjectAltName=DNS:kilnd.test\n")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    openssl("req", "-x509", *ec, "-keyout", d + "ca.key", "-out", d + "ca.pem", "-days", "2",
+            "-subj", "/CN=kiln python test CA")
+    openssl("req", *ec, "-keyout", d + "server.key", "-out", d + "server.csr", "-subj",
+            "/CN=kilnd.test")
+    openssl("x509", "-req", "-in", d + "server.csr", "-CA", d + "ca.pem", "-CAkey", d + "ca.key",
+            "-CAcreateserial", "-out", d + "server.pem", "-days", "2", "-extfile",
+            d + "server.ext")
+
+
+def test_tls_and_tokens(tmp_path):
+    """TLS with tls_ca and tls_server_name; a bad token is UNAUTHENTICATED; KILN_TOKEN."""
     need_binaries()
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl CLI is not installed (scripts/setup installs it)")
+    make_certificates(tmp_path)
     token = "python-token-0123456789abcdef"
     (tmp_path / "tokens").write_text(f"{token} read\n")
-    server = Kilnd(tmp_path, workers=0, flags=["--token-file", str(tmp_path / "tokens")])
+    server = Kilnd(tmp_path, workers=0, flags=[
+        "--token-file", str(tmp_path / "tokens"), "--tls-cert", str(tmp_path / "server.pem"),
+        "--tls-key", str(tmp_path / "server.key")])
+    tls = {"tls_ca": tmp_path / "ca.pem", "tls_server_name": "kilnd.test"}
     try:
-        with kiln.Client(server.address, token=token) as good:
+        with kiln.Client(server.address, token=token, **tls) as good:
             server.wait_ready(good, workers=0)
-        with kiln.Client(server.address, token="wrong-token-0123456789abcdef") as bad:
+        with kiln.Client(server.address, token="wrong-token-0123456789abcdef", **tls) as bad:
             with pytest.raises(kiln.KilnError, match="unknown bearer token") as e:
                 bad.status()
         assert e.value.code == "UNAUTHENTICATED"
         os.environ["KILN_TOKEN"] = f"  {token}\n"  # read when token is None, stripped
         try:
-            with kiln.Client(server.address) as from_env:
+            with kiln.Client(server.address, tls_ca=(tmp_path / "ca.pem").read_bytes(),
+                             tls_server_name="kilnd.test") as from_env:
                 assert from_env.status()["workers"] == 0
         finally:
             del os.environ["KILN_TOKEN"]
+        # Plaintext to the TLS listener does not get through.
+        with kiln.Client(server.address, token=token, timeout=10) as plaintext:
+            with pytest.raises(kiln.KilnError) as e:
+                plaintext.status()
+        assert e.value.code == "UNAVAILABLE"
+        with pytest.raises(kiln.KilnError, match="tls_ca: cannot read") as e:
+            kiln.Client(server.address, tls_ca=tmp_path / "missing.pem")
+        assert e.value.code == "NOT_FOUND"
     finally:
         assert server.stop() == 0, server.log()

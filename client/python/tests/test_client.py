@@ -128,6 +128,28 @@ def test_compile_errors(client, tmp_path):
         client.compile(SQUEEZENET / "model.onnx", input_shapes={"input": [0, 3, 224, 224]})
 
 
+def test_read_model_inlines_external_data(tmp_path):
+    import onnx
+    from onnx import helper, numpy_helper
+
+    from kiln.client import read_model
+
+    weight = numpy_helper.from_array(np.arange(1024, dtype=np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1024])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1024])], [weight])
+    model = helper.make_model(graph)
+    onnx.save_model(model, str(tmp_path / "m.onnx"), save_as_external_data=True,
+                    location="m.data", size_threshold=0)
+    sent = onnx.ModelProto.FromString(read_model(tmp_path / "m.onnx"))
+    init = sent.graph.initializer[0]
+    assert init.data_location == onnx.TensorProto.DEFAULT and not init.external_data
+    np.testing.assert_array_equal(numpy_helper.to_array(init), np.arange(1024, dtype=np.float32))
+    plain = (SQUEEZENET / "model.onnx").read_bytes()
+    assert read_model(plain) == plain  # no external data: sent unchanged
+
+
 def test_request_builders_and_artifact_checks(compiled):
     from kiln import client as kc
 

@@ -112,13 +112,16 @@ def constant_inputs_proto(constant_inputs):
     return out
 
 
-def _check_target(target):
-    # kiln's --target native is the client's CPU as LLVM's host detection names it
-    # (NativeTargetSpec, C++ only); kilnd refuses a bare "native".
-    if target == "native":
-        raise KilnError("INVALID_ARGUMENT", "target 'native' (the client's CPU) needs LLVM's "
-                        "host CPU detection, which only the C++ client has: use 'host' (the "
-                        "compile worker's CPU) or 'cpu:<llvm cpu name>[:+feature,-feature,...]'")
+def wire_target(target):
+    """The target spec sent to kilnd: ``target`` as given, except "native" (this machine's
+    CPU, which only the client knows), sent as "cpu:<name>:<features>" from the runtime
+    library's kiln_native_target(), as ``kiln --target native`` does. Raises KilnError
+    NOT_FOUND if "native" is asked for and the runtime library cannot be loaded."""
+    if target != "native":
+        return target
+    from kiln import runtime
+
+    return runtime.native_target()
 
 
 def message_to_dict(message):
@@ -446,7 +449,7 @@ class Client:
             target: "host" (the compile worker's CPU: sent as is for kilnd to resolve, as
                 ``kiln compile --server`` does), "cpu:<llvm cpu name>" (e.g. "cpu:x86-64-v3"),
                 "cpu:<name>:+f1,-f2,..." (exactly those LLVM features) or "cuda:sm_NN".
-                "native" (the CLI's client CPU) is refused: it needs LLVM's host detection.
+                "native": this machine's CPU (see wire_target), so the artifact runs here.
             input_shapes: shapes of inputs with symbolic dims (see input_shapes_proto).
             timeout: each call's deadline in seconds (default: the client's).
             disabled_passes: graph passes to skip (names as in ``kiln-opt -list-passes``).
@@ -459,7 +462,7 @@ class Client:
         Raises KilnError with the server's code and message ("Compile: ..."); DATA_LOSS when
         the fetched artifact fails its digest, does not parse, or names another key.
         """
-        _check_target(target)
+        target = wire_target(target)
         options = service_pb2.CompileOptions(
             disabled_passes=list(disabled_passes), hardware_key=hardware_key, untuned=untuned,
             input_shapes=input_shapes_proto(input_shapes),
@@ -505,7 +508,7 @@ class Client:
             raise KilnError("INVALID_ARGUMENT", "trials must be a positive integer")
         if time_budget_s < 0:
             raise KilnError("INVALID_ARGUMENT", "time_budget_s must be a non-negative number")
-        _check_target(target)
+        target = wire_target(target)
         options = service_pb2.CompileOptions(disabled_passes=list(disabled_passes),
                                              input_shapes=input_shapes_proto(input_shapes))
         data = read_model(model)

@@ -106,8 +106,15 @@ def _library():
         return lib
 
 
+def native_target():
+    """This machine's CPU as a target spec, "cpu:<llvm cpu name>:+f1,-f2,..." (the runtime
+    library's kiln_native_target()). Raises KilnError as _library() does."""
+    return _library().kiln_native_target().decode()
+
+
 def _declare(lib):
     p = ctypes.POINTER
+    lib.kiln_native_target.restype = ctypes.c_char_p
     lib.kiln_runtime_abi_version.restype = ctypes.c_uint32
     lib.kiln_runtime_version.restype = ctypes.c_char_p
     lib.kiln_last_error.restype = ctypes.c_char_p

@@ -49,6 +49,18 @@ def test_compile_miss_then_hit(compiled):
     assert [t.name for t in first.manifest.inputs] == ["input"]
 
 
+def test_native_target_is_this_machines_cpu(compiled, kilnd):
+    # kilnd runs here too, so its "host" and this client's "native" are one CPU: the same
+    # target key, and the artifact compiled for "host" is a cache hit.
+    first, _ = compiled
+    spec = kiln.runtime.native_target()
+    assert spec.startswith("cpu:") and ":+" in spec
+    with kiln.Client(kilnd.address) as client:
+        native = client.compile(SQUEEZENET / "model.onnx", target="native")
+    assert native.target_key == first.target_key
+    assert native.cache_hit and native.data == first.data
+
+
 def test_save_is_atomic_and_exact(compiled, tmp_path):
     first, _ = compiled
     path = tmp_path / "squeezenet.kiln"
@@ -120,9 +132,6 @@ def test_compile_errors(client, tmp_path):
     assert e.value.code == "INVALID_ARGUMENT"
     with pytest.raises(kiln.KilnError, match="Compile: .*not-a-cpu") as e:
         client.compile(SQUEEZENET / "model.onnx", target="cpu:not-a-cpu")
-    assert e.value.code == "INVALID_ARGUMENT"
-    with pytest.raises(kiln.KilnError, match="target 'native'") as e:
-        client.compile(SQUEEZENET / "model.onnx", target="native")
     assert e.value.code == "INVALID_ARGUMENT"
     with pytest.raises(kiln.KilnError, match="dim 0 is not an int >= 1"):
         client.compile(SQUEEZENET / "model.onnx", input_shapes={"input": [0, 3, 224, 224]})

@@ -129,6 +129,10 @@ int main(int argc, char** argv) {
             kiln_dtype_size(KILN_DTYPE_FLOAT16) == 2 && kiln_dtype_size(KILN_DTYPE_UNDEFINED) == 0,
         "dtype sizes");
 
+  const char* native = kiln_native_target();
+  CHECK(strncmp(native, "cpu:", 4) == 0 && strstr(native, ":+") != NULL, "native target '%s'",
+        native);
+
   /* Errors on load. */
   kiln_model* model = NULL;
   kiln_status s = kiln_model_load_file("/nonexistent/model.kiln", NULL, &model);

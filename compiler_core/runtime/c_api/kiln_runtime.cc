@@ -18,6 +18,7 @@
 #include "compiler_core/ir/graph/tensor.h"
 #include "compiler_core/runtime/artifact.h"
 #include "compiler_core/runtime/cuda/load_runner.h"
+#include "compiler_core/support/target.h"
 
 namespace {
 
@@ -204,6 +205,11 @@ const char* kiln_runtime_version(void) {
 }
 
 const char* kiln_last_error(void) { return last_error.c_str(); }
+
+const char* kiln_native_target(void) {
+  static const std::string* const kSpec = new std::string(kiln::NativeTargetSpec());
+  return kSpec->c_str();
+}
 
 size_t kiln_dtype_size(kiln_dtype dtype) {
   std::optional<kiln::DType> d = kiln::DTypeFromOnnx(static_cast<int>(dtype));

@@ -181,6 +181,12 @@ KILN_RUNTIME_API kiln_status kiln_model_run(kiln_model* model, const kiln_tensor
                                             size_t num_inputs, kiln_output* outputs,
                                             size_t num_outputs);
 
+/* This machine's CPU as a Kiln target spec, "cpu:<llvm cpu name>:+f1,-f2,...": what a client
+ * sends kilnd for `--target native` (kilnd's own "host" is the server's CPU), so an artifact
+ * compiled remotely runs here. "native" if this host is not x86-64. Valid for the process's
+ * lifetime. */
+KILN_RUNTIME_API const char* kiln_native_target(void);
+
 /* The size in bytes of one element of dtype (0 for KILN_DTYPE_UNDEFINED or an unknown value). */
 KILN_RUNTIME_API size_t kiln_dtype_size(kiln_dtype dtype);
 

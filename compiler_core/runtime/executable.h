@@ -43,11 +43,17 @@ class Executable final : public ModelRunner {
   /// kernel count of the manifest or profile that ran, in its order). For profiling; `kernel_ms` may not be null.
   absl::StatusOr<std::vector<Tensor>> RunProfiled(const std::vector<const Tensor*>& inputs,
                                                   std::vector<double>* kernel_ms);
+  /// RunProfiled that also stores when each kernel call began, in ms after the run began (for
+  /// a timeline: runtime/chrome_trace.h), in `kernel_start_ms` (same size and order).
+  absl::StatusOr<std::vector<Tensor>> RunProfiled(const std::vector<const Tensor*>& inputs,
+                                                  std::vector<double>* kernel_ms,
+                                                  std::vector<double>* kernel_start_ms);
 
  private:
   Executable();
   absl::StatusOr<std::vector<Tensor>> RunImpl(const std::vector<const Tensor*>& inputs,
-                                              std::vector<double>* kernel_ms);
+                                              std::vector<double>* kernel_ms,
+                                              std::vector<double>* kernel_start_ms);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

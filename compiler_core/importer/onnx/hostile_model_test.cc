@@ -241,6 +241,28 @@ TEST(HostileModelTest, ConvRanksAreCheckedBeforeOnnxShapeInference) {
     EXPECT_EQ(std::string(g.status().message()),
               "node 'conv' (Conv): input 1 has rank 3, expected 4 (the rank of input 0)");
   }
+  {
+    // ConvInteger's shape inference segfaulted the same way (fuzz/seeds/onnx_import/
+    // convinteger_rank_mismatch.onnx).
+    ModelBuilder b;
+    b.Input("x", {1, 1, 3}, "", onnx::TensorProto::UINT8);
+    b.Input("w", {1, 1, 2, 2}, "", onnx::TensorProto::UINT8);
+    b.Node("ConvInteger", {"x", "w"}, {"y"}, "convint");
+    SymbolicOutput(b, 3);
+    auto g = Import(b);
+    EXPECT_EQ(std::string(g.status().message()),
+              "node 'convint' (ConvInteger): input 1 has rank 4, expected 3 (the rank of input 0)");
+  }
+  {
+    ModelBuilder b;
+    b.Input("x", {1, 1, 4, 4}, "", onnx::TensorProto::UINT8);
+    b.Input("w", {1, 1, 3}, "", onnx::TensorProto::INT8);
+    b.Node("QLinearConv", {"x", "xs", "xz", "w", "ws", "wz", "ys", "yz"}, {"y"}, "qconv");
+    SymbolicOutput(b, 4);
+    auto g = Import(b);
+    EXPECT_EQ(std::string(g.status().message()),
+              "node 'qconv' (QLinearConv): input 3 has rank 3, expected 4 (the rank of input 0)");
+  }
 }
 
 // Range over constants whose element count is no int64 (it was typed f32[0]: a wrong artifact),

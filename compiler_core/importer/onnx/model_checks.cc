@@ -202,23 +202,41 @@ std::unordered_map<std::string, int> DeclaredRanks(const onnx::GraphProto& g) {
 // Conv and ConvTranspose: ONNX 1.12's shape inference indexes the spatial dims of input 0 by
 // input 1's rank without checking them (a rank-2 X with a rank-3 W segfaults in
 // convTransposeShapeInference; found by fuzz_onnx_import). Declared ranks are checked first.
+// The ops whose ONNX shape inference (convPoolShapeInference, convTransposeShapeInference)
+// indexes the weight's dims by the input's rank without checking it: the input and weight
+// positions.
+struct ConvInputs {
+  const char* op_type;
+  int x;
+  int w;
+};
+constexpr ConvInputs kConvOps[] = {
+    {"Conv", 0, 1}, {"ConvTranspose", 0, 1}, {"ConvInteger", 0, 1}, {"QLinearConv", 0, 3}};
+
+const ConvInputs* ConvOp(const std::string& op_type) {
+  for (const ConvInputs& c : kConvOps) {
+    if (op_type == c.op_type) return &c;
+  }
+  return nullptr;
+}
+
 absl::Status CheckConvRanks(const std::unordered_map<std::string, int>& ranks,
-                            const onnx::NodeProto& node) {
-  if (node.input_size() < 2) return absl::OkStatus();  // the checker reports it
+                            const onnx::NodeProto& node, const ConvInputs& positions) {
+  if (node.input_size() <= positions.w) return absl::OkStatus();  // the checker reports it
   auto rank = [&ranks](const std::string& name) {
     auto it = ranks.find(name);
     return it == ranks.end() ? -1 : it->second;
   };
-  const int x = rank(node.input(0)), w = rank(node.input(1));
+  const int x = rank(node.input(positions.x)), w = rank(node.input(positions.w));
   if (x >= 0 && x < 3) {
-    return absl::InvalidArgumentError(
-        NodePrefix(node) +
-        absl::StrCat("input 0 has rank ", x, ", expected at least 3 (N, C, spatial...)"));
+    return absl::InvalidArgumentError(NodePrefix(node) +
+                                      absl::StrCat("input ", positions.x, " has rank ", x,
+                                                   ", expected at least 3 (N, C, spatial...)"));
   }
   if (x >= 0 && w >= 0 && w != x) {
-    return absl::InvalidArgumentError(NodePrefix(node) + absl::StrCat("input 1 has rank ", w,
-                                                                      ", expected ", x,
-                                                                      " (the rank of input 0)"));
+    return absl::InvalidArgumentError(
+        NodePrefix(node) + absl::StrCat("input ", positions.w, " has rank ", w, ", expected ", x,
+                                        " (the rank of input ", positions.x, ")"));
   }
   return absl::OkStatus();
 }
@@ -233,9 +251,9 @@ absl::Status CheckBeforeShapeInference(const onnx::ModelProto& model) {
     graphs.pop_back();
     std::optional<std::unordered_map<std::string, int>> ranks;  // made at the first Conv
     for (const onnx::NodeProto& node : g->node()) {
-      if (node.op_type() == "Conv" || node.op_type() == "ConvTranspose") {
+      if (const ConvInputs* conv = ConvOp(node.op_type())) {
         if (!ranks) ranks = DeclaredRanks(*g);
-        KILN_RETURN_IF_ERROR(CheckConvRanks(*ranks, node));
+        KILN_RETURN_IF_ERROR(CheckConvRanks(*ranks, node, *conv));
       }
       for (const onnx::AttributeProto& a : node.attribute()) {
         if (a.type() == onnx::AttributeProto::GRAPH) graphs.push_back(&a.g());

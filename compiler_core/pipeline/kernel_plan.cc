@@ -471,6 +471,7 @@ class Planner {
       call->set_fused_ops(kernel.fused_ops);
       call->set_schedule(kernel.schedule);
       call->set_workload_key(kernel.workload_key);
+      call->set_flops(tuning::CountFlops(kernel.lowered.func));
       if (!kernel.record_digest.empty()) {
         call->set_tuned(kernel.tuned);
         call->set_tuned_median_ms(kernel.tuned_median_ms);

@@ -1,14 +1,13 @@
-// Command-line parsing for the kiln CLI.
+// The kiln CLI's parsed command line: error printers and the values of its flags.
 #include "client/args.h"
 
 #include <fstream>
-#include <sstream>
-
-#include <algorithm>
 #include <iostream>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "client/command_line.h"
 
 namespace kiln::client {
 
@@ -21,43 +20,8 @@ int FailStatus(const absl::Status& status) {
   return Fail(absl::StrCat(absl::StatusCodeToString(status.code()), ": ", status.message()));
 }
 
-Args ParseArgs(int argc, char** argv, int first, const std::vector<std::string>& value_flags,
-               const std::vector<std::string>& bool_flags) {
-  Args args;
-  for (int i = first; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a.rfind("-", 0) != 0 || a == "-") {
-      args.positional.push_back(a);
-      continue;
-    }
-    std::string name = a, value;
-    if (std::find(bool_flags.begin(), bool_flags.end(), a) != bool_flags.end()) {
-      args.flags.insert({name, "true"});
-      continue;
-    }
-    const size_t eq = a.find('=');
-    if (eq != std::string::npos) name = a.substr(0, eq);
-    // An unknown flag is reported as such wherever it stands (not as one missing its value).
-    const bool known =
-        std::find(value_flags.begin(), value_flags.end(), name) != value_flags.end() ||
-        (std::find(value_flags.begin(), value_flags.end(), "--server") != value_flags.end() &&
-         std::find(std::begin(kConnectionFlags), std::end(kConnectionFlags), name) !=
-             std::end(kConnectionFlags));
-    if (!known) {
-      args.error = absl::StrCat("unknown flag ", name);
-      return args;
-    }
-    if (eq != std::string::npos) {
-      value = a.substr(eq + 1);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      args.error = absl::StrCat("flag ", a, " needs a value");
-      return args;
-    }
-    args.flags.insert({name, value});
-  }
-  return args;
+int FailUsage(const Args& args, const std::string& message) {
+  return UsageError(absl::StrCat("kiln ", args.command), message);
 }
 
 std::vector<std::string> SplitAll(const Args& args, const std::string& flag) {

@@ -1,5 +1,5 @@
-// The CLI's small argument parser and error printers, shared by the local subcommands
-// (kiln.cc) and the remote ones (remote_commands.cc).
+// A parsed kiln command line (client/cli.cc parses it with CLI11) and the error printers,
+// shared by the local subcommands (kiln.cc) and the remote ones (remote_commands.cc).
 #ifndef KILN_CLIENT_ARGS_H_
 #define KILN_CLIENT_ARGS_H_
 
@@ -13,16 +13,13 @@
 
 namespace kiln::client {
 
-/// Prints "kiln: <message>" to stderr; returns exit status 1.
-int Fail(const std::string& message);
-/// Fail with "<CODE>: <message>".
-int FailStatus(const absl::Status& status);
-
-/// Parsed command line: positional arguments and --flag values (repeatable flags keep all).
+/// Parsed command line: the subcommand, its positional arguments and --flag values in the
+/// order given (repeatable flags keep all; a flag without a value is "true"). A flag's key is
+/// its long name ("--output" for -o), KILN_SERVER and KILN_TARGET already applied.
 struct Args {
+  std::string command;  // "compile", "records", ...
   std::vector<std::string> positional;
   std::multimap<std::string, std::string> flags;
-  std::string error;  // set when the command line is invalid
 
   bool Has(const std::string& f) const { return flags.count(f) != 0; }
   std::string Get(const std::string& f, const std::string& def = "") const {
@@ -36,15 +33,13 @@ struct Args {
   }
 };
 
-/// How a command that takes --server reaches kilnd (client/channel.h): the CA that verifies
-/// kilnd's certificate, the name to check it against, and the file holding the bearer token.
-inline constexpr const char* kConnectionFlags[] = {"--tls-ca", "--tls-server-name", "--token-file"};
-
-/// Parses argv[first..]: `value_flags` lists every accepted flag ("--f V" or "--f=V"); those
-/// also in `bool_flags` take no value. Where `value_flags` has --server, kConnectionFlags are
-/// accepted too.
-Args ParseArgs(int argc, char** argv, int first, const std::vector<std::string>& value_flags,
-               const std::vector<std::string>& bool_flags = {});
+/// Prints "kiln: <message>" to stderr; returns exit status 1 (a runtime failure).
+int Fail(const std::string& message);
+/// Fail with "<CODE>: <message>".
+int FailStatus(const absl::Status& status);
+/// A usage error of `args`' subcommand found after parsing (a bad flag value, flags that do not
+/// go together): "kiln <command>: <message>" and where --help is; returns exit status 2.
+int FailUsage(const Args& args, const std::string& message);
 
 /// Every value of a repeatable flag, each also split at commas.
 std::vector<std::string> SplitAll(const Args& args, const std::string& flag);

@@ -1,20 +1,23 @@
 // The `kiln` command line: compile, run, check and inspect models locally, or compile and check
-// through a kilnd server (--server) and query its status, jobs and workers.
+// through a kilnd server (--server) and query its status, jobs and workers. Its flags and help
+// are defined in cli.cc.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "client/check.h"
+#include "client/cli.h"
 #include "client/records_file.h"
 #include "client/remote_commands.h"
 #include "client/tune_commands.h"
@@ -26,58 +29,6 @@
 
 namespace kiln::client {
 namespace {
-
-constexpr char kUsage[] = R"(usage:
-  kiln compile MODEL.onnx -o OUT.kiln [--target host|cpu:<llvm cpu name>|cuda:sm_NN [--precision P]]
-               [--print-ir-after=PASS]
-               [--disable-pass=PASS] [--records FILE.jsonl [--hardware-key K]]
-               [--input-shape NAME=D0,D1,... ...] [--constant-input NAME=FILE.pb ...]
-               [--time-passes]
-               [--server HOST:PORT [--json] [--timeout-s S] [--hardware-key K] [--untuned]
-                [--tune=background [--trials N] [--time-budget-s S]]]
-  kiln run OUT.kiln --input NAME=FILE.pb ... --output-dir DIR [--threads N] [--device D]
-  kiln check DIR [--target T] [--print-ir-after=PASS] [--disable-pass=PASS] [--server HOST:PORT]
-             [--records FILE.jsonl [--hardware-key K]] [--input-shape NAME=D0,D1,... ...]
-             [--constant-input NAME=FILE.pb ...] [--device D] [--precision P]
-  kiln inspect OUT.kiln
-  kiln tune MODEL.onnx --print-space [--target T] [--samples N] [--seed S]
-            [--input-shape NAME=D0,D1,... ...] (also with --local and --server)
-  kiln tune MODEL.onnx --local --records-out FILE.jsonl [--target T] [--trials N]
-            [--time-budget-s S] [--threads N (default 1)] [--seed S] [--random]
-            [--no-cache-flush] [--json] [--device cuda:N (a cuda target: the GPU measured on)]
-  kiln tune MODEL.onnx --server HOST:PORT [--target T] [--trials N] [--time-budget-s S]
-            [--seed S] [--hardware-key K] [--random] [--json]
-  kiln cancel JOB_ID --server HOST:PORT
-  kiln status --server HOST:PORT
-  kiln jobs --server HOST:PORT [--state queued|running|succeeded|failed|cancelled] [--limit N]
-            [--kind compile|tune|workloads|build|measure|all]
-  kiln workers --server HOST:PORT
-  kiln records list|export --server HOST:PORT [--hardware-key K]
-  kiln records import FILE.jsonl --server HOST:PORT
-
-A target cuda:sm_80|sm_86|sm_89|sm_90|sm_90a compiles PTX for that NVIDIA GPU architecture on any
-host; --precision tf32|fp16|bf16 (compile, check) runs its matmuls and convs on tensor cores
-(check then uses the tolerance it prints); D is where run and check execute: cpu, or cuda:N
-(the default for a CUDA artifact: cuda:0), through the NVIDIA driver (libcuda.so.1),
-JIT-compiling the PTX at load.
-PASS is a graph pass (constant-folding, simplify, fold-batchnorm, matmul-layout, matmul-pack,
-cse, dce, layout-nchwc, conv-u8s8, matmul-u8s8, fusion), "import", "lower"
-(loop IR before scheduling), "schedule" (loop IR after scheduling) or "all"; repeatable.
---input-shape gives a graph input with symbolic dims (dim_param) a concrete shape; a dim_param
-shared by several inputs takes one value, so naming one input may fix the others. kiln check DIR
-of such a model takes the shapes from DIR/test_data_set_*/ when none is given (one compile per
-distinct set of input shapes). Giving an input several shapes compiles one shape profile per
-shape (the k-th shape of each input, an input given once in all) into one artifact; it runs the
-profile whose input shapes match and refuses other shapes, listing the compiled ones. A dim
-given as a range MIN..MAX (--input-shape input=1..4,1..64,256; one profile) is a bounded dim:
-one variant runs every length within the range, its kernels working on tensors padded to the
-bound (the memory plan sized for it), and each output has the shape its inputs give.
---constant-input compiles a graph input as the constant in FILE.pb (an onnx.TensorProto), so
-what it determines folds (an If's condition, a Loop's trip count); check DIR then feeds each
-data set's other inputs by name.
-With --server, compile and check upload the model to kilnd (only if it lacks it), compile there
-and download the artifact; --json prints the result as one JSON object.
-)";
 
 // The CPU or SM a compile was for, with a tensor-core precision: "znver4", "sm_90 tf32".
 std::string TargetText(const Target& target) {
@@ -165,23 +116,18 @@ class TimePasses {
   std::vector<std::pair<std::string, double>> stages_;
 };
 
-int Compile(int argc, char** argv) {
-  Args args = ParseArgs(argc, argv, 2,
-                        {"-o", "--output", "--target", "--print-ir-after", "--disable-pass",
-                         "--server", "--json", "--timeout-s", "--records", "--hardware-key",
-                         "--untuned", "--tune", "--trials", "--time-budget-s", "--seed",
-                         "--input-shape", "--constant-input", "--time-passes", "--precision"},
-                        /*bool_flags=*/{"--json", "--untuned", "--time-passes"});
-  if (!args.error.empty()) return Fail(args.error);
-  if (args.positional.size() != 1) return Fail("compile: expected one MODEL.onnx\n" + std::string(kUsage));
-  std::string out = args.Get("-o", args.Get("--output"));
-  if (out.empty()) return Fail("compile: missing -o OUT.kiln");
-  if (args.Has("--server")) return CompileOnServer(args, out);
-  if (args.Has("--tune")) return Fail("compile: --tune=background needs --server");
-  if (args.Has("--time-passes") && args.Has("--server")) {
-    return Fail("compile: --time-passes times a local compile (drop --server)");
+int Compile(const Args& args) {
+  const std::string out = args.Get("--output");
+  if (out.empty()) return FailUsage(args, "missing -o OUT.kiln");
+  if (args.Has("--local") && args.Has("--server")) {
+    return FailUsage(args, "--local and --server do not go together");
   }
-  if (args.Has("--json")) return Fail("compile: --json needs --server");
+  if (args.Has("--time-passes") && args.Has("--server")) {
+    return FailUsage(args, "--time-passes times a local compile (drop --server, or --local)");
+  }
+  if (args.Has("--server")) return CompileOnServer(args, out);
+  if (args.Has("--tune")) return FailUsage(args, "--tune=background needs --server");
+  if (args.Has("--json")) return FailUsage(args, "--json needs --server");
   absl::StatusOr<pipeline::CompileOptions> parsed = OptionsFrom(args);
   if (!parsed.ok()) return FailStatus(parsed.status());
   pipeline::CompileOptions& options = *parsed;
@@ -222,30 +168,29 @@ std::string SafeFileName(const std::string& name) {
   return s.empty() ? "output" : s;
 }
 
-int Run(int argc, char** argv) {
-  Args args = ParseArgs(argc, argv, 2, {"--input", "--output-dir", "--threads", "--device"});
-  if (!args.error.empty()) return Fail(args.error);
-  if (args.positional.size() != 1) return Fail("run: expected one OUT.kiln\n" + std::string(kUsage));
+int Run(const Args& args) {
   std::string out_dir = args.Get("--output-dir");
-  if (out_dir.empty()) return Fail("run: missing --output-dir DIR");
-  auto artifact = runtime::ReadArtifactFile(args.positional[0]);
-  if (!artifact.ok()) return FailStatus(artifact.status());
+  if (out_dir.empty()) return FailUsage(args, "missing --output-dir DIR");
   int threads = 0;
   if (args.Has("--threads") && !absl::SimpleAtoi(args.Get("--threads"), &threads)) {
-    return Fail("run: --threads needs an integer");
+    return FailUsage(args, "--threads needs an integer");
   }
+  std::map<std::string, std::string> files;
+  for (const std::string& spec : args.GetAll("--input")) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos) {
+      return FailUsage(args, "--input wants NAME=FILE.pb, got '" + spec + "'");
+    }
+    files[spec.substr(0, eq)] = spec.substr(eq + 1);
+  }
+  auto artifact = runtime::ReadArtifactFile(args.positional[0]);
+  if (!artifact.ok()) return FailStatus(artifact.status());
   // A CUDA artifact runs on the first GPU unless --device says otherwise.
   const std::string device = args.Get(
       "--device", artifact->manifest.code_kind() == kiln::v1::PTX ? "cuda:0" : "cpu");
   auto exe = runtime::cuda::LoadRunner(std::move(*artifact), device, threads);
   if (!exe.ok()) return FailStatus(exe.status());
   const auto& m = (*exe)->manifest();
-  std::map<std::string, std::string> files;
-  for (const std::string& spec : args.GetAll("--input")) {
-    auto eq = spec.find('=');
-    if (eq == std::string::npos) return Fail("run: --input wants NAME=FILE.pb, got '" + spec + "'");
-    files[spec.substr(0, eq)] = spec.substr(eq + 1);
-  }
   std::vector<std::string> input_names;
   for (const auto& in : m.inputs()) input_names.push_back(in.name());
   auto has_input = [&](const std::string& name) {
@@ -320,14 +265,10 @@ int Run(int argc, char** argv) {
   return 0;
 }
 
-int Check(int argc, char** argv) {
-  Args args = ParseArgs(
-      argc, argv, 2,
-      {"--target", "--print-ir-after", "--disable-pass", "--server", "--timeout-s", "--records",
-       "--hardware-key", "--input-shape", "--constant-input", "--device", "--precision"});
-  if (!args.error.empty()) return Fail(args.error);
-  if (args.positional.size() != 1)
-    return Fail("check: expected one model DIR\n" + std::string(kUsage));
+int Check(const Args& args) {
+  if (args.Has("--local") && args.Has("--server")) {
+    return FailUsage(args, "--local and --server do not go together");
+  }
   if (args.Has("--server")) return CheckOnServer(args);
   absl::StatusOr<pipeline::CompileOptions> parsed = OptionsFrom(args);
   if (!parsed.ok()) return FailStatus(parsed.status());
@@ -448,10 +389,7 @@ void PrintMemorySizes(const kiln::v1::Manifest& m, const std::string& indent) {
             << " bytes (computed from the weights at load)\n";
 }
 
-int Inspect(int argc, char** argv) {
-  Args args = ParseArgs(argc, argv, 2, {});
-  if (!args.error.empty()) return Fail(args.error);
-  if (args.positional.size() != 1) return Fail("inspect: expected one OUT.kiln");
+int Inspect(const Args& args) {
   auto artifact = runtime::ReadArtifactFile(args.positional[0]);
   if (!artifact.ok()) return FailStatus(artifact.status());
   const kiln::v1::Manifest& m = artifact->manifest;
@@ -504,25 +442,18 @@ int Inspect(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace kiln::client;
-  if (argc < 2) {
-    std::cerr << kUsage;
-    return 2;
-  }
-  std::string cmd = argv[1];
-  if (cmd == "compile") return Compile(argc, argv);
-  if (cmd == "run") return Run(argc, argv);
-  if (cmd == "check") return Check(argc, argv);
-  if (cmd == "inspect") return Inspect(argc, argv);
-  if (cmd == "tune") return TuneCommand(argc, argv);
-  if (cmd == "cancel") return CancelCommand(argc, argv);
-  if (cmd == "status") return StatusCommand(argc, argv);
-  if (cmd == "jobs") return JobsCommand(argc, argv);
-  if (cmd == "workers") return WorkersCommand(argc, argv);
-  if (cmd == "records") return RecordsCommand(argc, argv);
-  if (cmd == "-h" || cmd == "--help" || cmd == "help") {
-    std::cout << kUsage;
-    return 0;
-  }
-  std::cerr << "kiln: unknown command '" << cmd << "'\n" << kUsage;
-  return 2;
+  Args args;
+  if (std::optional<int> done = ParseKilnCommandLine(argc, argv, args)) return *done;
+  const std::string& cmd = args.command;
+  if (cmd == "compile") return Compile(args);
+  if (cmd == "run") return Run(args);
+  if (cmd == "check") return Check(args);
+  if (cmd == "inspect") return Inspect(args);
+  if (cmd == "tune") return TuneCommand(args);
+  if (cmd == "cancel") return CancelCommand(args);
+  if (cmd == "status") return StatusCommand(args);
+  if (cmd == "jobs") return JobsCommand(args);
+  if (cmd == "workers") return WorkersCommand(args);
+  if (cmd == "records") return RecordsCommand(args);
+  return Fail("no command '" + cmd + "'");  // every command of client/cli.cc is above
 }

@@ -30,14 +30,30 @@ struct Remote {
   std::unique_ptr<RemoteClient> client;
   RemoteCompileOptions options;
   std::string error;
+  bool usage_error = false;  // `error` is about the command line (exit 2)
+
+  /// The exit status of `error`, printed for `args`' command.
+  int Fail(const Args& args) const {
+    return usage_error ? FailUsage(args, error) : client::Fail(args.command + ": " + error);
+  }
 };
 
-Remote RemoteFrom(const Args& args) {
-  Remote r;
+/// --timeout-s (default 600); nullopt when it is not a positive integer.
+std::optional<int> TimeoutSeconds(const Args& args) {
   int timeout_s = 600;
   if (args.Has("--timeout-s") &&
       (!absl::SimpleAtoi(args.Get("--timeout-s"), &timeout_s) || timeout_s <= 0)) {
+    return std::nullopt;
+  }
+  return timeout_s;
+}
+
+Remote RemoteFrom(const Args& args) {
+  Remote r;
+  const std::optional<int> timeout_s = TimeoutSeconds(args);
+  if (!timeout_s.has_value()) {
     r.error = "--timeout-s needs a positive integer";
+    r.usage_error = true;
     return r;
   }
   r.options.target = args.Get("--target", "host");
@@ -58,7 +74,7 @@ Remote RemoteFrom(const Args& args) {
     return r;
   }
   r.options.constant_inputs = *std::move(constants);
-  r.options.timeout_ms = int64_t{timeout_s} * 1000;
+  r.options.timeout_ms = int64_t{*timeout_s} * 1000;
   absl::StatusOr<std::unique_ptr<RemoteClient>> client =
       RemoteClientFrom(args, r.options.timeout_ms);
   if (!client.ok()) {
@@ -101,30 +117,35 @@ std::string TimeText(int64_t unix_ms) {
   return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(unix_ms), absl::UTCTimeZone());
 }
 
-/// Parses `--server` (required) for the server-only commands.
-std::unique_ptr<RemoteClient> ServerFrom(const Args& args, std::string& error) {
-  if (!args.error.empty()) {
-    error = args.error;
-  } else if (!args.Has("--server")) {
-    error = "missing --server HOST:PORT";
-  } else if (!args.positional.empty()) {
-    error = "unexpected argument '" + args.positional[0] + "'";
+/// The client of `--server` (required) for the server-only commands; nullptr after printing
+/// the error, whose exit status is then in `exit_status`.
+std::unique_ptr<RemoteClient> ServerFrom(const Args& args, int& exit_status) {
+  if (!args.Has("--server")) {
+    exit_status = FailUsage(args, "missing --server HOST:PORT (or KILN_SERVER)");
+    return nullptr;
   }
-  if (!error.empty()) return nullptr;
   Remote remote = RemoteFrom(args);
-  error = remote.error;
+  if (remote.client == nullptr) exit_status = remote.Fail(args);
   return std::move(remote.client);
 }
 
 }  // namespace
 
 int CompileOnServer(const Args& args, const std::string& out) {
+  if (!TimeoutSeconds(args).has_value()) {
+    return FailUsage(args, "--timeout-s needs a positive integer");
+  }
   // --tune=background: compile now (the records known today), tune in a batch job after.
   std::optional<kiln::v1::TuneRequest> tune;
+  if (std::string error = TuneFlagError(args); args.Has("--tune") && !error.empty()) {
+    return FailUsage(args, error);
+  }
   if (args.Has("--tune")) {
     if (args.Get("--tune") != "background") {
-      return Fail("compile: --tune takes 'background' (tune in a batch job after this compile), "
-                  "not '" + args.Get("--tune") + "'");
+      return FailUsage(args,
+                       "--tune takes 'background' (tune in a batch job after this "
+                       "compile), not '" +
+                           args.Get("--tune") + "'");
     }
     absl::StatusOr<kiln::v1::TuneRequest> request = TuneRequestFrom(args);
     if (!request.ok()) return Fail(absl::StrCat("compile: ", request.status().message()));
@@ -171,7 +192,7 @@ int CompileOnServer(const Args& args, const std::string& out) {
 int CheckOnServer(const Args& args) {
   const std::string& dir = args.positional[0];
   Remote remote = RemoteFrom(args);
-  if (!remote.error.empty()) return Fail(remote.error);
+  if (!remote.error.empty()) return remote.Fail(args);
   // As a local check: one compile per distinct input shapes of a symbolic model's data sets.
   auto compiles =
       PlanCheckCompiles(dir, remote.options.shape_profiles, remote.options.constant_inputs);
@@ -214,10 +235,10 @@ int CheckOnServer(const Args& args) {
   return all_pass ? 0 : 1;
 }
 
-int StatusCommand(int argc, char** argv) {
-  std::string error;
-  auto client = ServerFrom(ParseArgs(argc, argv, 2, {"--server", "--timeout-s"}), error);
-  if (!client) return Fail("status: " + error);
+int StatusCommand(const Args& args) {
+  int exit_status = 1;
+  auto client = ServerFrom(args, exit_status);
+  if (!client) return exit_status;
   auto s = client->GetStats();
   if (!s.ok()) return FailStatus(s.status());
   std::cout << absl::StrFormat(
@@ -231,20 +252,19 @@ int StatusCommand(int argc, char** argv) {
   return 0;
 }
 
-int JobsCommand(int argc, char** argv) {
-  Args args = ParseArgs(argc, argv, 2, {"--server", "--timeout-s", "--state", "--limit", "--kind"});
-  std::string error;
-  auto client = ServerFrom(args, error);
-  if (!client) return Fail("jobs: " + error);
+int JobsCommand(const Args& args) {
   kiln::v1::JobState state = kiln::v1::JOB_STATE_UNSPECIFIED;
   if (args.Has("--state") &&
       !kiln::v1::JobState_Parse(absl::AsciiStrToUpper(args.Get("--state")), &state)) {
-    return Fail("jobs: unknown --state '" + args.Get("--state") + "'");
+    return FailUsage(args, "unknown --state '" + args.Get("--state") + "'");
   }
   int limit = 0;
   if (args.Has("--limit") && (!absl::SimpleAtoi(args.Get("--limit"), &limit) || limit < 0)) {
-    return Fail("jobs: --limit needs an integer >= 0");
+    return FailUsage(args, "--limit needs an integer >= 0");
   }
+  int exit_status = 1;
+  auto client = ServerFrom(args, exit_status);
+  if (!client) return exit_status;
   auto jobs = client->ListJobs(state, limit, SplitAll(args, "--kind"));
   if (!jobs.ok()) return FailStatus(jobs.status());
   std::cout << absl::StrFormat("%-24s %-9s %-10s %-11s %-16s %-24s %3s %-20s %s\n", "ID",
@@ -265,10 +285,10 @@ int JobsCommand(int argc, char** argv) {
   return 0;
 }
 
-int WorkersCommand(int argc, char** argv) {
-  std::string error;
-  auto client = ServerFrom(ParseArgs(argc, argv, 2, {"--server", "--timeout-s"}), error);
-  if (!client) return Fail("workers: " + error);
+int WorkersCommand(const Args& args) {
+  int exit_status = 1;
+  auto client = ServerFrom(args, exit_status);
+  if (!client) return exit_status;
   auto workers = client->ListWorkers();
   if (!workers.ok()) return FailStatus(workers.status());
   std::cout << absl::StrFormat("%-24s %-10s %-7s %-8s %-20s %-22s %s\n", "ID", "BUSY/SLOTS", "PID",
@@ -294,18 +314,19 @@ std::string HardwareTail(const std::string& key) {
 
 }  // namespace
 
-int RecordsCommand(int argc, char** argv) {
-  Args args = ParseArgs(argc, argv, 2, {"--server", "--timeout-s", "--hardware-key"});
-  if (!args.error.empty()) return Fail("records: " + args.error);
-  if (args.positional.empty()) return Fail("records: expected list, export or import");
+int RecordsCommand(const Args& args) {
   const std::string verb = args.positional[0];
-  if ((verb == "import") != (args.positional.size() == 2) || args.positional.size() > 2) {
-    return Fail("records: usage: kiln records list|export --server HOST:PORT [--hardware-key K] "
-                "| kiln records import FILE.jsonl --server HOST:PORT");
+  if (verb != "list" && verb != "export" && verb != "import") {
+    return FailUsage(args, "unknown verb '" + verb + "' (list, export, import)");
   }
-  if (!args.Has("--server")) return Fail("records: missing --server HOST:PORT");
-  Remote remote = RemoteFrom(args);
-  if (!remote.error.empty()) return Fail("records: " + remote.error);
+  if ((verb == "import") != (args.positional.size() == 2)) {
+    return FailUsage(args,
+                     "usage: kiln records list|export --server HOST:PORT [--hardware-key K] "
+                     "| kiln records import FILE.jsonl --server HOST:PORT");
+  }
+  int exit_status = 1;
+  std::unique_ptr<RemoteClient> client = ServerFrom(args, exit_status);
+  if (!client) return exit_status;
   if (verb == "import") {
     // Every line is checked before anything is sent: one bad line imports nothing.
     absl::StatusOr<std::string> text = ReadFileBytes(args.positional[1]);
@@ -315,17 +336,17 @@ int RecordsCommand(int argc, char** argv) {
       return FailStatus(absl::InvalidArgumentError(
           absl::StrCat(args.positional[1], ": ", records.status().message())));
     }
-    auto imported = remote.client->ImportTuningRecords(*records);
+    auto imported = client->ImportTuningRecords(*records);
     if (!imported.ok()) return FailStatus(imported.status());
     std::cout << "imported " << *imported << " records\n";
     return 0;
   }
   const std::string hardware_key = args.Get("--hardware-key");
-  auto records = remote.client->ListTuningRecords(hardware_key);
+  auto records = client->ListTuningRecords(hardware_key);
   if (!records.ok()) return FailStatus(records.status());
   if (records->empty() && !hardware_key.empty()) {
     // The short form `list` prints ("cpu:znver4|device=...") names the same hardware.
-    records = remote.client->ListTuningRecords("");
+    records = client->ListTuningRecords("");
     if (!records.ok()) return FailStatus(records.status());
     std::vector<kiln::v1::TuningRecord> matching;
     for (kiln::v1::TuningRecord& r : *records) {
@@ -337,7 +358,6 @@ int RecordsCommand(int argc, char** argv) {
     for (const kiln::v1::TuningRecord& r : *records) std::cout << tuning::RecordToJsonLine(r) << "\n";
     return 0;
   }
-  if (verb != "list") return Fail("records: unknown verb '" + verb + "' (list, export, import)");
   std::cout << absl::StrFormat("%-12s %-11s %-10s %10s %10s %7s %9s  %s\n", "WORKLOAD",
                                "PROVENANCE", "WORKER", "MEDIAN MS", "DEFAULT", "REPEATS",
                                "CONFIRMED", "HARDWARE");

@@ -15,17 +15,17 @@ int CompileOnServer(const Args& args, const std::string& out);
 /// `kiln check DIR --server HOST:PORT`: compiles remotely, runs locally, prints hit or miss.
 int CheckOnServer(const Args& args);
 /// `kiln status|jobs|workers --server HOST:PORT`.
-int StatusCommand(int argc, char** argv);
-int JobsCommand(int argc, char** argv);
-int WorkersCommand(int argc, char** argv);
+int StatusCommand(const Args& args);
+int JobsCommand(const Args& args);
+int WorkersCommand(const Args& args);
 /// kiln records list|export|import [FILE] --server HOST:PORT [--hardware-key K].
-int RecordsCommand(int argc, char** argv);
+int RecordsCommand(const Args& args);
 /// `kiln tune MODEL --server HOST:PORT [--target T] [--trials N] [--time-budget-s S]
 /// [--seed S] [--hardware-key K] [--random] [--json]`: submits a tune job, follows it (a live
 /// line on a terminal), prints the per-workload summary; exit 0 when it succeeded.
 int TuneOnServer(const Args& args);
 /// `kiln cancel JOB_ID --server HOST:PORT`.
-int CancelCommand(int argc, char** argv);
+int CancelCommand(const Args& args);
 
 }  // namespace kiln::client
 

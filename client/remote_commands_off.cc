@@ -12,11 +12,11 @@ int Unavailable() {
 
 int CompileOnServer(const Args&, const std::string&) { return Unavailable(); }
 int CheckOnServer(const Args&) { return Unavailable(); }
-int StatusCommand(int, char**) { return Unavailable(); }
-int JobsCommand(int, char**) { return Unavailable(); }
-int WorkersCommand(int, char**) { return Unavailable(); }
-int RecordsCommand(int, char**) { return Unavailable(); }
+int StatusCommand(const Args&) { return Unavailable(); }
+int JobsCommand(const Args&) { return Unavailable(); }
+int WorkersCommand(const Args&) { return Unavailable(); }
+int RecordsCommand(const Args&) { return Unavailable(); }
 int TuneOnServer(const Args&) { return Unavailable(); }
-int CancelCommand(int, char**) { return Unavailable(); }
+int CancelCommand(const Args&) { return Unavailable(); }
 
 }  // namespace kiln::client

@@ -73,7 +73,27 @@ std::string TuneJson(const std::string& job_id, const kiln::v1::JobEvent& last) 
 
 }  // namespace
 
+std::string TuneFlagError(const Args& args) {
+  int64_t trials = 64;
+  if (args.Has("--trials") && (!absl::SimpleAtoi(args.Get("--trials"), &trials) || trials < 1)) {
+    return "--trials must be a positive integer";
+  }
+  double budget = 0;
+  if (args.Has("--time-budget-s") &&
+      (!absl::SimpleAtod(args.Get("--time-budget-s"), &budget) || budget < 0)) {
+    return "--time-budget-s must be a non-negative number";
+  }
+  uint64_t seed = 1;
+  if (args.Has("--seed") && !absl::SimpleAtoi(args.Get("--seed"), &seed)) {
+    return "--seed must be a non-negative integer";
+  }
+  return "";
+}
+
 absl::StatusOr<kiln::v1::TuneRequest> TuneRequestFrom(const Args& args) {
+  if (std::string error = TuneFlagError(args); !error.empty()) {
+    return absl::InvalidArgumentError(error);
+  }
   kiln::v1::TuneRequest request;
   request.set_target(args.Get("--target", "host"));
   for (const std::string& p : SplitAll(args, "--disable-pass")) {
@@ -85,20 +105,14 @@ absl::StatusOr<kiln::v1::TuneRequest> TuneRequestFrom(const Args& args) {
   SetInputShapes(shapes.empty() ? importer::ShapeProfiles{} : importer::ShapeProfiles{shapes},
                  *request.mutable_options(), min_shapes);
   int64_t trials = 64;
-  if (args.Has("--trials") && (!absl::SimpleAtoi(args.Get("--trials"), &trials) || trials < 1)) {
-    return absl::InvalidArgumentError("--trials must be a positive integer");
-  }
-  request.set_trials(trials);
   double budget = 0;
-  if (args.Has("--time-budget-s") &&
-      (!absl::SimpleAtod(args.Get("--time-budget-s"), &budget) || budget < 0)) {
-    return absl::InvalidArgumentError("--time-budget-s must be a non-negative number");
-  }
-  request.set_time_budget_s(budget);
   uint64_t seed = 1;
-  if (args.Has("--seed") && !absl::SimpleAtoi(args.Get("--seed"), &seed)) {
-    return absl::InvalidArgumentError("--seed must be a non-negative integer");
-  }
+  // TuneFlagError checked these.
+  if (args.Has("--trials")) (void)absl::SimpleAtoi(args.Get("--trials"), &trials);
+  if (args.Has("--time-budget-s")) (void)absl::SimpleAtod(args.Get("--time-budget-s"), &budget);
+  if (args.Has("--seed")) (void)absl::SimpleAtoi(args.Get("--seed"), &seed);
+  request.set_trials(trials);
+  request.set_time_budget_s(budget);
   request.set_seed(seed);
   request.set_hardware_key(args.Get("--hardware-key"));
   request.set_random(args.Has("--random"));
@@ -118,15 +132,16 @@ absl::StatusOr<std::string> SubmitTune(RemoteClient& client, const std::string& 
 }
 
 int TuneOnServer(const Args& args) {
+  if (std::string error = TuneFlagError(args); !error.empty()) return FailUsage(args, error);
+  int timeout_s = 600;
+  if (args.Has("--timeout-s") &&
+      (!absl::SimpleAtoi(args.Get("--timeout-s"), &timeout_s) || timeout_s <= 0)) {
+    return FailUsage(args, "--timeout-s needs a positive integer");
+  }
   absl::StatusOr<kiln::v1::TuneRequest> request = TuneRequestFrom(args);
   if (!request.ok()) return Fail(absl::StrCat("tune: ", request.status().message()));
   absl::StatusOr<std::string> model = ReadModelForUpload(args.positional[0]);
   if (!model.ok()) return FailStatus(model.status());
-  int timeout_s = 600;
-  if (args.Has("--timeout-s") &&
-      (!absl::SimpleAtoi(args.Get("--timeout-s"), &timeout_s) || timeout_s <= 0)) {
-    return Fail("tune: --timeout-s needs a positive integer");
-  }
   absl::StatusOr<std::unique_ptr<RemoteClient>> connected =
       RemoteClientFrom(args, int64_t{timeout_s} * 1000);
   if (!connected.ok()) return Fail(absl::StrCat("tune: ", connected.status().message()));
@@ -181,12 +196,8 @@ int TuneOnServer(const Args& args) {
   }
 }
 
-int CancelCommand(int argc, char** argv) {
-  Args args = ParseArgs(argc, argv, 2, {"--server", "--timeout-s"});
-  if (!args.error.empty()) return Fail("cancel: " + args.error);
-  if (args.positional.size() != 1 || !args.Has("--server")) {
-    return Fail("cancel: usage: kiln cancel JOB_ID --server HOST:PORT");
-  }
+int CancelCommand(const Args& args) {
+  if (!args.Has("--server")) return FailUsage(args, "missing --server HOST:PORT (or KILN_SERVER)");
   absl::StatusOr<std::unique_ptr<RemoteClient>> client = RemoteClientFrom(args);
   if (!client.ok()) return Fail(absl::StrCat("cancel: ", client.status().message()));
   absl::StatusOr<kiln::v1::JobState> state = (*client)->CancelJob(args.positional[0]);

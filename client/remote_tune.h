@@ -11,6 +11,9 @@
 
 namespace kiln::client {
 
+/// The usage error of --trials, --time-budget-s or --seed (a message naming the flag), or "".
+std::string TuneFlagError(const Args& args);
+
 /// The tune request of --target, --disable-pass, --trials (default 64), --time-budget-s,
 /// --seed, --hardware-key and --random (no model yet). Errors: kInvalidArgument naming the flag.
 absl::StatusOr<kiln::v1::TuneRequest> TuneRequestFrom(const Args& args);

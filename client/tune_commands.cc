@@ -36,10 +36,10 @@ int PrintSpace(const Args& args) {
   int64_t samples = 0;
   uint64_t seed = 0;
   if (!absl::SimpleAtoi(args.Get("--samples", "0"), &samples) || samples < 0) {
-    return Fail("tune: --samples must be a non-negative integer");
+    return FailUsage(args, "--samples must be a non-negative integer");
   }
   if (!absl::SimpleAtoi(args.Get("--seed", "0"), &seed)) {
-    return Fail("tune: --seed must be a non-negative integer");
+    return FailUsage(args, "--seed must be a non-negative integer");
   }
   Target target;
   auto workloads = pipeline::ExtractWorkloads(args.positional[0], options, &target);
@@ -127,21 +127,21 @@ int TuneLocal(const Args& args) {
   tuning::SearchOptions search;
   int threads = 1;
   if (!absl::SimpleAtoi(args.Get("--trials", "64"), &search.trials) || search.trials < 1) {
-    return Fail("tune: --trials must be a positive integer");
+    return FailUsage(args, "--trials must be a positive integer");
   }
   if (!absl::SimpleAtod(args.Get("--time-budget-s", "0"), &search.time_budget_s) ||
       search.time_budget_s < 0) {
-    return Fail("tune: --time-budget-s must be a non-negative number");
+    return FailUsage(args, "--time-budget-s must be a non-negative number");
   }
   if (!absl::SimpleAtoi(args.Get("--threads", "1"), &threads) || threads < 1) {
-    return Fail("tune: --threads must be a positive integer");
+    return FailUsage(args, "--threads must be a positive integer");
   }
   if (!absl::SimpleAtoi(args.Get("--seed", "1"), &search.seed)) {
-    return Fail("tune: --seed must be a non-negative integer");
+    return FailUsage(args, "--seed must be a non-negative integer");
   }
   search.use_cost_model = !args.Has("--random");
   const std::string records_out = args.Get("--records-out");
-  if (records_out.empty()) return Fail("tune: --local needs --records-out FILE.jsonl");
+  if (records_out.empty()) return FailUsage(args, "--local needs --records-out FILE.jsonl");
   Target target;
   auto workloads = pipeline::ExtractWorkloads(args.positional[0], options, &target);
   if (!workloads.ok()) return FailStatus(workloads.status());
@@ -225,20 +225,14 @@ int TuneLocal(const Args& args) {
 
 }  // namespace
 
-int TuneCommand(int argc, char** argv) {
-  Args args = ParseArgs(argc, argv, 2,
-                        {"--target", "--print-space", "--samples", "--seed", "--server", "--trials",
-                         "--time-budget-s", "--json", "--local", "--records-out", "--threads",
-                         "--random", "--hardware-key", "--disable-pass", "--timeout-s",
-                         "--no-cache-flush", "--input-shape", "--device"},
-                        {"--print-space", "--json", "--local", "--random", "--no-cache-flush"});
-  if (!args.error.empty()) return Fail(args.error);
-  if (args.positional.size() != 1) return Fail("tune: expected one MODEL.onnx");
+int TuneCommand(const Args& args) {
   if (args.Has("--print-space")) return PrintSpace(args);
   if (args.Has("--local")) return TuneLocal(args);
   if (args.Has("--server")) return TuneOnServer(args);
-  return Fail("tune: measuring needs --server HOST:PORT (a kilnd with measure workers) or "
-              "--local (this machine); --print-space only prints the space");
+  return FailUsage(args,
+                   "measuring needs --server HOST:PORT (a kilnd with measure workers; or "
+                   "KILN_SERVER) or --local (this machine); --print-space only prints "
+                   "the space");
 }
 
 }  // namespace kiln::client

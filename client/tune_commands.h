@@ -4,10 +4,13 @@
 #ifndef KILN_CLIENT_TUNE_COMMANDS_H_
 #define KILN_CLIENT_TUNE_COMMANDS_H_
 
+#include "client/args.h"
+
 namespace kiln::client {
 
-/// kiln tune MODEL.onnx ... (argv[1] is "tune"). Returns the process exit status.
-int TuneCommand(int argc, char** argv);
+/// kiln tune MODEL.onnx ...: prints the space, or tunes here or on kilnd. Returns the process
+/// exit status.
+int TuneCommand(const Args& args);
 
 }  // namespace kiln::client
 

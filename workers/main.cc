@@ -1,18 +1,20 @@
 // kiln-worker: a compile worker process (or with --measure cpu|cuda:N, a measure worker). Connects
 // to kilnd's WorkerHub and runs what it is given until SIGTERM/SIGINT (exit 0) or until kilnd stays
-// unreachable too long (exit 1).
+// unreachable too long (exit 1). Its flags (CLI11) are defined here; a usage error exits 2.
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 
-#include "absl/strings/numbers.h"
+#include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/command_line.h"
 #include "compiler_core/codegen/llvm/codegen.h"
 #include "compiler_core/runtime/cuda/cuda_driver.h"
 #include "compiler_core/tuning/hardware.h"
@@ -24,34 +26,19 @@
 
 namespace {
 
-constexpr char kUsage[] =
-    "usage: kiln-worker --connect HOST:PORT [--slots N] [--id NAME] [--give-up-after-s S]\n"
-    "                   [--grace-s S]\n"
-    "       kiln-worker --connect HOST:PORT --measure cpu [--cores N] [--core-offset K] ...\n"
-    "       kiln-worker --connect HOST:PORT --measure cuda:N ...\n"
-    "  --connect        kilnd's address (required): its --worker-listen address when it has one\n"
-    "  --task-memory-bytes B  address-space limit of each compile's child (default 16 GiB)\n"
-    "  --task-cpu-seconds S   CPU-time limit of each compile's child (default 1800)\n"
-    "  --tls-ca FILE    PEM CA that verifies kilnd's certificate (turns TLS on)\n"
-    "  --tls-server-name NAME  name to check kilnd's certificate against (default: the host)\n"
-    "  --tls-cert FILE --tls-key FILE  a worker client certificate (kilnd --tls-client-ca)\n"
-    "  --token-file FILE  file holding the bearer token (role worker) alone; else KILN_TOKEN\n"
-    "  --slots          tasks compiled at once (default 1)\n"
-    "  --id             worker name sent at registration (default kiln-worker-<pid>)\n"
-    "  --give-up-after-s exit 1 after this long without reaching kilnd (default 300)\n"
-    "  --grace-s        after SIGTERM, wait this long for a running compile (default 5)\n"
-    "  --measure cpu    be a measure worker for this machine's CPU: measures tune candidates,\n"
-    "                   one batch at a time, and compiles nothing\n"
-    "  --measure cuda:N be a measure worker for GPU N (through the NVIDIA driver): times\n"
-    "                   candidates with CUDA events, each in a child process with its own\n"
-    "                   context, for code of that GPU's SM (cuda:sm_80 .. cuda:sm_90)\n"
-    "  --cores N        cores the measure worker owns and measures with (default 1)\n"
-    "  --core-offset K  pin to N cores starting at the K-th this process may use (default 0)\n"
-    "  --inject-fault wrong-outputs  (tests) every built candidate computes wrong outputs\n";
+constexpr char kFooter[] =
+    "A compile worker compiles --slots tasks at once, each in a child process under the\n"
+    "--task-* limits. A measure worker (--measure) measures tune candidates, one batch at a\n"
+    "time, and compiles nothing: --measure cpu owns --cores cores of this machine (pinned);\n"
+    "--measure cuda:N times candidates on GPU N with CUDA events, each in a child process with\n"
+    "its own context, for code of that GPU's SM (cuda:sm_80 .. cuda:sm_90).\n"
+    "Exit status: 0 after SIGTERM/SIGINT, 1 when kilnd stays unreachable or setup fails, 2 for\n"
+    "a usage error.\n";
 
-int Usage(const std::string& error) {
-  std::cerr << "kiln-worker: " << error << "\n" << kUsage;
-  return 2;
+/// A failure to set up (an unreadable file, a GPU that cannot be queried): exit status 1.
+int SetupFailure(const absl::Status& status) {
+  std::cerr << "kiln-worker: " << status.message() << "\n";
+  return 1;
 }
 
 }  // namespace
@@ -75,99 +62,106 @@ int main(int argc, char** argv) {
   options.compile_sandbox.limits.timeout = absl::Hours(1);
   options.id = "kiln-worker-" + std::to_string(getpid());
   int grace_s = 5;
-  bool measure = false;
+  int slots = options.slots;
+  int give_up_after_s = 300;
   int cores = 1;
   int core_offset = 0;
-  int gpu = -1;  // --measure cuda:N
+  int task_cpu_seconds = options.compile_sandbox.limits.max_cpu_seconds;
+  int64_t task_memory_bytes = options.compile_sandbox.limits.max_memory_bytes;
+  std::string measure, inject_fault;
   std::string tls_ca, tls_server_name, tls_cert, tls_key, token_file;
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i], value;
-    if (flag == "-h" || flag == "--help") {
-      std::cout << kUsage;
-      return 0;
+
+  CLI::App app(
+      "kiln-worker: a compile or measure worker of kilnd; connects to its worker hub "
+      "and runs what it is given",
+      "kiln-worker");
+  kiln::client::SetUpApp(app, "kiln-worker");
+  app.footer(kFooter);
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--connect", options.server,
+                 "kilnd's address: its --worker-listen address when it has one")
+      ->type_name("HOST:PORT")
+      ->required();
+  app.add_option("--slots", slots, "tasks compiled at once")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--id", options.id,
+                 "the worker's name at registration (default "
+                 "kiln-worker-<pid>)")
+      ->type_name("NAME");
+  app.add_option("--give-up-after-s", give_up_after_s,
+                 "exit 1 after this long without reaching kilnd")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--grace-s", grace_s, "after SIGTERM, wait this long for a running compile")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--task-memory-bytes", task_memory_bytes,
+                 "address-space limit of each compile's child (default 16 GiB)")
+      ->check(CLI::NonNegativeNumber)
+      ->type_name("B");
+  app.add_option("--task-cpu-seconds", task_cpu_seconds, "CPU-time limit of each compile's child")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--tls-ca", tls_ca, "PEM CA that verifies kilnd's certificate (turns TLS on)")
+      ->type_name("FILE");
+  app.add_option("--tls-server-name", tls_server_name,
+                 "the name to check kilnd's certificate against (default: the host)")
+      ->type_name("NAME");
+  app.add_option("--tls-cert", tls_cert, "PEM worker client certificate (kilnd --tls-client-ca)")
+      ->type_name("FILE");
+  app.add_option("--tls-key", tls_key, "PEM private key of --tls-cert")->type_name("FILE");
+  app.add_option("--token-file", token_file,
+                 "file holding the bearer token (role worker) alone; default $KILN_TOKEN")
+      ->type_name("FILE");
+  app.add_option("--measure", measure,
+                 "be a measure worker for this machine's CPU (cpu) or GPU N (cuda:N)")
+      ->type_name("cpu|cuda:N");
+  app.add_option("--cores", cores, "(--measure cpu) cores owned and measured with")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--core-offset", core_offset,
+                 "(--measure cpu) pin to the cores from the K-th this process may use")
+      ->check(CLI::NonNegativeNumber)
+      ->type_name("K")
+      ->capture_default_str();
+  app.add_option("--inject-fault", inject_fault,
+                 "(tests) wrong-outputs: every built candidate computes wrong outputs")
+      ->check(CLI::IsMember({"wrong-outputs"}))
+      ->type_name("FAULT");
+  if (std::optional<int> done = kiln::client::ParseCommandLine(app, argc, argv)) return *done;
+  options.slots = slots;
+  options.give_up_after_ms = int64_t{give_up_after_s} * 1000;
+  options.compile_sandbox.limits.max_memory_bytes = task_memory_bytes;
+  options.compile_sandbox.limits.max_cpu_seconds = task_cpu_seconds;
+  options.build_faults.wrong_outputs = inject_fault == "wrong-outputs";
+  int gpu = -1;  // --measure cuda:N
+  if (!measure.empty() && measure != "cpu") {
+    absl::StatusOr<int> ordinal = kiln::runtime::cuda::ParseCudaDevice(measure);
+    if (!ordinal.ok()) {
+      return kiln::client::UsageError("kiln-worker",
+                                      "--measure wants cpu or cuda:N, not '" + measure + "'");
     }
-    if (auto eq = flag.find('='); eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      return Usage("flag " + flag + " needs a value");
-    }
-    int n = 0;
-    if (flag == "--connect") {
-      options.server = value;
-    } else if (flag == "--id") {
-      options.id = value;
-    } else if (flag == "--slots") {
-      if (!absl::SimpleAtoi(value, &n) || n < 1 || n > 1024) return Usage("--slots wants 1..1024");
-      options.slots = n;
-    } else if (flag == "--give-up-after-s") {
-      if (!absl::SimpleAtoi(value, &n) || n < 1)
-        return Usage("--give-up-after-s wants a positive integer");
-      options.give_up_after_ms = int64_t{n} * 1000;
-    } else if (flag == "--grace-s") {
-      if (!absl::SimpleAtoi(value, &n) || n < 0) return Usage("--grace-s wants an integer >= 0");
-      grace_s = n;
-    } else if (flag == "--measure") {
-      if (value != "cpu") {
-        absl::StatusOr<int> ordinal = kiln::runtime::cuda::ParseCudaDevice(value);
-        if (!ordinal.ok()) {
-          return Usage("--measure wants cpu or cuda:N, not '" + value + "'");
-        }
-        gpu = *ordinal;
-      }
-      measure = true;
-    } else if (flag == "--cores") {
-      if (!absl::SimpleAtoi(value, &n) || n < 1) return Usage("--cores wants a positive integer");
-      cores = n;
-    } else if (flag == "--core-offset") {
-      if (!absl::SimpleAtoi(value, &n) || n < 0) return Usage("--core-offset wants an integer >= 0");
-      core_offset = n;
-    } else if (flag == "--task-memory-bytes") {
-      int64_t bytes = 0;
-      if (!absl::SimpleAtoi(value, &bytes) || bytes < 0) {
-        return Usage("--task-memory-bytes wants an integer >= 0");
-      }
-      options.compile_sandbox.limits.max_memory_bytes = bytes;
-    } else if (flag == "--task-cpu-seconds") {
-      if (!absl::SimpleAtoi(value, &n) || n < 0) return Usage("--task-cpu-seconds wants >= 0");
-      options.compile_sandbox.limits.max_cpu_seconds = n;
-    } else if (flag == "--tls-ca") {
-      tls_ca = value;
-    } else if (flag == "--tls-server-name") {
-      tls_server_name = value;
-    } else if (flag == "--tls-cert") {
-      tls_cert = value;
-    } else if (flag == "--tls-key") {
-      tls_key = value;
-    } else if (flag == "--token-file") {
-      token_file = value;
-    } else if (flag == "--inject-fault") {
-      if (value != "wrong-outputs") return Usage("--inject-fault knows only wrong-outputs");
-      options.build_faults.wrong_outputs = true;
-    } else {
-      return Usage("unknown flag " + flag);
-    }
+    gpu = *ordinal;
   }
-  if (options.server.empty()) return Usage("missing --connect HOST:PORT");
+  if (measure.empty() && (cores != 1 || core_offset != 0)) {
+    return kiln::client::UsageError("kiln-worker",
+                                    "--cores and --core-offset go with --measure cpu");
+  }
   absl::StatusOr<kiln::client::ChannelSecurity> security =
       kiln::client::LoadChannelSecurity(tls_ca, token_file, tls_server_name, tls_cert, tls_key);
-  if (!security.ok()) return Usage(std::string(security.status().message()));
+  if (!security.ok()) return SetupFailure(security.status());
   options.security = *std::move(security);
-  if (!measure && (cores != 1 || core_offset != 0)) {
-    return Usage("--cores and --core-offset go with --measure cpu");
-  }
-  if (measure && gpu >= 0) {
+  if (gpu >= 0) {
     // A GPU measure worker measures code for its own SM.
     absl::StatusOr<kiln::runtime::cuda::CudaDeviceInfo> device =
         kiln::tuning::QueryCudaDeviceInChild(gpu);
-    if (!device.ok()) return Usage(std::string(device.status().message()));
+    if (!device.ok()) return SetupFailure(device.status());
     absl::StatusOr<kiln::Target> target =
         kiln::ParseCudaTarget(absl::StrCat("cuda:sm_", device->sm));
-    if (!target.ok()) return Usage(std::string(target.status().message()));
+    if (!target.ok()) return SetupFailure(target.status());
     absl::StatusOr<kiln::tuning::HardwareInfo> hw = kiln::tuning::DetectCudaHardware(*target, gpu);
-    if (!hw.ok()) return Usage(std::string(hw.status().message()));
+    if (!hw.ok()) return SetupFailure(hw.status());
     options.measure_hardware_key = hw->Key();
     options.measure_device_name = hw->device;
     options.measure_device_kind = "cuda";
@@ -175,12 +169,12 @@ int main(int argc, char** argv) {
     options.slots = 1;
     std::cerr << "kiln-worker: measure worker on cuda:" << gpu << ", hardware key "
               << options.measure_hardware_key << "\n";
-  } else if (measure) {
+  } else if (!measure.empty()) {
     // A measure worker owns its cores: pinned before any thread starts, so all inherit it.
     absl::StatusOr<kiln::Target> host = kiln::ResolveTarget("host");
-    if (!host.ok()) return Usage(std::string(host.status().message()));
+    if (!host.ok()) return SetupFailure(host.status());
     absl::StatusOr<std::vector<int>> pinned = kiln::tuning::PinToCores(cores, core_offset);
-    if (!pinned.ok()) return Usage(std::string(pinned.status().message()));
+    if (!pinned.ok()) return SetupFailure(pinned.status());
     const kiln::tuning::HardwareInfo hw = kiln::tuning::DetectCpuHardware(*host, cores);
     options.measure_hardware_key = hw.Key();
     options.measure_device_name = hw.device;

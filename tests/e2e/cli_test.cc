@@ -7,11 +7,15 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/check.h"
 #include "compiler_core/importer/onnx/tensor_file.h"
+#include "compiler_core/pipeline/compiler_version.h"
+#include "gmock/gmock.h"
 #include "tests/e2e/kiln_cli.h"
 #include "tests/e2e/shared_data.h"
 
@@ -21,6 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 
 using testing::Kiln;
+using testing::RunShell;
 
 TEST(CliTest, CompileInspectRunLenet) {
   const std::string model_dir = "../shared/models/lenet";
@@ -75,11 +80,198 @@ TEST(CliTest, CheckReportsPassAndExitCode) {
   EXPECT_NE(out.find("PASS test_data_set_0/logits: max_abs_err="), std::string::npos) << out;
 }
 
+// A usage error exits 2 with what is wrong and where --help is, on stderr; nothing runs.
 TEST(CliTest, UsageErrors) {
-  EXPECT_EQ(Kiln("frobnicate").first, 2);
-  EXPECT_EQ(Kiln("compile").first, 1);
-  EXPECT_EQ(Kiln("compile x.onnx").first, 1);  // no -o
-  EXPECT_EQ(Kiln("run a.kiln").first, 1);       // no --output-dir
+  auto usage = [](const std::string& command, const std::string& message) {
+    return command + ": " + message + "\nRun '" + command + " --help' for usage.\n";
+  };
+  struct Case {
+    std::string args, command, message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"frobnicate", "kiln", "unknown command 'frobnicate'"},
+           {"compile", "kiln compile", "missing MODEL.onnx"},
+           {"compile x.onnx", "kiln compile", "missing -o OUT.kiln"},
+           {"compile x.onnx -o y.kiln --bogus", "kiln compile", "unknown flag --bogus"},
+           {"compile x.onnx -o y.kiln --print-ir-after", "kiln compile",
+            "--print-ir-after needs a value"},
+           {"compile x.onnx -o y.kiln --json", "kiln compile", "--json needs --server"},
+           {"compile x.onnx -o y.kiln --local --server 127.0.0.1:1", "kiln compile",
+            "--local and --server do not go together"},
+           {"compile a.onnx b.onnx -o y.kiln", "kiln compile", "unexpected argument 'b.onnx'"},
+           {"run a.kiln", "kiln run", "missing --output-dir DIR"},
+           {"run a.kiln --output-dir", "kiln run", "--output-dir needs a value"},
+           {"run a.kiln --output-dir d --threads many", "kiln run", "--threads needs an integer"},
+           {"inspect", "kiln inspect", "missing OUT.kiln"},
+           {"check", "kiln check", "missing DIR"},
+           {"tune m.onnx", "kiln tune",
+            "measuring needs --server HOST:PORT (a kilnd with measure workers; or KILN_SERVER) "
+            "or --local (this machine); --print-space only prints the space"},
+           {"tune m.onnx --local --records-out r.jsonl --trials 0", "kiln tune",
+            "--trials must be a positive integer"},
+           {"status", "kiln status", "missing --server HOST:PORT (or KILN_SERVER)"},
+           {"status --server 127.0.0.1:1 extra", "kiln status", "unexpected argument 'extra'"},
+           {"jobs --server 127.0.0.1:1 --limit -3", "kiln jobs", "--limit needs an integer >= 0"},
+           {"jobs --server 127.0.0.1:1 --state sleeping", "kiln jobs",
+            "unknown --state 'sleeping'"},
+           {"cancel --server 127.0.0.1:1", "kiln cancel", "missing JOB_ID"},
+           {"records frob --server 127.0.0.1:1", "kiln records",
+            "unknown verb 'frob' (list, export, import)"},
+       }) {
+    // Without KILN_SERVER: a command that needs --server must say so.
+    auto [rc, out] = RunShell("env -u KILN_SERVER " + testing::BinDir() + "/kiln " + c.args +
+                              " 2>&1 >/dev/null");
+    EXPECT_EQ(rc, 2) << c.args << "\n" << out;
+    EXPECT_EQ(out, usage(c.command, c.message)) << c.args;
+  }
+  // No command at all: the message, then the usage.
+  auto [none_rc, none_out] = Kiln("");
+  EXPECT_EQ(none_rc, 2);
+  EXPECT_EQ(none_out.rfind(usage("kiln", "missing command"), 0), 0u) << none_out;
+  EXPECT_NE(none_out.find("Subcommands:\n  compile "), std::string::npos) << none_out;
+}
+
+// --help (and -h, and `kiln help COMMAND`) prints the command's usage and every flag with its
+// one-line help on stdout, and exits 0.
+TEST(CliTest, HelpOfEveryCommandListsItsFlags) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> commands = {
+      {"compile",
+       {"-o,--output OUT.kiln", "--print-ir-after PASS", "--input-shape", "--local",
+        "--server HOST:PORT", "--tune background", "--token-file FILE"}},
+      {"run", {"--input NAME=FILE.pb", "--output-dir DIR", "--threads N", "--device D"}},
+      {"check", {"--constant-input NAME=FILE.pb", "--records FILE.jsonl", "--local"}},
+      {"inspect", {"OUT.kiln"}},
+      {"tune", {"--print-space", "--records-out FILE.jsonl", "--no-cache-flush", "--random"}},
+      {"cancel", {"JOB_ID", "--server HOST:PORT"}},
+      {"status", {"--server HOST:PORT", "--timeout-s S", "--tls-ca FILE"}},
+      {"jobs", {"--state S", "--limit N", "--kind K"}},
+      {"workers", {"--server HOST:PORT", "--tls-server-name NAME"}},
+      {"records", {"VERB", "FILE.jsonl", "--hardware-key K"}},
+  };
+  for (const auto& [command, flags] : commands) {
+    for (const std::string& args :
+         {command + " --help", command + " -h", "help " + command, command + " x --help"}) {
+      auto [rc, out] = RunShell(testing::BinDir() + "/kiln " + args + " 2>/dev/null");
+      EXPECT_EQ(rc, 0) << args << "\n" << out;
+      EXPECT_NE(out.find("Usage: kiln " + command + " [OPTIONS]"), std::string::npos)
+          << args << "\n"
+          << out;
+      EXPECT_NE(out.find("  -h,--help "), std::string::npos) << args << "\n" << out;
+      for (const std::string& flag : flags) {
+        EXPECT_NE(out.find("  " + flag), std::string::npos) << args << ": " << flag << "\n" << out;
+      }
+    }
+  }
+  for (const char* args : {"--help", "-h", "help"}) {
+    auto [rc, out] = RunShell(testing::BinDir() + "/kiln " + args + " 2>/dev/null");
+    EXPECT_EQ(rc, 0) << args;
+    for (const auto& [command, flags] : commands) {
+      EXPECT_NE(out.find("\n  " + command + " "), std::string::npos) << command << "\n" << out;
+    }
+    EXPECT_NE(out.find("KILN_SERVER"), std::string::npos) << out;
+    EXPECT_NE(out.find("--version"), std::string::npos) << out;
+  }
+}
+
+// --version of each binary: the release, the compiler version exactly as in every artifact's
+// cache key, the LLVM version the build used and the git commit.
+TEST(CliTest, VersionOfEveryBinary) {
+  for (const char* binary : {"kiln", "kilnd", "kiln-worker"}) {
+    const std::string path = testing::BinDir() + "/" + binary;
+    if (std::string(binary) != "kiln" && !fs::exists(path)) continue;  // built without the service
+    auto [rc, out] = RunShell(path + " --version 2>/dev/null");
+    EXPECT_EQ(rc, 0) << binary << "\n" << out;
+    EXPECT_EQ(out.rfind(absl::StrCat(binary, " ", KILN_RELEASE, "\n"), 0), 0u) << out;
+    EXPECT_NE(out.find(absl::StrCat("\ncompiler version: ", pipeline::kCompilerVersion, "\n")),
+              std::string::npos)
+        << binary << "\n"
+        << out;
+    EXPECT_NE(out.find(absl::StrCat("\nLLVM version: ", KILN_LLVM_VERSION, "\n")),
+              std::string::npos)
+        << binary << "\n"
+        << out;
+    EXPECT_NE(out.find("\ngit commit: "), std::string::npos) << binary << "\n" << out;
+  }
+}
+
+// kilnd and kiln-worker: --help lists their flags and exits 0; a usage error exits 2, and the
+// kiln-worker children's modes are no flags of its command line.
+TEST(CliTest, DaemonAndWorkerHelpAndUsageErrors) {
+  const std::string kilnd = testing::BinDir() + "/kilnd";
+  const std::string worker = testing::BinDir() + "/kiln-worker";
+  if (!fs::exists(kilnd) || !fs::exists(worker)) GTEST_SKIP() << "built without the service";
+  for (const std::string& help : {kilnd + " --help", kilnd + " -h", worker + " --help"}) {
+    auto [rc, out] = RunShell(help + " 2>/dev/null");
+    EXPECT_EQ(rc, 0) << help << "\n" << out;
+    EXPECT_NE(out.find("  --version "), std::string::npos) << out;
+  }
+  auto [kilnd_rc, kilnd_help] = RunShell(kilnd + " --help");
+  for (const char* flag : {"--listen HOST:PORT", "--data-dir DIR", "--workers INT",
+                           "--shutdown-grace DURATION", "--metrics-require-token"}) {
+    EXPECT_NE(kilnd_help.find(std::string("  ") + flag), std::string::npos) << flag;
+  }
+  auto [worker_rc, worker_help] = RunShell(worker + " --help");
+  for (const char* flag : {"--connect HOST:PORT", "--slots", "--measure cpu|cuda:N", "--cores"}) {
+    EXPECT_NE(worker_help.find(std::string("  ") + flag), std::string::npos) << flag;
+  }
+  const std::vector<std::pair<std::string, std::string>> errors = {
+      {kilnd + " --bogus", "kilnd: unknown flag --bogus"},
+      {kilnd + " --listen", "kilnd: --listen needs a value"},
+      {kilnd + " --shutdown_grace=soon",
+       "kilnd: --shutdown-grace: wants a duration such as 30s, 10m or 1h30m, not 'soon'"},
+      {kilnd + " stray", "kilnd: unexpected argument 'stray'"},
+      {worker, "kiln-worker: missing --connect"},
+      {worker + " --connect 127.0.0.1:1 --bogus", "kiln-worker: unknown flag --bogus"},
+      {worker + " --connect 127.0.0.1:1 --slots 0",
+       "kiln-worker: --slots: Value 0 not in range 1 to 1024"},
+      {worker + " --connect 127.0.0.1:1 --measure gpu",
+       "kiln-worker: --measure wants cpu or cuda:N, not 'gpu'"},
+      {worker + " --run-compile --connect 127.0.0.1:1", "kiln-worker: unknown flag --run-compile"},
+  };
+  for (const auto& [command, message] : errors) {
+    auto [rc, out] = RunShell(command + " 2>&1 >/dev/null");
+    EXPECT_EQ(rc, 2) << command << "\n" << out;
+    EXPECT_EQ(out.rfind(message + "\n", 0), 0u) << command << "\n" << out;
+    EXPECT_NE(out.find(" --help' for usage.\n"), std::string::npos) << out;
+  }
+}
+
+// KILN_TARGET is the default --target and the flag beats it; KILN_SERVER makes compile remote
+// (here a server nobody answers at: a runtime failure, exit 1) unless --local.
+TEST(CliTest, EnvironmentGivesTargetAndServer) {
+  const std::string model = "tests/data/rnn_seq_lens/model.onnx";
+  const fs::path tmp = fs::temp_directory_path() / ("kiln_cli_env_" + std::to_string(getpid()));
+  fs::create_directories(tmp);
+  const std::string artifact = (tmp / "a.kiln").string();
+  const std::string kiln = testing::BinDir() + "/kiln ";
+  auto target_of = [&](const std::string& env, const std::string& flags) {
+    auto [rc, out] = RunShell("env -u KILN_SERVER " + env + " " + kiln + "compile " + model +
+                              " -o " + artifact + " " + flags + " 2>&1");
+    EXPECT_EQ(rc, 0) << out;
+    auto [inspect_rc, inspect] = Kiln("inspect " + artifact);
+    EXPECT_EQ(inspect_rc, 0) << inspect;
+    const size_t at = inspect.find("target:           ");
+    return at == std::string::npos ? inspect : inspect.substr(at, inspect.find('\n', at) - at);
+  };
+  EXPECT_THAT(target_of("KILN_TARGET=cpu:x86-64-v2", ""),
+              ::testing::StartsWith("target:           cpu:x86-64-v2:"));
+  EXPECT_THAT(target_of("KILN_TARGET=cpu:x86-64-v2", "--target cpu:x86-64-v3"),
+              ::testing::StartsWith("target:           cpu:x86-64-v3:"));
+  // KILN_SERVER: compile goes to the server (none answers there) unless --local.
+  const std::string nobody = "KILN_SERVER=127.0.0.1:1 KILN_TARGET=cpu:x86-64-v2 ";
+  auto [remote_rc, remote_out] =
+      RunShell(nobody + kiln + "compile " + model + " -o " + artifact + " --timeout-s 5 2>&1");
+  EXPECT_EQ(remote_rc, 1) << remote_out;
+  EXPECT_THAT(remote_out, ::testing::HasSubstr("kiln: UNAVAILABLE: "));
+  auto [local_rc, local_out] =
+      RunShell(nobody + kiln + "compile " + model + " -o " + artifact + " --local 2>&1");
+  EXPECT_EQ(local_rc, 0) << local_out;
+  EXPECT_THAT(local_out, ::testing::HasSubstr("target x86-64-v2)"));
+  // A server-only command takes its server from KILN_SERVER too.
+  auto [status_rc, status_out] = RunShell(nobody + kiln + "status --timeout-s 5 2>&1");
+  EXPECT_EQ(status_rc, 1) << status_out;
+  EXPECT_THAT(status_out, ::testing::HasSubstr("UNAVAILABLE"));
+  fs::remove_all(tmp);
 }
 
 }  // namespace

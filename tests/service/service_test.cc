@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "client/remote.h"
+#include "compiler_core/pipeline/compiler_version.h"
 #include "compiler_core/runtime/artifact.h"
 #include "compiler_core/support/sha256.h"
 #include "gmock/gmock.h"
@@ -398,6 +399,44 @@ TEST_F(ServiceTest, CudaTargetAndPrecisionThroughKilnd) {
                               {"--target", "cuda:sm_80", "--precision", "fp8"});
   EXPECT_EQ(bad.exit_code, 1) << Describe(bad);
   EXPECT_THAT(bad.err, HasSubstr("--precision fp8: expected fp32, tf32, fp16 or bf16"));
+}
+
+// KILN_SERVER is the default --server of every command (compile goes remote with it, unless
+// --local) and KILN_TARGET the default --target; a flag on the command line beats either.
+TEST_F(ServiceTest, EnvironmentNamesTheServerAndTarget) {
+  if (!fs::exists(Model(kLenet))) GTEST_SKIP() << kLenet << " not found";
+  Kilnd& kilnd = StartKilnd(/*workers=*/1);
+  auto kiln_with = [&](const std::string& server, std::vector<std::string> args) {
+    args.insert(args.begin(), {"/usr/bin/env", "KILN_SERVER=" + server, "KILN_TARGET=cpu:x86-64-v2",
+                               BinDir() + "/kiln"});
+    return RunCommand(args, root_, 900s);
+  };
+  RunResult status = kiln_with(kilnd.address(), {"status"});
+  ASSERT_EQ(status.exit_code, 0) << Describe(status);
+  EXPECT_THAT(status.out,
+              HasSubstr(std::string("compiler version: ") + pipeline::kCompilerVersion + "\n"));
+  EXPECT_THAT(status.out, HasSubstr("workers:          1\n"));
+  // --server beats KILN_SERVER (nobody answers at port 1).
+  RunResult flag = kiln_with("127.0.0.1:1", {"workers", "--server", kilnd.address()});
+  ASSERT_EQ(flag.exit_code, 0) << Describe(flag);
+  EXPECT_THAT(flag.out, HasSubstr(" compile(targets="));
+  // compile goes to kilnd, for KILN_TARGET.
+  const std::string out = root_ + "/env.kiln";
+  RunResult compile = kiln_with(kilnd.address(), {"compile", Model(kLenet), "-o", out, "--json"});
+  ASSERT_EQ(compile.exit_code, 0) << Describe(compile);
+  EXPECT_THAT(JsonField(compile.out, "target_key"), ::testing::StartsWith("cpu:x86-64-v2:"));
+  EXPECT_EQ(JsonField(compile.out, "cache_hit"), "false") << compile.out;
+  absl::StatusOr<runtime::Artifact> artifact = runtime::ReadArtifactFile(out);
+  ASSERT_TRUE(artifact.ok()) << artifact.status();
+  EXPECT_THAT(artifact->manifest.target_key(), ::testing::StartsWith("cpu:x86-64-v2:"));
+  RunResult jobs = kiln_with(kilnd.address(), {"jobs"});
+  ASSERT_EQ(jobs.exit_code, 0) << Describe(jobs);
+  EXPECT_THAT(jobs.out, HasSubstr("SUCCEEDED"));
+  // --local compiles here though KILN_SERVER names kilnd: kilnd sees no second job.
+  RunResult local = kiln_with(kilnd.address(), {"compile", Model(kLenet), "-o", out, "--local"});
+  ASSERT_EQ(local.exit_code, 0) << Describe(local);
+  EXPECT_THAT(local.out, HasSubstr("target x86-64-v2)"));
+  EXPECT_EQ(JobCount(), 1);
 }
 
 TEST_F(ServiceTest, MetricsEndpointPassesPromtool) {

@@ -1,9 +1,9 @@
 # The compiler version of Kiln artifacts, derived from the build so that it cannot go stale:
 #   kiln-<release>+src.<16 hex of the compiler sources' SHA-256>.llvm<LLVM version>
 # The sources are every file under compiler_core/ that can change generated code (*.cc, *.h,
-# *.def, *.cmake, CMakeLists.txt; not *_test.cc or test utilities) plus the artifact format
-# (proto/kiln/v1/artifact.proto). The digest is SHA-256 over, for each file in sorted order of
-# its repo-relative path, "<path>\n<SHA-256 of its bytes>\n".
+# *.def, *.cmake, CMakeLists.txt; not *_test.cc, test utilities or compiler_core/tools/) plus
+# the artifact format (proto/kiln/v1/artifact.proto). The digest is SHA-256 over, for each file
+# in sorted order of its repo-relative path, "<path>\n<SHA-256 of its bytes>\n".
 #
 # include()d, it defines kiln_compiler_sources(OUT SOURCE_DIR) (the file list, for DEPENDS).
 # Run with `cmake -DSOURCE_DIR=<repo> -DLLVM_VERSION=<x.y.z> [-DOUTPUT=<file.cc>] -P <this>`,
@@ -22,6 +22,8 @@ function(kiln_compiler_sources out source_dir)
        "${source_dir}/compiler_core/*.def" "${source_dir}/compiler_core/*.cmake"
        "${source_dir}/compiler_core/*CMakeLists.txt")
   list(FILTER files EXCLUDE REGEX "_test\\.cc$|/test_util[^/]*$|_test_util[^/]*$")
+  # Tools (kiln-opt, the docs' op table, ...) do not change what the compiler generates.
+  list(FILTER files EXCLUDE REGEX "/compiler_core/tools/")
   list(APPEND files "${source_dir}/proto/kiln/v1/artifact.proto"
        "${source_dir}/proto/kiln/v1/tuning.proto")
   list(SORT files)

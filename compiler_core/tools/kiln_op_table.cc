@@ -378,9 +378,9 @@ int Main() {
             << max_opset
             << " in ONNX 1.12 (Mish and Gelu are ONNX ops of opsets 18 and 20; the pass "
                "`simplify` forms Gelu from the Erf and Tanh subgraphs exporters emit). Passes and "
-               "the importer insert them. The importer's op check passes their names, and ONNX's "
-               "checker then refuses them in a model (`INVALID_ARGUMENT: onnx checker: No Op "
-               "registered for BoundMask with domain_version of 17`).\n\n"
+               "the importer insert them; in a model they are unsupported ops "
+               "(`UNIMPLEMENTED: node 'n' (BoundMask): unsupported op 'BoundMask' (domain "
+               "ai.onnx)`).\n\n"
                "| Graph-IR op | Fusion class | In / out |\n|---|---|---|\n";
   for (const DefOp& d : DefOps()) {
     const graph::OpInfo& info = graph::GetOpInfo(d.kind);

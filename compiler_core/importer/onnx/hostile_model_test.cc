@@ -265,6 +265,22 @@ TEST(HostileModelTest, ConvRanksAreCheckedBeforeOnnxShapeInference) {
   }
 }
 
+// Kiln's own graph-IR ops (ops.def) are not ONNX ops: a model naming one gets the importer's
+// "unsupported op", not the checker's error.
+TEST(HostileModelTest, KilnInternalOpsAreUnsupportedOnnxOps) {
+  for (const char* op : {"BoundMask", "LayoutTransform", "RuntimeCheck", "Mish"}) {
+    ModelBuilder b;
+    b.Input("x", {1});
+    b.Input("y", {1});
+    b.Node(op, {"x", "y"}, {"z"}, "n");
+    SymbolicOutput(b, 1);
+    auto g = Import(b);
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented) << op;
+    EXPECT_EQ(std::string(g.status().message()),
+              absl::StrCat("node 'n' (", op, "): unsupported op '", op, "' (domain ai.onnx)"));
+  }
+}
+
 // Range over constants whose element count is no int64 (it was typed f32[0]: a wrong artifact),
 // and OneHot with a NaN depth (an undefined float-to-int conversion).
 TEST(HostileModelTest, CountsFromFloatConstantsAreChecked) {

@@ -1,6 +1,7 @@
 // Quantization ops (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
-// QLinearMatMul) decomposed at import into exact graph ops: float32 arithmetic with
-// round-half-to-even and saturation as the ONNX spec defines them, int32 matrix products.
+// QLinearMatMul, ConvInteger, QLinearConv) decomposed at import into exact graph ops: float32
+// arithmetic with round-half-to-even and saturation as the ONNX spec defines them, int32 matrix
+// products.
 #ifndef KILN_COMPILER_CORE_IMPORTER_ONNX_QUANT_BUILDERS_H_
 #define KILN_COMPILER_CORE_IMPORTER_ONNX_QUANT_BUILDERS_H_
 

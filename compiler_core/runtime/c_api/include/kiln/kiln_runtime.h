@@ -148,9 +148,10 @@ KILN_RUNTIME_API const char* kiln_last_error(void);
 /* Loads the artifact at path (read whole, checksum verified) or in the size bytes at data (copied;
  * the caller may free data when the call returns). options may be NULL (defaults). On success
  * stores a model to free with kiln_model_free in *model. Errors: KILN_NOT_FOUND (unreadable
- * file), KILN_INVALID_ARGUMENT (not an artifact, a checksum mismatch, a bad manifest),
- * KILN_FAILED_PRECONDITION (built for CPU features this host lacks, naming them; another ABI;
- * a CUDA artifact with no usable GPU), KILN_INTERNAL (the loader failed). */
+ * file), KILN_INVALID_ARGUMENT (not an artifact, a checksum mismatch, a bad manifest, an
+ * artifact of another kernel ABI version), KILN_FAILED_PRECONDITION (built for CPU features
+ * this host lacks, naming them), KILN_INTERNAL (the loader failed; a CUDA artifact with no
+ * usable GPU). */
 KILN_RUNTIME_API kiln_status kiln_model_load_file(const char* path,
                                                   const kiln_load_options* options,
                                                   kiln_model** model);

@@ -107,6 +107,9 @@ const std::vector<Command>& Commands() {
         kInputShape,
         kConstantInput,
         {"--time-passes", nullptr, "print each compile stage's time (a local compile)"},
+        {"--depfile", "FILE",
+         "write a Makefile depfile: the artifact depends on the model, its external data, "
+         "--records, --constant-input files and kiln itself (for Ninja/Make)"},
         kServer,
         {"--local", nullptr, "compile here even when KILN_SERVER is set"},
         kJson,
@@ -126,9 +129,16 @@ const std::vector<Command>& Commands() {
        {{"OUT.kiln", "the artifact to run"}},
        {{"--input", "NAME=FILE.pb",
          "an input tensor (onnx.TensorProto; a SequenceProto for a sequence input); repeatable"},
-        {"--output-dir", "DIR", "where the outputs go (required)"},
+        {"--output-dir", "DIR", "where the outputs go (required unless timing or profiling)"},
         {"--threads", "N", "threads to run on (default 0: one per online core)"},
-        kDevice}},
+        kDevice,
+        {"--repeat", "N", "time N runs; print the median and p90 latency"},
+        {"--warmup", "W", "untimed runs before timing (default 1 with --repeat or --profile)"},
+        {"--profile", "TRACE.json",
+         "profile every kernel call of the timed runs (default 10): print the slowest kernels "
+         "and write a Chrome trace (Perfetto, chrome://tracing)"}},
+       "Inputs missing from --input are an error. With --repeat or --profile, --output-dir is\n"
+       "optional (the outputs of one more run are written when it is given).\n"},
       {"check",
        "compile DIR/model.onnx, run DIR/test_data_set_*/ and compare with the expected outputs",
        {{"DIR", "the model directory"}},

@@ -18,13 +18,17 @@
 #include "absl/strings/strip.h"
 #include "client/check.h"
 #include "client/cli.h"
+#include "client/depfile.h"
 #include "client/records_file.h"
 #include "client/remote_commands.h"
+#include "client/run_timing.h"
 #include "client/tune_commands.h"
 #include "compiler_core/importer/onnx/tensor_file.h"
 #include "compiler_core/pipeline/compile.h"
 #include "compiler_core/runtime/artifact.h"
+#include "compiler_core/runtime/chrome_trace.h"
 #include "compiler_core/runtime/cuda/load_runner.h"
+#include "compiler_core/support/file_bytes.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::client {
@@ -116,6 +120,8 @@ class TimePasses {
   std::vector<std::pair<std::string, double>> stages_;
 };
 
+int CompileHere(const Args& args, const std::string& out);
+
 int Compile(const Args& args) {
   const std::string out = args.Get("--output");
   if (out.empty()) return FailUsage(args, "missing -o OUT.kiln");
@@ -125,7 +131,14 @@ int Compile(const Args& args) {
   if (args.Has("--time-passes") && args.Has("--server")) {
     return FailUsage(args, "--time-passes times a local compile (drop --server, or --local)");
   }
-  if (args.Has("--server")) return CompileOnServer(args, out);
+  const int status = args.Has("--server") ? CompileOnServer(args, out) : CompileHere(args, out);
+  if (status != 0 || !args.Has("--depfile")) return status;
+  absl::Status written = WriteCompileDepfile(args.Get("--depfile"), out, args);
+  return written.ok() ? 0 : FailStatus(written);
+}
+
+// A local compile of `args` into `out`.
+int CompileHere(const Args& args, const std::string& out) {
   if (args.Has("--tune")) return FailUsage(args, "--tune=background needs --server");
   if (args.Has("--json")) return FailUsage(args, "--json needs --server");
   absl::StatusOr<pipeline::CompileOptions> parsed = OptionsFrom(args);
@@ -168,9 +181,60 @@ std::string SafeFileName(const std::string& name) {
   return s.empty() ? "output" : s;
 }
 
+// `kiln run --repeat N --warmup W [--profile FILE]`: times (or profiles) the runs, prints the
+// latency and, profiling, the slowest kernels; writes the Chrome trace.
+int TimeOrProfile(const Args& args, runtime::ModelRunner& exe,
+                  const std::vector<const Tensor*>& ptrs, int repeat, int warmup) {
+  if (!args.Has("--profile")) {
+    auto stats = TimeRuns(exe, ptrs, repeat, warmup);
+    if (!stats.ok()) return FailStatus(stats.status());
+    std::cout << "latency: " << FormatLatency(*stats, warmup) << "\n";
+    return 0;
+  }
+  std::vector<runtime::ProfiledRun> runs;
+  auto kernels = ProfileRuns(exe, ptrs, repeat, warmup, &runs);
+  if (!kernels.ok()) return FailStatus(kernels.status());
+  std::vector<double> totals;
+  for (const runtime::ProfiledRun& r : runs) totals.push_back(r.total_ms);
+  std::cout << "latency: " << FormatLatency(Summarize(totals), warmup) << "\n";
+  const kiln::v1::Manifest& m = exe.manifest();
+  double kernel_sum = 0;
+  for (const KernelProfile& k : *kernels) kernel_sum += k.median_ms;
+  std::cout << "kernels by median time (" << kernels->size() << " kernels, "
+            << absl::StrFormat("%.3f", kernel_sum) << " ms in all):\n";
+  for (size_t i = 0; i < kernels->size() && i < 10; ++i) {
+    const KernelProfile& k = (*kernels)[i];
+    const int64_t flops = k.index < m.kernels_size() ? m.kernels(k.index).flops() : 0;
+    std::cout << absl::StrFormat("  kernel_%-4d %-28s %9.3f ms %5.1f%%", k.index, k.name,
+                                 k.median_ms, kernel_sum > 0 ? 100 * k.median_ms / kernel_sum : 0)
+              << (flops > 0 && k.median_ms > 0
+                      ? absl::StrFormat("  %7.2f GFLOP/s", flops / (k.median_ms * 1e6))
+                      : "")
+              << "\n";
+  }
+  const std::string trace_path = args.Get("--profile");
+  absl::Status st = WriteFileAtomically(trace_path, runtime::ChromeTraceJson(m, runs));
+  if (!st.ok()) return FailStatus(st);
+  std::cout << "wrote " << trace_path << " (Chrome trace of " << runs.size()
+            << " runs: open it in Perfetto or chrome://tracing)\n";
+  return 0;
+}
+
 int Run(const Args& args) {
   std::string out_dir = args.Get("--output-dir");
-  if (out_dir.empty()) return FailUsage(args, "missing --output-dir DIR");
+  int repeat = 0, warmup = 0;
+  if (args.Has("--repeat") && (!absl::SimpleAtoi(args.Get("--repeat"), &repeat) || repeat < 1)) {
+    return FailUsage(args, "--repeat needs a positive integer");
+  }
+  if (args.Has("--warmup") && (!absl::SimpleAtoi(args.Get("--warmup"), &warmup) || warmup < 0)) {
+    return FailUsage(args, "--warmup needs a non-negative integer");
+  }
+  const bool timing = args.Has("--repeat") || args.Has("--profile");
+  if (timing && repeat == 0) repeat = args.Has("--profile") ? 10 : 1;
+  if (timing && !args.Has("--warmup")) warmup = 1;
+  if (out_dir.empty() && !timing) {
+    return FailUsage(args, "missing --output-dir DIR (or --repeat N / --profile FILE to time)");
+  }
   int threads = 0;
   if (args.Has("--threads") && !absl::SimpleAtoi(args.Get("--threads"), &threads)) {
     return FailUsage(args, "--threads needs an integer");
@@ -231,6 +295,10 @@ int Run(const Args& args) {
   }
   std::vector<const Tensor*> ptrs;
   for (const auto& t : inputs) ptrs.push_back(&t.tensor);
+  if (timing) {
+    if (int status = TimeOrProfile(args, **exe, ptrs, repeat, warmup); status != 0) return status;
+    if (out_dir.empty()) return 0;
+  }
   auto outputs = (*exe)->Run(ptrs);
   if (!outputs.ok()) return FailStatus(outputs.status());
   std::error_code ec;

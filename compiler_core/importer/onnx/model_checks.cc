@@ -362,6 +362,37 @@ absl::Status InlineExternalData(onnx::GraphProto& graph, const std::string& base
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<std::string>> ExternalDataFiles(std::string_view bytes,
+                                                           const std::string& base_dir) {
+  onnx::ModelProto model;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::InvalidArgumentError("not a serialized onnx.ModelProto");
+  }
+  std::set<std::string> files;
+  auto add = [&](const onnx::TensorProto& t) {
+    if (t.data_location() != onnx::TensorProto::EXTERNAL) return;
+    for (const auto& entry : t.external_data()) {
+      if (entry.key() != "location") continue;
+      files.insert(base_dir.empty() ? entry.value() : base_dir + "/" + entry.value());
+    }
+  };
+  std::vector<const onnx::GraphProto*> graphs{&model.graph()};
+  while (!graphs.empty()) {
+    const onnx::GraphProto* g = graphs.back();
+    graphs.pop_back();
+    for (const auto& init : g->initializer()) add(init);
+    for (const auto& node : g->node()) {
+      for (const auto& attr : node.attribute()) {
+        if (attr.has_t()) add(attr.t());
+        if (attr.has_g()) graphs.push_back(&attr.g());
+        for (const auto& sub : attr.graphs()) graphs.push_back(&sub);
+      }
+    }
+  }
+  return std::vector<std::string>(files.begin(), files.end());
+}
+
 absl::StatusOr<std::string> InlineExternalDataOfModel(std::string_view bytes,
                                                       const std::string& base_dir) {
   onnx::ModelProto model;

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "compiler_core/importer/onnx/input_shapes.h"
@@ -48,6 +49,13 @@ absl::Status SortNodes(onnx::GraphProto& graph);
 /// An empty `base_dir` (a model that came as bytes) refuses external data: kInvalidArgument.
 absl::Status InlineExternalData(onnx::GraphProto& graph, const std::string& base_dir,
                                 int64_t max_bytes);
+
+/// The files holding the external data of the serialized model `bytes` (initializers and
+/// Constant attributes, subgraphs included), each `base_dir`/location, sorted, without
+/// duplicates; empty when it has none. For build systems' dependency lists (kiln compile
+/// --depfile). Errors: kInvalidArgument (not a ModelProto).
+absl::StatusOr<std::vector<std::string>> ExternalDataFiles(std::string_view bytes,
+                                                           const std::string& base_dir);
 
 /// The serialized model `bytes` with its external data (relative to `base_dir`, the model
 /// file's directory) inlined; `bytes` unchanged when it has none. For clients that upload a

@@ -1,0 +1,126 @@
+// kiln run --repeat/--warmup/--profile, kiln compile --depfile, and the runtime's refusal of an
+// artifact built for CPU features this host lacks, through the CLI on SqueezeNet 1.1
+// (examples/squeezenet1_1, kept in the repo).
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/e2e/kiln_cli.h"
+
+namespace kiln::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+constexpr char kModel[] = "examples/squeezenet1_1/model.onnx";
+constexpr char kInput[] = "input=examples/squeezenet1_1/test_data_set_0/input_0.pb";
+
+class RunCliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new fs::path(fs::temp_directory_path() / ("kiln_run_cli_" + std::to_string(::getpid())));
+    fs::create_directories(*dir_);
+    auto [status, out] = Kiln(std::string("compile ") + kModel + " -o " + Artifact() +
+                              " --depfile " + Artifact() + ".d");
+    ASSERT_EQ(status, 0) << out;
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*dir_);
+    delete dir_;
+  }
+  static std::string Artifact() { return (*dir_ / "squeezenet.kiln").string(); }
+  static std::string Read(const fs::path& p) {
+    std::ifstream f(p);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+  }
+  static fs::path* dir_;
+};
+fs::path* RunCliTest::dir_ = nullptr;
+
+TEST_F(RunCliTest, RepeatPrintsMedianAndP90) {
+  auto [status, out] = Kiln("run " + Artifact() + " --input " + kInput + " --repeat 5 --warmup 2");
+  ASSERT_EQ(status, 0) << out;
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(out, m,
+                        std::regex(R"(latency: median ([0-9.]+) ms, p90 ([0-9.]+) ms \(min )"
+                                   R"(([0-9.]+), max ([0-9.]+), mean [0-9.]+; 5 runs after 2 )"
+                                   R"(warm-up\))")))
+      << out;
+  const double median = std::stod(m[1]), p90 = std::stod(m[2]), min = std::stod(m[3]),
+               max = std::stod(m[4]);
+  EXPECT_GT(min, 0);
+  EXPECT_LE(min, median);
+  EXPECT_LE(median, p90);
+  EXPECT_LE(p90, max);
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("wrote")));  // no --output-dir: nothing written
+}
+
+TEST_F(RunCliTest, ProfileWritesAChromeTraceOfEveryKernel) {
+  const std::string trace = (*dir_ / "trace.json").string();
+  auto [status, out] = Kiln("run " + Artifact() + " --input " + kInput + " --profile " + trace +
+                            " --repeat 3 --output-dir " + (*dir_ / "out").string());
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_THAT(out, HasSubstr("kernels by median time (40 kernels"));
+  EXPECT_THAT(out, HasSubstr("GFLOP/s"));
+  EXPECT_THAT(out, HasSubstr("wrote " + trace + " (Chrome trace of 3 runs"));
+  EXPECT_TRUE(fs::exists(*dir_ / "out" / "logits.pb")) << out;
+  google::protobuf::Struct parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(Read(trace), &parsed).ok());
+  const auto& events = parsed.fields().at("traceEvents").list_value().values();
+  ASSERT_EQ(events.size(), 3 * (1 + 40));  // each run, then its 40 kernel calls
+  int kernels = 0;
+  for (const auto& e : events) {
+    const auto& f = e.struct_value().fields();
+    EXPECT_EQ(f.at("ph").string_value(), "X");
+    EXPECT_GE(f.at("dur").number_value(), 0);
+    if (f.at("cat").string_value() == "kernel") {
+      ++kernels;
+      EXPECT_FALSE(f.at("args").struct_value().fields().at("symbol").string_value().empty());
+    }
+  }
+  EXPECT_EQ(kernels, 120);
+}
+
+TEST_F(RunCliTest, TimingNeedsNoOutputDirButRunDoes) {
+  auto [status, out] = Kiln("run " + Artifact() + " --input " + kInput);
+  EXPECT_EQ(status, 2) << out;
+  EXPECT_THAT(out, HasSubstr("missing --output-dir DIR (or --repeat N / --profile FILE to time)"));
+  std::tie(status, out) = Kiln("run " + Artifact() + " --input " + kInput + " --repeat 0");
+  EXPECT_EQ(status, 2) << out;
+  EXPECT_THAT(out, HasSubstr("--repeat needs a positive integer"));
+}
+
+TEST_F(RunCliTest, DepfileNamesTheModelAndTheCompiler) {
+  const std::string text = Read(Artifact() + ".d");
+  EXPECT_EQ(text.rfind(fs::absolute(Artifact()).lexically_normal().string() + ": \\\n", 0), 0u)
+      << text;
+  EXPECT_THAT(text, HasSubstr(fs::absolute(kModel).lexically_normal().string()));
+  EXPECT_THAT(text, HasSubstr(fs::canonical(BinDir() + "/kiln").string()));
+}
+
+TEST_F(RunCliTest, AnArtifactForFeaturesThisCpuLacksIsRefusedAtLoad) {
+  // AMD Excavator's XOP and FMA4: no current x86-64 CPU has them.
+  const std::string bdver4 = (*dir_ / "bdver4.kiln").string();
+  auto [status, out] = Kiln(std::string("compile ") + kModel + " --target cpu:bdver4 -o " + bdver4);
+  ASSERT_EQ(status, 0) << out;
+  std::tie(status, out) = Kiln("run " + bdver4 + " --input " + kInput + " --repeat 1");
+  EXPECT_EQ(status, 1) << out;
+  EXPECT_THAT(out, HasSubstr("FAILED_PRECONDITION: the artifact was compiled for cpu:bdver4, "
+                             "whose features"));
+  EXPECT_THAT(out, HasSubstr("xop"));
+  EXPECT_THAT(out, HasSubstr("this CPU lacks; compile it for this CPU (--target host)"));
+}
+
+}  // namespace
+}  // namespace kiln::testing

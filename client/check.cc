@@ -17,6 +17,33 @@ namespace kiln::client {
 
 namespace fs = std::filesystem;
 
+google::protobuf::Struct LocalCompileJson(const pipeline::CompileResult& result) {
+  const kiln::v1::Manifest& m = result.artifact.manifest;
+  google::protobuf::Struct json;
+  SetString(json, "graph_hash", result.graph_hash);
+  SetString(json, "target_key", m.target_key());
+  SetString(json, "compiler_version", m.compiler_version());
+  SetString(json, "options_hash", m.options_hash());
+  SetString(json, "tuning_digest", m.tuning_digest());
+  int kernels = m.kernels_size();
+  for (const kiln::v1::Manifest& p : m.profiles()) kernels += p.kernels_size();
+  SetNumber(json, "kernels", kernels);
+  const pipeline::CompileTimings& t = result.timings;
+  SetNumber(json, "compile_ms", t.total_ms);
+  SetNumber(json, "import_ms", t.import_ms);
+  SetNumber(json, "passes_ms", t.passes_ms);
+  SetNumber(json, "lower_ms", t.lower_ms);
+  SetNumber(json, "codegen_ms", t.codegen_ms);
+  return json;
+}
+
+std::string CheckReportJson(const CheckReport& report, const std::string& dir) {
+  google::protobuf::Struct json = CheckJson(dir, report.outputs, report.skipped, report.all_pass);
+  SetObject(json, "compile", LocalCompileJson(report.compile));
+  SetStrings(json, "input_shapes", report.input_shapes);
+  return ToJson(json);
+}
+
 absl::StatusOr<std::vector<CheckCompile>> PlanCheckCompiles(
     const std::string& dir, const importer::ShapeProfiles& given,
     const std::map<std::string, std::string>& constants) {

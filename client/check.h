@@ -30,6 +30,16 @@ struct CheckReport {
   bool all_pass = false;
 };
 
+/// The --json object of a local compile (`kiln compile`, `kiln check`): graph_hash,
+/// target_key, compiler_version, options_hash and tuning_digest (the manifest's), kernels (of
+/// every shape profile), compile_ms and its stages import_ms, passes_ms, lower_ms, codegen_ms.
+google::protobuf::Struct LocalCompileJson(const pipeline::CompileResult& result);
+
+/// `kiln check DIR --json` of a local check: one line, CheckJson's object (model_dir, pass,
+/// outputs, skipped) with compile (LocalCompileJson of the first compile) and input_shapes (per
+/// compile of a symbolic model, as CheckReport::input_shapes).
+std::string CheckReportJson(const CheckReport& report, const std::string& dir);
+
 /// `device` below: where the artifact runs, "cpu" or "cuda:N" (runtime::cuda::LoadRunner).
 
 /// One compile of a check and the data sets (directories) it checks.

@@ -39,6 +39,30 @@ std::string FormatComparison(const OutputComparison& c) {
                          c.error.empty() ? "" : " (" + c.error + ")");
 }
 
+google::protobuf::Struct ComparisonJson(const OutputComparison& c) {
+  google::protobuf::Struct json;
+  SetString(json, "data_set", c.data_set);
+  SetString(json, "name", c.name);
+  SetBool(json, "pass", c.pass);
+  SetNumber(json, "max_abs_error", c.max_abs_error);
+  SetNumber(json, "max_rel_error", c.max_rel_error);
+  SetString(json, "error", c.error);
+  return json;
+}
+
+google::protobuf::Struct CheckJson(const std::string& dir,
+                                   const std::vector<OutputComparison>& outputs,
+                                   const std::vector<std::string>& skipped, bool pass) {
+  google::protobuf::Struct json;
+  SetString(json, "model_dir", dir);
+  SetBool(json, "pass", pass);
+  std::vector<google::protobuf::Struct> compared;
+  for (const OutputComparison& c : outputs) compared.push_back(ComparisonJson(c));
+  SetList(json, "outputs", std::move(compared));
+  SetStrings(json, "skipped", skipped);
+  return json;
+}
+
 OutputComparison CompareTensors(const Tensor& got, const Tensor& expected,
                                 const Tolerance& tolerance) {
   OutputComparison c;

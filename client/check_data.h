@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/json.h"
 #include "compiler_core/importer/onnx/tensor_file.h"
 #include "compiler_core/ir/graph/tensor.h"
 #include "compiler_core/runtime/artifact.h"
@@ -42,6 +43,17 @@ struct OutputComparison {
 
 /// One line for a report: "PASS|FAIL <data set>/<output>: max_abs_err=... max_rel_err=...".
 std::string FormatComparison(const OutputComparison& c);
+
+/// The --json form of one comparison: data_set, name, pass, max_abs_error, max_rel_error,
+/// error ("" when it is within tolerance or only beyond it).
+google::protobuf::Struct ComparisonJson(const OutputComparison& c);
+
+/// The --json object of a check of the model directory `dir` (`kiln check`, here or through
+/// kilnd): model_dir, pass (`pass`, the check's verdict), outputs (ComparisonJson of each) and
+/// skipped (the data sets not run, each "<data set>: why").
+google::protobuf::Struct CheckJson(const std::string& dir,
+                                   const std::vector<OutputComparison>& outputs,
+                                   const std::vector<std::string>& skipped, bool pass);
 
 /// Compares `got` with `expected`: shapes and dtypes must be equal exactly.
 OutputComparison CompareTensors(const Tensor& got, const Tensor& expected,

@@ -351,6 +351,10 @@ int Check(const Args& args) {
   std::cout << ToleranceNote(options.precision);
   auto report = CheckModelDir(args.positional[0], options, tolerance, device);
   if (!report.ok()) return FailStatus(report.status());
+  if (args.Has("--json")) {
+    std::cout << CheckReportJson(*report, args.positional[0]) << "\n";
+    return report->all_pass ? 0 : 1;
+  }
   if (report->input_shapes.empty()) {
     PrintTimings(report->compile);
     std::cout << "graph " << report->compile.graph_hash.substr(0, 16) << ", target "

@@ -1,4 +1,5 @@
-// KilnService client calls, chunked transfers, and the JSON form of a compile result.
+// KilnService client calls, chunked transfers, a compile's progress, and the JSON form of a
+// compile result.
 #include "client/remote.h"
 
 #include <fcntl.h>
@@ -8,10 +9,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -172,11 +176,13 @@ absl::StatusOr<std::string> RemoteClient::FetchArtifact(const kiln::v1::Digest& 
   return bytes;
 }
 
-absl::StatusOr<RemoteCompileResult> RemoteClient::CompileModel(
-    const std::string& model_bytes, const RemoteCompileOptions& options) {
+absl::StatusOr<RemoteCompileResult> RemoteClient::CompileModel(const std::string& model_bytes,
+                                                               const RemoteCompileOptions& options,
+                                                               CompileObserver* observer) {
   auto start = std::chrono::steady_clock::now();
   kiln::v1::Digest digest = DigestOf(model_bytes);
-  KILN_ASSIGN_OR_RETURN(RemoteCompileResult result, CompileModel(model_bytes, digest, options));
+  KILN_ASSIGN_OR_RETURN(RemoteCompileResult result,
+                        CompileModel(model_bytes, digest, options, observer));
   result.total_ms = MsSince(start);
   return result;
 }
@@ -194,12 +200,13 @@ void SetInputShapes(const importer::ShapeProfiles& profiles, kiln::v1::CompileOp
   }
 }
 
-absl::StatusOr<RemoteCompileResult> RemoteClient::CompileModel(
-    const std::string& model_bytes, const kiln::v1::Digest& digest,
-    const RemoteCompileOptions& options) {
+absl::StatusOr<RemoteCompileResult> RemoteClient::CompileModel(const std::string& model_bytes,
+                                                               const kiln::v1::Digest& digest,
+                                                               const RemoteCompileOptions& options,
+                                                               CompileObserver* observer) {
   auto start = std::chrono::steady_clock::now();
   RemoteCompileResult result;
-  KILN_ASSIGN_OR_RETURN(result.uploaded, EnsureModel(model_bytes, digest));
+  KILN_ASSIGN_OR_RETURN(result.uploaded, EnsureModel(model_bytes, digest, observer));
   kiln::v1::CompileRequest request;
   *request.mutable_model_digest() = digest;
   request.set_target(options.target == "native" ? NativeTargetSpec() : options.target);
@@ -215,7 +222,8 @@ absl::StatusOr<RemoteCompileResult> RemoteClient::CompileModel(
     c->set_tensor(tensor);
   }
   request.set_priority(options.priority);
-  KILN_ASSIGN_OR_RETURN(result.response, Compile(request));
+  KILN_ASSIGN_OR_RETURN(result.response, observer != nullptr ? CompileObserved(request, *observer)
+                                                             : Compile(request));
   absl::StatusOr<std::string> artifact = FetchArtifact(result.response.artifact_digest());
   if (absl::IsDataLoss(artifact.status()) && result.response.cache_hit()) {
     // A cache hit trusts kilnd's index; the fetch verifies, and kilnd evicts a blob found
@@ -230,11 +238,86 @@ absl::StatusOr<RemoteCompileResult> RemoteClient::CompileModel(
 }
 
 absl::StatusOr<bool> RemoteClient::EnsureModel(const std::string& model_bytes,
-                                               const kiln::v1::Digest& digest) {
+                                               const kiln::v1::Digest& digest,
+                                               CompileObserver* observer) {
   KILN_ASSIGN_OR_RETURN(std::vector<kiln::v1::Digest> missing, FindMissingBlobs({digest}));
   if (missing.empty()) return false;
+  auto start = std::chrono::steady_clock::now();
+  if (observer != nullptr) observer->Uploading(static_cast<int64_t>(model_bytes.size()));
   KILN_ASSIGN_OR_RETURN(kiln::v1::UploadModelResponse uploaded, UploadModel(model_bytes, digest));
+  if (observer != nullptr) observer->Uploaded(MsSince(start));
   return !uploaded.already_present();
+}
+
+std::optional<kiln::v1::Job> RemoteClient::FindCompileJob(const kiln::v1::CompileRequest& request) {
+  absl::StatusOr<kiln::v1::ListJobsResponse> jobs =
+      ListJobs(kiln::v1::JOB_STATE_UNSPECIFIED, 32, {"compile"});
+  if (!jobs.ok()) return std::nullopt;
+  // Newest first: the first live job of this model, one of the request's target before others
+  // (a compile of "native" is filed under its resolved target).
+  std::optional<kiln::v1::Job> found;
+  for (const kiln::v1::Job& job : jobs->jobs()) {
+    if (job.model_digest() != request.model_digest().hash() ||
+        (job.state() != kiln::v1::QUEUED && job.state() != kiln::v1::RUNNING)) {
+      continue;
+    }
+    if (job.target() == request.target()) return job;
+    if (!found.has_value()) found = job;
+  }
+  return found;
+}
+
+absl::StatusOr<kiln::v1::CompileResponse> RemoteClient::CompileObserved(
+    const kiln::v1::CompileRequest& request, CompileObserver& observer) {
+  // kilnd answers a cache hit at once and names the job of a miss only when it has run, so the
+  // Compile call runs on a thread of its own while this one looks for the job it waits on
+  // (ListJobs) and follows it (WatchJob) until the Compile call returns.
+  struct Call {
+    std::mutex mu;
+    std::condition_variable done_cv;
+    bool done = false;
+    absl::StatusOr<kiln::v1::CompileResponse> response;
+    grpc::ClientContext* watch = nullptr;  // the WatchJob to end when Compile returns
+  } call;
+  std::thread compile([&] {
+    absl::StatusOr<kiln::v1::CompileResponse> response = Compile(request);
+    std::lock_guard<std::mutex> lock(call.mu);
+    call.response = std::move(response);
+    call.done = true;
+    if (call.watch != nullptr) call.watch->TryCancel();
+    call.done_cv.notify_all();
+  });
+  // A hit usually answers within the first wait; then no ListJobs is sent at all.
+  auto wait = std::chrono::milliseconds(100);
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(call.mu);
+      if (call.done_cv.wait_for(lock, wait, [&] { return call.done; })) break;
+    }
+    wait = std::chrono::milliseconds(250);
+    std::optional<kiln::v1::Job> job = FindCompileJob(request);
+    if (!job.has_value()) continue;
+    grpc::ClientContext context;  // no deadline: ends with the job or with the Compile call
+    AddCredentials(context, security_);
+    {
+      std::lock_guard<std::mutex> lock(call.mu);
+      if (call.done) break;
+      call.watch = &context;
+    }
+    kiln::v1::WatchJobRequest watch;
+    watch.set_job_id(job->id());
+    auto reader = stub_->WatchJob(&context, watch);
+    kiln::v1::JobEvent event;
+    while (reader->Read(&event)) observer.JobEvent(event);
+    (void)reader->Finish();  // cancelled when Compile returned first; progress is best effort
+    {
+      std::lock_guard<std::mutex> lock(call.mu);
+      call.watch = nullptr;
+    }
+    break;
+  }
+  compile.join();
+  return std::move(call.response);
 }
 
 absl::StatusOr<kiln::v1::SubmitJobResponse> RemoteClient::SubmitJob(
@@ -339,22 +422,23 @@ absl::StatusOr<kiln::v1::ListWorkersResponse> RemoteClient::ListWorkers() {
   return response;
 }
 
-
-std::string CompileResultJson(const RemoteCompileResult& r) {
+google::protobuf::Struct CompileResultJson(const RemoteCompileResult& r) {
   const kiln::v1::CompileResponse& c = r.response;
-  return absl::StrCat("{\"cache_hit\":", c.cache_hit() ? "true" : "false",
-                      ",\"graph_hash\":", JsonString(c.key().graph_hash()),
-                      ",\"target_key\":", JsonString(c.key().target_key()),
-                      ",\"compiler_version\":", JsonString(c.key().compiler_version()),
-                      ",\"options_hash\":", JsonString(c.key().options_hash()),
-                      ",\"artifact_digest\":", JsonString(c.artifact_digest().hash()),
-                      ",\"artifact_bytes\":", c.artifact_digest().size_bytes(),
-                      ",\"compile_ms\":", absl::StrFormat("%.3f", c.compile_ms()),
-                      ",\"server_ms\":", absl::StrFormat("%.3f", c.server_ms()),
-                      ",\"total_ms\":", absl::StrFormat("%.3f", r.total_ms),
-                      ",\"uploaded\":", r.uploaded ? "true" : "false",
-                      ",\"job_id\":", JsonString(c.job_id()),
-                      ",\"worker\":", JsonString(c.worker()), "}");
+  google::protobuf::Struct json;
+  SetBool(json, "cache_hit", c.cache_hit());
+  SetString(json, "graph_hash", c.key().graph_hash());
+  SetString(json, "target_key", c.key().target_key());
+  SetString(json, "compiler_version", c.key().compiler_version());
+  SetString(json, "options_hash", c.key().options_hash());
+  SetString(json, "artifact_digest", c.artifact_digest().hash());
+  SetNumber(json, "artifact_bytes", static_cast<double>(c.artifact_digest().size_bytes()));
+  SetNumber(json, "compile_ms", c.compile_ms());
+  SetNumber(json, "server_ms", c.server_ms());
+  SetNumber(json, "total_ms", r.total_ms);
+  SetBool(json, "uploaded", r.uploaded);
+  SetString(json, "job_id", c.job_id());
+  SetString(json, "worker", c.worker());
+  return json;
 }
 
 }  // namespace kiln::client

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,24 @@ struct RemoteCompileResult {
   double total_ms = 0;    // the whole round trip, as the client saw it
 };
 
+/// What a remote compile reports while it runs (RemoteClient::CompileModel with an observer,
+/// e.g. the progress lines of `kiln compile --server` on a terminal). Every call comes from the
+/// thread that called CompileModel, in order. Progress is best effort: a failure to follow the
+/// job never fails the compile.
+class CompileObserver {
+ public:
+  virtual ~CompileObserver() = default;
+  /// The server lacks the model: `bytes` are being uploaded.
+  virtual void Uploading(int64_t bytes) { (void)bytes; }
+  /// The upload took `ms`.
+  virtual void Uploaded(double ms) { (void)ms; }
+  /// An event of the compile job kilnd queued for this compile (a cache miss): queued, running
+  /// on a worker (again after a lost worker), the terminal state. A cache hit has none, and a
+  /// compile that ends before the client finds its job (ListJobs, polled while the Compile call
+  /// runs: kilnd names the job only in its answer) has none either.
+  virtual void JobEvent(const kiln::v1::JobEvent& event) { (void)event; }
+};
+
 /// A connection to one kilnd. Thread-safe (gRPC stubs are).
 class RemoteClient {
  public:
@@ -73,19 +92,23 @@ class RemoteClient {
   /// Fetches an artifact and checks its size and SHA-256 (kDataLoss if they differ).
   absl::StatusOr<std::string> FetchArtifact(const kiln::v1::Digest& digest);
 
-  /// FindMissingBlobs → UploadModel if missing → Compile → FetchArtifact.
+  /// FindMissingBlobs → UploadModel if missing → Compile → FetchArtifact. With `observer`,
+  /// reports the upload and, while the Compile call waits on a compile job (a cache miss), that
+  /// job's events (CompileObserver); a cache hit is still one Compile call.
   /// Errors: the server's status for each step, with its code and message.
   absl::StatusOr<RemoteCompileResult> CompileModel(const std::string& model_bytes,
-                                                   const RemoteCompileOptions& options);
+                                                   const RemoteCompileOptions& options,
+                                                   CompileObserver* observer = nullptr);
   /// The same with the model's digest already computed (DigestOf(model_bytes)).
   absl::StatusOr<RemoteCompileResult> CompileModel(const std::string& model_bytes,
                                                    const kiln::v1::Digest& digest,
-                                                   const RemoteCompileOptions& options);
+                                                   const RemoteCompileOptions& options,
+                                                   CompileObserver* observer = nullptr);
 
   /// Uploads `model_bytes` (digest `digest`) unless the server has it; returns whether it sent
-  /// them.
-  absl::StatusOr<bool> EnsureModel(const std::string& model_bytes,
-                                   const kiln::v1::Digest& digest);
+  /// them. `observer` (may be null) hears of an upload.
+  absl::StatusOr<bool> EnsureModel(const std::string& model_bytes, const kiln::v1::Digest& digest,
+                                   CompileObserver* observer = nullptr);
   absl::StatusOr<kiln::v1::SubmitJobResponse> SubmitJob(const kiln::v1::SubmitJobRequest& request);
   /// Streams the job's events to `on_event` until the stream ends (after a terminal state) or
   /// `on_event` returns false. No deadline: a tune may run for hours. Returns the last event.
@@ -109,6 +132,12 @@ class RemoteClient {
 
  private:
   void Prepare(grpc::ClientContext& context) const;
+  /// Compile, with the events of the job it waits on sent to `observer` meanwhile.
+  absl::StatusOr<kiln::v1::CompileResponse> CompileObserved(const kiln::v1::CompileRequest& request,
+                                                            CompileObserver& observer);
+  /// The queued or running compile job of `request`'s model (the newest, one of its target
+  /// first); nullopt when there is none, or the server does not list jobs to this client.
+  std::optional<kiln::v1::Job> FindCompileJob(const kiln::v1::CompileRequest& request);
 
   int64_t timeout_ms_;
   ChannelSecurity security_;
@@ -124,10 +153,10 @@ absl::StatusOr<std::unique_ptr<RemoteClient>> RemoteClientFrom(const Args& args,
 /// The Digest of `bytes` (SHA-256 hex, size).
 kiln::v1::Digest DigestOf(const std::string& bytes);
 
-/// One JSON object, for build systems: cache_hit, graph_hash, target_key, compiler_version,
-/// options_hash, artifact_digest, artifact_bytes, compile_ms, server_ms, total_ms, uploaded,
-/// job_id, worker.
-std::string CompileResultJson(const RemoteCompileResult& result);
+/// The --json object of a remote compile, for build systems: cache_hit, graph_hash,
+/// target_key, compiler_version, options_hash, artifact_digest, artifact_bytes, compile_ms,
+/// server_ms, total_ms, uploaded, job_id ("" on a cache hit), worker (likewise).
+google::protobuf::Struct CompileResultJson(const RemoteCompileResult& result);
 
 /// Checks a fetched artifact before anything loads it: it parses (format, checksums) and its
 /// manifest names `key`'s graph hash, target key and compiler version, the key the server

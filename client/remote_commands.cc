@@ -1,6 +1,8 @@
 // Remote subcommands over KilnService.
 #include "client/remote_commands.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -12,9 +14,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "client/check.h"
 #include "client/check_data.h"
+#include "client/json.h"
 #include "client/remote.h"
 #include "client/remote_tune.h"
 #include "compiler_core/runtime/artifact.h"
@@ -85,13 +89,109 @@ Remote RemoteFrom(const Args& args) {
   return r;
 }
 
-/// Compiles `model_path` on the server (the artifact's digest verified, not yet parsed).
+/// Whether a remote compile prints its progress to stderr: with --progress or when stderr is a
+/// terminal; never with --quiet or --json.
+bool ShowProgress(const Args& args) {
+  if (args.Has("--quiet") || args.Has("--json")) return false;
+  return args.Has("--progress") || ::isatty(STDERR_FILENO) != 0;
+}
+
+/// "4.9 MB", "812.0 KB", "300 bytes" (decimal units).
+std::string SizeText(int64_t bytes) {
+  if (bytes >= 1'000'000) return absl::StrFormat("%.1f MB", bytes / 1e6);
+  if (bytes >= 1'000) return absl::StrFormat("%.1f KB", bytes / 1e3);
+  return absl::StrCat(bytes, " bytes");
+}
+
+/// The progress lines of a remote compile, on stderr: "uploading model 4.9 MB ... done (12 ms)",
+/// "queued (job ...)", "running on worker ...", "done: cache miss, compiled in 812 ms; artifact
+/// 5.0 MB fetched and verified (total 1234 ms)". kilnd's compile jobs report no stages (import,
+/// passes, codegen) while they run: a worker reports only its result.
+class ProgressLines final : public CompileObserver {
+ public:
+  void Uploading(int64_t bytes) override {
+    std::cerr << "uploading model " << SizeText(bytes) << " ... " << std::flush;
+    line_open_ = true;
+  }
+  void Uploaded(double ms) override {
+    std::cerr << absl::StrFormat("done (%.0f ms)\n", ms) << std::flush;
+    line_open_ = false;
+  }
+  void JobEvent(const kiln::v1::JobEvent& e) override {
+    if (e.state() == kiln::v1::QUEUED && queued_ && e.message() != "queued") {
+      Line(e.message());  // queued again: why (a lost worker, a refusal)
+    } else if (e.state() == kiln::v1::QUEUED || e.state() == kiln::v1::RUNNING) {
+      Queued(e.job_id());
+    }
+    if (e.state() != kiln::v1::RUNNING) return;
+    absl::string_view message = e.message();
+    if (absl::ConsumePrefix(&message, "running on ")) {
+      absl::ConsumeSuffix(&message, " (attempt 1)");
+      Running(std::string(message));
+    } else if (!message.empty() && message != last_) {
+      Line(std::string(message));
+    }
+  }
+
+  /// The last lines of a compile that succeeded: the job and worker of a miss when no event
+  /// named them (the job ended before the client found it), then "done: ...".
+  void Done(const RemoteCompileResult& r) {
+    const kiln::v1::CompileResponse& c = r.response;
+    if (!c.job_id().empty()) Queued(c.job_id());
+    if (!c.worker().empty() && !running_) Running(c.worker());
+    const std::string fetched =
+        absl::StrFormat("artifact %s fetched and verified (total %.0f ms)",
+                        SizeText(c.artifact_digest().size_bytes()), r.total_ms);
+    Line(c.cache_hit() ? absl::StrCat("done: cache hit; ", fetched)
+                       : absl::StrFormat("done: cache miss, compiled in %.0f ms; %s",
+                                         c.compile_ms(), fetched));
+  }
+  /// Ends a line left open (an upload that failed) before an error is printed.
+  void Failed() {
+    if (line_open_) std::cerr << "failed\n" << std::flush;
+    line_open_ = false;
+  }
+
+ private:
+  void Line(const std::string& text) {
+    std::cerr << text << "\n" << std::flush;
+    last_ = text;
+  }
+  void Queued(const std::string& job_id) {
+    if (queued_) return;
+    queued_ = true;
+    Line(absl::StrCat("queued (job ", job_id, ")"));
+  }
+  void Running(const std::string& worker) {
+    const std::string line = absl::StrCat("running on worker ", worker);
+    if (line == last_) return;
+    running_ = true;
+    Line(line);
+  }
+
+  bool line_open_ = false;
+  bool queued_ = false;
+  bool running_ = false;
+  std::string last_;
+};
+
+/// Compiles `model_path` on the server (the artifact's digest verified, not yet parsed), its
+/// progress on stderr where ShowProgress says so.
 absl::StatusOr<RemoteCompileResult> CompileRemotely(const Args& args,
                                                     const std::string& model_path) {
   Remote remote = RemoteFrom(args);
   if (!remote.error.empty()) return absl::InvalidArgumentError(remote.error);
   KILN_ASSIGN_OR_RETURN(std::string model, ReadModelForUpload(model_path));
-  return remote.client->CompileModel(model, remote.options);
+  if (!ShowProgress(args)) return remote.client->CompileModel(model, remote.options);
+  ProgressLines progress;
+  absl::StatusOr<RemoteCompileResult> result =
+      remote.client->CompileModel(model, remote.options, &progress);
+  if (result.ok()) {
+    progress.Done(*result);
+  } else {
+    progress.Failed();
+  }
+  return result;
 }
 
 /// "cpu:znver4" from a target key "cpu:znver4:<triple>:v512:<features>".
@@ -172,12 +272,9 @@ int CompileOnServer(const Args& args, const std::string& out) {
     tune_job = *job;
   }
   if (args.Has("--json")) {
-    std::string json = CompileResultJson(*result);
-    if (!tune_job.empty()) {
-      json = absl::StrCat(json.substr(0, json.rfind('}')), ",\"tune_job_id\":",
-                          JsonString(tune_job), "}");
-    }
-    std::cout << json << "\n";
+    google::protobuf::Struct json = CompileResultJson(*result);
+    if (!tune_job.empty()) SetString(json, "tune_job_id", tune_job);
+    std::cout << ToJson(json) << "\n";
   } else {
     PrintRemoteSummary(*result);
     std::cout << "wrote " << out << "\n";
@@ -199,25 +296,39 @@ int CheckOnServer(const Args& args) {
   if (!compiles.ok()) return FailStatus(compiles.status());
   auto model = ReadModelForUpload((std::filesystem::path(dir) / "model.onnx").string());
   if (!model.ok()) return FailStatus(model.status());
+  const bool json = args.Has("--json");
   std::vector<OutputComparison> outputs;
   std::vector<std::string> skipped;
   std::vector<std::string> cache;
+  std::vector<google::protobuf::Struct> compiled;  // --json: each compile
   // As a local check: a CUDA artifact runs on the first GPU unless --device says otherwise, and
   // a tensor-core precision checks with its stated tolerance.
   const std::string device =
       args.Get("--device", absl::StartsWith(remote.options.target, "cuda") ? "cuda:0" : "cpu");
   const Tolerance tolerance = ToleranceFor(remote.options.precision);
-  std::cout << ToleranceNote(remote.options.precision);
+  (json ? std::cerr : std::cout) << ToleranceNote(remote.options.precision);
+  const bool progress = ShowProgress(args);
   for (const CheckCompile& compile : *compiles) {
     RemoteCompileOptions options = remote.options;
     options.shape_profiles = compile.shape_profiles;
-    auto result = remote.client->CompileModel(*model, options);
-    if (!result.ok()) return FailStatus(result.status());
-    PrintRemoteSummary(*result);
-    if (!compile.shape_profiles.empty()) {
-      std::cout << "input shapes: "
-                << importer::FormatProfiles(compile.shape_profiles, options.bounded_min_shapes)
-                << "\n";
+    ProgressLines lines;
+    auto result = remote.client->CompileModel(*model, options, progress ? &lines : nullptr);
+    if (!result.ok()) {
+      if (progress) lines.Failed();
+      return FailStatus(result.status());
+    }
+    if (progress) lines.Done(*result);
+    const std::string shapes =
+        compile.shape_profiles.empty()
+            ? ""
+            : importer::FormatProfiles(compile.shape_profiles, options.bounded_min_shapes);
+    if (json) {
+      google::protobuf::Struct c = CompileResultJson(*result);
+      SetString(c, "input_shapes", shapes);
+      compiled.push_back(std::move(c));
+    } else {
+      PrintRemoteSummary(*result);
+      if (!shapes.empty()) std::cout << "input shapes: " << shapes << "\n";
     }
     cache.push_back(result->response.cache_hit() ? "hit" : "miss");
     auto artifact = runtime::ParseArtifact(result->artifact);
@@ -226,10 +337,16 @@ int CheckOnServer(const Args& args) {
     if (!checked.ok()) return FailStatus(checked.status());
     outputs.insert(outputs.end(), checked->begin(), checked->end());
   }
-  for (const OutputComparison& c : outputs) std::cout << FormatComparison(c) << "\n";
-  for (const std::string& s : skipped) std::cout << "SKIP " << s << "\n";
   bool all_pass = !outputs.empty();
   for (const OutputComparison& c : outputs) all_pass = all_pass && c.pass;
+  if (json) {
+    google::protobuf::Struct report = CheckJson(dir, outputs, skipped, all_pass);
+    SetList(report, "compiles", std::move(compiled));
+    std::cout << ToJson(report) << "\n";
+    return all_pass ? 0 : 1;
+  }
+  for (const OutputComparison& c : outputs) std::cout << FormatComparison(c) << "\n";
+  for (const std::string& s : skipped) std::cout << "SKIP " << s << "\n";
   std::cout << (all_pass ? "PASS" : "FAIL") << " " << dir << " (cache "
             << absl::StrJoin(cache, ", ") << ")\n";
   return all_pass ? 0 : 1;
@@ -241,6 +358,10 @@ int StatusCommand(const Args& args) {
   if (!client) return exit_status;
   auto s = client->GetStats();
   if (!s.ok()) return FailStatus(s.status());
+  if (args.Has("--json")) {
+    std::cout << ToJson(*s) << "\n";
+    return 0;
+  }
   std::cout << absl::StrFormat(
       "compiler version: %s\nuptime:           %.1f s\nworkers:          %d\n"
       "jobs:             %d queued, %d running, %d succeeded, %d failed\n"
@@ -267,6 +388,10 @@ int JobsCommand(const Args& args) {
   if (!client) return exit_status;
   auto jobs = client->ListJobs(state, limit, SplitAll(args, "--kind"));
   if (!jobs.ok()) return FailStatus(jobs.status());
+  if (args.Has("--json")) {
+    std::cout << ToJson(*jobs) << "\n";
+    return 0;
+  }
   std::cout << absl::StrFormat("%-24s %-9s %-10s %-11s %-16s %-24s %3s %-20s %s\n", "ID",
                                "KIND", "STATE", "PRIORITY", "MODEL", "TARGET", "TRY",
                                "UPDATED (UTC)", "WORKER / ERROR");
@@ -291,6 +416,10 @@ int WorkersCommand(const Args& args) {
   if (!client) return exit_status;
   auto workers = client->ListWorkers();
   if (!workers.ok()) return FailStatus(workers.status());
+  if (args.Has("--json")) {
+    std::cout << ToJson(*workers) << "\n";
+    return 0;
+  }
   std::cout << absl::StrFormat("%-24s %-10s %-7s %-8s %-20s %-22s %s\n", "ID", "BUSY/SLOTS", "PID",
                                "LOCAL", "HEARTBEAT (UTC)", "ADDRESS", "CAPABILITIES");
   for (const kiln::v1::Worker& w : workers->workers()) {
@@ -319,6 +448,9 @@ int RecordsCommand(const Args& args) {
   if (verb != "list" && verb != "export" && verb != "import") {
     return FailUsage(args, "unknown verb '" + verb + "' (list, export, import)");
   }
+  if (verb == "export" && args.Has("--json")) {
+    return FailUsage(args, "--json goes with list or import (export prints JSON lines)");
+  }
   if ((verb == "import") != (args.positional.size() == 2)) {
     return FailUsage(args,
                      "usage: kiln records list|export --server HOST:PORT [--hardware-key K] "
@@ -338,6 +470,12 @@ int RecordsCommand(const Args& args) {
     }
     auto imported = client->ImportTuningRecords(*records);
     if (!imported.ok()) return FailStatus(imported.status());
+    if (args.Has("--json")) {
+      kiln::v1::ImportTuningRecordsResponse response;
+      response.set_imported(*imported);
+      std::cout << ToJson(response) << "\n";
+      return 0;
+    }
     std::cout << "imported " << *imported << " records\n";
     return 0;
   }
@@ -356,6 +494,12 @@ int RecordsCommand(const Args& args) {
   }
   if (verb == "export") {
     for (const kiln::v1::TuningRecord& r : *records) std::cout << tuning::RecordToJsonLine(r) << "\n";
+    return 0;
+  }
+  if (args.Has("--json")) {
+    kiln::v1::ListTuningRecordsResponse response;
+    for (kiln::v1::TuningRecord& r : *records) *response.add_records() = std::move(r);
+    std::cout << ToJson(response) << "\n";
     return 0;
   }
   std::cout << absl::StrFormat("%-12s %-11s %-10s %10s %10s %7s %9s  %s\n", "WORKLOAD",

@@ -1,11 +1,14 @@
 // The remote client against an in-process fake KilnService on loopback: uploads only what is
 // missing, in chunks of at most 1 MiB with the digest first; a fetched artifact that does not
-// match its digest is kDataLoss; server errors keep their codes; JSON escaping.
+// match its digest is kDataLoss; server errors keep their codes; the --json
+// objects.
 #include "client/remote.h"
 
+#include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -182,12 +185,11 @@ TEST(RemoteClientTest, NoServerIsUnavailable) {
   EXPECT_EQ(client.GetStats().status().code(), absl::StatusCode::kUnavailable);
 }
 
-TEST(RemoteJsonTest, EscapesAndFields) {
-  EXPECT_EQ(JsonString("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\"");
+TEST(RemoteJsonTest, CompileResultFieldsThroughProtobufsPrinter) {
   RemoteCompileResult r;
   r.response.set_cache_hit(true);
   r.response.mutable_key()->set_graph_hash("g");
-  r.response.mutable_key()->set_target_key("cpu:\"x\"");
+  r.response.mutable_key()->set_target_key("cpu:\"x\"\n");
   r.response.mutable_key()->set_compiler_version("kiln-0.1.0");
   r.response.mutable_key()->set_options_hash("o");
   r.response.mutable_artifact_digest()->set_hash("d");
@@ -195,11 +197,39 @@ TEST(RemoteJsonTest, EscapesAndFields) {
   r.response.set_compile_ms(1.5);
   r.response.set_server_ms(0.25);
   r.total_ms = 3;
-  EXPECT_EQ(CompileResultJson(r),
-            "{\"cache_hit\":true,\"graph_hash\":\"g\",\"target_key\":\"cpu:\\\"x\\\"\","
-            "\"compiler_version\":\"kiln-0.1.0\",\"options_hash\":\"o\",\"artifact_digest\":\"d\","
-            "\"artifact_bytes\":42,\"compile_ms\":1.500,\"server_ms\":0.250,\"total_ms\":3.000,"
-            "\"uploaded\":false,\"job_id\":\"\",\"worker\":\"\"}");
+  const std::string json = ToJson(CompileResultJson(r));
+  EXPECT_EQ(json.find('\n'), std::string::npos) << "one line: " << json;
+  EXPECT_NE(json.find("\"target_key\":\"cpu:\\\"x\\\"\\n\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"artifact_bytes\":42"), std::string::npos) << json;
+  google::protobuf::Struct parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &parsed).ok()) << json;
+  const auto& f = parsed.fields();
+  EXPECT_EQ(f.size(), 13u) << json;
+  EXPECT_TRUE(f.at("cache_hit").bool_value());
+  EXPECT_FALSE(f.at("uploaded").bool_value());
+  EXPECT_EQ(f.at("target_key").string_value(), "cpu:\"x\"\n");
+  EXPECT_EQ(f.at("compiler_version").string_value(), "kiln-0.1.0");
+  EXPECT_EQ(f.at("artifact_digest").string_value(), "d");
+  EXPECT_EQ(f.at("artifact_bytes").number_value(), 42);
+  EXPECT_EQ(f.at("compile_ms").number_value(), 1.5);
+  EXPECT_EQ(f.at("server_ms").number_value(), 0.25);
+  EXPECT_EQ(f.at("total_ms").number_value(), 3);
+  EXPECT_EQ(f.at("job_id").string_value(), "");
+  EXPECT_EQ(f.at("worker").string_value(), "");
+}
+
+TEST(RemoteJsonTest, MessagesKeepProtoNamesAndZeroFields) {
+  kiln::v1::GetStatsResponse stats;
+  stats.set_compiler_version("kiln-x");
+  stats.set_uptime_ms(5);
+  const std::string json = ToJson(stats);
+  EXPECT_NE(json.find("\"compiler_version\":\"kiln-x\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"uptime_ms\":\"5\""), std::string::npos) << "int64 as a string: " << json;
+  EXPECT_NE(json.find("\"cache_hits\":\"0\""), std::string::npos) << "zeros printed: " << json;
+  google::protobuf::Struct nan;
+  SetNumber(nan, "x", std::nan(""));
+  SetNumbers(nan, "y", {1, INFINITY});
+  EXPECT_EQ(ToJson(nan), "{\"x\":\"NaN\",\"y\":[1,\"Infinity\"]}");
 }
 
 TEST(RemoteFileTest, WriteFileAtomicallyReplacesWholeFile) {

@@ -13,7 +13,6 @@
 #include "client/remote_commands.h"
 #include "client/tune_summary.h"
 #include "compiler_core/support/status_macros.h"
-#include "compiler_core/support/status_macros.h"
 
 namespace kiln::client {
 namespace {
@@ -44,31 +43,35 @@ void PrintTuneSummary(const kiln::v1::TuneProgress& p) {
                                        p.hardware_key()));
 }
 
-/// One JSON object for a finished tune: the job, its state, the hardware key, trials,
-/// estimates, records filed, and per workload key, ops, weight, FLOPs, default/tuned median ms
-/// and trials.
-std::string TuneJson(const std::string& job_id, const kiln::v1::JobEvent& last) {
+/// The --json object of a finished tune: job_id, state, hardware_key, trials, trial_budget,
+/// records_written, elapsed_s, default_estimated_ms, estimated_ms, and workloads: per workload
+/// workload_key, fused_ops, weight, flops, default_ms, tuned_ms (the best median) and trials.
+google::protobuf::Struct TuneJson(const std::string& job_id, const kiln::v1::JobEvent& last) {
   const kiln::v1::TuneProgress& p =
       last.has_tune_result() ? last.tune_result().progress() : last.tune_progress();
-  std::string out = absl::StrCat(
-      "{\"job_id\":", JsonString(job_id), ",\"state\":",
-      JsonString(kiln::v1::JobState_Name(last.state())), ",\"hardware_key\":",
-      JsonString(p.hardware_key()), ",\"trials\":", p.trials(), ",\"trial_budget\":",
-      p.trial_budget(), ",\"records_written\":", p.records_written(),
-      absl::StrFormat(",\"elapsed_s\":%.3f,\"default_estimated_ms\":%.6f,\"estimated_ms\":%.6f",
-                      p.elapsed_s(), p.default_estimated_ms(), p.estimated_ms()),
-      ",\"workloads\":[");
-  for (int i = 0; i < p.workloads_size(); ++i) {
-    const kiln::v1::TuneWorkload& w = p.workloads(i);
-    absl::StrAppend(&out, i ? "," : "", "{\"workload_key\":", JsonString(w.workload_key()),
-                    ",\"fused_ops\":", JsonString(w.fused_ops()), ",\"weight\":", w.weight(),
-                    ",\"flops\":", w.flops(),
-                    absl::StrFormat(",\"default_ms\":%.6f,\"tuned_ms\":%.6f", w.default_ms(),
-                                    w.best_ms()),
-                    ",\"trials\":", w.trials(), "}");
+  google::protobuf::Struct json;
+  SetString(json, "job_id", job_id);
+  SetString(json, "state", kiln::v1::JobState_Name(last.state()));
+  SetString(json, "hardware_key", p.hardware_key());
+  SetNumber(json, "trials", static_cast<double>(p.trials()));
+  SetNumber(json, "trial_budget", static_cast<double>(p.trial_budget()));
+  SetNumber(json, "records_written", p.records_written());
+  SetNumber(json, "elapsed_s", p.elapsed_s());
+  SetNumber(json, "default_estimated_ms", p.default_estimated_ms());
+  SetNumber(json, "estimated_ms", p.estimated_ms());
+  std::vector<google::protobuf::Struct> workloads;
+  for (const kiln::v1::TuneWorkload& w : p.workloads()) {
+    google::protobuf::Struct& o = workloads.emplace_back();
+    SetString(o, "workload_key", w.workload_key());
+    SetString(o, "fused_ops", w.fused_ops());
+    SetNumber(o, "weight", w.weight());
+    SetNumber(o, "flops", static_cast<double>(w.flops()));
+    SetNumber(o, "default_ms", w.default_ms());
+    SetNumber(o, "tuned_ms", w.best_ms());
+    SetNumber(o, "trials", w.trials());
   }
-  absl::StrAppend(&out, "]}");
-  return out;
+  SetList(json, "workloads", std::move(workloads));
+  return json;
 }
 
 }  // namespace
@@ -179,7 +182,7 @@ int TuneOnServer(const Args& args) {
   if (live) std::cout << "\n";
   if (!last.ok()) return FailStatus(last.status());
   if (json && last->state() == kiln::v1::SUCCEEDED) {
-    std::cout << TuneJson(*job_id, *last) << "\n";  // stdout holds JSON only on success
+    std::cout << ToJson(TuneJson(*job_id, *last)) << "\n";  // stdout holds JSON only on success
   } else if (!json && last->has_tune_result()) {
     PrintTuneSummary(last->tune_result().progress());
   }

@@ -89,31 +89,36 @@ void PrintSummary(const std::vector<tuning::TuneTask>& tasks, const tuning::Sear
   }
 }
 
-/// One JSON object: the hardware key, the records file, the estimated model latency, and per
-/// workload its key, ops, weight, FLOPs, default/tuned median ms, trials and best-so-far curve.
-void PrintJson(const std::vector<tuning::TuneTask>& tasks, const tuning::SearchResult& r,
-               const std::string& hardware_key, const std::string& records_out) {
+/// The --json object of a local tune: hardware_key, records_file, records (how many were
+/// written), trials, default_estimated_ms, estimated_ms, and workloads: per workload
+/// workload_key, fused_ops, weight, flops, default_ms, tuned_ms (the best median), trials and
+/// curve (the best median after each trial of it).
+google::protobuf::Struct TuneJson(const std::vector<tuning::TuneTask>& tasks,
+                                  const tuning::SearchResult& r, const std::string& hardware_key,
+                                  const std::string& records_out) {
   const tuning::SearchProgress& p = r.progress;
-  std::cout << "{\"hardware_key\":" << JsonString(hardware_key) << ",\"records_file\":"
-            << JsonString(records_out) << ",\"records\":" << r.records.size()
-            << ",\"trials\":" << p.trials
-            << absl::StrFormat(",\"default_estimated_ms\":%.6f,\"estimated_ms\":%.6f",
-                               p.default_estimated_ms, p.estimated_ms)
-            << ",\"workloads\":[";
+  google::protobuf::Struct json;
+  SetString(json, "hardware_key", hardware_key);
+  SetString(json, "records_file", records_out);
+  SetNumber(json, "records", static_cast<double>(r.records.size()));
+  SetNumber(json, "trials", static_cast<double>(p.trials));
+  SetNumber(json, "default_estimated_ms", p.default_estimated_ms);
+  SetNumber(json, "estimated_ms", p.estimated_ms);
+  std::vector<google::protobuf::Struct> workloads;
   for (size_t i = 0; i < tasks.size() && i < p.tasks.size(); ++i) {
     const tuning::TaskProgress& t = p.tasks[i];
-    std::cout << (i ? "," : "") << "{\"workload_key\":" << JsonString(tasks[i].workload_key)
-              << ",\"fused_ops\":" << JsonString(tasks[i].fused_ops) << ",\"weight\":"
-              << tasks[i].weight << ",\"flops\":" << tasks[i].flops
-              << absl::StrFormat(",\"default_ms\":%.6f,\"tuned_ms\":%.6f", t.default_ms,
-                                 t.best_ms)
-              << ",\"trials\":" << t.trials << ",\"curve\":[";
-    for (size_t k = 0; k < t.curve.size(); ++k) {
-      std::cout << (k ? "," : "") << absl::StrFormat("%.6f", t.curve[k]);
-    }
-    std::cout << "]}";
+    google::protobuf::Struct& o = workloads.emplace_back();
+    SetString(o, "workload_key", tasks[i].workload_key);
+    SetString(o, "fused_ops", tasks[i].fused_ops);
+    SetNumber(o, "weight", tasks[i].weight);
+    SetNumber(o, "flops", static_cast<double>(tasks[i].flops));
+    SetNumber(o, "default_ms", t.default_ms);
+    SetNumber(o, "tuned_ms", t.best_ms);
+    SetNumber(o, "trials", t.trials);
+    SetNumbers(o, "curve", std::vector<double>(t.curve.begin(), t.curve.end()));
   }
-  std::cout << "]}\n";
+  SetList(json, "workloads", std::move(workloads));
+  return json;
 }
 
 /// kiln tune MODEL --local: measures on this machine, in child processes of this one.
@@ -214,7 +219,7 @@ int TuneLocal(const Args& args) {
   absl::Status st = AppendRecordsFile(records_out, result->records);
   if (!st.ok()) return FailStatus(st);
   if (args.Has("--json")) {
-    PrintJson(tasks, *result, hw.Key(), records_out);
+    std::cout << ToJson(TuneJson(tasks, *result, hw.Key(), records_out)) << "\n";
     return 0;
   }
   PrintSummary(tasks, result->progress);

@@ -3,6 +3,8 @@
 #ifndef KILN_TESTS_SERVICE_SERVICE_FIXTURE_H_
 #define KILN_TESTS_SERVICE_SERVICE_FIXTURE_H_
 
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -167,6 +169,27 @@ class ServiceTest : public ::testing::Test {
   std::string root_;
   std::unique_ptr<Kilnd> kilnd_;
 };
+
+/// The CLI's --json output `out` parsed into a Struct (protobuf's JSON parser): fails the test,
+/// and returns an empty Struct, unless `out` is one JSON object (and a newline).
+inline google::protobuf::Struct ParseJson(const std::string& out) {
+  google::protobuf::Struct parsed;
+  const auto status = google::protobuf::util::JsonStringToMessage(out, &parsed);
+  EXPECT_TRUE(status.ok()) << status.message() << " in:\n" << out;
+  EXPECT_TRUE(!out.empty() && out.back() == '\n' && out.find('\n') == out.size() - 1)
+      << "not one line:\n"
+      << out;
+  return parsed;
+}
+
+/// Field `key` of `object` (a null Value when absent, which fails the test).
+inline const google::protobuf::Value& Field(const google::protobuf::Struct& object,
+                                            const std::string& key) {
+  static const google::protobuf::Value* const kNull = new google::protobuf::Value();
+  auto it = object.fields().find(key);
+  EXPECT_NE(it, object.fields().end()) << "no field " << key;
+  return it == object.fields().end() ? *kNull : it->second;
+}
 
 inline std::string Describe(const RunResult& r) {
   return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "") +

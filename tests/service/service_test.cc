@@ -2,13 +2,16 @@
 // ephemeral port, a temp data dir) supervising kiln-worker processes, driven by the kiln CLI
 // and, where the CLI cannot misbehave on purpose, by the remote client library.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -31,6 +34,75 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+
+/// Runs `argv` with its stderr on a new pseudo-terminal (stdout into `dir`/tty.out) for at most
+/// `timeout`: what a user at a terminal sees. The terminal's "\r\n" read back as "\n". exit_code
+/// -1 if no terminal could be made, the child did not exit or it timed out.
+RunResult RunWithTerminalStderr(const std::vector<std::string>& argv, const std::string& dir,
+                                std::chrono::milliseconds timeout) {
+  RunResult r;
+  const int master = posix_openpt(O_RDWR | O_NOCTTY);
+  if (master < 0) return r;
+  const char* name = grantpt(master) == 0 && unlockpt(master) == 0 ? ptsname(master) : nullptr;
+  // The parent opens the terminal first, so a read never finds it closed before the child runs.
+  const int terminal = name != nullptr ? open(name, O_RDWR | O_NOCTTY) : -1;
+  if (terminal < 0) {
+    close(master);
+    return r;
+  }
+  const std::string out_path = dir + "/tty.out";
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int in = open("/dev/null", O_RDONLY);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(terminal, 2);
+    close(master);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(terminal);
+  std::string err;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{master, POLLIN, 0};
+    if (poll(&p, 1, 200) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = read(master, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // EIO: every copy of the terminal closed, the child is gone
+    err.append(buf, static_cast<size_t>(n));
+  }
+  close(master);
+  if (std::chrono::steady_clock::now() >= deadline) {
+    kill(pid, SIGKILL);
+    r.timed_out = true;
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!r.timed_out && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  for (char c : err) {
+    if (c != '\r') r.err += c;
+  }
+  r.out = ReadFile(out_path);
+  return r;
+}
+
+/// Where each of `lines` starts in `text`, in order; npos for one missing or out of order.
+std::vector<size_t> Positions(const std::string& text, const std::vector<std::string>& lines) {
+  std::vector<size_t> at;
+  size_t from = 0;
+  for (const std::string& line : lines) {
+    const size_t found = text.find(line, from);
+    at.push_back(found);
+    if (found != std::string::npos) from = found + line.size();
+  }
+  return at;
+}
 
 // A remote compile of ResNet-18 passes check; the same compile again is a hit that starts no
 // job; after a kilnd restart it is still a hit.
@@ -490,8 +562,26 @@ TEST_F(ServiceTest, ImportedRecordsAreAppliedAndMoveBetweenDaemons) {
   if (!fs::exists(Model(kLenet))) GTEST_SKIP() << kLenet << " not found";
   const std::string measured = root_ + "/measured.jsonl";
   RunResult tune = Kiln({"tune", Model(kLenet), "--local", "--trials", "16", "--seed", "2",
-                         "--records-out", measured});
+                         "--records-out", measured, "--json"});
   ASSERT_EQ(tune.exit_code, 0) << Describe(tune);
+  // --json: the summary as one object, the records written to the file.
+  google::protobuf::Struct summary = ParseJson(tune.out);
+  EXPECT_EQ(Field(summary, "records_file").string_value(), measured);
+  EXPECT_EQ(Field(summary, "trials").number_value(), 16);
+  EXPECT_GT(Field(summary, "records").number_value(), 0);
+  EXPECT_THAT(Field(summary, "hardware_key").string_value(), HasSubstr("|device="));
+  const google::protobuf::ListValue& workloads = Field(summary, "workloads").list_value();
+  ASSERT_GT(workloads.values_size(), 0) << tune.out;
+  int measured_workloads = 0;
+  for (const google::protobuf::Value& v : workloads.values()) {
+    const google::protobuf::Struct& w = v.struct_value();
+    EXPECT_FALSE(Field(w, "workload_key").string_value().empty());
+    if (Field(w, "default_ms").number_value() <= 0) continue;
+    ++measured_workloads;
+    EXPECT_LE(Field(w, "tuned_ms").number_value(), Field(w, "default_ms").number_value());
+    EXPECT_GT(Field(w, "curve").list_value().values_size(), 0) << "the best-so-far curve";
+  }
+  EXPECT_GT(measured_workloads, 0) << tune.out;
 
   Kilnd& kilnd = StartKilnd(/*workers=*/1);
   RunResult plain = CompileJson(Model(kLenet), root_ + "/plain.kiln");
@@ -507,12 +597,23 @@ TEST_F(ServiceTest, ImportedRecordsAreAppliedAndMoveBetweenDaemons) {
   ASSERT_TRUE(kilnd.client().ListTuningRecords("").ok());
   EXPECT_EQ(kilnd.client().ListTuningRecords("")->size(), 0u);
 
-  RunResult imported = Kiln({"records", "import", measured, "--server", kilnd.address()});
+  RunResult imported = Kiln({"records", "import", measured, "--server", kilnd.address(), "--json"});
   ASSERT_EQ(imported.exit_code, 0) << Describe(imported);
-  EXPECT_THAT(imported.out, HasSubstr("imported "));
+  const int count = static_cast<int>(Field(ParseJson(imported.out), "imported").number_value());
+  EXPECT_GT(count, 0) << imported.out;
   RunResult list = Kiln({"records", "list", "--server", kilnd.address()});
   ASSERT_EQ(list.exit_code, 0) << Describe(list);
   EXPECT_THAT(list.out, HasSubstr("IMPORTED"));
+  RunResult list_json = Kiln({"records", "list", "--server", kilnd.address(), "--json"});
+  ASSERT_EQ(list_json.exit_code, 0) << Describe(list_json);
+  const google::protobuf::Struct listed_json = ParseJson(list_json.out);
+  const google::protobuf::ListValue& listed = Field(listed_json, "records").list_value();
+  EXPECT_EQ(listed.values_size(), kilnd.client().ListTuningRecords("")->size());
+  for (const google::protobuf::Value& r : listed.values()) {
+    EXPECT_EQ(Field(r.struct_value(), "provenance").string_value(), "IMPORTED");
+    EXPECT_EQ(Field(r.struct_value(), "hardware_key").string_value(),
+              Field(summary, "hardware_key").string_value());
+  }
 
   const std::string tuned_path = root_ + "/tuned.kiln";
   RunResult tuned = CompileJson(Model(kLenet), tuned_path);
@@ -520,7 +621,7 @@ TEST_F(ServiceTest, ImportedRecordsAreAppliedAndMoveBetweenDaemons) {
   EXPECT_EQ(JsonField(tuned.out, "cache_hit"), "false") << tuned.out;
   EXPECT_NE(JsonField(tuned.out, "options_hash"), JsonField(plain.out, "options_hash"));
   EXPECT_NE(JsonField(tuned.out, "artifact_digest"), JsonField(plain.out, "artifact_digest"));
-  RunResult inspect = Kiln({"inspect", tuned_path});
+  RunResult inspect = Kiln({"inspect", "--kernels", tuned_path});
   EXPECT_THAT(inspect.out, HasSubstr(" (record ")) << inspect.out;
   EXPECT_THAT(inspect.out, HasSubstr("tuning:           records ")) << inspect.out;
   RunResult untuned = CompileJson(Model(kLenet), root_ + "/untuned.kiln", {"--untuned"});
@@ -550,6 +651,134 @@ TEST_F(ServiceTest, ImportedRecordsAreAppliedAndMoveBetweenDaemons) {
   EXPECT_EQ(JsonField(again.out, "artifact_digest"), JsonField(tuned.out, "artifact_digest"));
   EXPECT_EQ(JsonField(again.out, "options_hash"), JsonField(tuned.out, "options_hash"));
   EXPECT_TRUE(fresh.Stop());
+}
+
+// --json of every command that prints a result (status, jobs, workers, records, check here and
+// through kilnd, compile) is one JSON object with real values, and a remote compile's progress
+// goes to stderr: with --progress or on a terminal (queued, running on the worker, done, in
+// order, on a miss; a hit only "done"), never with --json or --quiet.
+TEST_F(ServiceTest, JsonOutputsAndRemoteCompileProgress) {
+  if (!fs::exists(Model(kLenet))) GTEST_SKIP() << kLenet << " not found";
+  Kilnd& kilnd = StartKilnd(/*workers=*/1);
+  const std::string server = kilnd.address();
+
+  // A miss with --progress: the upload, the job, its worker, the end, in order on stderr; stdout
+  // as without.
+  RunResult miss = Kiln({"check", kLenet, "--server", server, "--progress"});
+  ASSERT_EQ(miss.exit_code, 0) << Describe(miss);
+  EXPECT_THAT(miss.out, HasSubstr("PASS ../shared/models/lenet (cache miss)"));
+  EXPECT_THAT(miss.out, Not(HasSubstr("queued"))) << "progress goes to stderr";
+  std::vector<size_t> at =
+      Positions(miss.err, {"uploading model ", " ... done (", "queued (job ", "running on worker ",
+                           "done: cache miss, compiled in ", " fetched and verified"});
+  for (size_t i = 0; i < at.size(); ++i) {
+    EXPECT_NE(at[i], std::string::npos) << "progress line " << i << " in:\n" << miss.err;
+  }
+  const size_t job_at = miss.err.find("queued (job ");
+  ASSERT_NE(job_at, std::string::npos) << miss.err;
+  const std::string job_id = miss.err.substr(job_at + 12, miss.err.find(')', job_at) - job_at - 12);
+  const size_t worker_at = miss.err.find("running on worker ");
+  ASSERT_NE(worker_at, std::string::npos) << miss.err;
+  const std::string worker =
+      miss.err.substr(worker_at + 18, miss.err.find('\n', worker_at) - worker_at - 18);
+
+  // A hit on a terminal: progress by default, but no job.
+  RunResult hit = RunWithTerminalStderr(
+      {BinDir() + "/kiln", "compile", Model(kLenet), "--server", server, "-o", root_ + "/hit.kiln"},
+      root_, 300s);
+  ASSERT_EQ(hit.exit_code, 0) << Describe(hit);
+  EXPECT_THAT(hit.err, HasSubstr("done: cache hit; artifact ")) << hit.err;
+  EXPECT_THAT(hit.err, Not(HasSubstr("queued"))) << hit.err;
+  EXPECT_THAT(hit.err, Not(HasSubstr("uploading"))) << "kilnd has the model";
+  EXPECT_THAT(hit.out, HasSubstr("cache hit: graph "));
+  // --json and --quiet: nothing on the terminal, and stdout is the JSON alone.
+  RunResult quiet = RunWithTerminalStderr(
+      {BinDir() + "/kiln", "check", kLenet, "--server", server, "--quiet"}, root_, 300s);
+  ASSERT_EQ(quiet.exit_code, 0) << Describe(quiet);
+  EXPECT_EQ(quiet.err, "");
+  RunResult compile =
+      RunWithTerminalStderr({BinDir() + "/kiln", "compile", Model(kLenet), "--server", server, "-o",
+                             root_ + "/json.kiln", "--json"},
+                            root_, 300s);
+  ASSERT_EQ(compile.exit_code, 0) << Describe(compile);
+  EXPECT_EQ(compile.err, "");
+  google::protobuf::Struct c = ParseJson(compile.out);
+  EXPECT_TRUE(Field(c, "cache_hit").bool_value()) << compile.out;
+  EXPECT_FALSE(Field(c, "uploaded").bool_value());
+  EXPECT_EQ(Field(c, "artifact_bytes").number_value(), fs::file_size(root_ + "/json.kiln"));
+  EXPECT_EQ(Field(c, "artifact_digest").string_value(), Sha256Hex(ReadFile(root_ + "/json.kiln")));
+  EXPECT_EQ(Field(c, "compiler_version").string_value(), pipeline::kCompilerVersion);
+  EXPECT_EQ(Field(c, "job_id").string_value(), "") << "a hit runs no job";
+  for (const char* key : {"graph_hash", "target_key", "options_hash", "compile_ms", "server_ms",
+                          "total_ms", "worker"}) {
+    EXPECT_TRUE(c.fields().contains(key)) << key << " in " << compile.out;
+  }
+
+  RunResult status = Kiln({"status", "--server", server, "--json"});
+  ASSERT_EQ(status.exit_code, 0) << Describe(status);
+  google::protobuf::Struct st = ParseJson(status.out);
+  EXPECT_EQ(Field(st, "compiler_version").string_value(), pipeline::kCompilerVersion);
+  EXPECT_EQ(Field(st, "workers").number_value(), 1);
+  EXPECT_EQ(Field(st, "cache_misses").string_value(), "1") << "int64 fields are strings";
+  EXPECT_EQ(Field(st, "cache_hits").string_value(), "3");
+  EXPECT_EQ(Field(st, "jobs_succeeded").string_value(), "1");
+
+  RunResult jobs = Kiln({"jobs", "--server", server, "--json"});
+  ASSERT_EQ(jobs.exit_code, 0) << Describe(jobs);
+  google::protobuf::Struct j = ParseJson(jobs.out);
+  ASSERT_EQ(Field(j, "jobs").list_value().values_size(), 1) << jobs.out;
+  const google::protobuf::Struct& job = j.fields().at("jobs").list_value().values(0).struct_value();
+  EXPECT_EQ(Field(job, "id").string_value(), job_id);
+  EXPECT_EQ(Field(job, "state").string_value(), "SUCCEEDED");
+  EXPECT_EQ(Field(job, "kind").string_value(), "compile");
+  EXPECT_EQ(Field(job, "worker").string_value(), worker);
+  EXPECT_EQ(Field(job, "model_digest").string_value(), Sha256Hex(ReadFile(Model(kLenet))));
+
+  RunResult workers = Kiln({"workers", "--server", server, "--json"});
+  ASSERT_EQ(workers.exit_code, 0) << Describe(workers);
+  google::protobuf::Struct w = ParseJson(workers.out);
+  ASSERT_EQ(Field(w, "workers").list_value().values_size(), 1) << workers.out;
+  const google::protobuf::Struct& w0 =
+      w.fields().at("workers").list_value().values(0).struct_value();
+  EXPECT_EQ(Field(w0, "id").string_value(), worker);
+  EXPECT_TRUE(Field(w0, "local").bool_value());
+  EXPECT_GT(Field(w0, "pid").number_value(), 0);
+
+  RunResult records = Kiln({"records", "list", "--server", server, "--json"});
+  ASSERT_EQ(records.exit_code, 0) << Describe(records);
+  EXPECT_EQ(Field(ParseJson(records.out), "records").list_value().values_size(), 0);
+
+  // check --json, through kilnd and here: outputs compared, the verdict, the compile.
+  RunResult remote = Kiln({"check", kLenet, "--server", server, "--json"});
+  ASSERT_EQ(remote.exit_code, 0) << Describe(remote);
+  google::protobuf::Struct rc = ParseJson(remote.out);
+  EXPECT_TRUE(Field(rc, "pass").bool_value());
+  EXPECT_EQ(Field(rc, "model_dir").string_value(), kLenet);
+  ASSERT_EQ(Field(rc, "compiles").list_value().values_size(), 1) << remote.out;
+  EXPECT_TRUE(rc.fields()
+                  .at("compiles")
+                  .list_value()
+                  .values(0)
+                  .struct_value()
+                  .fields()
+                  .at("cache_hit")
+                  .bool_value());
+  RunResult local = Kiln({"check", kLenet, "--local", "--json"});
+  ASSERT_EQ(local.exit_code, 0) << Describe(local);
+  google::protobuf::Struct lc = ParseJson(local.out);
+  EXPECT_TRUE(Field(lc, "pass").bool_value());
+  EXPECT_EQ(Field(Field(lc, "compile").struct_value(), "compiler_version").string_value(),
+            pipeline::kCompilerVersion);
+  for (const google::protobuf::Struct* report : {&rc, &lc}) {
+    const google::protobuf::ListValue& outputs = Field(*report, "outputs").list_value();
+    ASSERT_GE(outputs.values_size(), 1);
+    const google::protobuf::Struct& o = outputs.values(0).struct_value();
+    EXPECT_EQ(Field(o, "data_set").string_value(), "test_data_set_0");
+    EXPECT_FALSE(Field(o, "name").string_value().empty());
+    EXPECT_TRUE(Field(o, "pass").bool_value());
+    EXPECT_LT(Field(o, "max_abs_error").number_value(), 1e-3);
+    EXPECT_TRUE(o.fields().contains("max_rel_error"));
+  }
 }
 
 }  // namespace

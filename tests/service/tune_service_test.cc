@@ -109,6 +109,20 @@ TEST_F(TuneServiceTest, TuneJobWritesRecordsThatTheNextCompileApplies) {
   ASSERT_EQ(tune.exit_code, 0) << Describe(tune);
   EXPECT_EQ(JsonField(tune.out, "state"), "SUCCEEDED") << tune.out;
   EXPECT_EQ(JsonField(tune.out, "trials"), "32") << tune.out;
+  // --json is one object (protobuf's JSON parser takes it): best per workload, trials, records.
+  google::protobuf::Struct summary = ParseJson(tune.out);
+  EXPECT_EQ(Field(summary, "job_id").string_value().empty(), false) << tune.out;
+  const google::protobuf::ListValue& workloads = Field(summary, "workloads").list_value();
+  ASSERT_GT(workloads.values_size(), 0) << tune.out;
+  double workload_trials = 0;
+  for (const google::protobuf::Value& v : workloads.values()) {
+    const google::protobuf::Struct& w = v.struct_value();
+    workload_trials += Field(w, "trials").number_value();
+    if (Field(w, "default_ms").number_value() > 0) {
+      EXPECT_LE(Field(w, "tuned_ms").number_value(), Field(w, "default_ms").number_value());
+    }
+  }
+  EXPECT_EQ(workload_trials, 32) << tune.out;
   const int written = std::atoi(JsonField(tune.out, "records_written").c_str());
   EXPECT_GT(written, 0) << tune.out;
   const std::string hardware_key = JsonField(tune.out, "hardware_key");
@@ -133,7 +147,7 @@ TEST_F(TuneServiceTest, TuneJobWritesRecordsThatTheNextCompileApplies) {
   ASSERT_EQ(tuned.exit_code, 0) << Describe(tuned);
   EXPECT_EQ(JsonField(tuned.out, "cache_hit"), "false");
   EXPECT_NE(JsonField(tuned.out, "options_hash"), JsonField(plain.out, "options_hash"));
-  RunResult inspect = Kiln({"inspect", tuned_path});
+  RunResult inspect = Kiln({"inspect", "--kernels", tuned_path});
   EXPECT_THAT(inspect.out, HasSubstr(" (record ")) << inspect.out;
   RunResult check = Kiln({"check", kMlp, "--server", kilnd.address()});
   EXPECT_EQ(check.exit_code, 0) << Describe(check);
@@ -212,7 +226,7 @@ TEST_F(TuneServiceTest, CompileNowTuneLater) {
   ASSERT_EQ(first.exit_code, 0) << Describe(first);
   const std::string job = JsonField(first.out, "tune_job_id");
   ASSERT_FALSE(job.empty()) << first.out;
-  RunResult inspect_first = Kiln({"inspect", first_path});
+  RunResult inspect_first = Kiln({"inspect", "--kernels", first_path});
   EXPECT_THAT(inspect_first.out, ::testing::Not(HasSubstr(" (record ")))
       << inspect_first.out;
 
@@ -224,7 +238,7 @@ TEST_F(TuneServiceTest, CompileNowTuneLater) {
   EXPECT_NE(JsonField(second.out, "artifact_digest"), JsonField(first.out, "artifact_digest"));
   // Compiled with the tune's records: kernels follow them (tuned, or the default measured
   // fastest: which one depends on the measurements).
-  RunResult inspect_second = Kiln({"inspect", second_path});
+  RunResult inspect_second = Kiln({"inspect", "--kernels", second_path});
   EXPECT_THAT(inspect_second.out, HasSubstr("tuning:           records ")) << inspect_second.out;
   EXPECT_THAT(inspect_second.out, HasSubstr(" (record ")) << inspect_second.out;
   RunResult check = Kiln({"check", kMlp, "--server", kilnd.address()});
@@ -302,7 +316,7 @@ TEST_F(TuneServiceTest, RecordsOfAnotherModelLeaveAModelsArtifactKeyAlone) {
   ASSERT_EQ(tune_mlp.exit_code, 0) << Describe(tune_mlp);
   RunResult mlp = CompileJson(Model(kMlp), root_ + "/mlp.kiln");
   ASSERT_EQ(mlp.exit_code, 0) << Describe(mlp);
-  RunResult inspect = Kiln({"inspect", root_ + "/mlp.kiln"});
+  RunResult inspect = Kiln({"inspect", "--kernels", root_ + "/mlp.kiln"});
   EXPECT_THAT(inspect.out, HasSubstr(" (record ")) << inspect.out;
 
   // lenet's first compile: kilnd does not know its workloads yet, so it is sent every mlp

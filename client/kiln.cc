@@ -19,6 +19,7 @@
 #include "client/check.h"
 #include "client/cli.h"
 #include "client/depfile.h"
+#include "client/inspect.h"
 #include "client/records_file.h"
 #include "client/remote_commands.h"
 #include "client/run_timing.h"
@@ -370,141 +371,18 @@ int Check(const Args& args) {
   return report->all_pass ? 0 : 1;
 }
 
-std::string BindingText(const kiln::v1::Binding& b) {
-  switch (b.kind()) {
-    case kiln::v1::Binding::INPUT: return absl::StrCat("input", b.index());
-    case kiln::v1::Binding::OUTPUT: return absl::StrCat("output", b.index());
-    case kiln::v1::Binding::WEIGHT: return absl::StrCat("weights+", b.offset());
-    case kiln::v1::Binding::PERSISTENT: return absl::StrCat("persistent+", b.offset());
-    case kiln::v1::Binding::DIMS:
-      return "dims";
-    default: return absl::StrCat("arena+", b.offset());
-  }
-}
-
-// A tensor spec, e.g. "input: f32[1,3,224,224]"; a bounded dim (TensorSpec.lengths, symbols of
-// `m`) prints as its range, "1..64", or its length in symbols, "4*input:0".
-std::string SpecText(const kiln::v1::TensorSpec& s, const kiln::v1::Manifest* m = nullptr) {
-  std::vector<std::string> dims;
-  for (int d = 0; d < s.shape_size(); ++d) {
-    const int sym = m != nullptr && d < s.lengths_size() ? s.lengths(d).symbol() : -1;
-    if (sym < 0 || sym >= m->bound_symbols_size()) {
-      dims.push_back(s.shape(d) < 0 ? "?" : absl::StrCat(s.shape(d)));
-      continue;
-    }
-    const kiln::v1::DimLength& l = s.lengths(d);
-    const kiln::v1::BoundSymbol& b = m->bound_symbols(sym);
-    dims.push_back(l.mul() == 1 && l.div() == 1
-                       ? absl::StrCat(b.min(), "..", b.max())
-                       : absl::StrCat(l.mul() == 1 ? "" : absl::StrCat(l.mul(), "*"), b.name(),
-                                      l.div() == 1 ? "" : absl::StrCat("/", l.div())));
-  }
-  return absl::StrCat(
-      s.name(), ": ", s.dtype(), "[", absl::StrJoin(dims, ","), "]",
-      s.bounded() ? " (an upper bound: each run returns the shape its data give)" : "");
-}
-
-// The kernels and memory plan of a manifest (the model's, or one shape profile's), each line
-// after `indent`.
-void PrintKernelsAndMemory(const kiln::v1::Manifest& m, const std::string& indent) {
-  std::cout << indent << "kernels (" << m.kernels_size() << "):\n";
-  for (const auto& k : m.kernels()) {
-    std::vector<std::string> args_text;
-    for (const auto& b : k.args()) args_text.push_back(BindingText(b));
-    std::cout << indent << "  " << k.symbol() << "  " << k.fused_ops() << "  ("
-              << absl::StrJoin(args_text, ", ") << ")\n";
-    if (!k.has_loop())
-      std::cout << indent << "      workload " << k.workload_key() << "  "
-                << (k.tuned()
-                        ? absl::StrFormat("tuned (record %s, %.4f ms)",
-                                          k.record_digest().substr(0, 12), k.tuned_median_ms())
-                    : k.record_digest().empty()
-                        ? std::string("default schedule")
-                        : absl::StrFormat("default schedule (record %s: the default measured "
-                                          "fastest, %.4f ms)",
-                                          k.record_digest().substr(0, 12), k.tuned_median_ms()))
-                << "\n";
-    if (!k.init_symbol().empty()) {
-      std::cout << indent << "      init at load: " << k.init_symbol() << "\n";
-    }
-    for (const auto* launches : {&k.init_launches(), &k.launches()}) {
-      for (const kiln::v1::GpuLaunch& l : *launches) {
-        std::cout << indent << "      " << (launches == &k.launches() ? "launch " : "init launch ")
-                  << l.entry() << "  grid " << absl::StrJoin(l.grid(), "x") << "  block "
-                  << absl::StrJoin(l.block(), "x") << "\n";
-      }
-    }
-    if (k.has_loop()) {
-      const kiln::v1::Manifest& body = k.loop().body();
-      std::cout << indent << "      loop over a compiled body: " << k.loop().num_carried()
-                << " carried values, " << body.outputs_size() - 1 - k.loop().num_carried()
-                << " scan outputs (length " << k.loop().scan_length() << "), body arena "
-                << body.arena_bytes() << " bytes\n";
-      PrintKernelsAndMemory(body, indent + "        ");
-    }
-    for (absl::string_view line : absl::StrSplit(k.schedule(), '\n', absl::SkipEmpty())) {
-      std::cout << indent << "      " << line << "\n";
-    }
-  }
-  std::cout << indent << "memory plan (" << m.buffers_size() << " buffers):\n";
-  for (const auto& b : m.buffers()) {
-    std::cout << indent
-              << absl::StrFormat("  %-40s offset %10d size %10d live kernels %d..%d\n", b.name(),
-                                 b.offset(), b.size_bytes(), b.first_kernel(), b.last_kernel());
-  }
-}
-
-void PrintMemorySizes(const kiln::v1::Manifest& m, const std::string& indent) {
-  std::cout << indent << "arena:            " << m.arena_bytes() << " bytes ("
-            << m.arena_bytes_no_reuse() << " without buffer reuse)\n"
-            << indent << "persistent:       " << m.persistent_bytes()
-            << " bytes (computed from the weights at load)\n";
-}
-
 int Inspect(const Args& args) {
   auto artifact = runtime::ReadArtifactFile(args.positional[0]);
   if (!artifact.ok()) return FailStatus(artifact.status());
-  const kiln::v1::Manifest& m = artifact->manifest;
-  std::cout << "artifact:         " << args.positional[0] << "\n"
-            << "graph hash:       " << m.graph_hash() << "\n"
-            << "target:           " << m.target_key() << "\n"
-            << "compiler version: " << m.compiler_version() << "\n"
-            << "abi version:      " << m.abi_version() << "\n"
-            << "tuning:           "
-            << (m.tuning_digest().empty() ? std::string("none (default schedules)")
-                                          : "records " + m.tuning_digest())
-            << "\n"
-            << "code:             " << artifact->code.size()
-            << (artifact->manifest.code_kind() == kiln::v1::PTX ? " bytes (PTX module)\n"
-                                                                 : " bytes (ELF shared object)\n")
-            << "weights:          " << m.weights_bytes() << " bytes\n";
-  if (m.profiles_size() == 0) PrintMemorySizes(m, "");
-  for (const auto& in : m.inputs()) std::cout << "input:  " << SpecText(in, &m) << "\n";
-  for (const auto& out : m.outputs()) std::cout << "output: " << SpecText(out, &m) << "\n";
-  if (m.bound_symbols_size() > 0) {
-    std::vector<std::string> symbols;
-    for (const auto& b : m.bound_symbols()) {
-      symbols.push_back(absl::StrCat(b.name(), "=", b.min(), "..", b.max()));
-    }
-    std::cout << "bounded dims:     " << absl::StrJoin(symbols, " ")
-              << " (tensors padded to the maximums; kernels read the lengths at run time)\n";
-  }
-  if (m.profiles_size() == 0) {
-    PrintKernelsAndMemory(m, "");
-    return 0;
-  }
-  std::cout << "shape profiles (" << m.profiles_size()
-            << "; the runtime runs the one whose input shapes match):\n";
-  for (int k = 0; k < m.profiles_size(); ++k) {
-    const kiln::v1::Manifest& p = m.profiles(k);
-    std::vector<std::string> inputs, outputs;
-    for (const auto& in : p.inputs()) inputs.push_back(SpecText(in));
-    for (const auto& out : p.outputs()) outputs.push_back(SpecText(out));
-    std::cout << "profile " << k << ": " << absl::StrJoin(inputs, ", ") << " -> "
-              << absl::StrJoin(outputs, ", ") << "\n"
-              << "  graph hash:       " << p.graph_hash() << "\n";
-    PrintMemorySizes(p, "  ");
-    PrintKernelsAndMemory(p, "  ");
+  if (args.Has("--json")) {
+    std::cout << InspectJson(*artifact, args.positional[0]) << "\n";
+  } else if (args.Has("--dot")) {
+    std::cout << InspectDot(artifact->manifest);
+  } else {
+    InspectDetails details;
+    details.kernels = args.Has("--kernels");
+    details.memory = args.Has("--memory");
+    std::cout << InspectText(*artifact, args.positional[0], details);
   }
   return 0;
 }

@@ -22,6 +22,18 @@
 namespace kiln::pipeline {
 namespace {
 
+// A buffer's name in the memory plan: the model's name for the value, else its producing node's
+// (the ONNX node name the importer kept, with ":<output>" past the first output), else
+// "v<id>".
+std::string BufferName(const graph::Value& v) {
+  if (!v.name().empty()) return v.name();
+  if (v.producer() != nullptr && !v.producer()->name().empty()) {
+    return v.output_index() == 0 ? v.producer()->name()
+                                 : absl::StrCat(v.producer()->name(), ":", v.output_index());
+  }
+  return absl::StrCat("v", v.id());
+}
+
 using graph::Node;
 using graph::OpKind;
 using graph::Value;
@@ -364,7 +376,7 @@ class Planner {
         auto [it, inserted] = by_value_id.try_emplace(r->id());
         BufferRequest& req = it->second;
         if (inserted) {
-          req.name = r->name().empty() ? absl::StrCat("v", r->id()) : r->name();
+          req.name = BufferName(*r);
           req.size_bytes = r->type().NumBytes();
           req.first_use = static_cast<int>(k);
           value_of_id[r->id()] = r;

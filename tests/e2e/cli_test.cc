@@ -99,7 +99,8 @@ TEST(CliTest, UsageErrors) {
            {"compile x.onnx -o y.kiln --local --server 127.0.0.1:1", "kiln compile",
             "--local and --server do not go together"},
            {"compile a.onnx b.onnx -o y.kiln", "kiln compile", "unexpected argument 'b.onnx'"},
-           {"run a.kiln", "kiln run", "missing --output-dir DIR"},
+           {"run a.kiln", "kiln run",
+            "missing --output-dir DIR (or --repeat N / --profile FILE to time)"},
            {"run a.kiln --output-dir", "kiln run", "--output-dir needs a value"},
            {"run a.kiln --output-dir d --threads many", "kiln run", "--threads needs an integer"},
            {"inspect", "kiln inspect", "missing OUT.kiln"},
@@ -368,7 +369,7 @@ TEST(CliTest, ShapeProfilesInOneArtifact) {
                         " --input-shape input=1,64,256 --input-shape input=2,16,256");
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("(2 shape profiles, 72 kernels, graph "), std::string::npos) << out;
-  auto [inspect_rc, inspect_out] = Kiln("inspect " + artifact);
+  auto [inspect_rc, inspect_out] = Kiln("inspect --kernels " + artifact);
   for (const char* line : {"input:  input: f32[?,?,256]\n", "shape profiles (2;",
                            "profile 0: input: f32[1,64,256] -> output: f32[1,64,256]\n",
                            "profile 1: input: f32[2,16,256] -> output: f32[2,16,256]\n",

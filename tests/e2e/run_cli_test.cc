@@ -4,11 +4,13 @@
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -19,6 +21,13 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+
+std::vector<std::string> SplitLines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::stringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
 
 constexpr char kModel[] = "examples/squeezenet1_1/model.onnx";
 constexpr char kInput[] = "input=examples/squeezenet1_1/test_data_set_0/input_0.pb";
@@ -120,6 +129,51 @@ TEST_F(RunCliTest, AnArtifactForFeaturesThisCpuLacksIsRefusedAtLoad) {
                              "whose features"));
   EXPECT_THAT(out, HasSubstr("xop"));
   EXPECT_THAT(out, HasSubstr("this CPU lacks; compile it for this CPU (--target host)"));
+}
+
+TEST_F(RunCliTest, InspectSummarizesFirst) {
+  auto [status, out] = Kiln("inspect " + Artifact());
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_LT(std::count(out.begin(), out.end(), '\n'), 40) << out;
+  size_t longest = 0;
+  for (const auto& line : SplitLines(out)) longest = std::max(longest, line.size());
+  EXPECT_LT(longest, 160u) << out;  // the target key's features only under --json
+  EXPECT_THAT(out, HasSubstr("input:  input: f32[1,3,224,224]"));
+  EXPECT_THAT(out, HasSubstr("ops:              66 graph ops in 40 kernels: Conv 26, Relu 26"));
+  EXPECT_THAT(out, HasSubstr("kernels:          40: 0 tuned, 40 default schedules"));
+  EXPECT_THAT(out, HasSubstr("compute:          705.4 MFLOP per run"));
+  EXPECT_THAT(out, HasSubstr("top kernels by FLOPs:\n  kernel_36   Conv+Relu"));
+  // Tensors named as the model names them.
+  EXPECT_THAT(out, HasSubstr("-> /classifier/classifier.2/Relu"));
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("workload ")));
+
+  std::tie(status, out) = Kiln("inspect --kernels --memory " + Artifact());
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_THAT(out, HasSubstr("kernel_0  Conv+Relu  (input, weights+0, weights+6912, "
+                             "/features/features.1/Relu)  43.4 MFLOP"));
+  EXPECT_THAT(out, HasSubstr("default schedule"));
+  EXPECT_THAT(out, HasSubstr("memory plan (47 buffers, arena "));
+}
+
+TEST_F(RunCliTest, InspectJsonAndDot) {
+  auto [status, out] = Kiln("inspect --json " + Artifact() + " 2>/dev/null");
+  ASSERT_EQ(status, 0) << out;
+  google::protobuf::Struct parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out, &parsed).ok()) << out;
+  const auto& summary = parsed.fields().at("summary").struct_value().fields();
+  EXPECT_EQ(summary.at("kernels").number_value(), 40);
+  EXPECT_EQ(summary.at("flops").number_value(), 705421968);
+  const auto& manifest = parsed.fields().at("manifest").struct_value().fields();
+  EXPECT_EQ(manifest.at("kernels").list_value().values_size(), 40);
+  EXPECT_EQ(manifest.at("target_key").string_value().rfind("cpu:", 0), 0u);
+
+  std::tie(status, out) = Kiln("inspect --dot " + Artifact());
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_EQ(out.rfind("digraph kiln {\n", 0), 0u) << out;
+  EXPECT_THAT(out, HasSubstr("  in0 -> k0;\n"));
+  EXPECT_THAT(out, HasSubstr("  k0 -> k1 [label=\"/features/features.1/Relu\"];\n"));
+  EXPECT_THAT(out, HasSubstr(" -> out0;\n"));
+  EXPECT_EQ(out.substr(out.size() - 2), "}\n");
 }
 
 }  // namespace

@@ -64,11 +64,11 @@ TEST(TuneCliTest, LocalTuneThenCompileWithRecords) {
   ASSERT_EQ(Kiln("compile " + model_dir + "/model.onnx -o " + again + " --records " + records)
                 .first,
             0);
-  auto [i_rc, inspect] = Kiln("inspect " + tuned);
+  auto [i_rc, inspect] = Kiln("inspect --kernels " + tuned);
   ASSERT_EQ(i_rc, 0) << inspect;
   EXPECT_NE(inspect.find("tuning:           records "), std::string::npos) << inspect;
   EXPECT_NE(inspect.find(" (record "), std::string::npos) << inspect;
-  auto [p_rc, plain_inspect] = Kiln("inspect " + plain);
+  auto [p_rc, plain_inspect] = Kiln("inspect --kernels " + plain);
   EXPECT_NE(plain_inspect.find("tuning:           none (default schedules)"), std::string::npos);
   EXPECT_EQ(plain_inspect.find(" (record "), std::string::npos);
   // Tuned and untuned artifacts differ; the same records give the identical artifact.

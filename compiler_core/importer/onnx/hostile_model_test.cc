@@ -281,6 +281,33 @@ TEST(HostileModelTest, KilnInternalOpsAreUnsupportedOnnxOps) {
   }
 }
 
+// GRU with a rank-0 R read R's last dim (undefined behaviour; fuzz_onnx_import, seed
+// fuzz/seeds/onnx_import/gru_rank0_r.onnx); W, R, B, P and the initial states are checked
+// against the shapes the ONNX spec gives them.
+TEST(HostileModelTest, RecurrentOperandShapesAreChecked) {
+  {
+    ModelBuilder b;
+    b.Input("X", {6, 3, 3});
+    b.Input("W", {1, 15, 3});
+    b.Input("R", {});
+    SetInt(b.Node("GRU", {"X", "W", "R"}, {"", "Y_h"}, "gru"), "hidden_size", 5);
+    SymbolicOutput(b, 3);
+    EXPECT_EQ(std::string(Import(b).status().message()),
+              "node 'gru' (GRU): R has type f32[]; expected rank 3");
+  }
+  {
+    ModelBuilder b;
+    b.Input("X", {6, 3, 3});
+    b.Input("W", {1, 15, 4});
+    b.Input("R", {1, 15, 5});
+    SetInt(b.Node("GRU", {"X", "W", "R"}, {"", "Y_h"}, "gru"), "hidden_size", 5);
+    SymbolicOutput(b, 3);
+    EXPECT_EQ(std::string(Import(b).status().message()),
+              "node 'gru' (GRU): W has type f32[1,15,4]; expected [1,15,3] (hidden_size 5, 1 "
+              "direction)");
+  }
+}
+
 // Range over constants whose element count is no int64 (it was typed f32[0]: a wrong artifact),
 // and OneHot with a NaN depth (an undefined float-to-int conversion).
 TEST(HostileModelTest, CountsFromFloatConstantsAreChecked) {

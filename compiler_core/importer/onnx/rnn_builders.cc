@@ -5,6 +5,7 @@
 // step adds the recurrent MatMul. sequence_lens (constant or arriving at run time) masks the
 // steps past each batch entry's length, as ONNX Runtime does.
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "compiler_core/importer/onnx/import_context.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -116,9 +117,34 @@ absl::StatusOr<BuiltOutputs> BuildRecurrent(ImportContext& ctx, const OnnxNode& 
   }
   const DType dt = x->type().dtype;
   const int64_t seq = x->type().shape[0], batch = x->type().shape[1];
+  if (r->type().rank() != 3) {
+    return absl::InvalidArgumentError(
+        node.Prefix() + absl::StrCat("R has type ", r->type().ToString(), "; expected rank 3"));
+  }
   const int64_t hidden = node.attrs.GetInt("hidden_size", r->type().shape.back());
   const std::string direction = node.attrs.GetString("direction", "forward");
   const int64_t dirs = direction == "bidirectional" ? 2 : 1;
+  // The shapes the ONNX spec gives the operands (RNN, GRU, LSTM: "Inputs"); slicing them
+  // otherwise would read past their data or quietly compute with the wrong weights.
+  auto expect = [&](Value* v, const char* name, std::vector<int64_t> shape) -> absl::Status {
+    if (v == nullptr || v->type().shape == shape) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        node.Prefix() + absl::StrCat(name, " has type ", v->type().ToString(), "; expected [",
+                                     absl::StrJoin(shape, ","), "] (hidden_size ", hidden, ", ",
+                                     dirs, " direction", dirs == 1 ? "" : "s", ")"));
+  };
+  if (hidden <= 0) {
+    return absl::InvalidArgumentError(node.Prefix() +
+                                      absl::StrCat("hidden_size must be positive, got ", hidden));
+  }
+  KILN_RETURN_IF_ERROR(expect(w, "W", {dirs, gates * hidden, x->type().shape[2]}));
+  KILN_RETURN_IF_ERROR(expect(r, "R", {dirs, gates * hidden, hidden}));
+  KILN_RETURN_IF_ERROR(expect(bias, "B", {dirs, 2 * gates * hidden}));
+  KILN_RETURN_IF_ERROR(expect(peep, "P", {dirs, 3 * hidden}));
+  const std::vector<int64_t> state_shape = layout == 1 ? std::vector<int64_t>{batch, dirs, hidden}
+                                                       : std::vector<int64_t>{dirs, batch, hidden};
+  KILN_RETURN_IF_ERROR(expect(init_h, "initial_h", state_shape));
+  KILN_RETURN_IF_ERROR(expect(init_c, "initial_c", state_shape));
   // sequence_lens absent or the full length everywhere: no masking. Otherwise (shorter
   // constants, or values that arrive at run time) `lens` masks the steps (see the step loop).
   Value* lens = nullptr;

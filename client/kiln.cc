@@ -20,6 +20,7 @@
 #include "client/cli.h"
 #include "client/depfile.h"
 #include "client/inspect.h"
+#include "client/json.h"
 #include "client/records_file.h"
 #include "client/remote_commands.h"
 #include "client/run_timing.h"
@@ -141,7 +142,6 @@ int Compile(const Args& args) {
 // A local compile of `args` into `out`.
 int CompileHere(const Args& args, const std::string& out) {
   if (args.Has("--tune")) return FailUsage(args, "--tune=background needs --server");
-  if (args.Has("--json")) return FailUsage(args, "--json needs --server");
   absl::StatusOr<pipeline::CompileOptions> parsed = OptionsFrom(args);
   if (!parsed.ok()) return FailStatus(parsed.status());
   pipeline::CompileOptions& options = *parsed;
@@ -156,6 +156,14 @@ int CompileHere(const Args& args, const std::string& out) {
   if (!result.ok()) return FailStatus(result.status());
   absl::Status st = runtime::WriteArtifactFile(out, result->artifact);
   if (!st.ok()) return FailStatus(st);
+  if (args.Has("--json")) {
+    google::protobuf::Struct json = LocalCompileJson(*result);
+    SetString(json, "output", out);
+    std::error_code ec;
+    SetNumber(json, "artifact_bytes", static_cast<double>(std::filesystem::file_size(out, ec)));
+    std::cout << ToJson(json) << "\n";
+    return 0;
+  }
   PrintTimings(*result);
   if (args.Has("--time-passes")) time_passes.Print(result->timings.total_ms);
   const kiln::v1::Manifest& m = result->artifact.manifest;
@@ -349,7 +357,7 @@ int Check(const Args& args) {
   const std::string device =
       args.Get("--device", absl::StartsWith(options.target, "cuda") ? "cuda:0" : "cpu");
   const Tolerance tolerance = ToleranceFor(options.precision);
-  std::cout << ToleranceNote(options.precision);
+  (args.Has("--json") ? std::cerr : std::cout) << ToleranceNote(options.precision);
   auto report = CheckModelDir(args.positional[0], options, tolerance, device);
   if (!report.ok()) return FailStatus(report.status());
   if (args.Has("--json")) {

@@ -131,6 +131,21 @@ TEST_F(RunCliTest, AnArtifactForFeaturesThisCpuLacksIsRefusedAtLoad) {
   EXPECT_THAT(out, HasSubstr("this CPU lacks; compile it for this CPU (--target host)"));
 }
 
+TEST_F(RunCliTest, LocalCompileJson) {
+  const std::string artifact = (*dir_ / "json.kiln").string();
+  auto [status, out] =
+      Kiln(std::string("compile ") + kModel + " -o " + artifact + " --json 2>/dev/null");
+  ASSERT_EQ(status, 0) << out;
+  google::protobuf::Struct parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out, &parsed).ok()) << out;
+  const auto& f = parsed.fields();
+  EXPECT_EQ(f.at("output").string_value(), artifact);
+  EXPECT_EQ(f.at("artifact_bytes").number_value(), static_cast<double>(fs::file_size(artifact)));
+  EXPECT_EQ(f.at("kernels").number_value(), 40);
+  EXPECT_EQ(f.at("graph_hash").string_value().size(), 64u);
+  EXPECT_EQ(f.at("target_key").string_value().rfind("cpu:", 0), 0u);
+}
+
 TEST_F(RunCliTest, InspectSummarizesFirst) {
   auto [status, out] = Kiln("inspect " + Artifact());
   ASSERT_EQ(status, 0) << out;

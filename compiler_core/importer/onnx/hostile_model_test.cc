@@ -308,6 +308,21 @@ TEST(HostileModelTest, RecurrentOperandShapesAreChecked) {
   }
 }
 
+// ONNX 1.12's Gemm 6 -> 7 version adapter segfaulted on a B declared without a shape
+// (fuzz_onnx_import; seed fuzz/seeds/onnx_import/legacy_gemm_unshaped_b.onnx).
+TEST(HostileModelTest, LegacyGemmNeedsRank2Operands) {
+  ModelBuilder b(/*opset=*/6);
+  b.Input("a", {4, 3});
+  b.Input("b", {});
+  b.Input("c", {1, 5});
+  b.Node("Gemm", {"a", "b", "c"}, {"y"}, "gemm");
+  SymbolicOutput(b, 2);
+  auto g = Import(b);
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(g.status().message()),
+            "node 'gemm' (Gemm): input 1 ('b') has rank 0; upgrading opset 6 needs rank 2");
+}
+
 // Range over constants whose element count is no int64 (it was typed f32[0]: a wrong artifact),
 // and OneHot with a NaN depth (an undefined float-to-int conversion).
 TEST(HostileModelTest, CountsFromFloatConstantsAreChecked) {

@@ -2,6 +2,7 @@
 // order, external data, and the ONNX library's checker and shape inference.
 #include "compiler_core/importer/onnx/model_checks.h"
 
+#include <map>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -92,6 +93,28 @@ absl::Status UpgradeLegacyOpset(onnx::ModelProto& model, int& opset) {
       if (defined.count(out.name()) == 0) {
         return absl::InvalidArgumentError(
             absl::StrCat("graph output '", out.name(), "' is not produced by any node"));
+      }
+    }
+  }
+  // Its Gemm 6 -> 7 adapter indexes A's and B's dims unchecked (fuzz/onnx_import: a graph
+  // input B declared without a shape segfaults it): a graph input or initializer they read must
+  // have rank 2.
+  {
+    std::map<std::string, int> ranks;  // -1: a graph input declared without a shape
+    for (const auto& v : model.graph().input()) {
+      const auto& t = v.type().tensor_type();
+      ranks[v.name()] = t.has_shape() ? t.shape().dim_size() : -1;
+    }
+    for (const auto& t : model.graph().initializer()) ranks[t.name()] = t.dims_size();
+    for (const auto& n : model.graph().node()) {
+      if (n.op_type() != "Gemm") continue;
+      for (int i = 0; i < 2 && i < n.input_size(); ++i) {
+        auto it = ranks.find(n.input(i));
+        if (it == ranks.end() || it->second == 2) continue;
+        return absl::InvalidArgumentError(absl::StrCat(
+            "node '", n.name(), "' (Gemm): input ", i, " ('", n.input(i), "') ",
+            it->second < 0 ? "has no declared shape" : absl::StrCat("has rank ", it->second),
+            "; upgrading opset ", opset, " needs rank 2"));
       }
     }
   }

@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -21,19 +20,17 @@
 #include "absl/strings/str_format.h"
 #include "compiler_core/importer/onnx/model_checks.h"
 #include "compiler_core/runtime/artifact.h"
-#include "compiler_core/support/sha256.h"
 #include "compiler_core/support/status_macros.h"
 #include "compiler_core/support/target.h"
+#include "wire/chunked.h"
+#include "wire/status.h"
 
 namespace kiln::client {
 namespace {
 
-constexpr size_t kChunkBytes = size_t{1} << 20;  // at most 1 MiB of data per message
-
+// The status of a call to `rpc`, its message prefixed `<rpc>: `.
 absl::Status FromGrpc(const std::string& rpc, const grpc::Status& s) {
-  if (s.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
-                      absl::StrCat(rpc, ": ", s.error_message()));
+  return wire::ToAbslStatus(s, rpc);
 }
 
 double MsSince(std::chrono::steady_clock::time_point start) {
@@ -42,13 +39,6 @@ double MsSince(std::chrono::steady_clock::time_point start) {
 }
 
 }  // namespace
-
-kiln::v1::Digest DigestOf(const std::string& bytes) {
-  kiln::v1::Digest d;
-  d.set_hash(Sha256Hex(bytes));
-  d.set_size_bytes(static_cast<int64_t>(bytes.size()));
-  return d;
-}
 
 RemoteClient::RemoteClient(const std::string& server, int64_t timeout_ms, ChannelSecurity security)
     : timeout_ms_(timeout_ms), security_(std::move(security)) {
@@ -115,20 +105,9 @@ absl::StatusOr<kiln::v1::UploadModelResponse> RemoteClient::UploadModel(
   Prepare(context);
   kiln::v1::UploadModelResponse response;
   auto writer = stub_->UploadModel(&context, &response);
-  size_t offset = 0;
-  bool first = true;
-  // One message per chunk (an empty model still sends its digest once). kilnd may end the call
-  // early (already present, too large): Write then fails and Finish says why.
-  while (first || offset < bytes.size()) {
-    kiln::v1::UploadModelRequest request;
-    if (first) *request.mutable_digest() = digest;
-    size_t n = std::min(kChunkBytes, bytes.size() - offset);
-    request.set_data(bytes.data() + offset, n);
-    offset += n;
-    first = false;
-    if (!writer->Write(request)) break;
-  }
-  writer->WritesDone();
+  // kilnd may end the call early (already present, too large): Write then fails and Finish
+  // says why.
+  wire::WriteChunks<kiln::v1::UploadModelRequest>(*writer, digest, bytes);
   KILN_RETURN_IF_ERROR(FromGrpc("UploadModel", writer->Finish()));
   return response;
 }
@@ -148,32 +127,8 @@ absl::StatusOr<std::string> RemoteClient::FetchArtifact(const kiln::v1::Digest& 
   kiln::v1::FetchArtifactRequest request;
   *request.mutable_digest() = digest;
   auto reader = stub_->FetchArtifact(&context, request);
-  std::string bytes;
-  bytes.reserve(static_cast<size_t>(std::max<int64_t>(digest.size_bytes(), 0)));
-  kiln::v1::FetchArtifactResponse chunk;
-  bool too_big = false;
-  // Bounded by the deadline and by the digest's size.
-  while (reader->Read(&chunk)) {
-    if (static_cast<int64_t>(bytes.size() + chunk.data().size()) > digest.size_bytes()) {
-      too_big = true;
-      context.TryCancel();
-      break;
-    }
-    bytes += chunk.data();
-  }
-  grpc::Status status = reader->Finish();
-  if (too_big) {
-    return absl::DataLossError(
-        absl::StrCat("FetchArtifact: server sent more than ", digest.size_bytes(), " bytes"));
-  }
-  KILN_RETURN_IF_ERROR(FromGrpc("FetchArtifact", status));
-  std::string got = Sha256Hex(bytes);
-  if (static_cast<int64_t>(bytes.size()) != digest.size_bytes() || got != digest.hash()) {
-    return absl::DataLossError(absl::StrCat("FetchArtifact: got ", bytes.size(),
-                                            " bytes hashing to ", got, ", expected ",
-                                            digest.size_bytes(), " bytes ", digest.hash()));
-  }
-  return bytes;
+  return wire::ReceiveVerified(context, *reader, digest, "FetchArtifact", "server",
+                               "FetchArtifact");
 }
 
 absl::StatusOr<RemoteCompileResult> RemoteClient::CompileModel(const std::string& model_bytes,

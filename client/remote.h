@@ -19,6 +19,7 @@
 #include "compiler_core/importer/onnx/shape_profiles.h"
 #include "compiler_core/support/file_bytes.h"
 #include "kiln/v1/service.grpc.pb.h"
+#include "wire/digest.h"
 
 namespace kiln::client {
 
@@ -150,8 +151,8 @@ class RemoteClient {
 absl::StatusOr<std::unique_ptr<RemoteClient>> RemoteClientFrom(const Args& args,
                                                                int64_t timeout_ms = 600'000);
 
-/// The Digest of `bytes` (SHA-256 hex, size).
-kiln::v1::Digest DigestOf(const std::string& bytes);
+/// The Digest of `bytes` (SHA-256 hex, size): wire::DigestOf, named here for the client's users.
+using wire::DigestOf;
 
 /// The --json object of a remote compile, for build systems: cache_hit, graph_hash,
 /// target_key, compiler_version, options_hash, artifact_digest, artifact_bytes, compile_ms,

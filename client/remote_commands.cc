@@ -24,6 +24,7 @@
 #include "compiler_core/runtime/artifact.h"
 #include "compiler_core/support/status_macros.h"
 #include "compiler_core/tuning/records.h"
+#include "wire/status.h"
 #include "workers/protocol.h"
 
 namespace kiln::client {
@@ -399,8 +400,8 @@ int JobsCommand(const Args& args) {
     std::string last =
         j.error_message().empty()
             ? j.worker()
-            : absl::StrCat(absl::StatusCodeToString(static_cast<absl::StatusCode>(j.error_code())),
-                           ": ", j.error_message());
+            : absl::StrCat(absl::StatusCodeToString(wire::CodeFromInt(j.error_code())), ": ",
+                           j.error_message());
     std::cout << absl::StrFormat(
         "%-24s %-9s %-10s %-11s %-16s %-24s %3d %-20s %s\n", j.id(), j.kind(),
         kiln::v1::JobState_Name(j.state()),

@@ -13,6 +13,7 @@
 #include "client/remote_commands.h"
 #include "client/tune_summary.h"
 #include "compiler_core/support/status_macros.h"
+#include "wire/status.h"
 
 namespace kiln::client {
 namespace {
@@ -193,9 +194,9 @@ int TuneOnServer(const Args& args) {
       return Fail(absl::StrCat("tune job ", *job_id, " was cancelled; the records it measured "
                                "are kept"));
     default:
-      return FailStatus(absl::Status(static_cast<absl::StatusCode>(last->error_code()),
-                                     absl::StrCat("tune job ", *job_id, ": ",
-                                                  last->error_message())));
+      return FailStatus(
+          absl::Status(wire::CodeFromInt(last->error_code()),
+                       absl::StrCat("tune job ", *job_id, ": ", last->error_message())));
   }
 }
 

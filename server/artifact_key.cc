@@ -1,21 +1,9 @@
-// Options hashing and key conversions.
+// Key conversions.
 #include "server/artifact_key.h"
 
-
 #include "absl/strings/str_cat.h"
-#include "workers/protocol.h"
 
 namespace kiln::server {
-
-v1::CompileOptions CanonicalOptions(const v1::CompileOptions& options) {
-  // One definition, shared with kiln-worker.
-  return workers::CanonicalOptions(options);
-}
-
-std::string OptionsHash(const v1::CompileOptions& options) {
-  // One definition, shared with kiln-worker (which checks the key of every task).
-  return workers::OptionsHash(options);
-}
 
 v1::ArtifactKey KeyToProto(const cache::ArtifactKey& key) {
   v1::ArtifactKey out;

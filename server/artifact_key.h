@@ -1,5 +1,5 @@
-// The artifact cache key's pieces that kilnd computes itself (the options hash) and their
-// conversions between storage and wire form.
+// The artifact cache key: its conversions between storage and wire form (the options hash is
+// wire/options.h).
 #ifndef KILN_SERVER_ARTIFACT_KEY_H_
 #define KILN_SERVER_ARTIFACT_KEY_H_
 
@@ -9,14 +9,6 @@
 #include "server/cache/storage.h"
 
 namespace kiln::server {
-
-/// `options` in canonical form (workers::CanonicalOptions): disabled_passes sorted and
-/// deduplicated, input_shapes sorted by name.
-v1::CompileOptions CanonicalOptions(const v1::CompileOptions& options);
-
-/// SHA-256 hex of the deterministic serialization of CanonicalOptions(options); the same
-/// function kiln-worker uses (workers/protocol.h).
-std::string OptionsHash(const v1::CompileOptions& options);
 
 v1::ArtifactKey KeyToProto(const cache::ArtifactKey& key);
 cache::ArtifactKey KeyFromProto(const v1::ArtifactKey& key);

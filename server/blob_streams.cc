@@ -7,10 +7,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/support/sha256.h"
+#include "compiler_core/support/status_macros.h"
 #include "server/log.h"
 #include "server/rpc_call.h"
-#include "server/status_convert.h"
 #include "server/upload_limiter.h"
+#include "wire/digest.h"
+#include "wire/status.h"
 
 namespace kiln::server {
 namespace {
@@ -74,10 +76,7 @@ class UploadReactor final : public grpc::ServerReadReactor<Request> {
           absl::StrCat("the first ", method_, " message must carry the blob's digest"));
     }
     digest_ = request_.digest();
-    if (!cache::IsValidDigest(digest_.hash())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("digest '", digest_.hash(), "' is not a lowercase hex SHA-256"));
-    }
+    KILN_RETURN_IF_ERROR(wire::CheckDigest(digest_.hash()));
     if (digest_.size_bytes() < 0) {
       return absl::InvalidArgumentError("digest size_bytes is negative");
     }
@@ -154,7 +153,7 @@ class UploadReactor final : public grpc::ServerReadReactor<Request> {
                               {"already_present", already_present_}});
     }
     RecordRpc(ctx_->metrics, method_, status, start_, peer_);
-    this->Finish(ToGrpcStatus(status));
+    this->Finish(wire::ToGrpcStatus(status));
   }
 
   ServiceContext* ctx_;
@@ -192,10 +191,7 @@ class FetchReactor final : public grpc::ServerWriteReactor<v1::FetchArtifactResp
 
  private:
   void Load() {
-    if (!cache::IsValidDigest(digest_)) {
-      return Done(absl::InvalidArgumentError(
-          absl::StrCat("digest '", digest_, "' is not a lowercase hex SHA-256")));
-    }
+    if (absl::Status valid = wire::CheckDigest(digest_); !valid.ok()) return Done(valid);
     // Trust the index and verify while streaming: the digest is computed chunk by chunk as
     // the blob goes out, and checked before the last chunk leaves, so a corrupted blob is
     // never served whole (and the client checks the digest too).
@@ -250,7 +246,7 @@ class FetchReactor final : public grpc::ServerWriteReactor<v1::FetchArtifactResp
 
   void Done(const absl::Status& status) {
     RecordRpc(ctx_->metrics, method_, status, start_, peer_);
-    Finish(ToGrpcStatus(status));
+    Finish(wire::ToGrpcStatus(status));
   }
 
   ServiceContext* ctx_;

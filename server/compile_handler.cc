@@ -9,6 +9,7 @@
 #include "server/artifact_key.h"
 #include "server/log.h"
 #include "server/tuning_records.h"
+#include "wire/options.h"
 
 namespace kiln::server {
 namespace {
@@ -77,7 +78,7 @@ void CompileHandler::LearnWorkloads(const CompileSpec& spec, const cache::Artifa
                                                  WorkloadOptionsHash(spec.options), keys);
   if (!put.ok()) LogWarning("compile.workloads_not_stored", {{"status", put}});
   cache::ArtifactKey own = spec.key;
-  own.options_hash = OptionsHash(OnlyRecordsOf(spec.options, keys));
+  own.options_hash = wire::OptionsHash(OnlyRecordsOf(spec.options, keys));
   if (own.options_hash == spec.key.options_hash) return;
   absl::StatusOr<cache::ArtifactEntry> linked =
       storage_->LinkArtifact(own, entry.artifact_digest, entry.compile_ms);

@@ -11,6 +11,8 @@
 #include "compiler_core/support/status_macros.h"
 #include "server/artifact_key.h"
 #include "server/tuning_records.h"
+#include "wire/digest.h"
+#include "wire/options.h"
 #include "workers/protocol.h"
 
 namespace kiln::server {
@@ -32,7 +34,7 @@ absl::StatusOr<CompileSpec> CompilePreparer::Prepare(const v1::CompileRequest& r
   }
   spec.target = request.target().empty() ? "host" : request.target();
   KILN_ASSIGN_OR_RETURN(Target target, targets_->Resolve(spec.target));
-  spec.options = CanonicalOptions(request.options());
+  spec.options = wire::CanonicalOptions(request.options());
   KILN_RETURN_IF_ERROR(SetPrecision(target, spec.options.precision()));
   KILN_ASSIGN_OR_RETURN(importer::ShapeProfiles shapes, workers::ShapeProfilesOf(spec.options));
   KILN_ASSIGN_OR_RETURN(importer::InputShapes min_shapes,
@@ -43,10 +45,7 @@ absl::StatusOr<CompileSpec> CompilePreparer::Prepare(const v1::CompileRequest& r
   switch (request.model_case()) {
     case v1::CompileRequest::kModelDigest: {
       const v1::Digest& digest = request.model_digest();
-      if (!cache::IsValidDigest(digest.hash())) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("model digest '", digest.hash(), "' is not a lowercase hex SHA-256"));
-      }
+      KILN_RETURN_IF_ERROR(wire::CheckDigest(digest.hash(), "model digest"));
       KILN_ASSIGN_OR_RETURN(bool present, storage_->HasBlob(digest.hash()));
       if (!present) {
         return absl::NotFoundError(absl::StrCat("model ", digest.hash(),
@@ -90,7 +89,7 @@ absl::StatusOr<CompileSpec> CompilePreparer::Prepare(const v1::CompileRequest& r
   KILN_RETURN_IF_ERROR(FillTuningRecords(*storage_, target, spec.options,
                                          workloads.has_value() ? &*workloads : nullptr));
   spec.key = cache::ArtifactKey{graph_hash, target.Key(), pipeline::kCompilerVersion,
-                                OptionsHash(spec.options)};
+                                wire::OptionsHash(spec.options)};
   return spec;
 }
 

@@ -8,6 +8,7 @@
 #include "server/graph_hash_task.h"
 #include "server/limited_process.h"
 #include "server/log.h"
+#include "wire/status.h"
 
 namespace kiln::server {
 namespace {
@@ -41,7 +42,7 @@ absl::StatusOr<std::string> SandboxedHash(const GraphHashSandbox& sandbox,
     return ran->HitLimit() ? absl::ResourceExhaustedError(why) : absl::InvalidArgumentError(why);
   }
   if (result.error_code() != 0) {
-    absl::Status s(static_cast<absl::StatusCode>(result.error_code()), result.error_message());
+    absl::Status s = wire::StatusFromCode(result.error_code(), result.error_message());
     LogInfo("model.import_failed", {{"model", digest.substr(0, 12)}, {"status", s}});
     if (absl::IsUnimplemented(s) || absl::IsInvalidArgument(s)) {
       return absl::Status(s.code(), absl::StrCat("model ", digest, ": ", s.message()));

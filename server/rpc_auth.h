@@ -11,6 +11,7 @@
 #include "server/cache/storage.h"
 #include "server/rpc_call.h"
 #include "server/service_context.h"
+#include "wire/status.h"
 
 namespace kiln::server {
 
@@ -47,7 +48,7 @@ class RefusedStream final : public Base {
   RefusedStream(const ServiceContext* ctx, const grpc::CallbackServerContext& context,
                 const absl::Status& status, const std::string& method) {
     RecordRpc(ctx->metrics, method, status, absl::Now(), context.peer());
-    this->Finish(ToGrpcStatus(status));
+    this->Finish(wire::ToGrpcStatus(status));
   }
   void OnDone() override { delete this; }
 };

@@ -14,7 +14,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "server/metrics_hooks.h"
-#include "server/status_convert.h"
+#include "wire/status.h"
 
 namespace kiln::server {
 
@@ -48,7 +48,7 @@ class UnaryCall : public std::enable_shared_from_this<UnaryCall<Response>> {
     finished_ = true;
     if (status.ok() && fill) fill(*response_);
     RecordRpc(metrics_, method_, status, start_, peer_);
-    reactor_->Finish(ToGrpcStatus(status));
+    reactor_->Finish(wire::ToGrpcStatus(status));
     return true;
   }
 

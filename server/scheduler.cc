@@ -5,7 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "server/log.h"
-#include "server/status_convert.h"
+#include "wire/status.h"
 #include "workers/protocol.h"
 
 namespace kiln::server {
@@ -208,7 +208,7 @@ void Scheduler::TaskDone(const std::string& worker_id, const v1::TaskResult& res
       // live task's result is accepted.
       LogInfo("task.stale_result", {{"task", result.task_id()}, {"worker", worker_id}});
     } else {
-      absl::Status status = StatusFromCode(result.error_code(), result.error_message());
+      absl::Status status = wire::StatusFromCode(result.error_code(), result.error_message());
       JobResult job_result;
       if (status.ok()) {
         absl::StatusOr<JobResult> done =

@@ -13,9 +13,9 @@
 #include "compiler_core/support/sha256.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/artifact_key.h"
 #include "server/cache/test_util.h"
 #include "server/compile_handler.h"
+#include "wire/options.h"
 
 namespace kiln::server {
 namespace {
@@ -103,7 +103,7 @@ class SchedulerTest : public ::testing::Test {
     spec.target = "host";
     spec.priority = priority;
     spec.key = cache::ArtifactKey{Sha256Hex(absl::StrCat("graph-", name)), "cpu:testcpu",
-                                  "kiln-test", OptionsHash(spec.options)};
+                                  "kiln-test", wire::OptionsHash(spec.options)};
     return spec;
   }
 

@@ -15,6 +15,7 @@
 #include "server/rpc_call.h"
 #include "server/tune_handler.h"
 #include "server/watch_reactor.h"
+#include "wire/digest.h"
 
 namespace kiln::server {
 namespace {
@@ -101,9 +102,8 @@ grpc::ServerUnaryReactor* KilnServiceImpl::FindMissingBlobs(
   std::vector<std::string> digests;
   std::map<std::string, int64_t> sizes;
   for (const v1::Digest& d : request->digests()) {
-    if (!cache::IsValidDigest(d.hash())) {
-      call->Reply(absl::InvalidArgumentError(
-          absl::StrCat("digest '", d.hash(), "' is not a lowercase hex SHA-256")));
+    if (absl::Status valid = wire::CheckDigest(d.hash()); !valid.ok()) {
+      call->Reply(valid);
       return call->reactor();
     }
     digests.push_back(d.hash());

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/tuning/hardware.h"
-#include "server/artifact_key.h"
+#include "wire/options.h"
 
 namespace kiln::server {
 
@@ -15,7 +15,7 @@ std::string WorkloadOptionsHash(const v1::CompileOptions& options) {
   shaping.clear_records();
   shaping.clear_hardware_key();
   shaping.clear_untuned();
-  return OptionsHash(shaping);
+  return wire::OptionsHash(shaping);
 }
 
 v1::CompileOptions OnlyRecordsOf(const v1::CompileOptions& options,

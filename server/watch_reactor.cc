@@ -8,7 +8,7 @@
 
 #include "server/rpc_auth.h"
 #include "server/rpc_call.h"
-#include "server/status_convert.h"
+#include "wire/status.h"
 
 namespace kiln::server {
 namespace {
@@ -116,7 +116,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
     if (reactor == nullptr) return;
     state.reactor = nullptr;
     RecordRpc(reactor->ctx_->metrics, "WatchJob", status, reactor->start_, reactor->peer_);
-    reactor->Finish(ToGrpcStatus(status));
+    reactor->Finish(wire::ToGrpcStatus(status));
   }
 
   ServiceContext* ctx_;

@@ -14,7 +14,7 @@
 #include "server/log.h"
 #include "server/rpc_auth.h"
 #include "server/rpc_call.h"
-#include "server/status_convert.h"
+#include "wire/status.h"
 
 namespace kiln::server {
 namespace {
@@ -92,7 +92,7 @@ class WorkerConn final : public WorkerChannel, public std::enable_shared_from_th
     final_status_ = status;
     ConnectReactorBase* reactor = reactor_;
     reactor_ = nullptr;
-    reactor->Finish(ToGrpcStatus(status));
+    reactor->Finish(wire::ToGrpcStatus(status));
   }
 
   void Handle() {

@@ -11,6 +11,7 @@
 #include "compiler_core/runtime/manifest_calls.h"
 #include "compiler_core/support/status_macros.h"
 #include "compiler_core/tuning/records.h"
+#include "wire/options.h"
 #include "workers/protocol.h"
 
 namespace kiln::workers {
@@ -49,12 +50,12 @@ absl::StatusOr<CompiledArtifact> CompileModelBytes(std::string_view model_bytes,
                             compile_options));
   CompiledArtifact out;
   // The manifest names its whole cache key: kilnd and clients refuse it under any other.
-  result.artifact.manifest.set_options_hash(OptionsHash(options));
+  result.artifact.manifest.set_options_hash(wire::OptionsHash(options));
   out.bytes = runtime::SerializeArtifact(result.artifact);
   out.key.set_graph_hash(result.graph_hash);
   out.key.set_target_key(result.target.Key());
   out.key.set_compiler_version(pipeline::kCompilerVersion);
-  out.key.set_options_hash(OptionsHash(options));
+  out.key.set_options_hash(wire::OptionsHash(options));
   std::set<std::string> workloads;
   // Every kernel's workload, of the model, of each of its shape profiles and of Loop bodies.
   runtime::ForEachKernelCall(result.artifact.manifest, [&](const kiln::v1::KernelCall& k) {

@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "kiln/v1/service.pb.h"
 #include "server/limited_process.h"
+#include "wire/status.h"
 
 namespace kiln::workers {
 
@@ -68,7 +69,7 @@ absl::StatusOr<Result> RunInSandboxFor(const CompileSandbox& sandbox, const std:
         absl::StrCat(what, "'s child wrote no ", Result::descriptor()->name()));
   }
   if (result.error_code() != 0) {
-    return absl::Status(static_cast<absl::StatusCode>(result.error_code()), result.error_message());
+    return wire::StatusFromCode(result.error_code(), result.error_message());
   }
   return result;
 }

@@ -13,6 +13,7 @@
 #include "compiler_core/pipeline/compile.h"
 #include "compiler_core/runtime/artifact.h"
 #include "gtest/gtest.h"
+#include "wire/options.h"
 #include "workers/protocol.h"
 
 namespace kiln::workers {
@@ -37,7 +38,7 @@ TEST(CompileTaskTest, CompilesModelBytesIntoParsableArtifact) {
   EXPECT_EQ(compiled->key.graph_hash(), artifact->manifest.graph_hash());
   EXPECT_EQ(compiled->key.target_key(), artifact->manifest.target_key());
   EXPECT_EQ(compiled->key.compiler_version(), pipeline::kCompilerVersion);
-  EXPECT_EQ(compiled->key.options_hash(), OptionsHash(options));
+  EXPECT_EQ(compiled->key.options_hash(), wire::OptionsHash(options));
   EXPECT_GT(compiled->compile_ms, 0);
 }
 
@@ -124,18 +125,6 @@ TEST(CompileTaskTest, ErrorsKeepTheirCodes) {
   EXPECT_NE(bad_pass.status().message().find("no-such-pass"), absl::string_view::npos);
 }
 
-TEST(ProtocolTest, OptionsHashIsCanonical) {
-  kiln::v1::CompileOptions a, b, empty;
-  a.add_disabled_passes("fusion");
-  a.add_disabled_passes("cse");
-  b.add_disabled_passes("cse");
-  b.add_disabled_passes("fusion");
-  b.add_disabled_passes("cse");
-  EXPECT_EQ(OptionsHash(a), OptionsHash(b));
-  EXPECT_NE(OptionsHash(a), OptionsHash(empty));
-  EXPECT_EQ(OptionsHash(empty).size(), 64u);
-}
-
 // InputShape.min_dims: the bounded dims' minimums; an entry whose every minimum is its dim is
 // fixed (as the command line drops it); bad minimums, bounded dims with several profiles and
 // tuning with bounded dims are refused.
@@ -165,12 +154,6 @@ TEST(ProtocolTest, BoundedMinShapes) {
   EXPECT_EQ(OneShapeProfileOf(options_of({{"x", {4, 64}, {1, 64}}})).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(OneShapeProfileOf(options_of({{"x", {4, 64}, {4, 64}}})).ok());
-}
-
-TEST(ProtocolTest, StatusFromCode) {
-  EXPECT_EQ(StatusFromCode(3, "x").code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(StatusFromCode(0, "").ok());
-  EXPECT_EQ(StatusFromCode(99, "x").code(), absl::StatusCode::kUnknown);
 }
 
 }  // namespace

@@ -5,56 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "compiler_core/support/sha256.h"
 #include "compiler_core/support/status_macros.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 namespace kiln::workers {
-
-kiln::v1::CompileOptions CanonicalOptions(const kiln::v1::CompileOptions& options) {
-  kiln::v1::CompileOptions canonical = options;
-  if (canonical.precision() == "fp32") canonical.clear_precision();
-  auto* passes = canonical.mutable_disabled_passes();
-  std::sort(passes->begin(), passes->end());
-  passes->erase(std::unique(passes->begin(), passes->end()), passes->end());
-  std::sort(canonical.mutable_constant_inputs()->begin(),
-            canonical.mutable_constant_inputs()->end(),
-            [](const kiln::v1::ConstantInput& a, const kiln::v1::ConstantInput& b) {
-              return a.name() < b.name();
-            });
-  std::stable_sort(canonical.mutable_input_shapes()->begin(), canonical.mutable_input_shapes()->end(),
-            [](const kiln::v1::InputShape& a, const kiln::v1::InputShape& b) {
-              return a.name() < b.name();
-            });
-  return canonical;
-}
-
-std::string OptionsHash(const kiln::v1::CompileOptions& options) {
-  kiln::v1::CompileOptions canonical = CanonicalOptions(options);
-  // Of a record, only what shapes the artifact counts (tuning::RecordDigest's fields): a record
-  // exported and imported elsewhere gives the same key.
-  for (kiln::v1::TuningRecord& r : *canonical.mutable_records()) {
-    kiln::v1::TuningRecord kept;
-    kept.set_workload_key(r.workload_key());
-    kept.set_hardware_key(r.hardware_key());
-    kept.set_schedule(r.schedule());
-    kept.set_median_ms(r.median_ms());
-    r = std::move(kept);
-  }
-  std::sort(canonical.mutable_records()->begin(), canonical.mutable_records()->end(),
-            [](const kiln::v1::TuningRecord& a, const kiln::v1::TuningRecord& b) {
-              return a.workload_key() < b.workload_key();
-            });
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    canonical.SerializeToCodedStream(&coded);
-  }
-  return Sha256Hex(bytes);
-}
 
 absl::StatusOr<importer::ShapeProfiles> ShapeProfilesOf(const kiln::v1::CompileOptions& options) {
   std::vector<importer::NamedShape> given;
@@ -128,13 +81,6 @@ absl::StatusOr<importer::InputShapes> OneShapeProfileOf(const kiln::v1::CompileO
   return importer::SingleProfile(*profiles, "tuning");
 }
 
-kiln::v1::Digest DigestOf(const std::string& bytes) {
-  kiln::v1::Digest d;
-  d.set_hash(Sha256Hex(bytes));
-  d.set_size_bytes(static_cast<int64_t>(bytes.size()));
-  return d;
-}
-
 std::string CapabilitiesText(const kiln::v1::WorkerCapabilities& capabilities) {
   std::vector<std::string> parts;
   for (const kiln::v1::Capability& c : capabilities.capabilities()) {
@@ -157,13 +103,6 @@ std::string CapabilitiesText(const kiln::v1::WorkerCapabilities& capabilities) {
     }
   }
   return parts.empty() ? "none" : absl::StrJoin(parts, " ");
-}
-
-absl::Status StatusFromCode(int code, const std::string& message) {
-  if (code < 0 || code > static_cast<int>(absl::StatusCode::kUnauthenticated)) {
-    return absl::UnknownError(message);
-  }
-  return absl::Status(static_cast<absl::StatusCode>(code), message);
 }
 
 }  // namespace kiln::workers

@@ -15,9 +15,9 @@
 #include "absl/time/time.h"
 #include "compiler_core/codegen/llvm/codegen.h"
 #include "compiler_core/support/status_macros.h"
+#include "wire/status.h"
 #include "workers/compile_task.h"
 #include "workers/hub_blobs.h"
-#include "workers/protocol.h"
 
 namespace kiln::workers {
 namespace {
@@ -268,7 +268,7 @@ absl::Status Worker::Serve(bool& registered) {
     context_ = nullptr;
   }
   if (!registered && status.ok()) return absl::UnavailableError("kilnd did not register us");
-  return StatusFromCode(static_cast<int>(status.error_code()), status.error_message());
+  return wire::ToAbslStatus(status);
 }
 
 bool Worker::Send(const kiln::v1::WorkerMessage& message) {

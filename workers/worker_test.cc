@@ -19,7 +19,9 @@
 #include "compiler_core/support/sha256.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "workers/protocol.h"
+#include "wire/chunked.h"
+#include "wire/digest.h"
+#include "wire/options.h"
 
 namespace kiln::workers {
 namespace {
@@ -132,7 +134,7 @@ class FakeHub final : public kiln::v1::WorkerHub::Service {
     std::string bytes, hash;
     while (reader->Read(&m)) {
       if (m.has_digest()) hash = m.digest().hash();
-      if (m.data().size() > kMaxChunkBytes) {
+      if (m.data().size() > wire::kMaxChunkBytes) {
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "chunk too big");
       }
       bytes += m.data();
@@ -140,7 +142,7 @@ class FakeHub final : public kiln::v1::WorkerHub::Service {
     if (Sha256Hex(bytes) != hash) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "digest");
     std::lock_guard<std::mutex> lock(mu_);
     artifacts_[hash] = bytes;
-    *response->mutable_digest() = DigestOf(bytes);
+    *response->mutable_digest() = wire::DigestOf(bytes);
     return grpc::Status::OK;
   }
 
@@ -176,7 +178,7 @@ kiln::v1::WorkerTask Task(const std::string& id, const std::string& model) {
   kiln::v1::WorkerTask t;
   t.set_task_id(id);
   t.set_job_id("job-" + id);
-  *t.mutable_compile()->mutable_model_digest() = DigestOf(model);
+  *t.mutable_compile()->mutable_model_digest() = wire::DigestOf(model);
   t.mutable_compile()->set_target("host");
   return t;
 }
@@ -241,7 +243,7 @@ TEST(WorkerTest, RegistersHeartbeatsCompilesAndUploads) {
   auto artifact = runtime::ParseArtifact(bytes);
   ASSERT_TRUE(artifact.ok()) << artifact.status();
   EXPECT_EQ(r.key().graph_hash(), artifact->manifest.graph_hash());
-  EXPECT_EQ(r.key().options_hash(), OptionsHash({}));
+  EXPECT_EQ(r.key().options_hash(), wire::OptionsHash({}));
   EXPECT_GT(r.compile_ms(), 0);
   EXPECT_GT(hub.heartbeats_, 0);
 }
@@ -254,7 +256,7 @@ TEST(WorkerTest, TuneStepsGoToTheRightKindOfWorker) {
   const std::string model = ReadFile(kMlp);
   kiln::v1::WorkerTask list;
   list.set_task_id("list");
-  *list.mutable_workloads()->mutable_model_digest() = DigestOf(model);
+  *list.mutable_workloads()->mutable_model_digest() = wire::DigestOf(model);
   list.mutable_workloads()->set_target("host");
   kiln::v1::WorkerTask measure;
   measure.set_task_id("measure");

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler_core/support/status_macros.h"
 #include "server/cache/storage.h"
+#include "wire/digest.h"
 
 namespace kiln::cache {
 namespace {
@@ -87,7 +88,7 @@ absl::Status RenameIntoPlace(const std::string& root, const std::string& temp_pa
 }  // namespace
 
 absl::Status CheckDigest(std::string_view digest) {
-  if (IsValidDigest(digest)) return absl::OkStatus();
+  if (wire::IsValidDigest(digest)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "invalid digest '", std::string(digest), "': expected 64 lowercase hex characters"));
 }
@@ -299,7 +300,7 @@ absl::StatusOr<std::vector<std::string>> BlobStore::ListAndCleanTemp() {
       if (name == "." || name == "..") continue;
       if (name.rfind(kTempPrefix, 0) == 0) {
         unlink(absl::StrCat(dir, "/", name).c_str());
-      } else if (sub != "tmp" && IsValidDigest(name) && name.compare(0, 2, sub) == 0) {
+      } else if (sub != "tmp" && wire::IsValidDigest(name) && name.compare(0, 2, sub) == 0) {
         digests.push_back(name);
       }
     }

@@ -86,12 +86,6 @@ absl::StatusOr<JobState> ParseJobState(std::string_view name) {
       "': expected queued, running, succeeded, failed or cancelled"));
 }
 
-bool IsValidDigest(std::string_view digest) {
-  if (digest.size() != 64) return false;
-  return std::all_of(digest.begin(), digest.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
 // ---- DirLock ----------------------------------------------------------------------------------
 
 absl::StatusOr<DirLock> DirLock::Acquire(const std::string& data_dir) {

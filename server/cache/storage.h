@@ -43,9 +43,6 @@ absl::StatusOr<JobState> ParseJobState(std::string_view name);
 /// Inverse of JobKindName; kInvalidArgument for an unknown name (listing the known ones).
 absl::StatusOr<JobKind> ParseJobKind(std::string_view name);
 
-/// True if `digest` is 64 lowercase hex characters (a SHA-256 as the blob store names it).
-bool IsValidDigest(std::string_view digest);
-
 struct StorageOptions {
   /// Directory holding kiln.db, blobs/ and LOCK. Created (with parents) if missing.
   std::string data_dir;

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler_core/support/status_macros.h"
 #include "server/cache/sqlite_storage.h"
+#include "wire/status.h"
 
 namespace kiln::cache {
 namespace {
@@ -30,8 +31,7 @@ absl::StatusOr<JobRecord> ReadJob(const Statement& stmt) {
   job.model_digest = stmt.ColumnText(4);
   job.request = stmt.ColumnBlob(5);
   job.result = stmt.ColumnBlob(6);
-  int64_t code = stmt.ColumnInt64(7);
-  if (code != 0) job.error = absl::Status(static_cast<absl::StatusCode>(code), stmt.ColumnText(8));
+  job.error = wire::StatusFromCode(stmt.ColumnInt64(7), stmt.ColumnText(8));
   job.attempts = static_cast<int32_t>(stmt.ColumnInt64(9));
   job.worker = stmt.ColumnText(10);
   job.created_ms = stmt.ColumnInt64(11);

@@ -323,6 +323,20 @@ TEST(HostileModelTest, LegacyGemmNeedsRank2Operands) {
             "node 'gemm' (Gemm): input 1 ('b') has rank 0; upgrading opset 6 needs rank 2");
 }
 
+// ONNX 1.12's LayerNormalization shape inference segfaulted on a rank-0 X with the default axis
+// (fuzz_onnx_import; seed fuzz/seeds/onnx_import/layernorm_rank0_x.onnx).
+TEST(HostileModelTest, LayerNormAxisIsCheckedAgainstTheDeclaredRank) {
+  ModelBuilder b(/*opset=*/17);
+  b.Input("X", {});
+  b.Input("W", {5});
+  b.Node("LayerNormalization", {"X", "W"}, {"Y"}, "ln");
+  SymbolicOutput(b, 0);
+  auto g = Import(b);
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(g.status().message()),
+            "node 'ln' (LayerNormalization): axis -1 is out of range for input 0 of rank 0");
+}
+
 // Range over constants whose element count is no int64 (it was typed f32[0]: a wrong artifact),
 // and OneHot with a NaN depth (an undefined float-to-int conversion).
 TEST(HostileModelTest, CountsFromFloatConstantsAreChecked) {

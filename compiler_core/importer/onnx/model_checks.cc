@@ -280,6 +280,21 @@ absl::Status CheckBeforeShapeInference(const onnx::ModelProto& model) {
         if (!ranks) ranks = DeclaredRanks(*g);
         KILN_RETURN_IF_ERROR(CheckConvRanks(*ranks, node, *conv));
       }
+      // LayerNormalization's shape inference indexes X's dims by `axis` (default -1) without
+      // checking them: a rank-0 X segfaulted it (fuzz_onnx_import).
+      if (node.op_type() == "LayerNormalization" && node.input_size() > 0) {
+        if (!ranks) ranks = DeclaredRanks(*g);
+        auto it = ranks->find(node.input(0));
+        int64_t axis = -1;
+        for (const onnx::AttributeProto& a : node.attribute()) {
+          if (a.name() == "axis") axis = a.i();
+        }
+        if (it != ranks->end() && (axis < -it->second || axis >= it->second)) {
+          return absl::InvalidArgumentError(
+              NodePrefix(node) +
+              absl::StrCat("axis ", axis, " is out of range for input 0 of rank ", it->second));
+        }
+      }
       for (const onnx::AttributeProto& a : node.attribute()) {
         if (a.type() == onnx::AttributeProto::GRAPH) graphs.push_back(&a.g());
         const bool window =

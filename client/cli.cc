@@ -42,8 +42,9 @@ struct Command {
 
 // Flags of several subcommands.
 constexpr Flag kTarget{"--target", "T",
-                       "host (default: this CPU), cpu:<LLVM CPU name> or cuda:sm_NN; "
-                       "default $KILN_TARGET, else host"};
+                       "host (this CPU; with --server kilnd's), native (this CPU, also through "
+                       "kilnd), cpu:<LLVM CPU name>[:+f,-f,...] or cuda:sm_NN; default "
+                       "$KILN_TARGET, else host"};
 constexpr Flag kPrecision{"--precision", "P",
                           "fp32 (default), or tf32|fp16|bf16: matmuls and convs of a cuda "
                           "target on tensor cores"};

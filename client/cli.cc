@@ -65,6 +65,11 @@ constexpr Flag kDevice{"--device", "D",
                        "run on cpu or cuda:N (default: cuda:0 for a CUDA artifact, else cpu)"};
 constexpr Flag kServer{"--server", "HOST:PORT", "the kilnd to use; default $KILN_SERVER"};
 constexpr Flag kTimeout{"--timeout-s", "S", "seconds each call to kilnd may take (default 600)"};
+constexpr Flag kLocal{"--local", nullptr, "compile here even when KILN_SERVER is set"};
+constexpr Flag kProgress{
+    "--progress", nullptr,
+    "(--server) print the remote compile's progress to stderr (default: on a terminal)"};
+constexpr Flag kQuiet{"--quiet", nullptr, "(--server) no progress on stderr"};
 constexpr Flag kJson{"--json", nullptr, "print the result as one JSON object"};
 constexpr Flag kTrials{"--trials", "N", "candidates measured in all (default 64)"};
 constexpr Flag kTimeBudget{"--time-budget-s", "S", "stop tuning after S seconds (0: no limit)"};
@@ -112,11 +117,10 @@ const std::vector<Command>& Commands() {
          "write a Makefile depfile: the artifact depends on the model, its external data, "
          "--records, --constant-input files and kiln itself (for Ninja/Make)"},
         kServer,
-        {"--local", nullptr, "compile here even when KILN_SERVER is set"},
+        kLocal,
         kJson,
-        {"--progress", nullptr,
-         "(--server) print the remote compile's progress to stderr (default: on a terminal)"},
-        {"--quiet", nullptr, "(--server) no progress on stderr"},
+        kProgress,
+        kQuiet,
         kTimeout,
         {"--untuned", nullptr, "(--server) ignore kilnd's tuning records"},
         {"--tune", "background",
@@ -146,25 +150,9 @@ const std::vector<Command>& Commands() {
       {"check",
        "compile DIR/model.onnx, run DIR/test_data_set_*/ and compare with the expected outputs",
        {{"DIR", "the model directory"}},
-       {kTarget,
-        kPrecision,
-        kPrintIrAfter,
-        kDisablePass,
-        kRecords,
-        kHardwareKey,
-        kInputShape,
-        kConstantInput,
-        kDevice,
-        kServer,
-        {"--local", nullptr, "compile here even when KILN_SERVER is set"},
-        kJson,
-        {"--progress", nullptr,
-         "(--server) print the remote compile's progress to stderr (default: on a terminal)"},
-        {"--quiet", nullptr, "(--server) no progress on stderr"},
-        kTimeout,
-        kTlsCa,
-        kTlsServerName,
-        kTokenFile},
+       {kTarget, kPrecision, kPrintIrAfter, kDisablePass, kRecords, kHardwareKey, kInputShape,
+        kConstantInput, kDevice, kServer, kLocal, kJson, kProgress, kQuiet, kTimeout, kTlsCa,
+        kTlsServerName, kTokenFile},
        "Exits 0 only if every output passes. Without --input-shape, a model with symbolic dims\n"
        "is compiled once per distinct set of input shapes of its data sets.\n"},
       {"inspect",

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "compiler_core/support/target.h"
 
 namespace kiln::client {
 namespace {
@@ -192,12 +193,12 @@ Counts CountsOf(const Manifest& m) {
 // "cpu:znver4:x86_64-pc-linux-gnu:v512 (112 CPU features)": the target key without its
 // feature list, which kiln inspect --json prints whole.
 std::string TargetSummary(const std::string& key) {
-  std::vector<std::string> fields = absl::StrSplit(key, ':');
-  if (fields.size() < 5 || fields[0] != "cpu") return key;
+  std::optional<CpuTargetKey> cpu = ParseCpuTargetKey(key);
+  if (!cpu) return key;
   const int features = static_cast<int>(
-      std::count_if(fields[4].begin(), fields[4].end(), [](char c) { return c == '+'; }));
-  fields.erase(fields.begin() + 4);
-  return absl::StrCat(absl::StrJoin(fields, ":"), " (", features,
+      std::count_if(cpu->features.begin(), cpu->features.end(), [](char c) { return c == '+'; }));
+  return absl::StrCat("cpu:", cpu->cpu, ":", cpu->triple, ":", cpu->vector,
+                      cpu->emulate_gpu ? ":emulate-gpu" : "", " (", features,
                       " CPU features enabled; the whole key: kiln inspect --json)");
 }
 

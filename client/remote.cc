@@ -26,6 +26,11 @@
 #include "wire/status.h"
 
 namespace kiln::client {
+
+std::string TargetToSend(const std::string& target) {
+  return target == "native" ? NativeTargetSpec() : target;
+}
+
 namespace {
 
 // The status of a call to `rpc`, its message prefixed `<rpc>: `.
@@ -164,7 +169,7 @@ absl::StatusOr<RemoteCompileResult> RemoteClient::CompileModel(const std::string
   KILN_ASSIGN_OR_RETURN(result.uploaded, EnsureModel(model_bytes, digest, observer));
   kiln::v1::CompileRequest request;
   *request.mutable_model_digest() = digest;
-  request.set_target(options.target == "native" ? NativeTargetSpec() : options.target);
+  request.set_target(TargetToSend(options.target));
   for (const std::string& p : options.disabled_passes)
     request.mutable_options()->add_disabled_passes(p);
   request.mutable_options()->set_hardware_key(options.hardware_key);

@@ -170,6 +170,10 @@ absl::Status CheckFetchedArtifact(const std::string& artifact, const kiln::v1::A
 /// kNotFound naming the path, importer::InlineExternalDataOfModel's.
 absl::StatusOr<std::string> ReadModelForUpload(const std::string& path);
 
+/// The target spec a request to kilnd carries for `target`: "native" (this machine's CPU,
+/// which kilnd cannot know) as NativeTargetSpec()'s cpu:<name>:<features>, others as given.
+std::string TargetToSend(const std::string& target);
+
 /// The bytes of the file at `path` (kiln_support). Errors: kNotFound naming the path.
 using ::kiln::ReadFileBytes;
 /// Writes a file atomically, a device in place (kiln_support).

@@ -99,7 +99,7 @@ absl::StatusOr<kiln::v1::TuneRequest> TuneRequestFrom(const Args& args) {
     return absl::InvalidArgumentError(error);
   }
   kiln::v1::TuneRequest request;
-  request.set_target(args.Get("--target", "host"));
+  request.set_target(TargetToSend(args.Get("--target", "host")));
   for (const std::string& p : SplitAll(args, "--disable-pass")) {
     request.mutable_options()->add_disabled_passes(p);
   }

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "compiler_core/support/target.h"
 #include "compiler_core/support/x86_cpu.h"
 
 namespace kiln::runtime {
@@ -31,24 +32,23 @@ bool CodegenFeature(absl::string_view name) {
 
 absl::Status CheckTargetRunsOnHost(absl::string_view target_key,
                                    const std::map<std::string, bool>& host_features) {
-  // Target::Key(): kind, cpu, triple, "v<bits>", features[, "emulate-gpu"].
-  std::vector<absl::string_view> fields = absl::StrSplit(target_key, ':');
-  if (fields.size() < 5 || fields[0] != "cpu") {
+  std::optional<CpuTargetKey> key =
+      ParseCpuTargetKey(std::string_view(target_key.data(), target_key.size()));
+  if (!key) {
     return absl::InvalidArgumentError(absl::StrCat(
         "'", target_key, "' is not a CPU target key (cpu:<cpu>:<triple>:v<bits>:<features>)"));
   }
-  const absl::string_view cpu = fields[1];
-  const absl::string_view triple = fields[2];
-  if (!absl::StartsWith(triple, "x86_64")) {
+  const std::string& cpu = key->cpu;
+  if (!absl::StartsWith(key->triple, "x86_64")) {
     return absl::FailedPreconditionError(absl::StrCat("the artifact was compiled for the triple ",
-                                                      triple, ", not for this x86-64 host"));
+                                                      key->triple, ", not for this x86-64 host"));
   }
   if (host_features.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("the artifact was compiled for cpu:", cpu, " (x86-64); this host is not one"));
   }
   std::vector<std::string> missing;
-  for (absl::string_view feature : absl::StrSplit(fields[4], ',', absl::SkipEmpty())) {
+  for (absl::string_view feature : absl::StrSplit(key->features, ',', absl::SkipEmpty())) {
     if (feature.front() != '+') continue;
     feature.remove_prefix(1);
     if (!CodegenFeature(feature)) continue;

@@ -99,6 +99,26 @@ TEST(ResolveTargetTest, ExplicitFeatures) {
   EXPECT_EQ(ResolveTarget("cpu:haswell:avx2").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ResolveTargetTest, CpuTargetKeysParseBack) {
+  auto t = ResolveTarget("cpu:haswell:+fma,+avx2");
+  ASSERT_TRUE(t.ok());
+  std::optional<CpuTargetKey> key = ParseCpuTargetKey(t->Key());
+  ASSERT_TRUE(key.has_value());
+  EXPECT_EQ(key->cpu, "haswell");
+  EXPECT_EQ(key->triple, "x86_64-pc-linux-gnu");
+  EXPECT_EQ(key->vector, "v256");
+  EXPECT_EQ(key->features, "+avx2,+fma");
+  EXPECT_FALSE(key->emulate_gpu);
+  t->emulate_gpu = true;
+  key = ParseCpuTargetKey(t->Key());
+  ASSERT_TRUE(key.has_value());
+  EXPECT_TRUE(key->emulate_gpu);
+  EXPECT_EQ(key->features, "+avx2,+fma");
+  EXPECT_FALSE(ParseCpuTargetKey("cuda:sm_80:ptx70:nvptx64-nvidia-cuda").has_value());
+  EXPECT_FALSE(ParseCpuTargetKey("cpu:x:y").has_value());
+  EXPECT_FALSE(ParseCpuTargetKey("cpu:a:b:v128:+sse2:other").has_value());
+}
+
 TEST(ResolveTargetTest, CudaArchitectures) {
   struct Case {
     const char* spec;

@@ -2,9 +2,11 @@
 #include "compiler_core/support/target.h"
 
 #include <iterator>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 namespace kiln {
 
@@ -19,6 +21,14 @@ std::string Target::Key() const {
   }
   return absl::StrCat(kind, ":", cpu, ":", triple, ":v", vector_bits, ":", features,
                       emulate_gpu ? ":emulate-gpu" : "");
+}
+
+std::optional<CpuTargetKey> ParseCpuTargetKey(std::string_view key) {
+  // Key(): kind, cpu, triple, "v<bits>", features[, "emulate-gpu"]; no field holds a ':'.
+  std::vector<std::string> fields = absl::StrSplit(absl::string_view(key.data(), key.size()), ':');
+  if (fields.size() < 5 || fields.size() > 6 || fields[0] != "cpu") return std::nullopt;
+  if (fields.size() == 6 && fields[5] != "emulate-gpu") return std::nullopt;
+  return CpuTargetKey{fields[1], fields[2], fields[3], fields[4], fields.size() == 6};
 }
 
 absl::StatusOr<Target> ParseCudaTarget(std::string_view spec) {

@@ -6,6 +6,7 @@
 #define KILN_COMPILER_CORE_SUPPORT_TARGET_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -63,6 +64,19 @@ struct Target {
   /// count).
   std::string Key() const;
 };
+
+/// The fields of a CPU target's Key(), "cpu:<cpu>:<triple>:v<bits>:<features>[:emulate-gpu]",
+/// as readers of an artifact's manifest need them (the runtime's CPU-feature check, inspect).
+struct CpuTargetKey {
+  std::string cpu;           // "znver4"
+  std::string triple;        // "x86_64-pc-linux-gnu"
+  std::string vector;        // "v512"
+  std::string features;      // "+avx2,-avx512f,..." as Key() wrote it
+  bool emulate_gpu = false;  // the ":emulate-gpu" suffix
+};
+
+/// Parses a CPU target key; nullopt for a key of another form (a CUDA target's, or not a key).
+std::optional<CpuTargetKey> ParseCpuTargetKey(std::string_view key);
 
 /// The CUDA SM architectures Kiln generates PTX for: sm_80, sm_86, sm_89, sm_90, sm_90a.
 inline constexpr const char* kCudaSmNames[] = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};

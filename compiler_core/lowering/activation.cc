@@ -1,9 +1,10 @@
-// The activation ops of issue 4 (Elu, Selu, Celu, HardSigmoid, HardSwish, Softplus, Softsign,
+// The activation ops (Elu, Selu, Celu, HardSigmoid, HardSwish, Softplus, Softsign,
 // ThresholdedRelu, Mish, Gelu, PRelu) as scalar expressions, so they run as group anchors or
 // fused consumers like every other elementwise op. Softplus uses the overflow-free form
 // max(x, 0) + log(1 + exp(-|x|)).
 #include <cmath>
 
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/lowering/op_lowering.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -40,22 +41,24 @@ absl::StatusOr<Expr> LowerActivation(KernelBuilder& b, const graph::Node& node,
   DType dt = x->dtype;
   if (!IsFloat(dt)) return NoLowering(node, "integer operands");
   auto c = [&](double v) { return Const(v, dt); };
-  auto attr = [&](const char* name, float def) { return c(node.attrs().GetFloat(name, def)); };
   switch (node.op()) {
     case OpKind::kElu:
-      return loop::Select(Lt(x, c(0)), attr("alpha", 1.0f) * (Exp(x) - c(1)), x);
+      return loop::Select(Lt(x, c(0)), c(graph::EluAttrs::Of(node).alpha) * (Exp(x) - c(1)), x);
     case OpKind::kSelu: {
-      Expr alpha = attr("alpha", 1.67326319217681884765625f);
-      Expr gamma = attr("gamma", 1.05070102214813232421875f);
+      const graph::SeluAttrs a = graph::SeluAttrs::Of(node);
+      Expr alpha = c(a.alpha);
+      Expr gamma = c(a.gamma);
       return loop::Select(loop::Binary(BinaryOp::kLe, x, c(0)),
                           gamma * (alpha * Exp(x) - alpha), gamma * x);
     }
     case OpKind::kCelu: {
-      double alpha = node.attrs().GetFloat("alpha", 1.0f);
+      double alpha = graph::EluAttrs::Of(node).alpha;
       return loop::Max(x, c(0)) + loop::Min(c(0), c(alpha) * (Exp(Div(x, c(alpha))) - c(1)));
     }
-    case OpKind::kHardSigmoid:
-      return loop::Max(c(0), loop::Min(c(1), attr("alpha", 0.2f) * x + attr("beta", 0.5f)));
+    case OpKind::kHardSigmoid: {
+      const graph::HardSigmoidAttrs a = graph::HardSigmoidAttrs::Of(node);
+      return loop::Max(c(0), loop::Min(c(1), c(a.alpha) * x + c(a.beta)));
+    }
     case OpKind::kHardSwish:
       return x * loop::Max(c(0), loop::Min(c(1), x * c(1.0 / 6) + c(0.5)));
     case OpKind::kSoftplus:
@@ -63,11 +66,12 @@ absl::StatusOr<Expr> LowerActivation(KernelBuilder& b, const graph::Node& node,
     case OpKind::kSoftsign:
       return Div(x, c(1) + loop::Unary(UnaryOp::kAbs, x));
     case OpKind::kThresholdedRelu:
-      return loop::Select(loop::Binary(BinaryOp::kGt, x, attr("alpha", 1.0f)), x, c(0));
+      return loop::Select(loop::Binary(BinaryOp::kGt, x, c(graph::EluAttrs::Of(node).alpha)), x,
+                          c(0));
     case OpKind::kMish:
       return x * loop::Unary(UnaryOp::kTanh, Softplus(x));
     case OpKind::kGelu:
-      if (node.attrs().GetString("approximate", "none") == "tanh") {
+      if (graph::GeluAttrs::Of(node).approximate == graph::GeluApproximate::kTanh) {
         Expr inner = c(std::sqrt(2 / M_PI)) * (x + c(0.044715) * x * x * x);
         return c(0.5) * x * (c(1) + loop::Unary(UnaryOp::kTanh, inner));
       }

@@ -4,6 +4,7 @@
 // Blocked convs (layout="NCHW<x>c") use the same nests over blocked shapes, with the output
 // channel lane "oc" innermost among the output loops so the schedule can vectorize it.
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/lowering/op_lowering.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -34,20 +35,20 @@ absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph
   const DType dt = node.output(0)->type().dtype;
   if (os.size() != 5 || ws.size() != 6) return NoLowering(node, "this blocked layout");
   const bool blocked_in = xs.size() == 5;
-  const bool depthwise = node.attrs().GetInt("group", 1) != 1;
-  const std::string quant = node.attrs().GetString("quant", "");
-  const bool u8s8 = quant == "u8s8";
-  const bool u8 = quant == "u8";
+  const graph::ConvAttrs a = graph::ConvAttrs::Of(node);
+  const bool depthwise = a.group != 1;
+  const bool u8s8 = a.quant == graph::Quant::kU8S8;
+  const bool u8 = a.quant == graph::Quant::kU8;
   if ((u8s8 && (!blocked_in || depthwise || dt != DType::kInt32)) ||
-      (u8 && (!blocked_in || !depthwise || dt != DType::kInt32)) ||
-      (!quant.empty() && !u8s8 && !u8)) {
-    return NoLowering(node, absl::StrCat("a quant=\"", quant, "\" conv of these operands"));
+      (u8 && (!blocked_in || !depthwise || dt != DType::kInt32))) {
+    return NoLowering(node, absl::StrCat("a quant=\"", std::string(graph::AttrEnumName(a.quant)),
+                                         "\" conv of these operands"));
   }
   const DType xt = xv->type().dtype;  // the input's (and padded workspace's) dtype
-  const Expr pad_value = Const(static_cast<double>(node.attrs().GetInt("pad_value", 0)), xt);
-  std::vector<int64_t> strides = node.attrs().GetInts("strides", {1, 1});
-  std::vector<int64_t> dilations = node.attrs().GetInts("dilations", {1, 1});
-  std::vector<int64_t> pads = node.attrs().GetInts("pads", {0, 0, 0, 0});
+  const Expr pad_value = Const(static_cast<double>(a.pad_value), xt);
+  std::vector<int64_t> strides = graph::OrFill(a.strides, 2, 1);
+  std::vector<int64_t> dilations = graph::OrFill(a.dilations, 2, 1);
+  std::vector<int64_t> pads = graph::OrFill(a.pads, 4, 0);
   const graph::Value* bv = node.input(2);
   loop::BufferRef x = b.Input(xv);
   loop::BufferRef w = b.Input(node.input(1));
@@ -148,11 +149,11 @@ absl::StatusOr<std::vector<Stmt>> LowerConv(KernelBuilder& b, const graph::Node&
   if (nsp < 1 || nsp > 3 || ws.size() != xs.size() || os.size() != xs.size()) {
     return NoLowering(node, absl::StrCat("input rank ", xs.size()));
   }
-  std::vector<int64_t> strides = node.attrs().GetInts("strides", std::vector<int64_t>(nsp, 1));
-  std::vector<int64_t> dilations =
-      node.attrs().GetInts("dilations", std::vector<int64_t>(nsp, 1));
-  std::vector<int64_t> pads = node.attrs().GetInts("pads", std::vector<int64_t>(2 * nsp, 0));
-  int64_t group = node.attrs().GetInt("group", 1);
+  const graph::ConvAttrs a = graph::ConvAttrs::Of(node);
+  std::vector<int64_t> strides = graph::OrFill(a.strides, nsp, 1);
+  std::vector<int64_t> dilations = graph::OrFill(a.dilations, nsp, 1);
+  std::vector<int64_t> pads = graph::OrFill(a.pads, 2 * nsp, 0);
+  int64_t group = a.group;
   if (strides.size() != nsp || dilations.size() != nsp || pads.size() != 2 * nsp || group < 1 ||
       os[1] % group != 0 || ws[1] * group != xs[1]) {
     return NoLowering(node, "these strides/dilations/pads/group attributes");

@@ -15,6 +15,7 @@
 //   lower index first; O(N^2) compares), the boxes in that order, then the greedy pass that
 //   keeps a box (list "kept") unless a kept one overlaps it past the IoU threshold.
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/lowering/op_lowering.h"
 
 namespace kiln::lowering {
@@ -43,7 +44,7 @@ std::string What(const graph::Node& node) {
 /// output (attribute "bounded"), the run-time shape of the graph output it is.
 Stmt OutputShapeCheck(KernelBuilder& b, const graph::Node& node, const std::vector<Expr>& dims,
                       const std::vector<int64_t>& shape) {
-  if (node.attrs().GetInt("bounded", 0) != 0) return b.BoundedShape(dims, shape, What(node));
+  if (graph::CommonAttrs::Of(node).bounded) return b.BoundedShape(dims, shape, What(node));
   return b.ShapeCheck(dims, shape, What(node));
 }
 
@@ -107,7 +108,7 @@ absl::StatusOr<std::vector<Stmt>> LowerNonZero(KernelBuilder& b, const graph::No
 absl::StatusOr<std::vector<Stmt>> LowerCompress(KernelBuilder& b, const graph::Node& node) {
   const graph::Value* xv = node.input(0);
   const std::vector<int64_t>& xs = xv->type().shape;
-  const int64_t axis = node.attrs().GetInt("axis", 0);
+  const int64_t axis = graph::Axis0Attrs::Of(node).axis;
   const std::vector<int64_t>& os = node.output(0)->type().shape;
   const int64_t k = os[axis];
   const int64_t n = std::min(xs[axis], node.input(1)->type().shape[0]);
@@ -138,8 +139,9 @@ absl::StatusOr<std::vector<Stmt>> LowerCompress(KernelBuilder& b, const graph::N
 absl::StatusOr<std::vector<Stmt>> LowerUnique(KernelBuilder& b, const graph::Node& node) {
   const graph::Value* xv = node.input(0);
   const std::vector<int64_t>& xs = xv->type().shape;
-  const int64_t axis = node.attrs().GetInt("axis", 0);
-  const bool sorted = node.attrs().GetInt("sorted", 1) != 0;
+  const graph::UniqueAttrs a = graph::UniqueAttrs::Of(node);
+  const int64_t axis = a.axis.value_or(0);
+  const bool sorted = a.sorted;
   const std::vector<int64_t>& os = node.output(0)->type().shape;
   const int64_t n = xs[axis], u = os[axis];
   if (n == 0 || u == 0) return NoLowering(node, "an empty input");
@@ -247,7 +249,7 @@ absl::StatusOr<std::vector<Stmt>> LowerNonMaxSuppression(KernelBuilder& b,
   const std::vector<int64_t>& bs = node.input(0)->type().shape;
   const int64_t batches = bs[0], n = bs[1], classes = node.input(1)->type().shape[1];
   const int64_t k = node.output(0)->type().shape[0];
-  const bool center = node.attrs().GetInt("center_point_box", 0) != 0;
+  const bool center = graph::NonMaxSuppressionAttrs::Of(node).center_point_box != 0;
   const DType f32 = DType::kFloat32;
   loop::BufferRef boxes = b.Input(node.input(0));
   loop::BufferRef scores = b.Input(node.input(1));
@@ -342,7 +344,8 @@ absl::StatusOr<std::vector<Stmt>> LowerNonMaxSuppression(KernelBuilder& b,
 absl::StatusOr<std::vector<Stmt>> LowerRuntimeCheck(KernelBuilder& b, const graph::Node& node) {
   const graph::Value* xv = node.input(0);
   const graph::Value* vv = node.input(1);
-  const std::vector<int64_t> expected = node.attrs().GetInts("expected");
+  const graph::RuntimeCheckAttrs a = graph::RuntimeCheckAttrs::Of(node);
+  const std::vector<int64_t>& expected = a.expected;
   loop::BufferRef v = b.Input(vv);
   std::vector<Expr> values;
   for (int64_t i = 0; i < static_cast<int64_t>(expected.size()); ++i) {
@@ -353,8 +356,7 @@ absl::StatusOr<std::vector<Stmt>> LowerRuntimeCheck(KernelBuilder& b, const grap
   std::vector<loop::Var> vars = b.NewVars("", AxisNames(xs.size()));
   Stmt copy = Nest(vars, xs, loop::Store(b.out(), Refs(vars), loop::Load(b.Input(xv), Refs(vars))));
   return std::vector<Stmt>{
-      b.ShapeCheck(values, expected, node.attrs().GetString("what", What(node)), /*values=*/true),
-      copy};
+      b.ShapeCheck(values, expected, a.what.empty() ? What(node) : a.what, /*values=*/true), copy};
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/lowering/op_lowering.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -11,6 +12,7 @@ namespace kiln::lowering {
 namespace {
 
 using graph::OpKind;
+using graph::PadMode;
 using loop::BinaryOp;
 using loop::Expr;
 using loop::Stmt;
@@ -134,10 +136,8 @@ absl::StatusOr<std::vector<Stmt>> LowerRuntimePad(KernelBuilder& b, const graph:
   const std::vector<int64_t>& xs = xv->type().shape;
   const int64_t rank = static_cast<int64_t>(xs.size());
   if (pv->type().NumElements() != 2 * rank) return NoLowering(node, "pads of this length");
-  const std::string mode = node.attrs().GetString("mode", "constant");
-  if (mode != "constant" && mode != "reflect" && mode != "edge") {
-    return NoLowering(node, absl::StrCat("mode '", mode, "'"));
-  }
+  const graph::PadAttrs a = graph::PadAttrs::Of(node);
+  const PadMode mode = a.mode;
   const DType dt = xv->type().dtype;
   std::vector<Expr> begin(rank), dims(rank);
   for (int64_t d = 0; d < rank; ++d) {
@@ -153,7 +153,7 @@ absl::StatusOr<std::vector<Stmt>> LowerRuntimePad(KernelBuilder& b, const graph:
                ? Const(cv->constant()->GetAsDouble(0), dt)
                : loop::Load(b.Input(cv), std::vector<Expr>(cv->type().rank(), Idx(0)));
   } else {
-    fill = Const(node.attrs().GetFloat("value", 0), dt);
+    fill = Const(a.value, dt);
   }
   loop::BufferRef x = b.Input(xv);
   auto value = [&](const std::vector<Expr>& idx) {
@@ -162,10 +162,10 @@ absl::StatusOr<std::vector<Stmt>> LowerRuntimePad(KernelBuilder& b, const graph:
     for (int64_t d = 0; d < rank; ++d) {
       const int64_t n = xs[d];
       Expr j = idx[d] - begin[d];
-      if (mode == "constant") {
+      if (mode == PadMode::kConstant) {
         cond = AndCond(cond, Bin(BinaryOp::kGe, j, Idx(0)));
         cond = AndCond(cond, Lt(j, Idx(n)));
-      } else if (mode == "reflect" && n > 1) {
+      } else if (mode == PadMode::kReflect && n > 1) {
         // Reflection about the edges, period 2(n-1): fold j into [0, 2(n-1)) then mirror.
         Expr m = Bin(BinaryOp::kFloorMod, j, Idx(2 * (n - 1)));
         j = Sel(Lt(m, Idx(n)), m, Idx(2 * (n - 1)) - m);
@@ -191,7 +191,7 @@ bool HasRuntimeOperand(const graph::Node& node, int first, int last) {
 absl::StatusOr<std::vector<Stmt>> LowerConcat(KernelBuilder& b, const graph::Node& node,
                                               const Epilogue& epi) {
   const int64_t rank = node.output(0)->type().rank();
-  int64_t axis = node.attrs().GetInt("axis", 0);
+  int64_t axis = graph::Axis0Attrs::Of(node).axis;
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank) return NoLowering(node, "this axis");
   std::vector<Stmt> nests;
@@ -222,15 +222,12 @@ absl::StatusOr<std::vector<Stmt>> LowerPad(KernelBuilder& b, const graph::Node& 
   const graph::Value* xv = node.input(0);
   const std::vector<int64_t>& xs = xv->type().shape;
   const size_t rank = xs.size();
-  std::vector<int64_t> pads = node.input(1) ? ConstInts(node.input(1))
-                                            : node.attrs().GetInts("pads");
+  const graph::PadAttrs a = graph::PadAttrs::Of(node);
+  std::vector<int64_t> pads = node.input(1) ? ConstInts(node.input(1)) : a.pads;
   if (pads.size() != 2 * rank) return NoLowering(node, "non-constant pads");
-  const std::string mode = node.attrs().GetString("mode", "constant");
-  if (mode != "constant" && mode != "reflect" && mode != "edge") {
-    return NoLowering(node, absl::StrCat("mode '", mode, "'"));
-  }
+  const PadMode mode = a.mode;
   const DType dt = xv->type().dtype;
-  double fill = node.attrs().GetFloat("value", 0);
+  double fill = a.value;
   if (const graph::Value* cv = node.input(2)) {
     if (!cv->is_constant()) return NoLowering(node, "a non-constant constant_value");
     fill = cv->constant()->GetAsDouble(0);
@@ -246,10 +243,10 @@ absl::StatusOr<std::vector<Stmt>> LowerPad(KernelBuilder& b, const graph::Node& 
         in_idx.push_back(j);
         continue;
       }
-      if (mode == "constant") {
+      if (mode == PadMode::kConstant) {
         cond = AndCond(cond, loop::Binary(BinaryOp::kGe, j, Idx(0)));
         cond = AndCond(cond, loop::Binary(BinaryOp::kLt, j, Idx(n)));
-      } else if (mode == "reflect") {
+      } else if (mode == PadMode::kReflect) {
         j = loop::Select(loop::Binary(BinaryOp::kLt, j, Idx(0)), Idx(0) - j, j);
         j = loop::Select(loop::Binary(BinaryOp::kGe, j, Idx(n)), Idx(2 * (n - 1)) - j, j);
       }
@@ -269,7 +266,7 @@ absl::StatusOr<std::vector<Stmt>> LowerGather(KernelBuilder& b, const graph::Nod
   const graph::Value* iv = node.input(1);
   const std::vector<int64_t>& ds = dv->type().shape;
   const int64_t r = iv->type().rank();
-  int64_t axis = node.attrs().GetInt("axis", 0);
+  int64_t axis = graph::Axis0Attrs::Of(node).axis;
   if (axis < 0) axis += static_cast<int64_t>(ds.size());
   if (axis < 0 || axis >= static_cast<int64_t>(ds.size())) return NoLowering(node, "this axis");
   loop::BufferRef data = b.Input(dv);
@@ -345,7 +342,7 @@ absl::StatusOr<std::vector<Stmt>> LowerDataMovement(KernelBuilder& b, const grap
                                            : LowerSlice(b, node, epi);
     case OpKind::kTranspose: {
       const graph::Value* xv = node.input(0);
-      std::vector<int64_t> perm = node.attrs().GetInts("perm");
+      std::vector<int64_t> perm = graph::TransposeAttrs::Of(node).perm;
       std::vector<int64_t> sorted = perm;
       std::sort(sorted.begin(), sorted.end());
       for (size_t k = 0; k < sorted.size(); ++k) {

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/graph/nn_op_rules.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/lowering/op_lowering.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -27,13 +28,14 @@ Expr Operand(KernelBuilder& b, const graph::Node& node, int i, const std::vector
   return loop::Load(b.Input(v), BroadcastIndices(v->type().shape, out_idx));
 }
 
-/// A Clip bound: an immediate for a constant input (or legacy attribute), else a load.
-std::optional<Expr> ClipBound(KernelBuilder& b, const graph::Node& node, int i,
-                              const char* attr, DType dtype, const std::vector<Expr>& out_idx,
+/// A Clip bound: an immediate for a constant input (or the legacy attribute `attr`, whose
+/// value is `legacy`), else a load.
+std::optional<Expr> ClipBound(KernelBuilder& b, const graph::Node& node, int i, const char* attr,
+                              float legacy, DType dtype, const std::vector<Expr>& out_idx,
                               const ValueExprs& computed) {
   const graph::Value* v = node.input(i);
   if (v == nullptr) {
-    if (node.attrs().Has(attr)) return Const(node.attrs().GetFloat(attr, 0), dtype);
+    if (node.attrs().Has(attr)) return Const(legacy, dtype);
     return std::nullopt;
   }
   if (v->is_constant() && v->type().NumElements() == 1) {
@@ -60,7 +62,7 @@ absl::StatusOr<Expr> BatchNorm(KernelBuilder& b, const graph::Node& node,
     return loop::Load(b.Input(v), {v->type().NumElements() == 1 ? Idx(0) : c});
   };
   Expr scale = param(1), bias = param(2), mean = param(3), var = param(4);
-  double eps = node.attrs().GetFloat("epsilon", 1e-5f);
+  double eps = graph::BatchNormalizationAttrs::Of(node).epsilon;
   Expr inv_std =
       loop::Binary(BinaryOp::kDiv, scale, loop::Unary(UnaryOp::kSqrt, var + Const(eps, dt)));
   return (x - mean) * inv_std + bias;
@@ -74,7 +76,7 @@ absl::StatusOr<Expr> Compute(KernelBuilder& b, const graph::Node& node,
     case OpKind::kRelu: return loop::Max(x(), Const(0, out_dtype));
     case OpKind::kLeakyRelu: {
       Expr v = x();
-      Expr alpha = Const(node.attrs().GetFloat("alpha", 0.01f), v->dtype);
+      Expr alpha = Const(graph::LeakyReluAttrs::Of(node).alpha, v->dtype);
       return loop::Select(loop::Binary(BinaryOp::kLt, v, Const(0, v->dtype)), v * alpha, v);
     }
     case OpKind::kSigmoid: {
@@ -100,8 +102,9 @@ absl::StatusOr<Expr> Compute(KernelBuilder& b, const graph::Node& node,
       return x();
     case OpKind::kClip: {
       Expr v = x();
-      auto lo = ClipBound(b, node, 1, "min", v->dtype, out_idx, computed);
-      auto hi = ClipBound(b, node, 2, "max", v->dtype, out_idx, computed);
+      const graph::ClipAttrs a = graph::ClipAttrs::Of(node);
+      auto lo = ClipBound(b, node, 1, "min", a.min, v->dtype, out_idx, computed);
+      auto hi = ClipBound(b, node, 2, "max", a.max, v->dtype, out_idx, computed);
       if (lo) v = loop::Max(v, *lo);
       if (hi) v = loop::Min(v, *hi);
       return v;
@@ -148,20 +151,20 @@ absl::StatusOr<Expr> Compute(KernelBuilder& b, const graph::Node& node,
     case OpKind::kBoundMask: {
       // x where the index along "axis" is below the run-time length dims[symbol] * mul / div.
       Expr v = x();
-      const graph::AttrMap& a = node.attrs();
-      Expr dim = loop::Load(b.Input(node.input(1)), {Idx(a.GetInt("symbol", 0))});
-      Expr length = IdxMul(dim, a.GetInt("mul", 1));
-      if (a.GetInt("div", 1) != 1) {
-        length = loop::Binary(BinaryOp::kFloorDiv, length, Idx(a.GetInt("div", 1)));
+      const graph::BoundMaskAttrs a = graph::BoundMaskAttrs::Of(node);
+      Expr dim = loop::Load(b.Input(node.input(1)), {Idx(a.symbol)});
+      Expr length = IdxMul(dim, a.mul);
+      if (a.div != 1) {
+        length = loop::Binary(BinaryOp::kFloorDiv, length, Idx(a.div));
       }
-      const int64_t axis = a.GetInt("axis", 0);
+      const int64_t axis = a.axis;
       Expr inside = loop::Binary(BinaryOp::kLt, out_idx[axis], length);
-      if (a.GetInt("rescale", 0) != 0) {
+      if (a.rescale) {
         // bound / length: a mean over the bound then averages the valid elements only.
         const double bound = static_cast<double>(node.input(0)->type().shape[axis]);
         v = v * loop::Binary(BinaryOp::kDiv, Const(bound, v->dtype), loop::Cast(v->dtype, length));
       }
-      return loop::Select(inside, v, Const(a.GetFloat("fill", 0), v->dtype));
+      return loop::Select(inside, v, Const(a.fill, v->dtype));
     }
     default:
       if (graph::IsNnOp(node.op())) return LowerActivation(b, node, out_idx, computed);

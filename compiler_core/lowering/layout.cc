@@ -4,6 +4,7 @@
 // Bitcast of 8-bit elements to i32 words (a view unless it must be copied) assembles each word.
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/graph/layout_rules.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/lowering/op_lowering.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -19,7 +20,7 @@ absl::StatusOr<std::vector<loop::Stmt>> LowerLayoutTransform(KernelBuilder& b,
   const std::vector<int64_t>& xs = node.input(0)->type().shape;
   const std::vector<int64_t>& os = node.output(0)->type().shape;
   const DType dt = node.output(0)->type().dtype;
-  const int64_t dst = graph::LayoutBlock(node.attrs().GetString("dst_layout", ""));
+  const int64_t dst = graph::LayoutBlock(graph::LayoutTransformAttrs::Of(node).dst_layout);
   loop::BufferRef x = b.Input(node.input(0));
   loop::BufferRef out = b.out();
   const size_t nsp = xs.size() - (dst > 0 ? 2 : 3);

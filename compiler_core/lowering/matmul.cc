@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/graph/matmul_packing.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/lowering/op_lowering.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -71,10 +72,11 @@ absl::StatusOr<std::vector<Stmt>> LowerGemm(KernelBuilder& b, const graph::Node&
   if (av->type().rank() != 2 || bv->type().rank() != (nr > 0 ? 3 : 2) || os.size() != 2) {
     return NoLowering(node, "operands of rank other than 2");
   }
-  const bool trans_a = node.attrs().GetInt("transA", 0) != 0;
-  const bool trans_b = node.attrs().GetInt("transB", 0) != 0;
-  const double alpha = node.attrs().GetFloat("alpha", 1.0f);
-  const double beta = node.attrs().GetFloat("beta", 1.0f);
+  const graph::GemmAttrs attrs = graph::GemmAttrs::Of(node);
+  const bool trans_a = attrs.transA;
+  const bool trans_b = attrs.transB;
+  const double alpha = attrs.alpha;
+  const double beta = attrs.beta;
   const int64_t k_extent = av->type().shape[trans_a ? 0 : 1];
 
   loop::BufferRef a = b.Input(av);
@@ -186,7 +188,7 @@ absl::StatusOr<std::vector<Stmt>> LowerBatchedMatMul(KernelBuilder& b, const gra
   const int64_t nbatch = static_cast<int64_t>(os.size()) - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
   if (nbatch < 0) return NoLowering(node, "this output rank");
   const int64_t k_extent = as.back();
-  const bool u8s8 = node.attrs().GetString("quant", "") == "u8s8";
+  const bool u8s8 = graph::MatMulAttrs::Of(node).quant == graph::Quant::kU8S8;
   if (u8s8 && (dt != DType::kInt32 || as.size() < 2 || bs.size() < 2)) {
     return NoLowering(node, "a quant=\"u8s8\" MatMul that is not on i32 word matrices");
   }

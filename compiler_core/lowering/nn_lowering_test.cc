@@ -1,4 +1,4 @@
-// Numeric tests of the NN-op lowerings of issue 4 and of Det, GridSample and RoiAlign: each
+// Numeric tests of the NN-op lowerings and of Det, GridSample and RoiAlign: each
 // small group is lowered, run with the loop IR interpreter and compared with the reference
 // evaluator.
 #include <cmath>

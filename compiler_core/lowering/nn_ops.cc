@@ -1,4 +1,4 @@
-// ConvTranspose and NegativeLogLikelihoodLoss, and the dispatch of the NN-op anchors of issue 4
+// ConvTranspose and NegativeLogLikelihoodLoss, and the dispatch of the NN-op anchors
 // (graph::IsNnOp) to their lowerings.
 //
 // ConvTranspose (gather form, NC[D]HW): init nest "init.n", "init.oc", "init.o*" (out = bias or
@@ -10,6 +10,7 @@
 // weight total into workspace "wsum" for "mean"), then divide.
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/graph/nn_op_rules.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/lowering/op_lowering.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -33,11 +34,11 @@ absl::StatusOr<std::vector<Stmt>> LowerConvTranspose(KernelBuilder& b, const gra
   const DType dt = node.output(0)->type().dtype;
   const size_t nsp = xs.size() - 2;
   if (nsp < 1 || nsp > 3) return NoLowering(node, absl::StrCat("input rank ", xs.size()));
-  std::vector<int64_t> strides = node.attrs().GetInts("strides", std::vector<int64_t>(nsp, 1));
-  std::vector<int64_t> dilations =
-      node.attrs().GetInts("dilations", std::vector<int64_t>(nsp, 1));
-  std::vector<int64_t> pads = node.attrs().GetInts("pads", std::vector<int64_t>(2 * nsp, 0));
-  const int64_t group = node.attrs().GetInt("group", 1);
+  const graph::ConvAttrs a = graph::ConvAttrs::Of(node);
+  std::vector<int64_t> strides = graph::OrFill(a.strides, nsp, 1);
+  std::vector<int64_t> dilations = graph::OrFill(a.dilations, nsp, 1);
+  std::vector<int64_t> pads = graph::OrFill(a.pads, 2 * nsp, 0);
+  const int64_t group = a.group;
   const int64_t cin_g = xs[1] / group, cout_g = ws[1];
 
   loop::BufferRef x = b.Input(xv);
@@ -112,13 +113,14 @@ absl::StatusOr<std::vector<Stmt>> LowerNll(KernelBuilder& b, const graph::Node& 
   const std::vector<int64_t>& ts = tv->type().shape;
   const DType dt = node.output(0)->type().dtype;
   const int64_t classes = xs[1];
-  const std::string reduction = node.attrs().GetString("reduction", "mean");
+  const graph::LossAttrs a = graph::LossAttrs::Of(node);
+  const graph::LossReduction reduction = a.reduction;
   loop::BufferRef x = b.Input(xv);
   loop::BufferRef target = b.Input(tv);
   loop::BufferRef weight = wv != nullptr ? b.Input(wv) : nullptr;
   loop::BufferRef out = b.out();
 
-  const bool none = reduction == "none";
+  const bool none = reduction == graph::LossReduction::kNone;
   std::vector<std::string> names;
   for (size_t i = 0; i < ts.size(); ++i) names.push_back(absl::StrCat(none ? "d" : "r", i));
   std::vector<loop::Var> vars = b.NewVars("", names);
@@ -127,9 +129,8 @@ absl::StatusOr<std::vector<Stmt>> LowerNll(KernelBuilder& b, const graph::Node& 
   if (t->dtype != DType::kInt64) t = loop::Cast(DType::kInt64, t);
   Expr valid = AndCond(loop::Binary(BinaryOp::kGe, t, Idx(0)),
                        loop::Binary(BinaryOp::kLt, t, Idx(classes)));
-  if (node.attrs().Has("ignore_index")) {
-    valid = AndCond(valid, loop::Binary(BinaryOp::kNe, t,
-                                        Idx(node.attrs().GetInt("ignore_index", 0))));
+  if (a.ignore_index) {
+    valid = AndCond(valid, loop::Binary(BinaryOp::kNe, t, Idx(*a.ignore_index)));
   }
   Expr tc = IdxClamp(t, classes);
   std::vector<Expr> x_idx = {idx[0], tc};
@@ -144,7 +145,7 @@ absl::StatusOr<std::vector<Stmt>> LowerNll(KernelBuilder& b, const graph::Node& 
   std::vector<Stmt> nests;
   std::vector<bool> red(vars.size(), true);
   nests.push_back(loop::Store(out, {}, Const(0, dt)));
-  if (reduction == "mean") {
+  if (reduction == graph::LossReduction::kMean) {
     loop::BufferRef wsum = b.Workspace("wsum", dt, {});
     nests.push_back(loop::Store(wsum, {}, Const(0, dt)));
     nests.push_back(Nest(vars, ts,

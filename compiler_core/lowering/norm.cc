@@ -1,4 +1,4 @@
-// Normalizations of issue 4.
+// Normalizations.
 //
 // LayerNormalization / InstanceNormalization / MeanVarianceNormalization: one nest over the
 // kept dims ("d<k>") whose body runs three passes over the normalized dims: "mean.r<k>"
@@ -11,6 +11,7 @@
 // "arg.a" / "out.a" (Hardmax) or "norm.a" / "out.a" (LpNormalization) and small workspaces.
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/graph/nn_op_rules.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/lowering/op_lowering.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -69,6 +70,19 @@ Stmt ReducedLoops(KernelBuilder& b, const Split& s, const std::vector<int64_t>& 
   return Nest(vars, extents, make_body(full), std::vector<bool>(vars.size(), reduction));
 }
 
+/// The epsilon of a LayerNormalization or InstanceNormalization; MeanVarianceNormalization has
+/// none and uses the common 1e-5.
+double Epsilon(const graph::Node& node) {
+  switch (node.op()) {
+    case OpKind::kLayerNormalization:
+      return graph::LayerNormalizationAttrs::Of(node).epsilon;
+    case OpKind::kInstanceNormalization:
+      return graph::InstanceNormalizationAttrs::Of(node).epsilon;
+    default:
+      return 1e-5f;
+  }
+}
+
 absl::StatusOr<std::vector<Stmt>> LowerMeanVarNorm(KernelBuilder& b, const graph::Node& node,
                                                    const Epilogue& epi) {
   KILN_RETURN_IF_ERROR(epi.CheckSameDType(node));
@@ -88,7 +102,7 @@ absl::StatusOr<std::vector<Stmt>> LowerMeanVarNorm(KernelBuilder& b, const graph
   loop::BufferRef mean = b.Workspace("mean", dt, s.ws_shape);
   loop::BufferRef rstd = b.Workspace("rstd", dt, s.ws_shape);
   Expr mean_v = loop::Load(mean, s.ws_idx), rstd_v = loop::Load(rstd, s.ws_idx);
-  const double eps = node.attrs().GetFloat("epsilon", 1e-5f);
+  const double eps = Epsilon(node);
   const double inv_count = count > 0 ? 1.0 / static_cast<double>(count) : 0.0;
 
   std::vector<Stmt> body;
@@ -131,10 +145,11 @@ absl::StatusOr<std::vector<Stmt>> LowerLrn(KernelBuilder& b, const graph::Node& 
   const std::vector<int64_t>& xs = xv->type().shape;
   const DType dt = node.output(0)->type().dtype;
   if (!IsFloat(dt) || xs.size() < 2) return NoLowering(node, "this input");
-  const int64_t size = node.attrs().GetInt("size", 1);
-  const double alpha = node.attrs().GetFloat("alpha", 1e-4f);
-  const double beta = node.attrs().GetFloat("beta", 0.75f);
-  const double bias = node.attrs().GetFloat("bias", 1.0f);
+  const graph::LRNAttrs a = graph::LRNAttrs::Of(node);
+  const int64_t size = a.size;
+  const double alpha = a.alpha;
+  const double beta = a.beta;
+  const double bias = a.bias;
   if (size > 64) return NoLowering(node, "a window wider than 64 channels");
   loop::BufferRef x = b.Input(xv);
   std::vector<loop::Var> vars = b.NewVars("", AxisNames(xs.size()));
@@ -169,7 +184,12 @@ absl::StatusOr<std::vector<Stmt>> LowerAlongAxis(KernelBuilder& b, const graph::
   const std::vector<int64_t>& xs = xv->type().shape;
   const DType dt = node.output(0)->type().dtype;
   const int64_t rank = static_cast<int64_t>(xs.size());
-  const int64_t axis = node.attrs().GetInt("axis", rank - 1);
+  const bool hardmax = node.op() == OpKind::kHardmax;
+  const graph::LpNormalizationAttrs lp =
+      hardmax ? graph::LpNormalizationAttrs{} : graph::LpNormalizationAttrs::Of(node);
+  // An absent axis is the last (ONNX's -1); the importer normalizes a present one.
+  int64_t axis = rank - 1;
+  if (node.attrs().Has("axis")) axis = hardmax ? graph::AxisAttrs::Of(node).axis : lp.axis;
   if (!IsFloat(dt) || rank == 0 || axis < 0 || axis >= rank) return NoLowering(node, "this axis");
   Split s = SplitDims(b, xs, {axis});
   loop::BufferRef x = b.Input(xv);
@@ -181,7 +201,7 @@ absl::StatusOr<std::vector<Stmt>> LowerAlongAxis(KernelBuilder& b, const graph::
     if (!e.ok()) status = e.status();
     return loop::Store(out, i, e.ok() ? *e : v);
   };
-  if (node.op() == OpKind::kHardmax) {
+  if (hardmax) {
     loop::BufferRef max = b.Workspace("max", dt, s.ws_shape);
     loop::BufferRef arg = b.Workspace("arg", DType::kInt64, s.ws_shape);
     Expr max_v = loop::Load(max, s.ws_idx), arg_v = loop::Load(arg, s.ws_idx);
@@ -200,7 +220,7 @@ absl::StatusOr<std::vector<Stmt>> LowerAlongAxis(KernelBuilder& b, const graph::
       return store_out(i, loop::Select(one, Const(1, dt), Const(0, dt)));
     }));
   } else {
-    const int64_t p = node.attrs().GetInt("p", 2);
+    const int64_t p = lp.p;
     loop::BufferRef norm = b.Workspace("norm", dt, s.ws_shape);
     Expr norm_v = loop::Load(norm, s.ws_idx);
     body.push_back(loop::Store(norm, s.ws_idx, Const(0, dt)));

@@ -86,7 +86,7 @@ absl::StatusOr<loop::Expr> LowerTensorElementwise(KernelBuilder& b, const graph:
 absl::StatusOr<std::vector<loop::Stmt>> LowerTensorOp(KernelBuilder& b, const graph::Node& node,
                                                       const Epilogue& epi);
 
-/// The NN ops of issue 4 (graph::IsNnOp): the value of an activation at `out_idx`
+/// The NN ops (graph::IsNnOp): the value of an activation at `out_idx`
 /// (activation.cc), and the nests of an anchor (nn_ops.cc, dispatching normalizations to
 /// norm.cc).
 absl::StatusOr<loop::Expr> LowerActivation(KernelBuilder& b, const graph::Node& node,

@@ -8,6 +8,7 @@
 // flattened NC[spatial] index of the first maximum, spatial part row-major, or column-major
 // with storage_order 1.
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/lowering/op_lowering.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -60,7 +61,8 @@ absl::StatusOr<std::vector<Stmt>> LowerWindowPool(KernelBuilder& b, const graph:
                                                   const Epilogue& epi) {
   const bool is_max = node.op() == OpKind::kMaxPool;
   const bool is_lp = node.op() == OpKind::kLpPool;
-  const int64_t lp = node.attrs().GetInt("p", 2);
+  const graph::PoolAttrs a = graph::PoolAttrs::Of(node);
+  const int64_t lp = a.p;
   const graph::Value* xv = node.input(0);
   const std::vector<int64_t>& xs = xv->type().shape;
   const std::vector<int64_t>& os = node.output(0)->type().shape;
@@ -71,12 +73,11 @@ absl::StatusOr<std::vector<Stmt>> LowerWindowPool(KernelBuilder& b, const graph:
   if (nsp < 1 || nsp > 3 || os.size() != xs.size()) {
     return NoLowering(node, absl::StrCat("input rank ", xs.size()));
   }
-  std::vector<int64_t> kernel = node.attrs().GetInts("kernel_shape");
-  std::vector<int64_t> strides = node.attrs().GetInts("strides", std::vector<int64_t>(nsp, 1));
-  std::vector<int64_t> dilations =
-      node.attrs().GetInts("dilations", std::vector<int64_t>(nsp, 1));
-  std::vector<int64_t> pads = node.attrs().GetInts("pads", std::vector<int64_t>(2 * nsp, 0));
-  const bool include_pad = node.attrs().GetInt("count_include_pad", 0) != 0;
+  std::vector<int64_t> kernel = a.kernel_shape;
+  std::vector<int64_t> strides = graph::OrFill(a.strides, nsp, 1);
+  std::vector<int64_t> dilations = graph::OrFill(a.dilations, nsp, 1);
+  std::vector<int64_t> pads = graph::OrFill(a.pads, 2 * nsp, 0);
+  const bool include_pad = a.count_include_pad;
   if (kernel.size() != nsp || strides.size() != nsp || dilations.size() != nsp ||
       pads.size() != 2 * nsp) {
     return NoLowering(node, "these kernel_shape/strides/dilations/pads attributes");
@@ -87,7 +88,7 @@ absl::StatusOr<std::vector<Stmt>> LowerWindowPool(KernelBuilder& b, const graph:
   if (indices_value != nullptr && (lane || !epi.empty())) {
     return NoLowering(node, "the Indices output in a blocked layout or with fused consumers");
   }
-  const bool column_major = node.attrs().GetInt("storage_order", 0) != 0;
+  const bool column_major = a.storage_order != 0;
 
   loop::BufferRef x = b.Input(xv);
   loop::BufferRef out = b.out();
@@ -172,7 +173,7 @@ absl::StatusOr<std::vector<Stmt>> LowerGlobalPool(KernelBuilder& b, const graph:
                                                   const Epilogue& epi) {
   const bool is_max = node.op() == OpKind::kGlobalMaxPool;
   const bool is_lp = node.op() == OpKind::kGlobalLpPool;
-  const int64_t lp = node.attrs().GetInt("p", 2);
+  const int64_t lp = is_lp ? graph::GlobalLpPoolAttrs::Of(node).p : 2;
   if (is_lp && lp <= 0) return NoLowering(node, absl::StrCat("p = ", lp));
   const graph::Value* xv = node.input(0);
   const std::vector<int64_t>& xs = xv->type().shape;

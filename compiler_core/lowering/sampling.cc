@@ -11,12 +11,14 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "compiler_core/ir/graph/nn_op_rules.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/lowering/op_lowering.h"
 
 namespace kiln::lowering {
 namespace {
 
+using graph::CoordinateTransform;
+using graph::GridSamplePadding;
 using graph::OpKind;
 using loop::BinaryOp;
 using loop::Expr;
@@ -71,7 +73,7 @@ struct GridSampleLowering {
   std::vector<Expr> nc;  // the (n, c) index prefix of the image
   int64_t dims[2];       // H, W
   double lo[2], hi[2];   // coordinate borders of (y, x)
-  std::string padding;
+  GridSamplePadding padding = GridSamplePadding::kZeros;
 
   // The image value (f64) at the integral-valued f64 tap (row, col).
   Expr Pixel(Expr row, Expr col) const {
@@ -79,8 +81,8 @@ struct GridSampleLowering {
     Expr valid;
     std::vector<Expr> idx = nc;
     for (int i = 0; i < 2; ++i) {
-      if (padding == "reflection") rc[i] = Reflect(rc[i], lo[i], hi[i]);
-      if (padding == "zeros") {
+      if (padding == GridSamplePadding::kReflection) rc[i] = Reflect(rc[i], lo[i], hi[i]);
+      if (padding == GridSamplePadding::kZeros) {
         Expr inside = Bin(BinaryOp::kAnd, Bin(BinaryOp::kGe, rc[i], F(0)),
                           Bin(BinaryOp::kLe, rc[i], F(static_cast<double>(dims[i] - 1))));
         valid = AndCond(valid, inside);
@@ -93,14 +95,14 @@ struct GridSampleLowering {
 };
 
 absl::StatusOr<std::vector<Stmt>> LowerGridSample(KernelBuilder& b, const graph::Node& node) {
-  const graph::AttrMap& attrs = node.attrs();
-  const std::string mode = attrs.GetString("mode", "bilinear");
-  const bool align = attrs.GetInt("align_corners", 0) != 0;
+  const graph::GridSampleAttrs attrs = graph::GridSampleAttrs::Of(node);
+  const graph::GridSampleMode mode = attrs.mode;
+  const bool align = attrs.align_corners;
   const std::vector<int64_t>& xs = node.input(0)->type().shape;
   const std::vector<int64_t>& os = node.output(0)->type().shape;
   GridSampleLowering s;
   s.x = b.Input(node.input(0));
-  s.padding = attrs.GetString("padding_mode", "zeros");
+  s.padding = attrs.padding_mode;
   loop::BufferRef grid = b.Input(node.input(1));
   std::vector<loop::Var> vars = b.NewVars("", {"n", "c", "oy", "ox"});
   std::vector<Expr> o = Refs(vars);
@@ -114,16 +116,18 @@ absl::StatusOr<std::vector<Stmt>> LowerGridSample(KernelBuilder& b, const graph:
     // The grid holds (x, y): component 1 - i is this (y, x) axis.
     Expr g = ToF64(loop::Load(grid, {o[0], o[2], o[3], Idx(1 - i)}));
     p[i] = align ? (g + F(1)) * F((d - 1) / 2) : Div((g + F(1)) * F(d) - F(1), F(2));
-    if (mode == "nearest") p[i] = loop::Unary(UnaryOp::kRound, p[i]);
+    if (mode == graph::GridSampleMode::kNearest) p[i] = loop::Unary(UnaryOp::kRound, p[i]);
     Expr outside = Or(Lt(p[i], F(s.lo[i])), Gt(p[i], F(s.hi[i])));
-    if (s.padding == "border") p[i] = loop::Select(outside, Clamp(p[i], 0, d - 1), p[i]);
-    if (s.padding == "reflection") p[i] = Reflect(p[i], s.lo[i], s.hi[i]);
+    if (s.padding == GridSamplePadding::kBorder) {
+      p[i] = loop::Select(outside, Clamp(p[i], 0, d - 1), p[i]);
+    }
+    if (s.padding == GridSamplePadding::kReflection) p[i] = Reflect(p[i], s.lo[i], s.hi[i]);
   }
   Expr v;
-  if (mode == "nearest") {
+  if (mode == graph::GridSampleMode::kNearest) {
     v = s.Pixel(p[0], p[1]);
   } else {
-    const bool cubic = mode == "bicubic";
+    const bool cubic = mode == graph::GridSampleMode::kBicubic;
     std::vector<Expr> base(2), coeff[2];
     for (int i = 0; i < 2; ++i) {
       Expr fl = Floor(p[i]);
@@ -147,15 +151,14 @@ absl::StatusOr<std::vector<Stmt>> LowerGridSample(KernelBuilder& b, const graph:
 }
 
 absl::StatusOr<std::vector<Stmt>> LowerRoiAlign(KernelBuilder& b, const graph::Node& node) {
-  const graph::AttrMap& attrs = node.attrs();
-  const int64_t ratio = attrs.GetInt("sampling_ratio", 0);
+  const graph::RoiAlignAttrs attrs = graph::RoiAlignAttrs::Of(node);
+  const int64_t ratio = attrs.sampling_ratio;
   if (ratio <= 0) {
     return NoLowering(node, "sampling_ratio 0 (the adaptive grid size depends on the roi values)");
   }
-  const bool avg = attrs.GetString("mode", "avg") == "avg";
-  const bool half_pixel =
-      attrs.GetString("coordinate_transformation_mode", "half_pixel") == "half_pixel";
-  const double scale = attrs.GetFloat("spatial_scale", 1.0f);
+  const bool avg = attrs.mode == graph::RoiAlignMode::kAvg;
+  const bool half_pixel = attrs.coordinate_transformation_mode == CoordinateTransform::kHalfPixel;
+  const double scale = attrs.spatial_scale;
   const double offset = half_pixel ? 0.5 : 0.0;
   const std::vector<int64_t>& xs = node.input(0)->type().shape;
   const std::vector<int64_t>& os = node.output(0)->type().shape;
@@ -217,12 +220,16 @@ absl::StatusOr<std::vector<Stmt>> LowerRoiAlign(KernelBuilder& b, const graph::N
 // ResizeTap (ops.def): one nest over the output; the tap's position and weight in f64 from the
 // loaded scale, as EvalResizeTap computes them.
 absl::StatusOr<std::vector<Stmt>> LowerResizeTap(KernelBuilder& b, const graph::Node& node) {
-  const graph::ResizeTapAttrs t(node.attrs());
+  const graph::ResizeTapAttrs t = graph::ResizeTapAttrs::Of(node);
   const int64_t axis = t.axis, len = t.in, out = t.out, tap = t.tap;
-  const std::string &mode = t.mode, &nearest = t.nearest_mode, &coord = t.coord;
-  const double ca = t.cubic_a;
-  const bool exclude = t.exclude_outside, index = t.index;
-  if (coord == "tf_crop_and_resize") return NoLowering(node, "tf_crop_and_resize");
+  const graph::ResizeMode mode = t.mode;
+  const graph::NearestMode nearest = t.nearest_mode;
+  const CoordinateTransform coord = t.coordinate_transformation_mode;
+  const double ca = t.cubic_coeff_a;
+  const bool exclude = t.exclude_outside, index = t.part == graph::TapPart::kIndex;
+  if (coord == CoordinateTransform::kTfCropAndResize) {
+    return NoLowering(node, "tf_crop_and_resize");
+  }
   const std::vector<int64_t>& os = node.output(0)->type().shape;
   std::vector<loop::Var> vars = b.NewVars("", AxisNames(os.size()));
   const Expr j = ToF64(loop::VarRef(vars[index ? 0 : axis]));
@@ -230,32 +237,32 @@ absl::StatusOr<std::vector<Stmt>> LowerResizeTap(KernelBuilder& b, const graph::
   const double n = static_cast<double>(len);
   const Expr width = scale * F(n);
   Expr x;
-  if (coord == "align_corners") {
+  if (coord == CoordinateTransform::kAlignCorners) {
     x = loop::Select(Bin(BinaryOp::kEq, width, F(1)), F(0), Div(j * F(n - 1), width - F(1)));
-  } else if (coord == "asymmetric") {
+  } else if (coord == CoordinateTransform::kAsymmetric) {
     x = Div(j, scale);
-  } else if (coord == "tf_half_pixel_for_nn") {
+  } else if (coord == CoordinateTransform::kTfHalfPixelForNn) {
     x = Div(j + F(0.5), scale);
   } else {
     x = Div(j + F(0.5), scale) - F(0.5);
-    if (coord == "pytorch_half_pixel")
+    if (coord == CoordinateTransform::kPytorchHalfPixel)
       x = loop::Select(Bin(BinaryOp::kEq, width, F(1)), F(-0.5), x);
   }
   const Expr base = Floor(x), r = x - base, s = F(1) - r;
   std::vector<Expr> pos, w;
-  if (mode == "nearest") {
+  if (mode == graph::ResizeMode::kNearest) {
     Expr up = F(0);
     Expr frac = Gt(r, F(0));
-    if (nearest == "ceil") {
+    if (nearest == graph::NearestMode::kCeil) {
       up = loop::Select(frac, F(1), F(0));
-    } else if (nearest == "round_prefer_ceil") {
+    } else if (nearest == graph::NearestMode::kRoundPreferCeil) {
       up = loop::Select(Bin(BinaryOp::kGe, r, F(0.5)), F(1), F(0));
-    } else if (nearest == "round_prefer_floor") {
+    } else if (nearest == graph::NearestMode::kRoundPreferFloor) {
       up = loop::Select(Gt(r, F(0.5)), F(1), F(0));
     }
     pos = {base + up};
     w = {F(1)};
-  } else if (mode == "linear") {
+  } else if (mode == graph::ResizeMode::kLinear) {
     pos = {base, base + F(1)};
     w = {s, r};
   } else {
@@ -284,7 +291,7 @@ absl::StatusOr<std::vector<Stmt>> LowerResizeTap(KernelBuilder& b, const graph::
     // The output length the run-time scale gives, floor(scale * in), against the compiled one.
     nests.push_back(
         b.ShapeCheck({loop::Cast(DType::kInt64, Floor(scale * F(n)))}, {out},
-                     node.attrs().GetString("what", "node '" + node.name() + "' (ResizeTap)")));
+                     t.what.empty() ? "node '" + node.name() + "' (ResizeTap)" : t.what));
   }
   nests.push_back(Nest(vars, os, loop::Store(b.out(), Refs(vars), value)));
   return nests;

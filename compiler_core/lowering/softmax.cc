@@ -3,6 +3,7 @@
 // The max and sum live in workspaces indexed by the other axes, so outer loops may run in
 // parallel.
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/lowering/op_lowering.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -18,7 +19,7 @@ absl::StatusOr<std::vector<Stmt>> LowerSoftmax(KernelBuilder& b, const graph::No
   const std::vector<int64_t>& xs = xv->type().shape;
   const DType dt = node.output(0)->type().dtype;
   const int64_t rank = static_cast<int64_t>(xs.size());
-  int64_t axis = node.attrs().GetInt("axis", -1);
+  int64_t axis = graph::AxisAttrs::Of(node).axis;
   if (axis < 0) axis += rank;
   if (rank == 0 || axis < 0 || axis >= rank) return NoLowering(node, "this axis");
   if (!IsFloat(dt)) return NoLowering(node, "integer operands");

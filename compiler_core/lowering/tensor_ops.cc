@@ -21,6 +21,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/ir/graph/tensor_op_rules.h"
 #include "compiler_core/lowering/op_lowering.h"
 #include "compiler_core/support/status_macros.h"
@@ -90,7 +91,7 @@ absl::StatusOr<std::vector<Stmt>> LowerReduce(KernelBuilder& b, const graph::Nod
   const std::vector<int64_t>& os = node.output(0)->type().shape;
   const DType dt = xv->type().dtype;
   const OpKind op = node.op();
-  const bool keep = node.attrs().GetInt("keepdims", 1) != 0;
+  const bool keep = graph::ReduceAttrs::Of(node).keepdims;
   std::vector<bool> reduced(xs.size(), false);
   int64_t count = 1;
   for (int64_t a : graph::ReductionAxes(node)) {
@@ -180,9 +181,10 @@ absl::StatusOr<std::vector<Stmt>> LowerArg(KernelBuilder& b, const graph::Node& 
   const graph::Value* xv = node.input(0);
   const std::vector<int64_t>& xs = xv->type().shape;
   const std::vector<int64_t>& os = node.output(0)->type().shape;
-  const int64_t axis = node.attrs().GetInt("axis", 0);
-  const bool keep = node.attrs().GetInt("keepdims", 1) != 0;
-  const bool last = node.attrs().GetInt("select_last_index", 0) != 0;
+  const graph::ArgMaxAttrs a = graph::ArgMaxAttrs::Of(node);
+  const int64_t axis = a.axis;
+  const bool keep = a.keepdims;
+  const bool last = a.select_last_index;
   const bool is_max = node.op() == OpKind::kArgMax;
   if (xs[axis] == 0) return NoLowering(node, "an empty axis");
   loop::BufferRef x = b.Input(xv);
@@ -263,7 +265,7 @@ absl::StatusOr<std::vector<Stmt>> LowerInjective(KernelBuilder& b, const graph::
       loop::BufferRef x = b.Input(xv);
       Expr k = node.input(1) ? ScalarOperand(b, node.input(1)) : Idx(0);
       if (k->dtype != DType::kInt64) k = loop::Cast(DType::kInt64, k);
-      const bool upper = node.attrs().GetInt("upper", 1) != 0;
+      const bool upper = graph::TriluAttrs::Of(node).upper;
       const DType dt = ot.dtype;
       return OutputNest(b, node, epi, [&](const std::vector<Expr>& idx) -> absl::StatusOr<Expr> {
         Expr diff = idx[os.size() - 1] - idx[os.size() - 2];
@@ -272,7 +274,7 @@ absl::StatusOr<std::vector<Stmt>> LowerInjective(KernelBuilder& b, const graph::
       });
     }
     case OpKind::kEyeLike: {
-      const int64_t k = node.attrs().GetInt("k", 0);
+      const int64_t k = graph::EyeLikeAttrs::Of(node).k;
       return OutputNest(b, node, epi, [&](const std::vector<Expr>& idx) -> absl::StatusOr<Expr> {
         Expr on = Bin(BinaryOp::kEq, idx[1] - idx[0], Idx(k));
         return loop::Select(on, Const(1, ot.dtype), Const(0, ot.dtype));
@@ -288,7 +290,7 @@ absl::StatusOr<std::vector<Stmt>> LowerInjective(KernelBuilder& b, const graph::
     case OpKind::kGatherElements: {
       loop::BufferRef x = b.Input(xv);
       loop::BufferRef ind = b.Input(node.input(1));
-      const int64_t axis = node.attrs().GetInt("axis", 0);
+      const int64_t axis = graph::Axis0Attrs::Of(node).axis;
       const int64_t n = xv->type().shape[axis];
       return OutputNest(b, node, epi, [&](const std::vector<Expr>& idx) -> absl::StatusOr<Expr> {
         std::vector<Expr> in = idx;
@@ -301,7 +303,7 @@ absl::StatusOr<std::vector<Stmt>> LowerInjective(KernelBuilder& b, const graph::
       const graph::Value* iv = node.input(1);
       loop::BufferRef ind = b.Input(iv);
       const std::vector<int64_t>& xs = xv->type().shape;
-      const int64_t bd = node.attrs().GetInt("batch_dims", 0);
+      const int64_t bd = graph::GatherNDAttrs::Of(node).batch_dims;
       const int64_t ir = iv->type().rank();
       const int64_t k = iv->type().shape.back();
       return OutputNest(b, node, epi, [&](const std::vector<Expr>& idx) -> absl::StatusOr<Expr> {
@@ -319,8 +321,9 @@ absl::StatusOr<std::vector<Stmt>> LowerInjective(KernelBuilder& b, const graph::
     }
     case OpKind::kDepthToSpace: case OpKind::kSpaceToDepth: {
       loop::BufferRef x = b.Input(xv);
-      const int64_t bs = node.attrs().GetInt("blocksize", 1);
-      const bool crd = node.attrs().GetString("mode", "DCR") == "CRD";
+      const graph::DepthToSpaceAttrs attrs = graph::DepthToSpaceAttrs::Of(node);
+      const int64_t bs = attrs.blocksize;  // > 0: the shape rule checks it
+      const bool crd = attrs.mode == graph::DepthToSpaceMode::kCRD;
       const int64_t ic = xv->type().shape[1], oc = os[1];
       const bool d2s = node.op() == OpKind::kDepthToSpace;
       auto div = [&](Expr a, int64_t c) { return Bin(BinaryOp::kFloorDiv, a, Idx(c)); };
@@ -340,7 +343,7 @@ absl::StatusOr<std::vector<Stmt>> LowerInjective(KernelBuilder& b, const graph::
     case OpKind::kOneHot: {
       loop::BufferRef ind = b.Input(xv);
       loop::BufferRef values = b.Input(node.input(2));
-      const int64_t axis = node.attrs().GetInt("axis", -1);
+      const int64_t axis = graph::AxisAttrs::Of(node).axis;
       const int64_t depth = os[axis];
       return OutputNest(b, node, epi, [&](const std::vector<Expr>& p) -> absl::StatusOr<Expr> {
         std::vector<Expr> ip = p;
@@ -359,11 +362,19 @@ absl::StatusOr<std::vector<Stmt>> LowerInjective(KernelBuilder& b, const graph::
 
 // ---- Scatter, CumSum, Einsum ------------------------------------------------------------
 
-Expr Combine(const std::string& red, Expr a, Expr v) {
-  if (red == "add") return a + v;
-  if (red == "mul") return a * v;
-  if (red == "max") return loop::Max(a, v);
-  if (red == "min") return loop::Min(a, v);
+Expr Combine(graph::ScatterReduction red, Expr a, Expr v) {
+  switch (red) {
+    case graph::ScatterReduction::kAdd:
+      return a + v;
+    case graph::ScatterReduction::kMul:
+      return a * v;
+    case graph::ScatterReduction::kMax:
+      return loop::Max(a, v);
+    case graph::ScatterReduction::kMin:
+      return loop::Min(a, v);
+    case graph::ScatterReduction::kNone:
+      break;
+  }
   return v;
 }
 
@@ -374,7 +385,8 @@ absl::StatusOr<std::vector<Stmt>> LowerScatter(KernelBuilder& b, const graph::No
   const graph::Value* iv = node.input(1);
   const graph::Value* uv = node.input(2);
   const std::vector<int64_t>& ds = dv->type().shape;
-  const std::string red = node.attrs().GetString("reduction", "none");
+  const graph::ScatterElementsAttrs attrs = graph::ScatterElementsAttrs::Of(node);
+  const graph::ScatterReduction red = attrs.reduction;
   loop::BufferRef data = b.Input(dv);
   loop::BufferRef ind = b.Input(iv);
   loop::BufferRef upd = b.Input(uv);
@@ -389,7 +401,7 @@ absl::StatusOr<std::vector<Stmt>> LowerScatter(KernelBuilder& b, const graph::No
   std::vector<Expr> idx = Refs(vars);
   std::vector<Expr> dst;
   if (node.op() == OpKind::kScatterElements) {
-    const int64_t axis = node.attrs().GetInt("axis", 0);
+    const int64_t axis = attrs.axis;
     dst = idx;
     dst[axis] = NormIndex(loop::Load(ind, idx), ds[axis]);
   } else {
@@ -420,8 +432,9 @@ absl::StatusOr<std::vector<Stmt>> LowerCumSum(KernelBuilder& b, const graph::Nod
   const int64_t rank = static_cast<int64_t>(xs.size());
   const DType dt = xv->type().dtype;
   const DType acc_dt = dt == DType::kFloat16 ? DType::kFloat32 : dt;
-  const bool excl = node.attrs().GetInt("exclusive", 0) != 0;
-  const bool rev = node.attrs().GetInt("reverse", 0) != 0;
+  const graph::CumSumAttrs attrs = graph::CumSumAttrs::Of(node);
+  const bool excl = attrs.exclusive;
+  const bool rev = attrs.reverse;
   if (rank == 0) return NoLowering(node, "a scalar input");
   loop::BufferRef x = b.Input(xv);
   loop::BufferRef out = b.out();
@@ -483,7 +496,7 @@ absl::StatusOr<std::vector<Stmt>> LowerEinsum(KernelBuilder& b, const graph::Nod
   KILN_RETURN_IF_ERROR(epi.CheckSameDType(node));
   std::vector<std::vector<int64_t>> shapes;
   for (const graph::Value* v : node.inputs()) shapes.push_back(v->type().shape);
-  auto spec = graph::ParseEinsum(node.attrs().GetString("equation", ""), shapes);
+  auto spec = graph::ParseEinsum(graph::EinsumAttrs::Of(node).equation, shapes);
   if (!spec.ok()) return NoLowering(node, std::string(spec.status().message()));
   const TensorType& ot = node.output(0)->type();
   const DType acc_dt = ot.dtype == DType::kFloat16 ? DType::kFloat32 : ot.dtype;
@@ -560,8 +573,9 @@ absl::StatusOr<Expr> LowerTensorElementwise(KernelBuilder& b, const graph::Node&
       const double inf = std::numeric_limits<double>::infinity();
       Expr pos = Bin(BinaryOp::kEq, x, Const(inf, x->dtype));
       Expr neg = Bin(BinaryOp::kEq, x, Const(-inf, x->dtype));
-      bool dp = node.attrs().GetInt("detect_positive", 1) != 0;
-      bool dn = node.attrs().GetInt("detect_negative", 1) != 0;
+      const graph::IsInfAttrs a = graph::IsInfAttrs::Of(node);
+      bool dp = a.detect_positive;
+      bool dn = a.detect_negative;
       if (dp && dn) return Bin(BinaryOp::kOr, pos, neg);
       if (dp) return pos;
       if (dn) return neg;
@@ -577,7 +591,7 @@ absl::StatusOr<Expr> LowerTensorElementwise(KernelBuilder& b, const graph::Node&
                               loop::Unary(UnaryOp::kCeil, q), loop::Unary(UnaryOp::kFloor, q));
         return a - t * c;
       }
-      if (node.attrs().GetInt("fmod", 0) != 0) {
+      if (graph::ModAttrs::Of(node).fmod) {
         // a - trunc(a / c) * c, and 0 for c = 0 (as the reference evaluator).
         return loop::Select(Bin(BinaryOp::kEq, c, Const(0, c->dtype)), Const(0, a->dtype),
                             a - Bin(BinaryOp::kDiv, a, c) * c);
@@ -585,7 +599,7 @@ absl::StatusOr<Expr> LowerTensorElementwise(KernelBuilder& b, const graph::Node&
       return Bin(BinaryOp::kFloorMod, a, c);
     }
     case OpKind::kBitShift: {
-      bool left = node.attrs().GetString("direction", "LEFT") == "LEFT";
+      bool left = graph::BitShiftAttrs::Of(node).direction == graph::BitShiftDirection::kLeft;
       return Bin(left ? BinaryOp::kShl : BinaryOp::kShr, in(0), in(1));
     }
     case OpKind::kMean: {

@@ -3,7 +3,7 @@
 // they accumulate into the n-gram's output column, read from the indexes table) and adds 1
 // where every token of the n-gram matches; nest "mode" (IDF and TFIDF only) weights the counts.
 // Token positions past the row never match and every load index is clamped.
-#include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/lowering/op_lowering.h"
 
 namespace kiln::lowering {
@@ -21,13 +21,11 @@ absl::StatusOr<std::vector<Stmt>> LowerTfIdfVectorizer(KernelBuilder& b, const g
   const int64_t cols = xs.back(), num = ps[0], width = ps[1];
   const int64_t outs = node.input(4)->type().shape[0];
   const bool batched = xs.size() == 2;
-  const int64_t min_n = node.attrs().GetInt("min_gram_length", 1);
-  const int64_t max_n = node.attrs().GetInt("max_gram_length", 1);
-  const int64_t max_skip = node.attrs().GetInt("max_skip_count", 0);
-  const std::string mode = node.attrs().GetString("mode", "TF");
-  if (mode != "TF" && mode != "IDF" && mode != "TFIDF") {
-    return NoLowering(node, absl::StrCat("mode '", mode, "'"));
-  }
+  const graph::TfIdfVectorizerAttrs a = graph::TfIdfVectorizerAttrs::Of(node);
+  const int64_t min_n = a.min_gram_length;
+  const int64_t max_n = a.max_gram_length;
+  const int64_t max_skip = a.max_skip_count;
+  const graph::TfIdfMode mode = a.mode;
   if (max_skip < 0) return NoLowering(node, "a negative max_skip_count");
   loop::BufferRef x = b.Input(xv);
   loop::BufferRef pool = b.Input(node.input(1));
@@ -87,10 +85,10 @@ absl::StatusOr<std::vector<Stmt>> LowerTfIdfVectorizer(KernelBuilder& b, const g
     nests.push_back(count);
   }
 
-  if (mode != "TF") {
+  if (mode != graph::TfIdfMode::kTF) {
     nests.push_back(row_nest("mode.", [&](const std::vector<Expr>& idx) {
       Expr c = loop::Load(out, idx);
-      if (mode == "IDF") c = loop::Min(c, Const(1, f32));
+      if (mode == graph::TfIdfMode::kIDF) c = loop::Min(c, Const(1, f32));
       return loop::Store(out, idx, c * loop::Load(weights, {idx.back()}));
     }));
   }

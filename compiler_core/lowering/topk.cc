@@ -2,6 +2,7 @@
 // element not yet taken (largest or smallest; ties go to the lower index, as ONNX requires),
 // writing values and int64 indices in sorted order. A "taken" workspace marks chosen elements.
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/lowering/op_lowering.h"
 
 namespace kiln::lowering {
@@ -16,10 +17,11 @@ absl::StatusOr<std::vector<Stmt>> LowerTopK(KernelBuilder& b, const graph::Node&
   const graph::Value* xv = node.input(0);
   const std::vector<int64_t>& xs = xv->type().shape;
   const int64_t rank = static_cast<int64_t>(xs.size());
-  int64_t axis = node.attrs().GetInt("axis", -1);
+  const graph::TopKAttrs attrs = graph::TopKAttrs::Of(node);
+  int64_t axis = attrs.axis;
   if (axis < 0) axis += rank;
   if (rank == 0 || axis < 0 || axis >= rank) return NoLowering(node, "this axis");
-  const bool largest = node.attrs().GetInt("largest", 1) != 0;
+  const bool largest = attrs.largest;
   const graph::Value* values = node.output(0);
   const graph::Value* indices = node.outputs().size() > 1 ? node.output(1) : nullptr;
   const int64_t n = xs[axis];

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/ir/loop/printer.h"
 #include "compiler_core/lowering/lower.h"
 #include "compiler_core/pipeline/memory_plan.h"
@@ -145,7 +146,7 @@ class Planner {
     const Value* m = node.input(0);
     const Value* c = node.input(1);
     if (!m->is_constant() ||
-        m->constant()->GetAsInt64(0) != node.attrs().GetInt("scan_length", -1) ||
+        m->constant()->GetAsInt64(0) != graph::LoopAttrs::Of(node).scan_length ||
         !c->is_constant() || c->constant()->GetAsInt64(0) == 0) {
       return false;
     }
@@ -166,7 +167,7 @@ class Planner {
           ": bounded dims (--input-shape with ranges) and a Loop run over its compiled "
           "body cannot be combined yet; give fixed shapes or several profiles");
     }
-    std::shared_ptr<graph::Graph> body = node.attrs().GetGraph("body");
+    std::shared_ptr<graph::Graph> body = graph::LoopAttrs::Of(node).body;
     if (body == nullptr || !plan_body_) {
       return absl::InternalError(what + ": no body graph or no body planner");
     }
@@ -210,8 +211,10 @@ class Planner {
     body.manifest.set_weights_bytes(0);  // the artifact's one weights section holds them
     const Node& node = *kernel.loop_node;
     kiln::v1::LoopCall* loop = call.mutable_loop();
-    loop->set_num_carried(static_cast<int32_t>(node.attrs().GetInt("num_carried", 0)));
-    loop->set_scan_length(node.attrs().GetInt("scan_length", 0));
+    const graph::LoopAttrs la = graph::LoopAttrs::Of(node);
+    loop->set_num_carried(static_cast<int32_t>(la.num_carried));
+    // The manifest writes "no scan length" (a Loop without scan outputs) as 0.
+    loop->set_scan_length(std::max<int64_t>(la.scan_length, 0));
     loop->set_what(absl::StrCat("node '", node.name(), "' (Loop)"));
     *loop->mutable_body() = std::move(body.manifest);
     // A scan output returned as a model output (once) that nothing else reads has the

@@ -2,15 +2,17 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/reference/eval_internal.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::reference {
 
 absl::StatusOr<TensorVec> EvalLoop(const graph::Node& node, const TensorVec& in) {
-  std::shared_ptr<graph::Graph> body = node.attrs().GetGraph("body");
-  const int64_t carried = node.attrs().GetInt("num_carried", 0);
-  const int64_t scan_length = node.attrs().GetInt("scan_length", -1);
+  const graph::LoopAttrs a = graph::LoopAttrs::Of(node);
+  std::shared_ptr<graph::Graph> body = a.body;
+  const int64_t carried = a.num_carried;
+  const int64_t scan_length = a.scan_length;
   const size_t num_scans = body->outputs().size() - 1 - static_cast<size_t>(carried);
   const int64_t trips = in[0]->GetAsInt64(0);
   bool cond = in[1]->GetAsInt64(0) != 0;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/reference/eval_internal.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -58,7 +59,7 @@ struct AxisView {
 
 absl::StatusOr<TensorVec> EvalCompress(const graph::Node& node, const Tensor& x,
                                        const Tensor& cond) {
-  const int64_t axis = node.attrs().GetInt("axis", 0);
+  const int64_t axis = graph::Axis0Attrs::Of(node).axis;
   const AxisView v(x.type.shape, axis);
   std::vector<int64_t> picked;
   for (int64_t p = 0; p < std::min(v.n, cond.type.NumElements()); ++p) {
@@ -78,8 +79,10 @@ absl::StatusOr<TensorVec> EvalCompress(const graph::Node& node, const Tensor& x,
 }
 
 absl::StatusOr<TensorVec> EvalUnique(const graph::Node& node, const Tensor& x) {
-  const int64_t axis = node.attrs().GetInt("axis", 0);
-  const bool sorted = node.attrs().GetInt("sorted", 1) != 0;
+  const graph::UniqueAttrs attrs = graph::UniqueAttrs::Of(node);
+  // The importer always sets axis (flattening the input when ONNX gives none).
+  const int64_t axis = attrs.axis.value_or(0);
+  const bool sorted = attrs.sorted;
   const AxisView v(x.type.shape, axis);
   const std::vector<double> xv = ToDoubles(x);
   // Slice p as the row-major sequence of its elements.
@@ -156,7 +159,7 @@ absl::StatusOr<TensorVec> EvalNonMaxSuppression(const graph::Node& node, const T
   const float iou = input(3) ? static_cast<float>(input(3)->GetAsDouble(0)) : 0.0f;
   const bool has_min = input(4) != nullptr;
   const float min_score = has_min ? static_cast<float>(input(4)->GetAsDouble(0)) : 0.0f;
-  const bool center = node.attrs().GetInt("center_point_box", 0) != 0;
+  const bool center = graph::NonMaxSuppressionAttrs::Of(node).center_point_box != 0;
   const std::vector<double> boxes = ToDoubles(*in[0]), scores = ToDoubles(*in[1]);
   std::vector<double> rows;
   for (int64_t b = 0; b < batches; ++b) {
@@ -187,31 +190,31 @@ absl::StatusOr<TensorVec> EvalNonMaxSuppression(const graph::Node& node, const T
 }
 
 absl::StatusOr<TensorVec> EvalRuntimeCheck(const graph::Node& node, const TensorVec& in) {
-  const Shape expected = node.attrs().GetInts("expected");
+  const graph::RuntimeCheckAttrs a = graph::RuntimeCheckAttrs::Of(node);
+  const Shape& expected = a.expected;
   std::vector<int64_t> got;
   for (int64_t i = 0; i < in[1]->type.NumElements(); ++i) got.push_back(in[1]->GetAsInt64(i));
   if (got != expected) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        node.attrs().GetString("what", NodePrefix(node)), ": got [", absl::StrJoin(got, ","),
-        "], the node was compiled for [", absl::StrJoin(expected, ","), "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(a.what.empty() ? NodePrefix(node) : a.what, ": got [", absl::StrJoin(got, ","),
+                     "], the node was compiled for [", absl::StrJoin(expected, ","), "]"));
   }
   return TensorVec{in[0]};
 }
 
 // BoundMask: x with the elements at or past dims[symbol] * mul / div along "axis" set to "fill".
 absl::StatusOr<TensorVec> EvalBoundMask(const graph::Node& node, const TensorVec& in) {
-  const graph::AttrMap& a = node.attrs();
-  const int64_t axis = a.GetInt("axis", 0);
-  const int64_t length =
-      in[1]->GetAsInt64(a.GetInt("symbol", 0)) * a.GetInt("mul", 1) / a.GetInt("div", 1);
+  const graph::BoundMaskAttrs a = graph::BoundMaskAttrs::Of(node);
+  const int64_t axis = a.axis;
+  const int64_t length = in[1]->GetAsInt64(a.symbol) * a.mul / a.div;
   auto out = std::make_shared<Tensor>(*in[0]);
   const Shape& shape = out->type.shape;
   int64_t inner = 1;
   for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
   for (int64_t i = 0; i < out->type.NumElements(); ++i) {
     if ((i / inner) % shape[axis] >= length) {
-      StoreDouble(*out, i, a.GetFloat("fill", 0));
-    } else if (a.GetInt("rescale", 0) != 0) {
+      StoreDouble(*out, i, a.fill);
+    } else if (a.rescale) {
       StoreDouble(
           *out, i,
           out->GetAsDouble(i) * static_cast<double>(shape[axis]) / static_cast<double>(length));

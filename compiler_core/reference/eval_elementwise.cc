@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/reference/eval_internal.h"
 
 namespace kiln::reference {
@@ -11,10 +12,13 @@ namespace {
 
 using graph::OpKind;
 
-absl::StatusOr<double> Unary(const graph::Node& node, double x) {
+// `leaky`: the node's attributes when it is a LeakyRelu.
+absl::StatusOr<double> Unary(const graph::Node& node, const graph::LeakyReluAttrs& leaky,
+                             double x) {
   switch (node.op()) {
     case OpKind::kRelu: return x > 0 ? x : 0.0;
-    case OpKind::kLeakyRelu: return x >= 0 ? x : x * node.attrs().GetFloat("alpha", 0.01f);
+    case OpKind::kLeakyRelu:
+      return x >= 0 ? x : x * leaky.alpha;
     case OpKind::kSigmoid: return 1.0 / (1.0 + std::exp(-x));
     case OpKind::kTanh: return std::tanh(x);
     case OpKind::kExp: return std::exp(x);
@@ -195,8 +199,10 @@ absl::StatusOr<TensorVec> EvalElementwise(const graph::Node& node, const TensorV
     return TensorVec{out};
   }
   std::vector<double> v = ToDoubles(x);
+  const graph::LeakyReluAttrs leaky =
+      node.op() == OpKind::kLeakyRelu ? graph::LeakyReluAttrs::Of(node) : graph::LeakyReluAttrs{};
   for (int64_t i = 0; i < n; ++i) {
-    auto r = Unary(node, v[i]);
+    auto r = Unary(node, leaky, v[i]);
     if (!r.ok()) return r.status();
     StoreDouble(*out, i, *r);
   }

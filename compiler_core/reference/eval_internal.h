@@ -36,7 +36,7 @@ absl::StatusOr<TensorVec> EvalNn(const graph::Node& node, const TensorVec& in);
 absl::StatusOr<TensorVec> EvalMovement(const graph::Node& node, const TensorVec& in);
 /// The tensor, reduction and logic ops (eval_tensor.cc): every op with graph::IsTensorOp.
 absl::StatusOr<TensorVec> EvalTensorOp(const graph::Node& node, const TensorVec& in);
-/// The NN ops of issue 4 (graph::IsNnOp): activations (eval_activation.cc), normalizations
+/// The NN ops (graph::IsNnOp): activations (eval_activation.cc), normalizations
 /// (eval_norm.cc), ConvTranspose and losses (eval_nn_ops.cc, which dispatches).
 absl::StatusOr<TensorVec> EvalNnOp(const graph::Node& node, const TensorVec& in);
 absl::StatusOr<TensorVec> EvalActivation(const graph::Node& node, const TensorVec& in);

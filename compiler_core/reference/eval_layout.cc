@@ -4,6 +4,7 @@
 // Bitcast and the u8s8 conv on packed words directly.
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/graph/layout_rules.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/reference/eval_internal.h"
 
 namespace kiln::reference {
@@ -69,9 +70,10 @@ std::shared_ptr<Tensor> UnpackWeights(const Tensor& w) {
 }
 
 absl::StatusOr<TensorVec> EvalTransform(const graph::Node& node, const TensorVec& in) {
-  const int64_t dst = graph::LayoutBlock(node.attrs().GetString("dst_layout", ""));
+  const graph::LayoutTransformAttrs a = graph::LayoutTransformAttrs::Of(node);
+  const int64_t dst = graph::LayoutBlock(a.dst_layout);
   if (dst > 0) return TensorVec{Block(*in[0], dst)};
-  return TensorVec{Unblock(*in[0], node.attrs().GetInt("channels", 0))};
+  return TensorVec{Unblock(*in[0], a.channels)};
 }
 
 /// Bitcast: the same bytes under the output's type.
@@ -84,11 +86,11 @@ TensorVec EvalBitcast(const graph::Node& node, const TensorVec& in) {
 /// A quantized blocked conv's 2-D window: the input position of output `o` and tap `k` along
 /// spatial dim `d` (may be outside the input: padding), and the padding value.
 struct Window {
-  explicit Window(const graph::Node& node)
-      : strides(node.attrs().GetInts("strides", {1, 1})),
-        dilations(node.attrs().GetInts("dilations", {1, 1})),
-        pads(node.attrs().GetInts("pads", {0, 0, 0, 0})),
-        pad_value(static_cast<uint32_t>(node.attrs().GetInt("pad_value", 0))) {}
+  explicit Window(const graph::ConvAttrs& a)
+      : strides(graph::OrFill(a.strides, 2, 1)),
+        dilations(graph::OrFill(a.dilations, 2, 1)),
+        pads(graph::OrFill(a.pads, 4, 0)),
+        pad_value(static_cast<uint32_t>(a.pad_value)) {}
   int64_t In(int d, int64_t o, int64_t k) const {
     return o * strides[d] + k * dilations[d] - pads[d];
   }
@@ -99,12 +101,12 @@ struct Window {
 /// A "quant"="u8s8" blocked conv (graph/layout_rules.h), directly from its definition: every
 /// output element sums the byte products of its window's words, out-of-bounds words reading
 /// "pad_value".
-TensorVec EvalConvU8S8(const graph::Node& node, const TensorVec& in) {
+TensorVec EvalConvU8S8(const graph::Node& node, const graph::ConvAttrs& conv, const TensorVec& in) {
   const Shape& xs = in[0]->type.shape;
   const Shape& ws = in[1]->type.shape;
   const TensorType& out_type = node.output(0)->type();
   const Shape& os = out_type.shape;
-  const Window win(node);
+  const Window win(conv);
   const uint32_t pad_word = win.pad_value;
   const uint32_t* x = in[0]->data<uint32_t>();
   const uint32_t* w = in[1]->data<uint32_t>();
@@ -153,12 +155,13 @@ TensorVec EvalConvU8S8(const graph::Node& node, const TensorVec& in) {
 }
 
 /// A "quant"="u8" blocked depthwise conv (graph/layout_rules.h), from its definition.
-TensorVec EvalConvU8Depthwise(const graph::Node& node, const TensorVec& in) {
+TensorVec EvalConvU8Depthwise(const graph::Node& node, const graph::ConvAttrs& conv,
+                              const TensorVec& in) {
   const Shape& xs = in[0]->type.shape;
   const Shape& ws = in[1]->type.shape;
   const TensorType& out_type = node.output(0)->type();
   const Shape& os = out_type.shape;
-  const Window win(node);
+  const Window win(conv);
   const uint32_t pad = win.pad_value;
   const uint8_t* x = in[0]->data<uint8_t>();
   const uint32_t* w = in[1]->data<uint32_t>();
@@ -192,11 +195,11 @@ TensorVec EvalConvU8Depthwise(const graph::Node& node, const TensorVec& in) {
 
 /// A blocked Conv/pool: evaluated as the plain op over all Cb*x channels.
 absl::StatusOr<TensorVec> EvalBlocked(const graph::Node& node, const TensorVec& in) {
-  if (node.op() == OpKind::kConv && node.attrs().GetString("quant", "") == "u8") {
-    return EvalConvU8Depthwise(node, in);
-  }
-  if (node.op() == OpKind::kConv && node.attrs().Has("quant")) return EvalConvU8S8(node, in);
-  const int64_t x = graph::LayoutBlock(node.attrs().GetString("layout", ""));
+  const graph::ConvAttrs conv =
+      node.op() == OpKind::kConv ? graph::ConvAttrs::Of(node) : graph::ConvAttrs{};
+  if (conv.quant == graph::Quant::kU8) return EvalConvU8Depthwise(node, conv, in);
+  if (conv.quant == graph::Quant::kU8S8) return EvalConvU8S8(node, conv, in);
+  const int64_t x = graph::LayoutBlock(graph::CommonAttrs::Of(node).layout);
   const TensorType& out_type = node.output(0)->type();
   TensorVec plain_in;
   TensorPtr xin = in[0];
@@ -206,7 +209,7 @@ absl::StatusOr<TensorVec> EvalBlocked(const graph::Node& node, const TensorVec& 
   attrs.Erase("layout");
   if (node.op() == OpKind::kConv) {
     plain_in.push_back(UnpackWeights(*in[1]));
-    if (attrs.GetInt("group", 1) != 1) attrs.Set("group", out_type.shape[1] * x);
+    if (conv.group != 1) attrs.Set("group", out_type.shape[1] * x);
     if (node.num_inputs() > 2 && in[2] != nullptr) plain_in.push_back(in[2]);
   }
   graph::Graph g;

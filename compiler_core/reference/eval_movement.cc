@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/reference/eval_internal.h"
 
 namespace kiln::reference {
@@ -48,7 +49,7 @@ TensorVec Relabel(const graph::Node& node, const TensorVec& in) {
 TensorVec EvalTranspose(const graph::Node& node, const TensorVec& in) {
   const Tensor& x = *in[0];
   auto out = Tensor::Zeros(node.output(0)->type());
-  Shape perm = node.attrs().GetInts("perm");
+  Shape perm = graph::TransposeAttrs::Of(node).perm;
   if (perm.empty()) {
     for (int64_t i = x.type.rank() - 1; i >= 0; --i) perm.push_back(i);
   }
@@ -64,7 +65,7 @@ TensorVec EvalTranspose(const graph::Node& node, const TensorVec& in) {
 
 TensorVec EvalConcat(const graph::Node& node, const TensorVec& in) {
   auto out = Tensor::Zeros(node.output(0)->type());
-  int64_t axis = node.attrs().GetInt("axis", 0);
+  int64_t axis = graph::ConcatAttrs::Of(node).axis;
   const Shape& os = out->type.shape;
   if (axis < 0) axis += static_cast<int64_t>(os.size());
   int64_t outer = 1, inner = 1;
@@ -89,8 +90,9 @@ TensorVec EvalConcat(const graph::Node& node, const TensorVec& in) {
 TensorVec EvalPad(const graph::Node& node, const TensorVec& in) {
   const Tensor& x = *in[0];
   auto out = Tensor::Zeros(node.output(0)->type());
-  Shape pads = in.size() > 1 && in[1] ? ConstInts(in[1]) : node.attrs().GetInts("pads");
-  std::string mode = node.attrs().GetString("mode", "constant");
+  const graph::PadAttrs a = graph::PadAttrs::Of(node);
+  Shape pads = in.size() > 1 && in[1] ? ConstInts(in[1]) : a.pads;
+  const graph::PadMode mode = a.mode;
   int64_t rank = x.type.rank();
   size_t size = DTypeSize(x.type.dtype);
   Shape strides = RowMajorStrides(x.type.shape);
@@ -100,13 +102,13 @@ TensorVec EvalPad(const graph::Node& node, const TensorVec& in) {
     for (int64_t d = 0; d < rank; ++d) {
       int64_t p = pos[d] - pads[d], n = x.type.shape[d];
       if (p < 0 || p >= n) {
-        if (mode == "edge") {
+        if (mode == graph::PadMode::kEdge) {
           p = p < 0 ? 0 : n - 1;
-        } else if (mode == "reflect" && n > 1) {
+        } else if (mode == graph::PadMode::kReflect && n > 1) {
           int64_t period = 2 * (n - 1);
           p = ((p % period) + period) % period;
           if (p >= n) p = period - p;
-        } else if (mode == "reflect") {
+        } else if (mode == graph::PadMode::kReflect) {
           p = 0;
         } else {
           inside = false;
@@ -127,7 +129,7 @@ absl::StatusOr<TensorVec> EvalGather(const graph::Node& node, const TensorVec& i
   const Tensor& x = *in[0];
   const Tensor& idx = *in[1];
   auto out = Tensor::Zeros(node.output(0)->type());
-  int64_t axis = node.attrs().GetInt("axis", 0);
+  int64_t axis = graph::Axis0Attrs::Of(node).axis;
   if (axis < 0) axis += x.type.rank();
   int64_t outer = 1, inner = 1, dim = x.type.shape[axis];
   for (int64_t d = 0; d < x.type.rank(); ++d) {
@@ -199,7 +201,7 @@ absl::StatusOr<TensorVec> EvalMovement(const graph::Node& node, const TensorVec&
       auto out = Tensor::Zeros(node.output(0)->type());
       const Shape& s = in[0]->type.shape;
       int64_t r = static_cast<int64_t>(s.size());
-      int64_t start = node.attrs().GetInt("start", 0);
+      int64_t start = graph::ShapeAttrs::Of(node).start;
       if (start < 0) start += r;
       start = std::clamp<int64_t>(start, 0, r);
       for (int64_t i = 0; i < out->type.NumElements(); ++i) {
@@ -208,7 +210,7 @@ absl::StatusOr<TensorVec> EvalMovement(const graph::Node& node, const TensorVec&
       return TensorVec{out};
     }
     case OpKind::kConstant: {
-      auto value = node.attrs().GetTensor("value");
+      TensorPtr value = graph::ConstantAttrs::Of(node).value;
       if (value == nullptr) return absl::InvalidArgumentError(NodePrefix(node) + "no value");
       return TensorVec{value};
     }

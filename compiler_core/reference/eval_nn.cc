@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/graph/matmul_packing.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/reference/eval_internal.h"
 
 namespace kiln::reference {
@@ -24,12 +25,14 @@ struct WindowTable {
   std::vector<int64_t> index;  // num_out * num_kernel
 };
 
-WindowTable BuildWindow(const graph::Node& node, const Shape& in, const Shape& out,
+// `a`: the node's graph::ConvAttrs or graph::PoolAttrs.
+template <typename WindowAttrs>
+WindowTable BuildWindow(const WindowAttrs& a, const Shape& in, const Shape& out,
                         const Shape& kernel) {
   size_t n = in.size();
-  Shape strides = node.attrs().GetInts("strides", Shape(n, 1));
-  Shape dil = node.attrs().GetInts("dilations", Shape(n, 1));
-  Shape pads = node.attrs().GetInts("pads", Shape(2 * n, 0));
+  Shape strides = graph::OrFill(a.strides, n, 1);
+  Shape dil = graph::OrFill(a.dilations, n, 1);
+  Shape pads = graph::OrFill(a.pads, 2 * n, 0);
   WindowTable t;
   for (size_t d = 0; d < n; ++d) {
     t.num_out *= out[d];
@@ -73,11 +76,12 @@ TensorVec EvalConv(const graph::Node& node, const TensorVec& in) {
   const TensorType& ot = node.output(0)->type();
   const Shape& xs = in[0]->type.shape;
   const Shape& ws = in[1]->type.shape;
-  WindowTable win = BuildWindow(node, Spatial(xs), Spatial(ot.shape), Spatial(ws));
+  const graph::ConvAttrs a = graph::ConvAttrs::Of(node);
+  WindowTable win = BuildWindow(a, Spatial(xs), Spatial(ot.shape), Spatial(ws));
   std::vector<double> x = ToDoubles(*in[0]), w = ToDoubles(*in[1]);
   std::vector<double> bias = in.size() > 2 && in[2] ? ToDoubles(*in[2]) : std::vector<double>();
   int64_t batch = xs[0], cin = xs[1], cout = ws[0];
-  int64_t group = node.attrs().GetInt("group", 1);
+  int64_t group = a.group;
   int64_t cin_g = cin / group, cout_g = cout / group;
   int64_t K = win.num_kernel, O = win.num_out, I = win.num_in;
   std::vector<double> out(batch * cout * O, 0.0);
@@ -105,14 +109,15 @@ TensorVec EvalConv(const graph::Node& node, const TensorVec& in) {
 TensorVec EvalPool(const graph::Node& node, const TensorVec& in) {
   const TensorType& ot = node.output(0)->type();
   const Shape& xs = in[0]->type.shape;
-  Shape kernel = node.attrs().GetInts("kernel_shape");
-  WindowTable win = BuildWindow(node, Spatial(xs), Spatial(ot.shape), kernel);
+  const graph::PoolAttrs a = graph::PoolAttrs::Of(node);
+  const Shape& kernel = a.kernel_shape;
+  WindowTable win = BuildWindow(a, Spatial(xs), Spatial(ot.shape), kernel);
   std::vector<double> x = ToDoubles(*in[0]);
   bool is_max = node.op() == OpKind::kMaxPool;
-  bool include_pad = node.attrs().GetInt("count_include_pad", 0) != 0;
+  bool include_pad = a.count_include_pad;
   // LpPool: sum |x|^p over the window (padding adds 0), then the 1/p-th power.
   const bool is_lp = node.op() == OpKind::kLpPool;
-  const double lp = static_cast<double>(node.attrs().GetInt("p", 2));
+  const double lp = static_cast<double>(a.p);
   int64_t planes = xs[0] * xs[1], K = win.num_kernel, O = win.num_out, I = win.num_in;
   std::vector<double> out(planes * O);
   std::vector<int64_t> argmax(is_max ? planes * O : 0);
@@ -148,7 +153,7 @@ TensorVec EvalPool(const graph::Node& node, const TensorVec& in) {
   if (is_max && node.outputs().size() > 1) {
     auto idx = Tensor::Zeros(node.output(1)->type());
     // storage_order 1: the spatial part of each index is column-major.
-    const bool column_major = node.attrs().GetInt("storage_order", 0) != 0;
+    const bool column_major = a.storage_order != 0;
     for (size_t i = 0; i < argmax.size(); ++i) {
       int64_t flat = argmax[i];
       if (column_major) {
@@ -179,7 +184,7 @@ TensorVec EvalGlobalPool(const graph::Node& node, const TensorVec& in) {
   bool is_max = node.op() == OpKind::kGlobalMaxPool;
   // GlobalLpPool: (sum of |x|^p)^(1/p) over the plane.
   const bool is_lp = node.op() == OpKind::kGlobalLpPool;
-  const double lp = static_cast<double>(node.attrs().GetInt("p", 2));
+  const double lp = static_cast<double>(graph::GlobalLpPoolAttrs::Of(node).p);
   for (int64_t p = 0; p < planes; ++p) {
     double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
     for (int64_t i = 0; i < size; ++i) {
@@ -231,7 +236,7 @@ TensorPtr WordBytes(const Tensor& words, bool is_signed, bool rows) {
 /// A "quant"="u8s8" MatMul's operands (A words of uint8, B words of int8 along K) as the int32
 /// values they hold, for the plain MatMul kernel.
 TensorVec U8S8Operands(const graph::Node& node, TensorVec in) {
-  if (node.attrs().GetString("quant", "") != "u8s8") return in;
+  if (graph::MatMulAttrs::Of(node).quant != graph::Quant::kU8S8) return in;
   in[0] = WordBytes(*in[0], /*is_signed=*/false, /*rows=*/false);
   in[1] = WordBytes(*in[1], /*is_signed=*/true, /*rows=*/true);
   return in;
@@ -239,8 +244,9 @@ TensorVec U8S8Operands(const graph::Node& node, TensorVec in) {
 
 TensorVec EvalGemm(const graph::Node& node, const TensorVec& in) {
   const TensorType& ot = node.output(0)->type();
-  bool ta = node.attrs().GetInt("transA", 0) != 0, tb = node.attrs().GetInt("transB", 0) != 0;
-  double alpha = node.attrs().GetFloat("alpha", 1.0f), beta = node.attrs().GetFloat("beta", 1.0f);
+  const graph::GemmAttrs attrs = graph::GemmAttrs::Of(node);
+  bool ta = attrs.transA, tb = attrs.transB;
+  double alpha = attrs.alpha, beta = attrs.beta;
   int64_t M = ot.shape[0], N = ot.shape[1];
   int64_t K = ta ? in[0]->type.shape[0] : in[0]->type.shape[1];
   std::vector<double> a = ToDoubles(*in[0]), b = ToDoubles(*in[1]);
@@ -292,7 +298,7 @@ TensorVec EvalMatMul(const graph::Node& node, const TensorVec& in) {
 
 TensorVec EvalBatchNorm(const graph::Node& node, const TensorVec& in) {
   const Shape& xs = in[0]->type.shape;
-  double eps = node.attrs().GetFloat("epsilon", 1e-5f);
+  double eps = graph::BatchNormalizationAttrs::Of(node).epsilon;
   std::vector<double> x = ToDoubles(*in[0]);
   std::vector<double> scale = ToDoubles(*in[1]), bias = ToDoubles(*in[2]);
   std::vector<double> mean = ToDoubles(*in[3]), var = ToDoubles(*in[4]);
@@ -312,7 +318,7 @@ TensorVec EvalBatchNorm(const graph::Node& node, const TensorVec& in) {
 TensorVec EvalSoftmax(const graph::Node& node, const TensorVec& in) {
   const Shape& xs = in[0]->type.shape;
   int64_t rank = static_cast<int64_t>(xs.size());
-  int64_t axis = node.attrs().GetInt("axis", -1);
+  int64_t axis = graph::AxisAttrs::Of(node).axis;
   if (axis < 0) axis += rank;
   int64_t outer = 1, dim = rank == 0 ? 1 : xs[axis], inner = 1;
   for (int64_t d = 0; d < rank; ++d) {

@@ -1,8 +1,10 @@
 // Reference kernels of ConvTranspose and NegativeLogLikelihoodLoss, and the dispatch of the NN
-// ops of issue 4 (graph::IsNnOp) to their kernels. Everything computes in double.
+// ops (graph::IsNnOp) to their kernels. Everything computes in double.
 #include <cmath>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/reference/eval_internal.h"
 
 namespace kiln::reference {
@@ -17,10 +19,11 @@ TensorVec EvalConvTranspose(const graph::Node& node, const TensorVec& in) {
   const Shape& xs = in[0]->type.shape;
   const Shape& ws = in[1]->type.shape;
   size_t n = xs.size() - 2;
-  Shape strides = node.attrs().GetInts("strides", Shape(n, 1));
-  Shape dil = node.attrs().GetInts("dilations", Shape(n, 1));
-  Shape pads = node.attrs().GetInts("pads", Shape(2 * n, 0));
-  int64_t group = node.attrs().GetInt("group", 1);
+  const graph::ConvAttrs a = graph::ConvAttrs::Of(node);
+  Shape strides = graph::OrFill(a.strides, n, 1);
+  Shape dil = graph::OrFill(a.dilations, n, 1);
+  Shape pads = graph::OrFill(a.pads, 2 * n, 0);
+  int64_t group = a.group;
   int64_t cin = xs[1], cin_g = cin / group, cout_g = ws[1];
   Shape in_sp(xs.begin() + 2, xs.end()), k_sp(ws.begin() + 2, ws.end()),
       o_sp(os.begin() + 2, os.end());
@@ -78,8 +81,8 @@ TensorVec EvalNll(const graph::Node& node, const TensorVec& in) {
   const Tensor& target = *in[1];
   std::vector<double> weight;
   if (in.size() > 2 && in[2]) weight = ToDoubles(*in[2]);
-  bool has_ignore = node.attrs().Has("ignore_index");
-  int64_t ignore = node.attrs().GetInt("ignore_index", 0);
+  const graph::LossAttrs a = graph::LossAttrs::Of(node);
+  const std::optional<int64_t> ignore = a.ignore_index;
   int64_t batch = xs[0], classes = xs[1], inner = 1;
   for (size_t d = 2; d < xs.size(); ++d) inner *= xs[d];
   std::vector<double> loss(batch * inner, 0.0);
@@ -87,7 +90,7 @@ TensorVec EvalNll(const graph::Node& node, const TensorVec& in) {
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t i = 0; i < inner; ++i) {
       int64_t t = target.GetAsInt64(b * inner + i);
-      if ((has_ignore && t == ignore) || t < 0 || t >= classes) continue;
+      if ((ignore.has_value() && t == *ignore) || t < 0 || t >= classes) continue;
       double wt = weight.empty() ? 1.0 : weight[t];
       double l = -x[(b * classes + t) * inner + i] * wt;
       loss[b * inner + i] = l;
@@ -95,9 +98,8 @@ TensorVec EvalNll(const graph::Node& node, const TensorVec& in) {
       weight_sum += wt;
     }
   }
-  std::string reduction = node.attrs().GetString("reduction", "mean");
-  if (reduction == "none") return TensorVec{FromDoubles(type, loss)};
-  double r = reduction == "sum" ? loss_sum : loss_sum / weight_sum;
+  if (a.reduction == graph::LossReduction::kNone) return TensorVec{FromDoubles(type, loss)};
+  double r = a.reduction == graph::LossReduction::kSum ? loss_sum : loss_sum / weight_sum;
   return TensorVec{FromDoubles(type, {r})};
 }
 

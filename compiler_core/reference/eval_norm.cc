@@ -1,10 +1,11 @@
-// Reference kernels of the normalization ops of issue 4: LayerNormalization,
+// Reference kernels of the normalization ops: LayerNormalization,
 // InstanceNormalization and MeanVarianceNormalization (mean/variance over a set of axes), LRN,
 // Hardmax and LpNormalization (along one axis). Everything computes in double.
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/graph/nn_op_rules.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/reference/eval_internal.h"
 
 namespace kiln::reference {
@@ -55,7 +56,10 @@ TensorVec EvalMeanVarNorm(const graph::Node& node, const TensorVec& in) {
   };
   param(1, scale, scale_idx);
   param(2, bias, bias_idx);
-  double eps = node.attrs().GetFloat("epsilon", 1e-5f);
+  // MeanVarianceNormalization has no epsilon (it adds 1e-9 to the deviation below).
+  double eps = node.op() == OpKind::kLayerNormalization
+                   ? graph::LayerNormalizationAttrs::Of(node).epsilon
+                   : graph::InstanceNormalizationAttrs::Of(node).epsilon;
   std::vector<double> out(n);
   for (int64_t i = 0; i < n; ++i) {
     int64_t g = group[i];
@@ -72,10 +76,11 @@ TensorVec EvalMeanVarNorm(const graph::Node& node, const TensorVec& in) {
 TensorVec EvalLrn(const graph::Node& node, const TensorVec& in) {
   const TensorType& type = node.output(0)->type();
   const Shape& s = type.shape;
-  int64_t size = node.attrs().GetInt("size", 1);
-  double alpha = node.attrs().GetFloat("alpha", 1e-4f);
-  double beta = node.attrs().GetFloat("beta", 0.75f);
-  double bias = node.attrs().GetFloat("bias", 1.0f);
+  const graph::LRNAttrs a = graph::LRNAttrs::Of(node);
+  int64_t size = a.size;
+  double alpha = a.alpha;
+  double beta = a.beta;
+  double bias = a.bias;
   int64_t channels = s[1], inner = 1;
   for (size_t d = 2; d < s.size(); ++d) inner *= s[d];
   std::vector<double> x = ToDoubles(*in[0]);
@@ -97,7 +102,11 @@ TensorVec EvalLrn(const graph::Node& node, const TensorVec& in) {
 TensorVec EvalAlongAxis(const graph::Node& node, const TensorVec& in) {
   const TensorType& type = node.output(0)->type();
   const Shape& s = type.shape;
-  int64_t axis = node.attrs().GetInt("axis", static_cast<int64_t>(s.size()) - 1);
+  const bool hardmax = node.op() == OpKind::kHardmax;
+  const graph::LpNormalizationAttrs lp =
+      hardmax ? graph::LpNormalizationAttrs{} : graph::LpNormalizationAttrs::Of(node);
+  int64_t axis = hardmax ? graph::AxisAttrs::Of(node).axis : lp.axis;
+  if (axis < 0) axis += static_cast<int64_t>(s.size());
   int64_t outer = 1, len = s.empty() ? 1 : s[axis], inner = 1;
   for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) {
     if (d < axis) outer *= s[d];
@@ -105,11 +114,11 @@ TensorVec EvalAlongAxis(const graph::Node& node, const TensorVec& in) {
   }
   std::vector<double> x = ToDoubles(*in[0]);
   std::vector<double> out(x.size(), 0.0);
-  int64_t p = node.attrs().GetInt("p", 2);
+  int64_t p = lp.p;
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       auto at = [&](int64_t k) { return (o * len + k) * inner + i; };
-      if (node.op() == OpKind::kHardmax) {
+      if (hardmax) {
         int64_t best = 0;
         for (int64_t k = 1; k < len; ++k) {
           if (x[at(k)] > x[at(best)]) best = k;

@@ -3,13 +3,18 @@
 #include <algorithm>
 #include <cmath>
 
-#include "compiler_core/ir/graph/nn_op_rules.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/reference/eval_internal.h"
 
 namespace kiln::reference {
 namespace {
 
+using graph::CoordinateTransform;
+using graph::GridSampleMode;
+using graph::GridSamplePadding;
+using graph::NearestMode;
 using graph::OpKind;
+using graph::ResizeMode;
 
 // Reflects `x` into [lo, hi] (the reference's _gs_reflect).
 double Reflect(double x, double lo, double hi) {
@@ -43,14 +48,14 @@ void CubicCoeffs(double t, double c[4]) {
 struct GridSampler {
   const std::vector<double>* x;
   int64_t h, w, plane;  // plane: offset of the (n, c) image
-  std::string padding;
+  GridSamplePadding padding;
   double lo[2], hi[2];  // borders of (y, x)
 
   // The image value at integer (r, c) under the padding mode.
   double Pixel(int64_t r, int64_t c) const {
-    if (padding == "zeros") {
+    if (padding == GridSamplePadding::kZeros) {
       if (r < 0 || r >= h || c < 0 || c >= w) return 0;
-    } else if (padding == "border") {
+    } else if (padding == GridSamplePadding::kBorder) {
       r = std::clamp<int64_t>(r, 0, h - 1);
       c = std::clamp<int64_t>(c, 0, w - 1);
     } else {
@@ -68,10 +73,11 @@ absl::StatusOr<TensorVec> EvalGridSample(const graph::Node& node, const TensorVe
   const Shape& gs = in[1]->type.shape;
   std::vector<double> x = ToDoubles(*in[0]);
   std::vector<double> grid = ToDoubles(*in[1]);
-  std::string mode = node.attrs().GetString("mode", "bilinear");
-  bool align = node.attrs().GetInt("align_corners", 0) != 0;
+  const graph::GridSampleAttrs a = graph::GridSampleAttrs::Of(node);
+  const GridSampleMode mode = a.mode;
+  bool align = a.align_corners;
   int64_t n_ = xs[0], c_ = xs[1], ho = gs[1], wo = gs[2];
-  GridSampler s{&x, xs[2], xs[3], 0, node.attrs().GetString("padding_mode", "zeros"), {}, {}};
+  GridSampler s{&x, xs[2], xs[3], 0, a.padding_mode, {}, {}};
   int64_t dims[2] = {s.h, s.w};
   for (int i = 0; i < 2; ++i) {
     s.lo[i] = align ? 0.0 : -0.5;
@@ -88,17 +94,19 @@ absl::StatusOr<TensorVec> EvalGridSample(const graph::Node& node, const TensorVe
           for (int i = 0; i < 2; ++i) {
             double d = static_cast<double>(dims[i]);
             p[i] = align ? (p[i] + 1) / 2 * (d - 1) : ((p[i] + 1) * d - 1) / 2;
-            if (mode == "nearest") p[i] = std::nearbyint(p[i]);
+            if (mode == GridSampleMode::kNearest) p[i] = std::nearbyint(p[i]);
             if (p[i] < s.lo[i] || p[i] > s.hi[i]) {
-              if (s.padding == "border") p[i] = std::clamp(p[i], 0.0, d - 1);
-              if (s.padding == "reflection") p[i] = Reflect(p[i], s.lo[i], s.hi[i]);
+              if (s.padding == GridSamplePadding::kBorder) p[i] = std::clamp(p[i], 0.0, d - 1);
+              if (s.padding == GridSamplePadding::kReflection) {
+                p[i] = Reflect(p[i], s.lo[i], s.hi[i]);
+              }
             }
           }
           double v = 0;
-          if (mode == "nearest") {
+          if (mode == GridSampleMode::kNearest) {
             v = s.Pixel(static_cast<int64_t>(p[0]), static_cast<int64_t>(p[1]));
           } else {
-            int taps = mode == "bicubic" ? 4 : 2;
+            int taps = mode == GridSampleMode::kBicubic ? 4 : 2;
             double fy = std::floor(p[0]), fx = std::floor(p[1]);
             double cy[4], cx[4];
             if (taps == 4) {
@@ -127,12 +135,12 @@ absl::StatusOr<TensorVec> EvalRoiAlign(const graph::Node& node, const TensorVec&
   std::vector<double> x = ToDoubles(*in[0]);
   std::vector<double> rois = ToDoubles(*in[1]);
   const Tensor& batch = *in[2];
-  const graph::AttrMap& a = node.attrs();
-  bool avg = a.GetString("mode", "avg") == "avg";
-  bool half_pixel = a.GetString("coordinate_transformation_mode", "half_pixel") == "half_pixel";
-  int64_t oh = a.GetInt("output_height", 1), ow = a.GetInt("output_width", 1);
-  int64_t ratio = a.GetInt("sampling_ratio", 0);
-  double scale = a.GetFloat("spatial_scale", 1.0f);
+  const graph::RoiAlignAttrs a = graph::RoiAlignAttrs::Of(node);
+  bool avg = a.mode == graph::RoiAlignMode::kAvg;
+  bool half_pixel = a.coordinate_transformation_mode == CoordinateTransform::kHalfPixel;
+  int64_t oh = a.output_height, ow = a.output_width;
+  int64_t ratio = a.sampling_ratio;
+  double scale = a.spatial_scale;
   int64_t r_ = in[1]->type.shape[0], c_ = xs[1], h = xs[2], w = xs[3];
   std::vector<double> out(r_ * c_ * oh * ow, 0.0);
   for (int64_t r = 0; r < r_; ++r) {
@@ -202,34 +210,37 @@ absl::StatusOr<TensorVec> EvalRoiAlign(const graph::Node& node, const TensorVec&
 }
 
 // ResizeTap (ops.def): the coordinate output position `j` maps to.
-double ResizeCoordinate(const std::string& coord, double j, int64_t in, double scale) {
+double ResizeCoordinate(CoordinateTransform coord, double j, int64_t in, double scale) {
   const double width = scale * static_cast<double>(in);  // not the integer size, as the reference
-  if (coord == "align_corners")
+  if (coord == CoordinateTransform::kAlignCorners)
     return width == 1 ? 0.0 : j * static_cast<double>(in - 1) / (width - 1);
-  if (coord == "asymmetric") return j / scale;
-  if (coord == "tf_half_pixel_for_nn") return (j + 0.5) / scale;
-  if (coord == "pytorch_half_pixel" && width == 1) return -0.5;
+  if (coord == CoordinateTransform::kAsymmetric) return j / scale;
+  if (coord == CoordinateTransform::kTfHalfPixelForNn) return (j + 0.5) / scale;
+  if (coord == CoordinateTransform::kPytorchHalfPixel && width == 1) return -0.5;
   return (j + 0.5) / scale - 0.5;  // half_pixel, pytorch_half_pixel
 }
 
 absl::StatusOr<TensorVec> EvalResizeTap(const graph::Node& node, const TensorVec& in) {
-  const graph::ResizeTapAttrs t(node.attrs());
+  const graph::ResizeTapAttrs t = graph::ResizeTapAttrs::Of(node);
   const int64_t len = t.in, tap = t.tap;
-  const std::string &mode = t.mode, &nearest = t.nearest_mode, &coord = t.coord;
-  const double ca = t.cubic_a;
-  const bool exclude = t.exclude_outside, index = t.index;
+  const ResizeMode mode = t.mode;
+  const NearestMode nearest = t.nearest_mode;
+  const CoordinateTransform coord = t.coordinate_transformation_mode;
+  const double ca = t.cubic_coeff_a;
+  const bool exclude = t.exclude_outside, index = t.part == graph::TapPart::kIndex;
   const double scale = in[0]->GetAsDouble(t.axis);
   std::vector<double> values;
   for (int64_t j = 0; j < t.out; ++j) {
     const double x = ResizeCoordinate(coord, static_cast<double>(j), len, scale);
     const double b = std::floor(x), r = x - b;
     std::vector<double> pos, w;
-    if (mode == "nearest") {
-      bool up = r > 0 && (nearest == "ceil" || (nearest == "round_prefer_ceil" && r >= 0.5) ||
-                          (nearest == "round_prefer_floor" && r > 0.5));
+    if (mode == ResizeMode::kNearest) {
+      bool up = r > 0 && (nearest == NearestMode::kCeil ||
+                          (nearest == NearestMode::kRoundPreferCeil && r >= 0.5) ||
+                          (nearest == NearestMode::kRoundPreferFloor && r > 0.5));
       pos = {up ? b + 1 : b};
       w = {1};
-    } else if (mode == "linear") {
+    } else if (mode == ResizeMode::kLinear) {
       pos = {b, b + 1};
       w = {1 - r, r};
     } else {

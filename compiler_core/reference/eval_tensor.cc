@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/ir/graph/tensor_op_rules.h"
 #include "compiler_core/reference/eval_internal.h"
 
@@ -65,6 +66,9 @@ absl::StatusOr<TensorVec> EvalBinaryLike(const graph::Node& node, const TensorVe
   const Tensor& a = *in[0];
   DType in_dt = a.type.dtype;
   bool f = IsFloat(in_dt);
+  const bool fmod = op == OpKind::kMod && graph::ModAttrs::Of(node).fmod;
+  const bool shift_left = op == OpKind::kBitShift && graph::BitShiftAttrs::Of(node).direction ==
+                                                         graph::BitShiftDirection::kLeft;
   for (int64_t i = 0; i < ot.NumElements(); ++i) {
     if (op == OpKind::kWhere) {
       bool c = in[0]->GetAsInt64(idx[0][i]) != 0;
@@ -108,7 +112,7 @@ absl::StatusOr<TensorVec> EvalBinaryLike(const graph::Node& node, const TensorVe
       case OpKind::kMod:
         if (f) {
           StoreDouble(*out, i, std::fmod(fa, fb));
-        } else if (node.attrs().GetInt("fmod", 0) != 0) {
+        } else if (fmod) {
           StoreInt(*out, i, ib == 0 || ib == -1 ? 0 : ia % ib);
         } else if (u64) {
           StoreInt(*out, i, static_cast<int64_t>(ub == 0 ? 0 : ua % ub));
@@ -118,8 +122,7 @@ absl::StatusOr<TensorVec> EvalBinaryLike(const graph::Node& node, const TensorVe
         break;
       case OpKind::kBitShift: {
         uint64_t x = GetU64(a, idx[0][i]), s = GetU64(*in[1], idx[1][i]);
-        bool left = node.attrs().GetString("direction", "LEFT") == "LEFT";
-        uint64_t r = s >= 64 ? 0 : (left ? x << s : x >> s);
+        uint64_t r = s >= 64 ? 0 : (shift_left ? x << s : x >> s);
         StoreInt(*out, i, static_cast<int64_t>(r));
         break;
       }
@@ -155,14 +158,16 @@ absl::StatusOr<TensorVec> EvalUnary(const graph::Node& node, const TensorVec& in
   const Tensor& x = *in[0];
   auto out = Tensor::Zeros(node.output(0)->type());
   int64_t n = x.type.NumElements();
+  const graph::IsInfAttrs is_inf =
+      node.op() == OpKind::kIsInf ? graph::IsInfAttrs::Of(node) : graph::IsInfAttrs{};
   for (int64_t i = 0; i < n; ++i) {
     switch (node.op()) {
       case OpKind::kNot: StoreInt(*out, i, x.GetAsInt64(i) == 0); continue;
       case OpKind::kIsNaN: StoreInt(*out, i, std::isnan(x.GetAsDouble(i))); continue;
       case OpKind::kIsInf: {
         double v = x.GetAsDouble(i);
-        bool neg = node.attrs().GetInt("detect_negative", 1) != 0;
-        bool pos = node.attrs().GetInt("detect_positive", 1) != 0;
+        bool neg = is_inf.detect_negative;
+        bool pos = is_inf.detect_positive;
         StoreInt(*out, i, std::isinf(v) && ((v > 0 && pos) || (v < 0 && neg)));
         continue;
       }
@@ -278,9 +283,10 @@ absl::StatusOr<TensorVec> EvalReduce(const graph::Node& node, const TensorVec& i
 absl::StatusOr<TensorVec> EvalArg(const graph::Node& node, const TensorVec& in) {
   const Tensor& x = *in[0];
   auto out = Tensor::Zeros(node.output(0)->type());
-  int64_t axis = node.attrs().GetInt("axis", 0);
+  const graph::ArgMaxAttrs a = graph::ArgMaxAttrs::Of(node);
+  int64_t axis = a.axis;
   bool is_max = node.op() == OpKind::kArgMax;
-  bool last = node.attrs().GetInt("select_last_index", 0) != 0;
+  bool last = a.select_last_index;
   const Shape& xs = x.type.shape;
   int64_t outer = 1, inner = 1, n = xs[axis];
   for (int64_t d = 0; d < x.type.rank(); ++d) {
@@ -320,28 +326,40 @@ TensorVec Gather(const graph::Node& node, const Tensor& x, F src, const Tensor* 
 
 int64_t NormIndex(int64_t i, int64_t n) { return i < 0 ? i + n : i; }
 
+// `a` combined with the update `b` under a ScatterElements/ScatterND reduction other than none.
+template <typename T>
+T ScatterReduce(graph::ScatterReduction red, T a, T b) {
+  switch (red) {
+    case graph::ScatterReduction::kAdd:
+      return a + b;
+    case graph::ScatterReduction::kMul:
+      return a * b;
+    case graph::ScatterReduction::kMax:
+      return std::max(a, b);
+    default:
+      return std::min(a, b);
+  }
+}
+
 absl::StatusOr<TensorVec> EvalScatterElements(const graph::Node& node, const TensorVec& in) {
   auto out = std::make_shared<Tensor>(*in[0]);
   const Tensor& idx = *in[1];
   const Tensor& upd = *in[2];
-  int64_t axis = node.attrs().GetInt("axis", 0);
-  std::string red = node.attrs().GetString("reduction", "none");
+  const graph::ScatterElementsAttrs attrs = graph::ScatterElementsAttrs::Of(node);
+  int64_t axis = attrs.axis;
+  const graph::ScatterReduction red = attrs.reduction;
   Shape strides = RowMajorStrides(out->type.shape);
   bool f = IsFloat(out->type.dtype);
   ForEachIndex(idx.type.shape, [&](int64_t i, const Shape& pos) {
     Shape p = pos;
     p[axis] = NormIndex(idx.GetAsInt64(i), out->type.shape[axis]);
     int64_t dst = Flat(strides, p);
-    if (red == "none") {
+    if (red == graph::ScatterReduction::kNone) {
       CopyElem(upd, i, *out, dst);
     } else if (f) {
-      double a = out->GetAsDouble(dst), b = upd.GetAsDouble(i);
-      StoreDouble(*out, dst, red == "add" ? a + b : red == "mul" ? a * b
-                             : red == "max" ? std::max(a, b) : std::min(a, b));
+      StoreDouble(*out, dst, ScatterReduce(red, out->GetAsDouble(dst), upd.GetAsDouble(i)));
     } else {
-      int64_t a = out->GetAsInt64(dst), b = upd.GetAsInt64(i);
-      StoreInt(*out, dst, red == "add" ? a + b : red == "mul" ? a * b
-                          : red == "max" ? std::max(a, b) : std::min(a, b));
+      StoreInt(*out, dst, ScatterReduce(red, out->GetAsInt64(dst), upd.GetAsInt64(i)));
     }
   });
   return TensorVec{out};
@@ -351,7 +369,7 @@ absl::StatusOr<TensorVec> EvalScatterND(const graph::Node& node, const TensorVec
   auto out = std::make_shared<Tensor>(*in[0]);
   const Tensor& idx = *in[1];
   const Tensor& upd = *in[2];
-  std::string red = node.attrs().GetString("reduction", "none");
+  const graph::ScatterReduction red = graph::ScatterElementsAttrs::Of(node).reduction;
   const Shape& ds = out->type.shape;
   int64_t k = idx.type.shape.back();
   int64_t n_upd = idx.type.NumElements() / std::max<int64_t>(k, 1);
@@ -364,16 +382,12 @@ absl::StatusOr<TensorVec> EvalScatterND(const graph::Node& node, const TensorVec
     for (int64_t j = 0; j < k; ++j) base += NormIndex(idx.GetAsInt64(u * k + j), ds[j]) * strides[j];
     for (int64_t e = 0; e < slice; ++e) {
       int64_t dst = base + e, src = u * slice + e;
-      if (red == "none") {
+      if (red == graph::ScatterReduction::kNone) {
         CopyElem(upd, src, *out, dst);
       } else if (f) {
-        double a = out->GetAsDouble(dst), b = upd.GetAsDouble(src);
-        StoreDouble(*out, dst, red == "add" ? a + b : red == "mul" ? a * b
-                               : red == "max" ? std::max(a, b) : std::min(a, b));
+        StoreDouble(*out, dst, ScatterReduce(red, out->GetAsDouble(dst), upd.GetAsDouble(src)));
       } else {
-        int64_t a = out->GetAsInt64(dst), b = upd.GetAsInt64(src);
-        StoreInt(*out, dst, red == "add" ? a + b : red == "mul" ? a * b
-                            : red == "max" ? std::max(a, b) : std::min(a, b));
+        StoreInt(*out, dst, ScatterReduce(red, out->GetAsInt64(dst), upd.GetAsInt64(src)));
       }
     }
   }
@@ -386,8 +400,9 @@ absl::StatusOr<TensorVec> EvalCumSum(const graph::Node& node, const TensorVec& i
   int64_t rank = x.type.rank();
   int64_t axis = NormIndex(in[1]->GetAsInt64(0), rank);
   if (axis < 0 || axis >= rank) return absl::InvalidArgumentError(NodePrefix(node) + "bad axis");
-  bool excl = node.attrs().GetInt("exclusive", 0) != 0;
-  bool rev = node.attrs().GetInt("reverse", 0) != 0;
+  const graph::CumSumAttrs a = graph::CumSumAttrs::Of(node);
+  bool excl = a.exclusive;
+  bool rev = a.reverse;
   const Shape& xs = x.type.shape;
   int64_t outer = 1, inner = 1, n = xs[axis];
   for (int64_t d = 0; d < rank; ++d) {
@@ -423,8 +438,9 @@ absl::StatusOr<TensorVec> EvalTopK(const graph::Node& node, const TensorVec& in)
   const Tensor& x = *in[0];
   auto values = Tensor::Zeros(node.output(0)->type());
   auto indices = Tensor::Zeros(TensorType{DType::kInt64, values->type.shape});
-  int64_t axis = node.attrs().GetInt("axis", -1);
-  bool largest = node.attrs().GetInt("largest", 1) != 0;
+  const graph::TopKAttrs attrs = graph::TopKAttrs::Of(node);
+  int64_t axis = attrs.axis;
+  bool largest = attrs.largest;
   const Shape& xs = x.type.shape;
   int64_t k = values->type.shape[axis];
   int64_t outer = 1, inner = 1, n = xs[axis];
@@ -456,7 +472,7 @@ absl::StatusOr<TensorVec> EvalTopK(const graph::Node& node, const TensorVec& in)
 absl::StatusOr<TensorVec> EvalEinsum(const graph::Node& node, const TensorVec& in) {
   std::vector<Shape> shapes;
   for (const TensorPtr& t : in) shapes.push_back(t->type.shape);
-  auto spec = graph::ParseEinsum(node.attrs().GetString("equation", ""), shapes);
+  auto spec = graph::ParseEinsum(graph::EinsumAttrs::Of(node).equation, shapes);
   if (!spec.ok()) return absl::InvalidArgumentError(NodePrefix(node) + std::string(spec.status().message()));
   std::string all = spec->output + spec->reduced;
   Shape extents;
@@ -533,7 +549,7 @@ absl::StatusOr<TensorVec> EvalTensorOp(const graph::Node& node, const TensorVec&
     }
     case OpKind::kEyeLike: {
       auto out = Tensor::Zeros(ot);
-      int64_t k = node.attrs().GetInt("k", 0);
+      int64_t k = graph::EyeLikeAttrs::Of(node).k;
       ForEachIndex(ot.shape, [&](int64_t i, const Shape& p) { StoreInt(*out, i, p[1] - p[0] == k); });
       return TensorVec{out};
     }
@@ -555,7 +571,7 @@ absl::StatusOr<TensorVec> EvalTensorOp(const graph::Node& node, const TensorVec&
     case OpKind::kTrilu: {
       const Tensor& x = *in[0];
       int64_t k = in.size() > 1 && in[1] ? in[1]->GetAsInt64(0) : 0;
-      bool upper = node.attrs().GetInt("upper", 1) != 0;
+      bool upper = graph::TriluAttrs::Of(node).upper;
       size_t r = ot.shape.size();
       return Gather(node, x, [&](const Shape& pos) -> int64_t {
         int64_t diff = pos[r - 1] - pos[r - 2];
@@ -566,7 +582,7 @@ absl::StatusOr<TensorVec> EvalTensorOp(const graph::Node& node, const TensorVec&
     case OpKind::kGatherElements: {
       const Tensor& x = *in[0];
       const Tensor& idx = *in[1];
-      int64_t axis = node.attrs().GetInt("axis", 0);
+      int64_t axis = graph::Axis0Attrs::Of(node).axis;
       Shape xstr = RowMajorStrides(x.type.shape), istr = RowMajorStrides(idx.type.shape);
       return Gather(node, x, [&](const Shape& pos) {
         Shape p = pos;
@@ -577,7 +593,7 @@ absl::StatusOr<TensorVec> EvalTensorOp(const graph::Node& node, const TensorVec&
     case OpKind::kGatherND: {
       const Tensor& x = *in[0];
       const Tensor& idx = *in[1];
-      int64_t b = node.attrs().GetInt("batch_dims", 0);
+      int64_t b = graph::GatherNDAttrs::Of(node).batch_dims;
       const Shape& is = idx.type.shape;
       int64_t k = is.back();
       Shape xstr = RowMajorStrides(x.type.shape), istr = RowMajorStrides(is);
@@ -598,8 +614,9 @@ absl::StatusOr<TensorVec> EvalTensorOp(const graph::Node& node, const TensorVec&
     }
     case OpKind::kDepthToSpace: case OpKind::kSpaceToDepth: {
       const Tensor& x = *in[0];
-      int64_t bs = node.attrs().GetInt("blocksize", 1);
-      bool crd = node.attrs().GetString("mode", "DCR") == "CRD";
+      const graph::DepthToSpaceAttrs a = graph::DepthToSpaceAttrs::Of(node);
+      int64_t bs = a.blocksize;  // > 0: the shape rule rejects others
+      bool crd = a.mode == graph::DepthToSpaceMode::kCRD;
       Shape xstr = RowMajorStrides(x.type.shape);
       int64_t oc = ot.shape[1];
       int64_t ic = x.type.shape[1];
@@ -617,7 +634,7 @@ absl::StatusOr<TensorVec> EvalTensorOp(const graph::Node& node, const TensorVec&
     case OpKind::kOneHot: {
       const Tensor& idx = *in[0];
       const Tensor& values = *in[2];
-      int64_t axis = node.attrs().GetInt("axis", -1);
+      int64_t axis = graph::AxisAttrs::Of(node).axis;
       int64_t depth = ot.shape[axis];
       Shape istr = RowMajorStrides(idx.type.shape);
       auto out = Tensor::Zeros(ot);

@@ -4,6 +4,7 @@
 // weights the counts.
 #include <algorithm>
 
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/reference/eval_internal.h"
 
 namespace kiln::reference {
@@ -19,10 +20,11 @@ absl::StatusOr<TensorVec> EvalTfIdfVectorizer(const graph::Node& node, const Ten
   const int64_t cols = xs.back();
   const int64_t num = pool.type.shape[0], width = pool.type.shape[1];
   const int64_t outs = static_cast<int64_t>(weights.size());
-  const int64_t min_n = node.attrs().GetInt("min_gram_length", 1);
-  const int64_t max_n = node.attrs().GetInt("max_gram_length", 1);
-  const int64_t max_skip = node.attrs().GetInt("max_skip_count", 0);
-  const std::string mode = node.attrs().GetString("mode", "TF");
+  const graph::TfIdfVectorizerAttrs a = graph::TfIdfVectorizerAttrs::Of(node);
+  const int64_t min_n = a.min_gram_length;
+  const int64_t max_n = a.max_gram_length;
+  const int64_t max_skip = a.max_skip_count;
+  const graph::TfIdfMode mode = a.mode;
   std::vector<double> count(static_cast<size_t>(rows * outs), 0.0);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t j = 0; j < num; ++j) {
@@ -43,8 +45,8 @@ absl::StatusOr<TensorVec> EvalTfIdfVectorizer(const graph::Node& node, const Ten
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t o = 0; o < outs; ++o) {
       double& c = count[r * outs + o];
-      if (mode == "IDF") c = std::min(c, 1.0) * weights[o];
-      if (mode == "TFIDF") c *= weights[o];
+      if (mode == graph::TfIdfMode::kIDF) c = std::min(c, 1.0) * weights[o];
+      if (mode == graph::TfIdfMode::kTFIDF) c *= weights[o];
     }
   }
   return TensorVec{FromDoubles(node.output(0)->type(), count)};

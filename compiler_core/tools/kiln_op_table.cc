@@ -8,6 +8,9 @@
 // - each op's versions come from ONNX's schema registry (the library Kiln links), an op counting
 //   as accepted at opset v when ONNX registers a non-deprecated schema for it at v (ONNX's
 //   checker, which the importer runs, refuses the others);
+// - each graph-IR op's attributes, kinds and defaults come from op_attrs.def; the tool fails
+//   when an attribute that ONNX declares for the op (opsets 7 up) is missing there or has another
+//   kind, or when its default or whether it is required differs from ONNX's at the newest opset;
 // - how an op is imported when it is not a node of its own kind, and its known limits, are the
 //   two tables below (kImportedAs, kLimits), written from the importer's code and its error
 //   messages. The tool fails when one names an op the importer does not accept, or when an
@@ -17,6 +20,7 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -27,6 +31,7 @@
 #include "compiler_core/importer/onnx/model_checks.h"
 #include "compiler_core/importer/onnx/training_builders.h"
 #include "compiler_core/ir/graph/op.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "onnx/defs/schema.h"
 
 namespace kiln {
@@ -234,6 +239,156 @@ std::vector<int> KilnOpsets(std::string* refusal) {
   return v;
 }
 
+// Whether the importer accepts attributes of ONNX type `type` (importer.cc's ConvertAttrs, and
+// GRAPH for control flow); STRINGS, SPARSE_TENSOR and the rest are refused.
+bool ImportedKind(onnx::AttributeProto::AttributeType type) {
+  switch (type) {
+    case onnx::AttributeProto::INT:
+    case onnx::AttributeProto::FLOAT:
+    case onnx::AttributeProto::STRING:
+    case onnx::AttributeProto::INTS:
+    case onnx::AttributeProto::FLOATS:
+    case onnx::AttributeProto::TENSOR:
+    case onnx::AttributeProto::GRAPH:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Whether a schema attribute of `spec`'s kind can hold an ONNX attribute of type `type`.
+bool KindHolds(const graph::AttrSpec& spec, onnx::AttributeProto::AttributeType type) {
+  using K = graph::AttrKind;
+  switch (type) {
+    case onnx::AttributeProto::INT:
+      return spec.kind == K::kInt || spec.kind == K::kBool || spec.kind == K::kOptInt;
+    case onnx::AttributeProto::FLOAT:
+      return spec.kind == K::kFloat || spec.kind == K::kOptFloat;
+    case onnx::AttributeProto::STRING:
+      return spec.kind == K::kString || spec.kind == K::kEnum;
+    case onnx::AttributeProto::INTS:
+      return spec.kind == K::kInts;
+    case onnx::AttributeProto::FLOATS:
+      return spec.kind == K::kFloats;
+    case onnx::AttributeProto::TENSOR:
+      return spec.kind == K::kTensor;
+    case onnx::AttributeProto::GRAPH:
+      return spec.kind == K::kGraph;
+    default:
+      return false;
+  }
+}
+
+// ONNX's default of an attribute as a stored value, or none.
+std::optional<graph::AttrValue> OnnxDefault(const onnx::AttributeProto& d) {
+  switch (d.type()) {
+    case onnx::AttributeProto::INT:
+      return graph::AttrValue(static_cast<int64_t>(d.i()));
+    case onnx::AttributeProto::FLOAT:
+      return graph::AttrValue(d.f());
+    case onnx::AttributeProto::STRING:
+      return graph::AttrValue(d.s());
+    case onnx::AttributeProto::INTS:
+      return graph::AttrValue(std::vector<int64_t>(d.ints().begin(), d.ints().end()));
+    case onnx::AttributeProto::FLOATS:
+      return graph::AttrValue(std::vector<float>(d.floats().begin(), d.floats().end()));
+    default:
+      return std::nullopt;
+  }
+}
+
+// Checks op_attrs.def against ONNX's schemas for every op of ops.def that ONNX defines (opsets
+// 7..max_opset): each attribute declared with a kind that holds it, and ONNX's default at the
+// newest opset equal to op_attrs.def's. Prints each disagreement; returns their count.
+int CheckAttrSchema(int max_opset) {
+  std::set<std::string> errors;
+  for (const DefOp& d : DefOps()) {
+    const char* name = graph::OpName(d.kind);
+    const graph::AttrSetSpec* set = graph::AttrSetOf(d.kind);
+    auto spec_of = [&](const std::string& attr) -> const graph::AttrSpec* {
+      if (set == nullptr) return nullptr;
+      for (const graph::AttrSpec& a : set->attrs) {
+        if (attr == a.name) return &a;
+      }
+      return nullptr;
+    };
+    const onnx::OpSchema* newest = onnx::OpSchemaRegistry::Schema(name, max_opset, "");
+    for (int v = 7; v <= max_opset; ++v) {
+      const onnx::OpSchema* s = onnx::OpSchemaRegistry::Schema(name, v, "");
+      if (s == nullptr) continue;
+      for (const auto& [attr, a] : s->attributes()) {
+        const graph::AttrSpec* spec = spec_of(attr);
+        if (spec == nullptr) {
+          if (!ImportedKind(a.type)) continue;  // the importer refuses a model that sets it
+          errors.insert(absl::StrCat("op_attrs.def lacks ", name, ".", attr,
+                                     ", an attribute in "
+                                     "ONNX's schema"));
+          continue;
+        }
+        if (!KindHolds(*spec, a.type)) {
+          errors.insert(absl::StrCat("op_attrs.def's ", name, ".", attr, " is ",
+                                     graph::AttrKindName(*spec), ", which cannot hold ONNX's"));
+        }
+        if (s != newest) continue;
+        // ONNX-required attributes the importer moves into inputs of the graph op.
+        static const std::set<std::string>* moved = new std::set<std::string>{
+            "TfIdfVectorizer.ngram_counts", "TfIdfVectorizer.ngram_indexes"};
+        if (a.required != spec->required && !moved->count(absl::StrCat(name, ".", attr))) {
+          errors.insert(absl::StrCat("op_attrs.def's ", name, ".", attr, " is ",
+                                     spec->required ? "" : "not ", "required; ONNX's (opset ",
+                                     s->SinceVersion(), ") is ", a.required ? "" : "not ",
+                                     "required"));
+        }
+        if (!a.default_value.has_type()) continue;
+        std::optional<graph::AttrValue> onnx_default = OnnxDefault(a.default_value);
+        if (onnx_default && spec->default_value &&
+            graph::FormatAttrValue(*onnx_default) != graph::FormatAttrValue(*spec->default_value)) {
+          errors.insert(absl::StrCat("op_attrs.def's default of ", name, ".", attr, " is ",
+                                     graph::FormatAttrValue(*spec->default_value),
+                                     ", ONNX's (opset ", s->SinceVersion(), ") ",
+                                     graph::FormatAttrValue(*onnx_default)));
+        }
+      }
+    }
+  }
+  for (const std::string& e : errors) std::cerr << "kiln-op-table: " << e << "\n";
+  return static_cast<int>(errors.size());
+}
+
+// "## Graph-IR attributes": every attribute set of op_attrs.def.
+void PrintAttrSchema() {
+  std::cout << "\n## Graph-IR attributes\n\n"
+               "The attributes each graph-IR op carries, from `compiler_core/ir/graph/"
+               "op_attrs.def` (one kind and one default per attribute, checked against ONNX's "
+               "schemas when this page is generated). A node is refused when it carries an "
+               "attribute its op does not declare, one of another kind, an enum value outside "
+               "the listed spellings or a flag other than 0/1, or lacks a required one. `Common` "
+               "applies to every op.\n\n"
+               "| Ops | Attribute | Kind | Default |\n|---|---|---|---|\n";
+  for (const graph::AttrSetSpec& set : graph::AttrSchema()) {
+    std::vector<std::string> ops;
+    for (graph::OpKind k : set.ops) ops.push_back(absl::StrCat("`", graph::OpName(k), "`"));
+    const std::string who = ops.empty() ? std::string("every op") : absl::StrJoin(ops, ", ");
+    bool first = true;
+    for (const graph::AttrSpec& a : set.attrs) {
+      std::string kind = graph::AttrKindName(a);
+      if (a.kind == graph::AttrKind::kEnum) {
+        std::vector<std::string> spellings;
+        for (std::string_view sp : a.enum_info->spellings) {
+          spellings.push_back(sp.empty() ? "\"\"" : std::string(sp));
+        }
+        kind = absl::StrCat("string: ", absl::StrJoin(spellings, ", "));
+      }
+      std::string def = a.required        ? "required"
+                        : a.default_value ? graph::FormatAttrValue(*a.default_value)
+                                          : "none";
+      std::cout << "| " << (first ? who : "") << " | `" << a.name << "` | " << kind << " | " << def
+                << " |\n";
+      first = false;
+    }
+  }
+}
+
 std::string Arity(const graph::OpInfo& info) {
   std::string in = info.min_inputs == info.max_inputs
                        ? absl::StrCat(info.min_inputs)
@@ -307,6 +462,7 @@ int Main() {
       ++errors;
     }
   }
+  errors += CheckAttrSchema(max_opset);
   if (errors > 0) return 1;
 
   std::cout
@@ -396,6 +552,7 @@ int Main() {
                "(`unsupported op`): "
             << refused.size() << " ops.\n\n"
             << absl::StrJoin(refused, ", ") << "\n";
+  PrintAttrSchema();
   return 0;
 }
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler_core/importer/onnx/import_context.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::importer {
@@ -24,8 +25,10 @@ namespace {
 using Ints = std::vector<int64_t>;
 
 absl::StatusOr<BuiltOutputs> BuildScatter(ImportContext& ctx, const OnnxNode& node) {
-  KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, node.attrs.GetInt("axis", 0),
-                                                    node.input(0)->type().rank()));
+  KILN_ASSIGN_OR_RETURN(const graph::Axis0Attrs attrs,
+                        graph::Axis0Attrs::Parse(node.attrs, node.Prefix()));
+  KILN_ASSIGN_OR_RETURN(int64_t axis,
+                        NormalizeAxis(node, attrs.axis, node.input(0)->type().rank()));
   AttrMap a;
   a.Set("axis", axis);
   a.Set("reduction", std::string("none"));
@@ -36,9 +39,11 @@ absl::StatusOr<BuiltOutputs> BuildScatter(ImportContext& ctx, const OnnxNode& no
 absl::StatusOr<Ints> UnpooledShape(const OnnxNode& node) {
   const Ints& in = node.input(0)->type().shape;
   size_t n = in.size() - 2;
-  Ints kernel = node.attrs.GetInts("kernel_shape");
-  Ints strides = node.attrs.GetInts("strides", Ints(n, 1));
-  Ints pads = node.attrs.GetInts("pads", Ints(2 * n, 0));
+  KILN_ASSIGN_OR_RETURN(const graph::MaxUnpoolAttrs attrs,
+                        graph::MaxUnpoolAttrs::Parse(node.attrs, node.Prefix()));
+  const Ints& kernel = attrs.kernel_shape;
+  Ints strides = graph::OrFill(attrs.strides, n, 1);
+  Ints pads = graph::OrFill(attrs.pads, 2 * n, 0);
   if (kernel.size() != n || strides.size() != n || pads.size() != 2 * n) {
     return absl::InvalidArgumentError(node.Prefix() +
                                       absl::StrCat("kernel_shape, strides and pads must have ", n,
@@ -112,8 +117,10 @@ absl::StatusOr<BuiltOutputs> BuildMaxUnpool(ImportContext& ctx, const OnnxNode& 
 absl::StatusOr<BuiltOutputs> BuildShrink(ImportContext& ctx, const OnnxNode& node) {
   Value* x = node.input(0);
   DType dt = x->type().dtype;
-  double lambd = node.attrs.GetFloat("lambd", 0.5f);
-  double bias = node.attrs.GetFloat("bias", 0.0f);
+  KILN_ASSIGN_OR_RETURN(const graph::ShrinkAttrs attrs,
+                        graph::ShrinkAttrs::Parse(node.attrs, node.Prefix()));
+  double lambd = attrs.lambd;
+  double bias = attrs.bias;
   if (!IsFloat(dt) && (!IsSigned(dt) || lambd != static_cast<int64_t>(lambd) ||
                        bias != static_cast<int64_t>(bias))) {
     return absl::UnimplementedError(
@@ -142,8 +149,10 @@ absl::StatusOr<BuiltOutputs> BuildReverseSequence(ImportContext& ctx, const Onnx
   Value* lens = node.input(1);
   const Ints& shape = x->type().shape;
   int64_t rank = x->type().rank();
-  int64_t batch_axis = node.attrs.GetInt("batch_axis", 1);
-  int64_t time_axis = node.attrs.GetInt("time_axis", 0);
+  KILN_ASSIGN_OR_RETURN(const graph::ReverseSequenceAttrs attrs,
+                        graph::ReverseSequenceAttrs::Parse(node.attrs, node.Prefix()));
+  int64_t batch_axis = attrs.batch_axis;
+  int64_t time_axis = attrs.time_axis;
   if (rank < 2 || !((batch_axis == 0 && time_axis == 1) || (batch_axis == 1 && time_axis == 0))) {
     return absl::InvalidArgumentError(
         node.Prefix() +

@@ -6,6 +6,7 @@
 // a static shape the node is kUnimplemented, naming the data-dependent dim.
 #include "absl/strings/str_cat.h"
 #include "compiler_core/importer/onnx/import_context.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::importer {
@@ -43,12 +44,11 @@ absl::Status SetOutputShape(const ImportContext& ctx, const OnnxNode& node, Attr
   return absl::OkStatus();
 }
 
-// The node's "axis", normalized; without one (Compress, Unique), 0 with `x` flattened to
-// [numel].
-absl::StatusOr<int64_t> AxisOrFlatten(ImportContext& ctx, const OnnxNode& node, Value*& x) {
-  if (node.attrs.Has("axis")) {
-    return NormalizeAxis(node, node.attrs.GetInt("axis", 0), x->type().rank());
-  }
+// `axis` (the node's, when it has one), normalized; without one (Compress, Unique), 0 with `x`
+// flattened to [numel].
+absl::StatusOr<int64_t> AxisOrFlatten(ImportContext& ctx, const OnnxNode& node,
+                                      std::optional<int64_t> axis, Value*& x) {
+  if (axis) return NormalizeAxis(node, *axis, x->type().rank());
   if (x->type().rank() != 1) {
     KILN_ASSIGN_OR_RETURN(x, ctx.EmitReshape(node.name + "/flat", x, {x->type().NumElements()}));
   }
@@ -92,7 +92,12 @@ absl::StatusOr<BuiltOutputs> BuildCompress(ImportContext& ctx, const OnnxNode& n
   if (cond == nullptr || cond->type().dtype != DType::kBool || cond->type().rank() != 1) {
     return absl::InvalidArgumentError(node.Prefix() + "condition must be a 1-D bool tensor");
   }
-  KILN_ASSIGN_OR_RETURN(int64_t axis, AxisOrFlatten(ctx, node, x));
+  KILN_ASSIGN_OR_RETURN(const graph::Axis0Attrs attrs,
+                        graph::Axis0Attrs::Parse(node.attrs, node.Prefix()));
+  // The schema's axis defaults to 0; Compress without one flattens the input.
+  std::optional<int64_t> given_axis;
+  if (node.attrs.Has("axis")) given_axis = attrs.axis;
+  KILN_ASSIGN_OR_RETURN(int64_t axis, AxisOrFlatten(ctx, node, given_axis, x));
   const int64_t n = std::min(x->type().shape[axis], cond->type().shape[0]);
   AttrMap a;
   a.Set("axis", axis);
@@ -112,17 +117,20 @@ absl::StatusOr<BuiltOutputs> BuildCompress(ImportContext& ctx, const OnnxNode& n
   Ints bound = x->type().shape;
   bound[axis] = n;
   KILN_RETURN_IF_ERROR(SetOutputShape(ctx, node, a, bound, "the number of true conditions"));
-  if (a.GetInts("shape").size() != bound.size()) {
+  const Ints shape = graph::CommonAttrs::From(a).shape;
+  if (shape.size() != bound.size()) {
     return absl::InvalidArgumentError(node.Prefix() + absl::StrCat("the output has rank ",
-                                                                   a.GetInts("shape").size(),
-                                                                   ", the input ", bound.size()));
+                                                                   shape.size(), ", the input ",
+                                                                   bound.size()));
   }
   return Single(ctx.Emit(OpKind::kCompress, node.name, {x, cond}, a));
 }
 
 absl::StatusOr<BuiltOutputs> BuildUnique(ImportContext& ctx, const OnnxNode& node) {
   Value* x = node.input(0);
-  KILN_ASSIGN_OR_RETURN(int64_t axis, AxisOrFlatten(ctx, node, x));
+  KILN_ASSIGN_OR_RETURN(const graph::UniqueAttrs attrs,
+                        graph::UniqueAttrs::Parse(node.attrs, node.Prefix()));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, AxisOrFlatten(ctx, node, attrs.axis, x));
   // Y's shape, or the U of any other output (indices and counts are [U]).
   std::optional<TensorType> y = ctx.KnownType(node.proto->output(0));
   Ints shape = x->type().shape;
@@ -144,7 +152,7 @@ absl::StatusOr<BuiltOutputs> BuildUnique(ImportContext& ctx, const OnnxNode& nod
   }
   AttrMap a;
   a.Set("axis", axis);
-  a.Set("sorted", node.attrs.GetInt("sorted", 1));
+  a.Set("sorted", int64_t{attrs.sorted});
   a.Set("shape", shape);
   KILN_ASSIGN_OR_RETURN(graph::Node * u, ctx.Emit(OpKind::kUnique, node.name, {x}, a, 4));
   return BuiltOutputs{u->output(0), u->output(1), u->output(2), u->output(3)};
@@ -157,8 +165,10 @@ absl::StatusOr<BuiltOutputs> BuildNonMaxSuppression(ImportContext& ctx, const On
       scores->type().rank() != 3) {
     return absl::InvalidArgumentError(node.Prefix() + "boxes and scores must be rank 3");
   }
+  KILN_ASSIGN_OR_RETURN(const graph::NonMaxSuppressionAttrs attrs,
+                        graph::NonMaxSuppressionAttrs::Parse(node.attrs, node.Prefix()));
   AttrMap a;
-  a.Set("center_point_box", node.attrs.GetInt("center_point_box", 0));
+  a.Set("center_point_box", attrs.center_point_box);
   // At most every box of every batch and class.
   const Ints bound = {boxes->type().shape[0] * scores->type().shape[1] * boxes->type().shape[1], 3};
   KILN_RETURN_IF_ERROR(SetOutputShape(ctx, node, a, bound, "the number of selected boxes"));

@@ -147,7 +147,7 @@ absl::StatusOr<BuiltOutputs> BuildReshapeToKnownType(ImportContext& ctx, const O
 /// `value` itself, or a new constant holding it when its producer (and, recursively, the
 /// producers it reads) has only constant inputs and a small result (import_folding.cc).
 absl::StatusOr<graph::Value*> FoldSmallConstant(ImportContext& ctx, graph::Value* value);
-/// Builders of the NN ops of issue 4 (nn_builders.cc): every op with graph::IsNnOp except
+/// Builders of the NN ops (nn_builders.cc): every op with graph::IsNnOp except
 /// Hardmax (built by the generic path, which handles its pre-13 axis semantics).
 /// Resize/Upsample (resize_builders.cc) and RNN/GRU/LSTM (rnn_builders.cc) are decomposed into
 /// other ops.

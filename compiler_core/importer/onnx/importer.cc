@@ -20,6 +20,7 @@
 #include "compiler_core/importer/onnx/tensor_file.h"
 #include "compiler_core/importer/onnx/tensor_proto.h"
 #include "compiler_core/importer/onnx/training_builders.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/ir/graph/tensor_size.h"
 #include "compiler_core/ir/graph/verifier.h"
 #include "compiler_core/support/status_macros.h"
@@ -67,7 +68,9 @@ absl::StatusOr<AttrMap> ConvertAttrs(const onnx::NodeProto& node, int64_t max_by
 // The tensor of a Constant node, from any of its value forms.
 absl::StatusOr<std::shared_ptr<const Tensor>> ConstantValue(const onnx::NodeProto& node,
                                                             const AttrMap& attrs) {
-  if (auto t = attrs.GetTensor("value")) return t;
+  KILN_ASSIGN_OR_RETURN(const graph::ConstantAttrs constant,
+                        graph::ConstantAttrs::Parse(attrs, NodePrefix(node)));
+  if (constant.value) return constant.value;
   auto make = [](DType dtype, size_t n, bool scalar) {
     TensorType type{dtype, {}};
     if (!scalar) type.shape.push_back(static_cast<int64_t>(n));

@@ -1,4 +1,4 @@
-// Builders of the NN ops of issue 4. Canonical forms: activations carry every attribute
+// Builders of the NN ops. Canonical forms: activations carry every attribute
 // explicitly (ONNX defaults filled in); LayerNormalization/LpNormalization carry a
 // non-negative "axis" (LayerNormalization's Mean/InvStdDev outputs become ReduceMean-based
 // nodes); MeanVarianceNormalization carries sorted non-negative "axes"; ConvTranspose carries
@@ -9,11 +9,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/importer/onnx/import_context.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::importer {
 
 using graph::AttrMap;
+using graph::AutoPad;
+using graph::CoordinateTransform;
 using graph::Node;
 using graph::OpKind;
 using graph::Value;
@@ -29,24 +32,35 @@ bool OutputUsed(const ImportContext& ctx, const OnnxNode& node, int i) {
 
 absl::StatusOr<BuiltOutputs> BuildActivation(ImportContext& ctx, const OnnxNode& node) {
   AttrMap a;
-  const AttrMap& in = node.attrs;
   switch (node.op) {
     case OpKind::kElu:
     case OpKind::kCelu:
-    case OpKind::kThresholdedRelu:
-      a.Set("alpha", in.GetFloat("alpha", 1.0f));
+    case OpKind::kThresholdedRelu: {
+      KILN_ASSIGN_OR_RETURN(const graph::EluAttrs e,
+                            graph::EluAttrs::Parse(node.attrs, node.Prefix()));
+      a.Set("alpha", e.alpha);
       break;
-    case OpKind::kSelu:
-      a.Set("alpha", in.GetFloat("alpha", 1.67326319217681884765625f));
-      a.Set("gamma", in.GetFloat("gamma", 1.05070102214813232421875f));
+    }
+    case OpKind::kSelu: {
+      KILN_ASSIGN_OR_RETURN(const graph::SeluAttrs s,
+                            graph::SeluAttrs::Parse(node.attrs, node.Prefix()));
+      a.Set("alpha", s.alpha);
+      a.Set("gamma", s.gamma);
       break;
-    case OpKind::kHardSigmoid:
-      a.Set("alpha", in.GetFloat("alpha", 0.2f));
-      a.Set("beta", in.GetFloat("beta", 0.5f));
+    }
+    case OpKind::kHardSigmoid: {
+      KILN_ASSIGN_OR_RETURN(const graph::HardSigmoidAttrs h,
+                            graph::HardSigmoidAttrs::Parse(node.attrs, node.Prefix()));
+      a.Set("alpha", h.alpha);
+      a.Set("beta", h.beta);
       break;
-    case OpKind::kGelu:
-      a.Set("approximate", in.GetString("approximate", "none"));
+    }
+    case OpKind::kGelu: {
+      KILN_ASSIGN_OR_RETURN(const graph::GeluAttrs g,
+                            graph::GeluAttrs::Parse(node.attrs, node.Prefix()));
+      a.Set("approximate", std::string(graph::AttrEnumName(g.approximate)));
       break;
+    }
     default:
       break;
   }
@@ -57,9 +71,11 @@ absl::StatusOr<BuiltOutputs> BuildActivation(ImportContext& ctx, const OnnxNode&
 absl::StatusOr<BuiltOutputs> BuildLayerNorm(ImportContext& ctx, const OnnxNode& node) {
   Value* x = node.input(0);
   int64_t rank = x->type().rank();
-  KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, node.attrs.GetInt("axis", -1), rank));
-  float eps = node.attrs.GetFloat("epsilon", 1e-5f);
-  if (node.attrs.GetInt("stash_type", 1) != 1) {
+  KILN_ASSIGN_OR_RETURN(const graph::LayerNormalizationAttrs attrs,
+                        graph::LayerNormalizationAttrs::Parse(node.attrs, node.Prefix()));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, attrs.axis, rank));
+  float eps = attrs.epsilon;
+  if (attrs.stash_type != 1) {
     return absl::UnimplementedError(node.Prefix() + "stash_type other than float");
   }
   AttrMap a;
@@ -104,27 +120,35 @@ absl::StatusOr<BuiltOutputs> BuildNorm(ImportContext& ctx, const OnnxNode& node)
   int64_t rank = x->type().rank();
   AttrMap a;
   switch (node.op) {
-    case OpKind::kInstanceNormalization:
-      a.Set("epsilon", node.attrs.GetFloat("epsilon", 1e-5f));
+    case OpKind::kInstanceNormalization: {
+      KILN_ASSIGN_OR_RETURN(const graph::InstanceNormalizationAttrs in,
+                            graph::InstanceNormalizationAttrs::Parse(node.attrs, node.Prefix()));
+      a.Set("epsilon", in.epsilon);
       break;
-    case OpKind::kLRN:
-      if (!node.attrs.Has("size")) {
-        return absl::InvalidArgumentError(node.Prefix() + "missing attribute 'size'");
-      }
-      a.Set("size", node.attrs.GetInt("size", 1));
-      a.Set("alpha", node.attrs.GetFloat("alpha", 1e-4f));
-      a.Set("beta", node.attrs.GetFloat("beta", 0.75f));
-      a.Set("bias", node.attrs.GetFloat("bias", 1.0f));
+    }
+    case OpKind::kLRN: {
+      KILN_ASSIGN_OR_RETURN(const graph::LRNAttrs lrn,
+                            graph::LRNAttrs::Parse(node.attrs, node.Prefix()));
+      a.Set("size", lrn.size);
+      a.Set("alpha", lrn.alpha);
+      a.Set("beta", lrn.beta);
+      a.Set("bias", lrn.bias);
       break;
+    }
     case OpKind::kLpNormalization: {
-      KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, node.attrs.GetInt("axis", -1), rank));
+      KILN_ASSIGN_OR_RETURN(const graph::LpNormalizationAttrs lp,
+                            graph::LpNormalizationAttrs::Parse(node.attrs, node.Prefix()));
+      KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, lp.axis, rank));
       a.Set("axis", axis);
-      a.Set("p", node.attrs.GetInt("p", 2));
+      a.Set("p", lp.p);
       break;
     }
     case OpKind::kMeanVarianceNormalization: {
+      KILN_ASSIGN_OR_RETURN(
+          const graph::MeanVarianceNormalizationAttrs mvn,
+          graph::MeanVarianceNormalizationAttrs::Parse(node.attrs, node.Prefix()));
       Ints axes;
-      for (int64_t ax : node.attrs.GetInts("axes", {0, 2, 3})) {
+      for (int64_t ax : mvn.axes) {
         KILN_ASSIGN_OR_RETURN(int64_t n, NormalizeAxis(node, ax, rank));
         axes.push_back(n);
       }
@@ -147,20 +171,22 @@ absl::StatusOr<BuiltOutputs> BuildConvTranspose(ImportContext& ctx, const OnnxNo
     return absl::InvalidArgumentError(node.Prefix() + "input and weight must have equal rank >= 3");
   }
   size_t n = static_cast<size_t>(rank - 2);
-  const AttrMap& in = node.attrs;
-  Ints kernel = in.GetInts("kernel_shape", Ints(w->type().shape.begin() + 2, w->type().shape.end()));
-  Ints strides = in.GetInts("strides", Ints(n, 1));
-  Ints dilations = in.GetInts("dilations", Ints(n, 1));
-  Ints out_pad = in.GetInts("output_padding", Ints(n, 0));
-  Ints pads = in.GetInts("pads", Ints(2 * n, 0));
+  KILN_ASSIGN_OR_RETURN(const graph::ConvAttrs c,
+                        graph::ConvAttrs::Parse(node.attrs, node.Prefix()));
+  Ints kernel = c.kernel_shape.empty() ? Ints(w->type().shape.begin() + 2, w->type().shape.end())
+                                       : c.kernel_shape;
+  Ints strides = graph::OrFill(c.strides, n, 1);
+  Ints dilations = graph::OrFill(c.dilations, n, 1);
+  Ints out_pad = graph::OrFill(c.output_padding, n, 0);
+  Ints pads = graph::OrFill(c.pads, 2 * n, 0);
   if (kernel.size() != n || strides.size() != n || dilations.size() != n ||
       out_pad.size() != n || pads.size() != 2 * n) {
     return absl::InvalidArgumentError(node.Prefix() + "window attributes have the wrong length");
   }
-  std::string auto_pad = in.GetString("auto_pad", "NOTSET");
-  bool has_output_shape = in.Has("output_shape");
-  if (has_output_shape || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    Ints target = in.GetInts("output_shape");
+  const AutoPad auto_pad = c.auto_pad;
+  bool has_output_shape = node.attrs.Has("output_shape");
+  if (has_output_shape || auto_pad == AutoPad::kSameUpper || auto_pad == AutoPad::kSameLower) {
+    Ints target = c.output_shape;
     if (target.size() > n) target.erase(target.begin(), target.end() - n);  // full NCHW form
     if (!has_output_shape) {
       target.clear();
@@ -174,7 +200,7 @@ absl::StatusOr<BuiltOutputs> BuildConvTranspose(ImportContext& ctx, const OnnxNo
                       (kernel[i] - 1) * dilations[i] + 1 - target[i];
       // Floor division, as the ONNX reference: SAME_UPPER puts the extra padding at the end.
       int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
-      int64_t begin = auto_pad == "SAME_UPPER" ? half : total - half;
+      int64_t begin = auto_pad == AutoPad::kSameUpper ? half : total - half;
       int64_t end = total - begin;
       if (end < 0) {  // negative end padding extends the output: output_padding
         out_pad[i] -= end;
@@ -187,10 +213,8 @@ absl::StatusOr<BuiltOutputs> BuildConvTranspose(ImportContext& ctx, const OnnxNo
       pads[i] = begin;
       pads[i + n] = end;
     }
-  } else if (auto_pad == "VALID") {
+  } else if (auto_pad == AutoPad::kValid) {
     pads.assign(2 * n, 0);
-  } else if (auto_pad != "NOTSET") {
-    return absl::InvalidArgumentError(node.Prefix() + absl::StrCat("unknown auto_pad '", auto_pad, "'"));
   }
   AttrMap a;
   a.Set("kernel_shape", kernel);
@@ -198,16 +222,18 @@ absl::StatusOr<BuiltOutputs> BuildConvTranspose(ImportContext& ctx, const OnnxNo
   a.Set("dilations", dilations);
   a.Set("pads", pads);
   a.Set("output_padding", out_pad);
-  a.Set("group", in.GetInt("group", 1));
+  a.Set("group", c.group);
   std::vector<Value*> inputs{x, w};
   if (node.input(2) != nullptr) inputs.push_back(node.input(2));
   return Single(ctx.Emit(OpKind::kConvTranspose, node.name, inputs, a));
 }
 
-AttrMap LossAttrs(const OnnxNode& node) {
+absl::StatusOr<AttrMap> LossNodeAttrs(const OnnxNode& node) {
+  KILN_ASSIGN_OR_RETURN(const graph::LossAttrs l,
+                        graph::LossAttrs::Parse(node.attrs, node.Prefix()));
   AttrMap a;
-  a.Set("reduction", node.attrs.GetString("reduction", "mean"));
-  if (node.attrs.Has("ignore_index")) a.Set("ignore_index", node.attrs.GetInt("ignore_index", 0));
+  a.Set("reduction", std::string(graph::AttrEnumName(l.reduction)));
+  if (l.ignore_index) a.Set("ignore_index", *l.ignore_index);
   return a;
 }
 
@@ -222,37 +248,41 @@ absl::StatusOr<BuiltOutputs> BuildSoftmaxCrossEntropy(ImportContext& ctx, const 
                         ctx.Emit(OpKind::kLogSoftmax, node.name + "/log_prob", {scores}, la));
   std::vector<Value*> inputs{log_prob->output(0), node.input(1)};
   if (node.input(2) != nullptr) inputs.push_back(node.input(2));
-  KILN_ASSIGN_OR_RETURN(Node * loss, ctx.Emit(OpKind::kNegativeLogLikelihoodLoss, node.name,
-                                               inputs, LossAttrs(node)));
+  KILN_ASSIGN_OR_RETURN(AttrMap loss_attrs, LossNodeAttrs(node));
+  KILN_ASSIGN_OR_RETURN(
+      Node * loss, ctx.Emit(OpKind::kNegativeLogLikelihoodLoss, node.name, inputs, loss_attrs));
   return BuiltOutputs{loss->output(0), log_prob->output(0)};
 }
 
 // GridSample-16 and RoiAlign-10/16 with every attribute explicit.
 absl::StatusOr<BuiltOutputs> BuildSampling(ImportContext& ctx, const OnnxNode& node) {
-  const AttrMap& in = node.attrs;
   AttrMap a;
   if (node.op == OpKind::kGridSample) {
-    a.Set("mode", in.GetString("mode", "bilinear"));
-    a.Set("padding_mode", in.GetString("padding_mode", "zeros"));
-    a.Set("align_corners", int64_t{in.GetInt("align_corners", 0) != 0});
+    KILN_ASSIGN_OR_RETURN(const graph::GridSampleAttrs g,
+                          graph::GridSampleAttrs::Parse(node.attrs, node.Prefix()));
+    a.Set("mode", std::string(graph::AttrEnumName(g.mode)));
+    a.Set("padding_mode", std::string(graph::AttrEnumName(g.padding_mode)));
+    a.Set("align_corners", int64_t{g.align_corners});
   } else {
-    std::string mode = in.GetString("mode", "avg");
+    KILN_ASSIGN_OR_RETURN(const graph::RoiAlignAttrs r,
+                          graph::RoiAlignAttrs::Parse(node.attrs, node.Prefix()));
     // RoiAlign-10 had no such attribute and behaved as output_half_pixel.
-    std::string coord = in.GetString("coordinate_transformation_mode",
-                                     ctx.opset() >= 16 ? "half_pixel" : "output_half_pixel");
-    if (mode != "avg" && mode != "max") {
-      return absl::InvalidArgumentError(node.Prefix() + absl::StrCat("unknown mode '", mode, "'"));
+    const CoordinateTransform coord =
+        node.attrs.Has("coordinate_transformation_mode") || ctx.opset() >= 16
+            ? r.coordinate_transformation_mode
+            : CoordinateTransform::kOutputHalfPixel;
+    if (coord != CoordinateTransform::kHalfPixel &&
+        coord != CoordinateTransform::kOutputHalfPixel) {
+      return absl::InvalidArgumentError(node.Prefix() +
+                                        absl::StrCat("unknown coordinate_transformation_mode '",
+                                                     std::string(graph::AttrEnumName(coord)), "'"));
     }
-    if (coord != "half_pixel" && coord != "output_half_pixel") {
-      return absl::InvalidArgumentError(
-          node.Prefix() + absl::StrCat("unknown coordinate_transformation_mode '", coord, "'"));
-    }
-    a.Set("mode", mode);
-    a.Set("coordinate_transformation_mode", coord);
-    a.Set("output_height", in.GetInt("output_height", 1));
-    a.Set("output_width", in.GetInt("output_width", 1));
-    a.Set("sampling_ratio", in.GetInt("sampling_ratio", 0));
-    a.Set("spatial_scale", in.GetFloat("spatial_scale", 1.0f));
+    a.Set("mode", std::string(graph::AttrEnumName(r.mode)));
+    a.Set("coordinate_transformation_mode", std::string(graph::AttrEnumName(coord)));
+    a.Set("output_height", r.output_height);
+    a.Set("output_width", r.output_width);
+    a.Set("sampling_ratio", r.sampling_ratio);
+    a.Set("spatial_scale", r.spatial_scale);
   }
   return Single(ctx.Emit(node.op, node.name, node.inputs, a));
 }
@@ -268,8 +298,10 @@ absl::StatusOr<BuiltOutputs> BuildNnOp(ImportContext& ctx, const OnnxNode& node)
       return BuildNorm(ctx, node);
     case OpKind::kConvTranspose:
       return BuildConvTranspose(ctx, node);
-    case OpKind::kNegativeLogLikelihoodLoss:
-      return Single(ctx.Emit(node.op, node.name, node.inputs, LossAttrs(node)));
+    case OpKind::kNegativeLogLikelihoodLoss: {
+      KILN_ASSIGN_OR_RETURN(AttrMap a, LossNodeAttrs(node));
+      return Single(ctx.Emit(node.op, node.name, node.inputs, a));
+    }
     case OpKind::kSoftmaxCrossEntropyLoss:
       return BuildSoftmaxCrossEntropy(ctx, node);
     case OpKind::kResize: case OpKind::kUpsample:

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/importer/onnx/import_context.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/ir/graph/shape_rules.h"
 #include "compiler_core/ir/graph/tensor_size.h"
 #include "compiler_core/support/status_macros.h"
@@ -142,11 +143,13 @@ absl::Status RejectUsedOutputs(const ImportContext& ctx, const OnnxNode& node, i
 }
 
 absl::StatusOr<BuiltOutputs> BuildGemm(ImportContext& ctx, const OnnxNode& node) {
+  KILN_ASSIGN_OR_RETURN(const graph::GemmAttrs g,
+                        graph::GemmAttrs::Parse(node.attrs, node.Prefix()));
   AttrMap a;
-  a.Set("alpha", node.attrs.GetFloat("alpha", 1.0f));
-  a.Set("beta", node.attrs.GetFloat("beta", 1.0f));
-  a.Set("transA", node.attrs.GetInt("transA", 0) != 0 ? int64_t{1} : int64_t{0});
-  a.Set("transB", node.attrs.GetInt("transB", 0) != 0 ? int64_t{1} : int64_t{0});
+  a.Set("alpha", g.alpha);
+  a.Set("beta", g.beta);
+  a.Set("transA", int64_t{g.transA});
+  a.Set("transB", int64_t{g.transB});
   return Single(ctx.Emit(OpKind::kGemm, node.name, {node.input(0), node.input(1), node.input(2)},
                          a));
 }
@@ -156,13 +159,11 @@ absl::StatusOr<BuiltOutputs> BuildClip(ImportContext& ctx, const OnnxNode& node)
   Value* lo = node.input(1);
   Value* hi = node.input(2);
   if (ctx.opset() < 11) {
+    KILN_ASSIGN_OR_RETURN(const graph::ClipAttrs c,
+                          graph::ClipAttrs::Parse(node.attrs, node.Prefix()));
     lo = hi = nullptr;
-    if (node.attrs.Has("min")) {
-      lo = ctx.ConstScalar(node.name + "/min", x->type().dtype, node.attrs.GetFloat("min", 0));
-    }
-    if (node.attrs.Has("max")) {
-      hi = ctx.ConstScalar(node.name + "/max", x->type().dtype, node.attrs.GetFloat("max", 0));
-    }
+    if (node.attrs.Has("min")) lo = ctx.ConstScalar(node.name + "/min", x->type().dtype, c.min);
+    if (node.attrs.Has("max")) hi = ctx.ConstScalar(node.name + "/max", x->type().dtype, c.max);
   }
   Node* n = nullptr;
   KILN_ASSIGN_OR_RETURN(n, ctx.Emit(OpKind::kClip, node.name, {x, lo, hi}, {}));
@@ -173,7 +174,8 @@ absl::StatusOr<BuiltOutputs> BuildClip(ImportContext& ctx, const OnnxNode& node)
 // BatchNormalization with training_mode=1 (opset 14+): normalizes with the batch's statistics
 // (mean and population variance over every axis but 1) and also returns the updated running
 // statistics, input * momentum + batch statistic * (1 - momentum) (ONNX operator spec).
-absl::StatusOr<BuiltOutputs> BuildBatchNormTraining(ImportContext& ctx, const OnnxNode& node) {
+absl::StatusOr<BuiltOutputs> BuildBatchNormTraining(ImportContext& ctx, const OnnxNode& node,
+                                                    const graph::BatchNormalizationAttrs& attrs) {
   Value* x = node.input(0);
   const int64_t rank = x->type().rank();
   if (rank < 2 || x->type().dtype != DType::kFloat32) {
@@ -202,10 +204,10 @@ absl::StatusOr<BuiltOutputs> BuildBatchNormTraining(ImportContext& ctx, const On
   KILN_ASSIGN_OR_RETURN(Value * mean, emit(OpKind::kReshape, {mean_kept, shape}, reshape));
   KILN_ASSIGN_OR_RETURN(Value * var, emit(OpKind::kReshape, {var_kept, shape}, reshape));
   AttrMap bn;
-  bn.Set("epsilon", node.attrs.GetFloat("epsilon", 1e-5f));
+  bn.Set("epsilon", attrs.epsilon);
   KILN_ASSIGN_OR_RETURN(Value * y, emit(OpKind::kBatchNormalization,
                                         {x, node.input(1), node.input(2), mean, var}, bn));
-  const float momentum = node.attrs.GetFloat("momentum", 0.9f);
+  const float momentum = attrs.momentum;
   Value* keep = ctx.ConstScalar(node.name + "/momentum", DType::kFloat32, momentum);
   Value* take = ctx.ConstScalar(node.name + "/one_minus_momentum", DType::kFloat32, 1 - momentum);
   BuiltOutputs outs{y};
@@ -219,18 +221,20 @@ absl::StatusOr<BuiltOutputs> BuildBatchNormTraining(ImportContext& ctx, const On
 }
 
 absl::StatusOr<BuiltOutputs> BuildBatchNorm(ImportContext& ctx, const OnnxNode& node) {
-  if (node.attrs.GetInt("training_mode", 0) != 0) {
-    if (node.attrs.GetInt("spatial", 1) != 1) {
+  KILN_ASSIGN_OR_RETURN(const graph::BatchNormalizationAttrs attrs,
+                        graph::BatchNormalizationAttrs::Parse(node.attrs, node.Prefix()));
+  if (attrs.training_mode) {
+    if (!attrs.spatial) {
       return absl::UnimplementedError(node.Prefix() + "spatial=0 is not supported");
     }
-    return BuildBatchNormTraining(ctx, node);
+    return BuildBatchNormTraining(ctx, node, attrs);
   }
-  if (node.attrs.GetInt("spatial", 1) != 1) {
+  if (!attrs.spatial) {
     return absl::UnimplementedError(node.Prefix() + "spatial=0 is not supported");
   }
   KILN_RETURN_IF_ERROR(RejectUsedOutputs(ctx, node, 1, "training statistics"));
   AttrMap a;
-  a.Set("epsilon", node.attrs.GetFloat("epsilon", 1e-5f));
+  a.Set("epsilon", attrs.epsilon);
   std::vector<Value*> in(node.inputs.begin(), node.inputs.end());
   return Single(ctx.Emit(OpKind::kBatchNormalization, node.name, in, a));
 }
@@ -271,7 +275,10 @@ absl::StatusOr<BuiltOutputs> BuildDropout(ImportContext& ctx, const OnnxNode& no
 absl::StatusOr<BuiltOutputs> BuildSoftmax(ImportContext& ctx, const OnnxNode& node) {
   Value* x = node.input(0);
   int64_t rank = x->type().rank();
-  int64_t axis = node.attrs.GetInt("axis", ctx.opset() < 13 ? 1 : -1);
+  KILN_ASSIGN_OR_RETURN(const graph::AxisAttrs attrs,
+                        graph::AxisAttrs::Parse(node.attrs, node.Prefix()));
+  // The schema's default is opset 13's; before, the axis defaults to 1.
+  int64_t axis = node.attrs.Has("axis") || ctx.opset() >= 13 ? attrs.axis : 1;
   if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) {
     return absl::InvalidArgumentError(node.Prefix() +
                                       absl::StrCat("axis ", axis, " is out of range for rank ",
@@ -299,7 +306,11 @@ absl::StatusOr<BuiltOutputs> BuildSoftmax(ImportContext& ctx, const OnnxNode& no
 
 absl::StatusOr<BuiltOutputs> BuildGeneric(ImportContext& ctx, const OnnxNode& node) {
   AttrMap a = node.attrs;
-  if (node.op == OpKind::kLeakyRelu) a.Set("alpha", node.attrs.GetFloat("alpha", 0.01f));
+  if (node.op == OpKind::kLeakyRelu) {
+    KILN_ASSIGN_OR_RETURN(const graph::LeakyReluAttrs l,
+                          graph::LeakyReluAttrs::Parse(node.attrs, node.Prefix()));
+    a.Set("alpha", l.alpha);
+  }
   return Single(ctx.Emit(node.op, node.name, node.inputs, a));
 }
 

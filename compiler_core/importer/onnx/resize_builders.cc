@@ -17,14 +17,18 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler_core/importer/onnx/import_context.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/ir/graph/tensor_size.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::importer {
 
 using graph::AttrMap;
+using graph::CoordinateTransform;
+using graph::NearestMode;
 using graph::Node;
 using graph::OpKind;
+using graph::ResizeMode;
 using graph::Value;
 
 namespace {
@@ -32,9 +36,9 @@ namespace {
 using Ints = std::vector<int64_t>;
 
 struct ResizeParams {
-  std::string mode = "nearest";
-  std::string coord = "half_pixel";
-  std::string nearest_mode = "round_prefer_floor";
+  ResizeMode mode = ResizeMode::kNearest;
+  CoordinateTransform coord = CoordinateTransform::kHalfPixel;
+  NearestMode nearest_mode = NearestMode::kRoundPreferFloor;
   double cubic_a = -0.75;
   bool exclude_outside = false;
   double extrapolation = 0.0;
@@ -49,14 +53,16 @@ struct Tap {
 };
 
 std::vector<double> Coeffs(const ResizeParams& p, double ratio, bool integral) {
-  if (p.mode == "nearest") {
+  if (p.mode == ResizeMode::kNearest) {
     if (integral) return {0, 1};
-    if (p.nearest_mode == "round_prefer_ceil") return {ratio < 0.5 ? 1.0 : 0.0, ratio >= 0.5 ? 1.0 : 0.0};
-    if (p.nearest_mode == "floor") return {1, 0};
-    if (p.nearest_mode == "ceil") return {0, 1};
+    if (p.nearest_mode == NearestMode::kRoundPreferCeil) {
+      return {ratio < 0.5 ? 1.0 : 0.0, ratio >= 0.5 ? 1.0 : 0.0};
+    }
+    if (p.nearest_mode == NearestMode::kFloor) return {1, 0};
+    if (p.nearest_mode == NearestMode::kCeil) return {0, 1};
     return {ratio <= 0.5 ? 1.0 : 0.0, ratio > 0.5 ? 1.0 : 0.0};  // round_prefer_floor
   }
-  if (p.mode == "linear") return {1 - ratio, ratio};
+  if (p.mode == ResizeMode::kLinear) return {1 - ratio, ratio};
   double a = p.cubic_a, r = ratio, s = 1 - ratio;
   return {((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
           ((a + 2) * r - (a + 3)) * r * r + 1,
@@ -70,12 +76,12 @@ Tap AxisTap(const ResizeParams& p, int64_t x, int64_t in, int64_t out, double sc
   Tap tap;
   double out_width = scale * static_cast<double>(in);  // as the reference: not the integer size
   double xr = static_cast<double>(x), x_ori = 0;
-  const std::string& c = p.coord;
-  if (c == "align_corners") {
+  const CoordinateTransform c = p.coord;
+  if (c == CoordinateTransform::kAlignCorners) {
     x_ori = out_width == 1 ? 0.0 : xr * static_cast<double>(in - 1) / (out_width - 1);
-  } else if (c == "asymmetric") {
+  } else if (c == CoordinateTransform::kAsymmetric) {
     x_ori = xr / scale;
-  } else if (c == "tf_crop_and_resize") {
+  } else if (c == CoordinateTransform::kTfCropAndResize) {
     x_ori = out_width == 1 ? (roi_end - roi_start) * static_cast<double>(in - 1) / 2
                            : xr * (roi_end - roi_start) * static_cast<double>(in - 1) /
                                  (out_width - 1);
@@ -84,11 +90,11 @@ Tap AxisTap(const ResizeParams& p, int64_t x, int64_t in, int64_t out, double sc
       tap.extrapolate = true;
       return tap;
     }
-  } else if (c == "tf_half_pixel_for_nn") {
+  } else if (c == CoordinateTransform::kTfHalfPixelForNn) {
     x_ori = (xr + 0.5) / scale;
-  } else if (c == "pytorch_half_pixel") {
+  } else if (c == CoordinateTransform::kPytorchHalfPixel) {
     x_ori = out_width == 1 ? -0.5 : (xr + 0.5) / scale - 0.5;
-  } else {  // half_pixel
+  } else {  // half_pixel (and output_half_pixel, RoiAlign's)
     x_ori = (xr + 0.5) / scale - 0.5;
   }
   double fl = std::floor(x_ori);
@@ -166,7 +172,7 @@ absl::StatusOr<Value*> ResizeAxis(ImportContext& ctx, const std::string& name, V
   ga.Set("axis", d);
   Ints table_shape(xt.shape.size(), 1);
   table_shape[d] = out;
-  bool nearest = p.mode == "nearest";
+  bool nearest = p.mode == ResizeMode::kNearest;
   bool any_extrapolate = false;
   for (const Tap& t : taps) any_extrapolate |= t.extrapolate;
   if (nearest && !any_extrapolate) {
@@ -233,7 +239,7 @@ absl::StatusOr<BuiltOutputs> BuildRuntimeScalesResize(ImportContext& ctx, const 
   const TensorType& xt = x->type();
   const int64_t rank = xt.rank();
   Value* scales = node.input(node.op == OpKind::kUpsample || ctx.opset() < 11 ? 1 : 2);
-  if (p.coord == "tf_crop_and_resize") {
+  if (p.coord == CoordinateTransform::kTfCropAndResize) {
     return absl::UnimplementedError(node.Prefix() +
                                     "scales arrive at run time with "
                                     "tf_crop_and_resize (its roi mapping needs "
@@ -251,7 +257,7 @@ absl::StatusOr<BuiltOutputs> BuildRuntimeScalesResize(ImportContext& ctx, const 
                                     "shape is unknown (give the graph output a "
                                     "static shape, or make scales a constant)");
   }
-  const int64_t taps = p.mode == "nearest" ? 1 : p.mode == "linear" ? 2 : 4;
+  const int64_t taps = p.mode == ResizeMode::kNearest ? 1 : p.mode == ResizeMode::kLinear ? 2 : 4;
   Value* cur = x;
   Ints unresized;  // axes of length 1 in and out: no taps, but their scales are checked
   for (int64_t d = rank - 1; d >= 0; --d) {
@@ -267,9 +273,9 @@ absl::StatusOr<BuiltOutputs> BuildRuntimeScalesResize(ImportContext& ctx, const 
     a.Set("axis", d);
     a.Set("in", in);
     a.Set("out", out);
-    a.Set("mode", p.mode);
-    a.Set("coordinate_transformation_mode", p.coord);
-    a.Set("nearest_mode", p.nearest_mode);
+    a.Set("mode", std::string(graph::AttrEnumName(p.mode)));
+    a.Set("coordinate_transformation_mode", std::string(graph::AttrEnumName(p.coord)));
+    a.Set("nearest_mode", std::string(graph::AttrEnumName(p.nearest_mode)));
     a.Set("cubic_coeff_a", static_cast<float>(p.cubic_a));
     a.Set("exclude_outside", int64_t{p.exclude_outside ? 1 : 0});
     a.Set("what", absl::StrCat(node.Prefix(), "scales[", d, "]"));
@@ -335,31 +341,38 @@ absl::StatusOr<BuiltOutputs> BuildResize(ImportContext& ctx, const OnnxNode& nod
   Value* x = node.input(0);
   const TensorType& xt = x->type();
   int64_t rank = xt.rank();
+  KILN_ASSIGN_OR_RETURN(const graph::ResizeAttrs a,
+                        graph::ResizeAttrs::Parse(node.attrs, node.Prefix()));
   ResizeParams p;
-  const AttrMap& a = node.attrs;
-  p.mode = a.GetString("mode", "nearest");
-  if (p.mode == "bilinear") p.mode = "linear";  // Upsample-7 spelling
-  if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic") {
-    return absl::UnimplementedError(node.Prefix() + absl::StrCat("unsupported mode '", p.mode, "'"));
+  // A string in the schema: Upsample-7 also spells linear "bilinear".
+  if (a.mode == "nearest") {
+    p.mode = ResizeMode::kNearest;
+  } else if (a.mode == "linear" || a.mode == "bilinear") {
+    p.mode = ResizeMode::kLinear;
+  } else if (a.mode == "cubic") {
+    p.mode = ResizeMode::kCubic;
+  } else {
+    return absl::UnimplementedError(node.Prefix() +
+                                    absl::StrCat("unsupported mode '", a.mode, "'"));
   }
   std::vector<double> scales, roi;
   Ints sizes;
   bool runtime = false, runtime_roi = false, runtime_scales_used = false;
   if (node.op == OpKind::kUpsample || ctx.opset() < 11) {
     // Upsample and Resize-10: asymmetric coordinates, nearest rounds down.
-    p.coord = "asymmetric";
-    p.nearest_mode = "floor";
+    p.coord = CoordinateTransform::kAsymmetric;
+    p.nearest_mode = NearestMode::kFloor;
     if (node.op == OpKind::kUpsample && ctx.opset() < 9) {
-      for (float s : a.GetFloats("scales")) scales.push_back(s);
+      for (float s : a.scales) scales.push_back(s);
     } else {
       KILN_ASSIGN_OR_RETURN(scales, ConstFloats(node, 1, &runtime_scales_used));
     }
   } else {
-    p.coord = a.GetString("coordinate_transformation_mode", "half_pixel");
-    p.nearest_mode = a.GetString("nearest_mode", "round_prefer_floor");
-    p.cubic_a = a.GetFloat("cubic_coeff_a", -0.75f);
-    p.exclude_outside = a.GetInt("exclude_outside", 0) != 0;
-    p.extrapolation = a.GetFloat("extrapolation_value", 0.0f);
+    p.coord = a.coordinate_transformation_mode;
+    p.nearest_mode = a.nearest_mode;
+    p.cubic_a = a.cubic_coeff_a;
+    p.exclude_outside = a.exclude_outside;
+    p.extrapolation = a.extrapolation_value;
     KILN_ASSIGN_OR_RETURN(roi, ConstFloats(node, 1, &runtime_roi));
     bool runtime_scales = false, runtime_sizes = false;
     KILN_ASSIGN_OR_RETURN(scales, ConstFloats(node, 2, &runtime_scales));
@@ -375,7 +388,7 @@ absl::StatusOr<BuiltOutputs> BuildResize(ImportContext& ctx, const OnnxNode& nod
     runtime = runtime_sizes;
   }
   if (runtime_scales_used) return BuildRuntimeScalesResize(ctx, node, p);
-  if (runtime_roi && p.coord == "tf_crop_and_resize") {
+  if (runtime_roi && p.coord == CoordinateTransform::kTfCropAndResize) {
     return absl::UnimplementedError(node.Prefix() + "roi must be a constant");
   }
   Ints out_shape;

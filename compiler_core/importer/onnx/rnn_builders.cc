@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler_core/importer/onnx/import_context.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::importer {
@@ -22,7 +23,8 @@ using Ints = std::vector<int64_t>;
 
 class Unroller {
  public:
-  Unroller(ImportContext& ctx, const OnnxNode& node) : ctx_(ctx), node_(node) {}
+  Unroller(ImportContext& ctx, const OnnxNode& node, const graph::RnnAttrs& attrs)
+      : ctx_(ctx), node_(node), attrs_(attrs) {}
 
   absl::StatusOr<Value*> Op(OpKind op, std::vector<Value*> in, AttrMap a = {}) {
     KILN_ASSIGN_OR_RETURN(Node * n, ctx_.Emit(op, Name(OpName(op)), std::move(in), std::move(a)));
@@ -68,8 +70,8 @@ class Unroller {
       return absl::UnimplementedError(node_.Prefix() + absl::StrCat("activation '", name, "'"));
     }
     AttrMap a;
-    std::vector<float> alphas = node_.attrs.GetFloats("activation_alpha");
-    std::vector<float> betas = node_.attrs.GetFloats("activation_beta");
+    const std::vector<float>& alphas = attrs_.activation_alpha;
+    const std::vector<float>& betas = attrs_.activation_beta;
     if (*op == OpKind::kLeakyRelu) a.Set("alpha", 0.01f);
     if (*op == OpKind::kHardSigmoid) {
       a.Set("alpha", 0.2f);
@@ -81,8 +83,8 @@ class Unroller {
     return Op(*op, {x}, a);
   }
   absl::StatusOr<Value*> Clip(Value* x) {
-    if (!node_.attrs.Has("clip")) return x;
-    double c = node_.attrs.GetFloat("clip", 0);
+    if (!attrs_.clip) return x;
+    double c = *attrs_.clip;
     DType dt = x->type().dtype;
     return Op(OpKind::kClip, {x, ctx_.ConstScalar(Name("lo"), dt, -c), ctx_.ConstScalar(Name("hi"), dt, c)});
   }
@@ -91,13 +93,16 @@ class Unroller {
  private:
   ImportContext& ctx_;
   const OnnxNode& node_;
+  const graph::RnnAttrs& attrs_;
   int count_ = 0;
 };
 
 }  // namespace
 
 absl::StatusOr<BuiltOutputs> BuildRecurrent(ImportContext& ctx, const OnnxNode& node) {
-  Unroller u(ctx, node);
+  KILN_ASSIGN_OR_RETURN(const graph::RnnAttrs attrs,
+                        graph::RnnAttrs::Parse(node.attrs, node.Prefix()));
+  Unroller u(ctx, node, attrs);
   const bool lstm = node.op == OpKind::kLSTM, gru = node.op == OpKind::kGRU;
   const int64_t gates = lstm ? 4 : gru ? 3 : 1;
   Value* x = node.input(0);
@@ -108,7 +113,7 @@ absl::StatusOr<BuiltOutputs> BuildRecurrent(ImportContext& ctx, const OnnxNode& 
   Value* init_h = node.input(5);
   Value* init_c = lstm ? node.input(6) : nullptr;
   Value* peep = lstm ? node.input(7) : nullptr;
-  const int64_t layout = node.attrs.GetInt("layout", 0);
+  const int64_t layout = attrs.layout;
   if (x->type().rank() != 3 || !IsFloat(x->type().dtype)) {
     return absl::InvalidArgumentError(node.Prefix() + "X must be a rank-3 float tensor");
   }
@@ -121,9 +126,9 @@ absl::StatusOr<BuiltOutputs> BuildRecurrent(ImportContext& ctx, const OnnxNode& 
     return absl::InvalidArgumentError(
         node.Prefix() + absl::StrCat("R has type ", r->type().ToString(), "; expected rank 3"));
   }
-  const int64_t hidden = node.attrs.GetInt("hidden_size", r->type().shape.back());
-  const std::string direction = node.attrs.GetString("direction", "forward");
-  const int64_t dirs = direction == "bidirectional" ? 2 : 1;
+  const int64_t hidden = attrs.hidden_size.value_or(r->type().shape.back());
+  const graph::RnnDirection direction = attrs.direction;
+  const int64_t dirs = direction == graph::RnnDirection::kBidirectional ? 2 : 1;
   // The shapes the ONNX spec gives the operands (RNN, GRU, LSTM: "Inputs"); slicing them
   // otherwise would read past their data or quietly compute with the wrong weights.
   auto expect = [&](Value* v, const char* name, std::vector<int64_t> shape) -> absl::Status {
@@ -171,12 +176,12 @@ absl::StatusOr<BuiltOutputs> BuildRecurrent(ImportContext& ctx, const OnnxNode& 
       KILN_ASSIGN_OR_RETURN(init_c, u.Transpose(init_c, {1, 0, 2}));
     }
   }
-  const bool linear_before_reset = node.attrs.GetInt("linear_before_reset", 0) != 0;
+  const bool linear_before_reset = attrs.linear_before_reset;
   TensorType state_type{dt, {batch, hidden}};
 
   std::vector<Value*> y_dirs, h_dirs, c_dirs;
   for (int64_t d = 0; d < dirs; ++d) {
-    const bool reverse = direction == "reverse" || d == 1;
+    const bool reverse = direction == graph::RnnDirection::kReverse || d == 1;
     // Per-direction weights, transposed for row-vector products.
     KILN_ASSIGN_OR_RETURN(Value* wd, u.Take(w, d, 0));
     KILN_ASSIGN_OR_RETURN(Value* wt, u.Transpose(wd, {1, 0}));

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/importer/onnx/import_context.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::importer {
@@ -31,12 +32,13 @@ absl::StatusOr<Ints> NormalizeAxes(const OnnxNode& node, const Ints& axes, int64
   return out;
 }
 
-// Integer parameter from constant input `i` (opset >= `since`) or attribute `attr` before.
+// Integer parameter from constant input `i` (opset >= `since`) or, before, attribute `attr`
+// (`value`, its decoded value).
 absl::StatusOr<Ints> Param(ImportContext& ctx, const OnnxNode& node, int i, int since,
-                           const std::string& attr, bool* present) {
+                           const std::string& attr, const Ints& value, bool* present) {
   if (ctx.opset() < since) {
     *present = node.attrs.Has(attr);
-    return node.attrs.GetInts(attr);
+    return value;
   }
   *present = node.input(i) != nullptr;
   if (!*present) return Ints{};
@@ -45,8 +47,10 @@ absl::StatusOr<Ints> Param(ImportContext& ctx, const OnnxNode& node, int i, int 
 
 absl::StatusOr<BuiltOutputs> BuildSqueeze(ImportContext& ctx, const OnnxNode& node, bool un) {
   Value* x = node.input(0);
+  KILN_ASSIGN_OR_RETURN(const graph::SqueezeAttrs attrs,
+                        graph::SqueezeAttrs::Parse(node.attrs, node.Prefix()));
   bool present = false;
-  KILN_ASSIGN_OR_RETURN(Ints axes, Param(ctx, node, 1, 13, "axes", &present));
+  KILN_ASSIGN_OR_RETURN(Ints axes, Param(ctx, node, 1, 13, "axes", attrs.axes, &present));
   int64_t rank = x->type().rank();
   if (un) {
     if (!present) return absl::InvalidArgumentError(node.Prefix() + "missing axes");
@@ -118,10 +122,12 @@ absl::StatusOr<BuiltOutputs> BuildSlice(ImportContext& ctx, const OnnxNode& node
                             IsRuntime(node.input(3)) || IsRuntime(node.input(4)))) {
     return BuildRuntimeSlice(ctx, node);
   }
+  KILN_ASSIGN_OR_RETURN(const graph::SliceAttrs attrs,
+                        graph::SliceAttrs::Parse(node.attrs, node.Prefix()));
   bool has_starts = false, has_ends = false, has_axes = false, has_steps = false;
-  KILN_ASSIGN_OR_RETURN(Ints starts, Param(ctx, node, 1, 10, "starts", &has_starts));
-  KILN_ASSIGN_OR_RETURN(Ints ends, Param(ctx, node, 2, 10, "ends", &has_ends));
-  KILN_ASSIGN_OR_RETURN(Ints axes, Param(ctx, node, 3, 10, "axes", &has_axes));
+  KILN_ASSIGN_OR_RETURN(Ints starts, Param(ctx, node, 1, 10, "starts", attrs.starts, &has_starts));
+  KILN_ASSIGN_OR_RETURN(Ints ends, Param(ctx, node, 2, 10, "ends", attrs.ends, &has_ends));
+  KILN_ASSIGN_OR_RETURN(Ints axes, Param(ctx, node, 3, 10, "axes", attrs.axes, &has_axes));
   Ints steps;
   if (ctx.opset() >= 10 && node.input(4) != nullptr) {
     KILN_ASSIGN_OR_RETURN(steps, ctx.ConstInts(node, 4));
@@ -146,19 +152,16 @@ absl::StatusOr<BuiltOutputs> BuildSlice(ImportContext& ctx, const OnnxNode& node
 
 absl::StatusOr<BuiltOutputs> BuildPad(ImportContext& ctx, const OnnxNode& node) {
   Value* x = node.input(0);
+  KILN_ASSIGN_OR_RETURN(const graph::PadAttrs attrs,
+                        graph::PadAttrs::Parse(node.attrs, node.Prefix()));
   AttrMap a;
-  std::string mode = node.attrs.GetString("mode", "constant");
-  if (mode != "constant" && mode != "reflect" && mode != "edge") {
-    return absl::UnimplementedError(node.Prefix() + absl::StrCat("unsupported mode '", mode, "'"));
-  }
-  a.Set("mode", mode);
+  a.Set("mode", std::string(graph::AttrEnumName(attrs.mode)));
   Ints pads;
   Value* value = nullptr;
   if (ctx.opset() < 11) {
-    pads = node.attrs.GetInts("pads");
+    pads = attrs.pads;
     if (node.attrs.Has("value")) {
-      value = ctx.ConstScalar(node.name + "/value", x->type().dtype,
-                              node.attrs.GetFloat("value", 0.0f));
+      value = ctx.ConstScalar(node.name + "/value", x->type().dtype, attrs.value);
     }
   } else if (IsRuntime(node.input(1))) {
     // Pads that arrive at run time: the known static output shape, checked by the kernel.
@@ -186,7 +189,9 @@ absl::StatusOr<BuiltOutputs> BuildShapeOp(ImportContext& ctx, const OnnxNode& no
   }
   switch (node.op) {
     case OpKind::kFlatten: {
-      int64_t axis = node.attrs.GetInt("axis", 1);
+      KILN_ASSIGN_OR_RETURN(const graph::FlattenAttrs attrs,
+                            graph::FlattenAttrs::Parse(node.attrs, node.Prefix()));
+      int64_t axis = attrs.axis;
       if (axis < -rank || axis > rank) {
         return absl::InvalidArgumentError(
             node.Prefix() + absl::StrCat("axis ", axis, " is out of range for rank ", rank));
@@ -195,14 +200,18 @@ absl::StatusOr<BuiltOutputs> BuildShapeOp(ImportContext& ctx, const OnnxNode& no
       return Single(ctx.Emit(OpKind::kFlatten, node.name, {x}, a));
     }
     case OpKind::kReshape: {
+      KILN_ASSIGN_OR_RETURN(const graph::ReshapeAttrs attrs,
+                            graph::ReshapeAttrs::Parse(node.attrs, node.Prefix()));
       Value* shape = node.input(1);
       if (ctx.opset() < 5) {
+        // Reshape-1 gives the shape as an attribute: an ONNX-level read (the graph op's Reshape
+        // set has no such attribute; the common "shape" is the static output shape).
         shape = ctx.ConstI64(node.name + "/shape", node.attrs.GetInts("shape"));
       } else {
         KILN_ASSIGN_OR_RETURN(Ints s, ctx.ConstInts(node, 1));
         if (shape->type().dtype != DType::kInt64) shape = ctx.ConstI64(node.name + "/shape", s);
       }
-      a.Set("allowzero", node.attrs.GetInt("allowzero", 0));
+      a.Set("allowzero", int64_t{attrs.allowzero});
       return Single(ctx.Emit(OpKind::kReshape, node.name, {x, shape}, a));
     }
     case OpKind::kSqueeze:
@@ -210,17 +219,28 @@ absl::StatusOr<BuiltOutputs> BuildShapeOp(ImportContext& ctx, const OnnxNode& no
     case OpKind::kUnsqueeze:
       return BuildSqueeze(ctx, node, /*un=*/true);
     case OpKind::kTranspose: {
-      Ints perm;
-      for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
-      a.Set("perm", node.attrs.GetInts("perm", perm));
+      KILN_ASSIGN_OR_RETURN(const graph::TransposeAttrs attrs,
+                            graph::TransposeAttrs::Parse(node.attrs, node.Prefix()));
+      Ints perm = attrs.perm;
+      if (!node.attrs.Has("perm")) {
+        for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
+      }
+      a.Set("perm", perm);
       return Single(ctx.Emit(OpKind::kTranspose, node.name, {x}, a));
     }
     case OpKind::kConcat:
     case OpKind::kGather: {
-      if (node.op == OpKind::kConcat && !node.attrs.Has("axis")) {
-        return absl::InvalidArgumentError(node.Prefix() + "missing attribute 'axis'");
+      int64_t given = 0;
+      if (node.op == OpKind::kConcat) {
+        KILN_ASSIGN_OR_RETURN(const graph::ConcatAttrs c,
+                              graph::ConcatAttrs::Parse(node.attrs, node.Prefix()));
+        given = c.axis;
+      } else {
+        KILN_ASSIGN_OR_RETURN(const graph::Axis0Attrs g,
+                              graph::Axis0Attrs::Parse(node.attrs, node.Prefix()));
+        given = g.axis;
       }
-      KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, node.attrs.GetInt("axis", 0), rank));
+      KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, given, rank));
       a.Set("axis", axis);
       return Single(ctx.Emit(node.op, node.name, node.inputs, a));
     }
@@ -229,7 +249,9 @@ absl::StatusOr<BuiltOutputs> BuildShapeOp(ImportContext& ctx, const OnnxNode& no
     case OpKind::kSlice:
       return BuildSlice(ctx, node);
     case OpKind::kShape: {
-      int64_t start = node.attrs.GetInt("start", 0), end = node.attrs.GetInt("end", rank);
+      KILN_ASSIGN_OR_RETURN(const graph::ShapeAttrs attrs,
+                            graph::ShapeAttrs::Parse(node.attrs, node.Prefix()));
+      int64_t start = attrs.start, end = attrs.end.value_or(rank);
       if (start < 0) start += rank;
       if (end < 0) end += rank;
       start = std::clamp<int64_t>(start, 0, rank);

@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/importer/onnx/import_context.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/ir/graph/tensor_size.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -53,14 +54,15 @@ absl::StatusOr<TensorType> KnownOutput(const ImportContext& ctx, const OnnxNode&
 }
 
 absl::StatusOr<BuiltOutputs> BuildWindow(ImportContext& ctx, const OnnxNode& node) {
+  KILN_ASSIGN_OR_RETURN(const graph::WindowAttrs attrs,
+                        graph::WindowAttrs::Parse(node.attrs, node.Prefix()));
   KILN_ASSIGN_OR_RETURN(std::optional<int64_t> size, ConstScalarInput(ctx, node, 0));
   if (!size) {
     KILN_ASSIGN_OR_RETURN(TensorType t, KnownOutput(ctx, node, "size"));
     if (t.rank() != 1) return absl::InvalidArgumentError(node.Prefix() + "output is not 1-D");
     size = t.shape[0];
   }
-  std::optional<DType> dtype =
-      DTypeFromOnnx(static_cast<int>(node.attrs.GetInt("output_datatype", 1)));
+  std::optional<DType> dtype = DTypeFromOnnx(static_cast<int>(attrs.output_datatype));
   if (!dtype || !IsFloat(*dtype)) {
     return absl::UnimplementedError(node.Prefix() + "output_datatype must be a float type");
   }
@@ -75,7 +77,7 @@ absl::StatusOr<BuiltOutputs> BuildWindow(ImportContext& ctx, const OnnxNode& nod
     a0 = 0.42;
     a2 = 0.08;
   }
-  bool periodic = node.attrs.GetInt("periodic", 1) != 0;
+  bool periodic = attrs.periodic;
   double denom = static_cast<double>(periodic ? *size : *size - 1);
   std::vector<double> w(*size);
   for (int64_t n = 0; n < *size; ++n) {
@@ -163,15 +165,17 @@ absl::StatusOr<BuiltOutputs> BuildDft(ImportContext& ctx, const OnnxNode& node) 
   Value* x = node.input(0);
   KILN_RETURN_IF_ERROR(CheckComponents(node, x, 2));
   int64_t r = x->type().rank();
-  int64_t axis = node.attrs.GetInt("axis", 1);
+  KILN_ASSIGN_OR_RETURN(const graph::DFTAttrs attrs,
+                        graph::DFTAttrs::Parse(node.attrs, node.Prefix()));
+  int64_t axis = attrs.axis;
   if (axis < 0) axis += r;
   if (axis < 0 || axis > r - 2) {
     return absl::InvalidArgumentError(
-        node.Prefix() + absl::StrCat("axis ", node.attrs.GetInt("axis", 1),
-                                     " is out of range [-r, -2] or [0, r - 2] for rank ", r));
+        node.Prefix() +
+        absl::StrCat("axis ", attrs.axis, " is out of range [-r, -2] or [0, r - 2] for rank ", r));
   }
-  bool inverse = node.attrs.GetInt("inverse", 0) != 0;
-  bool onesided = node.attrs.GetInt("onesided", 0) != 0;
+  bool inverse = attrs.inverse;
+  bool onesided = attrs.onesided;
   KILN_RETURN_IF_ERROR(CheckOnesided(node, x, onesided));
   if (onesided && inverse) {
     return absl::UnimplementedError(node.Prefix() + "onesided=1 with inverse=1 is not supported");
@@ -253,7 +257,9 @@ absl::StatusOr<BuiltOutputs> BuildStft(ImportContext& ctx, const OnnxNode& node)
     return absl::InvalidArgumentError(node.Prefix() + "signal must be [batch, length, 1 or 2]");
   }
   const Ints& shape = signal->type().shape;
-  bool onesided = node.attrs.GetInt("onesided", 1) != 0;
+  KILN_ASSIGN_OR_RETURN(const graph::STFTAttrs attrs,
+                        graph::STFTAttrs::Parse(node.attrs, node.Prefix()));
+  bool onesided = attrs.onesided;
   KILN_RETURN_IF_ERROR(CheckOnesided(node, signal, onesided));
   KILN_ASSIGN_OR_RETURN(auto length_step, StftFrames(ctx, node, shape[1], onesided));
   auto [length, step] = length_step;
@@ -290,9 +296,10 @@ absl::StatusOr<BuiltOutputs> BuildStft(ImportContext& ctx, const OnnxNode& node)
 // floor((dft_length + 1) * hz / sample_rate) (f64), then per (spectrogram bin j, mel bin i) the
 // triangle rising over [lower, center] and falling over [center, higher).
 absl::StatusOr<BuiltOutputs> BuildMelWeightMatrix(ImportContext& ctx, const OnnxNode& node) {
+  KILN_ASSIGN_OR_RETURN(const graph::WindowAttrs attrs,
+                        graph::WindowAttrs::Parse(node.attrs, node.Prefix()));
   KILN_ASSIGN_OR_RETURN(TensorType out, KnownOutput(ctx, node, "num_mel_bins or dft_length"));
-  std::optional<DType> dtype =
-      DTypeFromOnnx(static_cast<int>(node.attrs.GetInt("output_datatype", 1)));
+  std::optional<DType> dtype = DTypeFromOnnx(static_cast<int>(attrs.output_datatype));
   if (out.rank() != 2 || !dtype || *dtype != out.dtype) {
     return absl::InvalidArgumentError(node.Prefix() + "output must be 2-D of output_datatype");
   }

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler_core/importer/onnx/import_context.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/ir/graph/tensor_size.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -192,9 +193,11 @@ absl::StatusOr<BuiltOutputs> BuildRuntimeAxesReduce(ImportContext& ctx, const On
 absl::StatusOr<BuiltOutputs> BuildReduce(ImportContext& ctx, const OnnxNode& node) {
   Value* x = node.input(0);
   int64_t rank = x->type().rank();
-  bool keep = node.attrs.GetInt("keepdims", 1) != 0;
-  bool noop = node.attrs.GetInt("noop_with_empty_axes", 0) != 0;
-  Ints axes = node.attrs.GetInts("axes");
+  KILN_ASSIGN_OR_RETURN(const graph::ReduceAttrs attrs,
+                        graph::ReduceAttrs::Parse(node.attrs, node.Prefix()));
+  bool keep = attrs.keepdims;
+  bool noop = attrs.noop_with_empty_axes;
+  Ints axes = attrs.axes;
   if (node.input(1) != nullptr) {
     KILN_ASSIGN_OR_RETURN(std::optional<Ints> c, MaybeConstInts(ctx, node, 1));
     if (c) {
@@ -223,8 +226,10 @@ absl::StatusOr<BuiltOutputs> BuildReduce(ImportContext& ctx, const OnnxNode& nod
 absl::StatusOr<BuiltOutputs> BuildSplit(ImportContext& ctx, const OnnxNode& node) {
   Value* x = node.input(0);
   int64_t n = node.proto->output_size();
-  KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, node.attrs.GetInt("axis", 0), x->type().rank()));
-  Ints split = node.attrs.GetInts("split");
+  KILN_ASSIGN_OR_RETURN(const graph::SplitAttrs attrs,
+                        graph::SplitAttrs::Parse(node.attrs, node.Prefix()));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, attrs.axis, x->type().rank()));
+  Ints split = attrs.split;
   if (ctx.opset() >= 13 && node.input(1) != nullptr) {
     KILN_ASSIGN_OR_RETURN(std::optional<Ints> c, MaybeConstInts(ctx, node, 1));
     if (c) {
@@ -295,7 +300,9 @@ absl::StatusOr<Value*> Filled(ImportContext& ctx, const OnnxNode& node, const Te
 }
 
 absl::StatusOr<BuiltOutputs> BuildConstantOfShape(ImportContext& ctx, const OnnxNode& node) {
-  auto value = node.attrs.GetTensor("value");
+  KILN_ASSIGN_OR_RETURN(const graph::ConstantOfShapeAttrs attrs,
+                        graph::ConstantOfShapeAttrs::Parse(node.attrs, node.Prefix()));
+  const std::shared_ptr<const Tensor>& value = attrs.value;
   TensorType type{value ? value->type.dtype : DType::kFloat32, {}};
   KILN_ASSIGN_OR_RETURN(std::optional<Ints> c, MaybeConstInts(ctx, node, 0));
   if (c) {
@@ -339,34 +346,40 @@ absl::StatusOr<BuiltOutputs> BuildTensorOp(ImportContext& ctx, const OnnxNode& n
       a.Set("to", static_cast<int64_t>(DTypeToOnnx(node.input(1)->type().dtype)));
       return Single(ctx.Emit(OpKind::kCast, node.name, {x}, a));
     }
-    case OpKind::kMod:
-      a.Set("fmod", node.attrs.GetInt("fmod", 0));
-      if (IsFloat(x->type().dtype) && a.GetInt("fmod", 0) == 0) {
+    case OpKind::kMod: {
+      KILN_ASSIGN_OR_RETURN(const graph::ModAttrs m,
+                            graph::ModAttrs::Parse(node.attrs, node.Prefix()));
+      a.Set("fmod", int64_t{m.fmod});
+      if (IsFloat(x->type().dtype) && !m.fmod) {
         return absl::InvalidArgumentError(node.Prefix() + "fmod must be 1 for float inputs");
       }
       return Single(ctx.Emit(node.op, node.name, node.inputs, a));
+    }
     case OpKind::kBitShift: {
-      std::string dir = node.attrs.GetString("direction", "");
-      if (dir != "LEFT" && dir != "RIGHT") {
-        return absl::InvalidArgumentError(node.Prefix() + "direction must be LEFT or RIGHT");
-      }
-      a.Set("direction", dir);
+      KILN_ASSIGN_OR_RETURN(const graph::BitShiftAttrs b,
+                            graph::BitShiftAttrs::Parse(node.attrs, node.Prefix()));
+      a.Set("direction", std::string(graph::AttrEnumName(b.direction)));
       return Single(ctx.Emit(node.op, node.name, node.inputs, a));
     }
-    case OpKind::kIsInf:
-      a.Set("detect_negative", node.attrs.GetInt("detect_negative", 1));
-      a.Set("detect_positive", node.attrs.GetInt("detect_positive", 1));
+    case OpKind::kIsInf: {
+      KILN_ASSIGN_OR_RETURN(const graph::IsInfAttrs inf,
+                            graph::IsInfAttrs::Parse(node.attrs, node.Prefix()));
+      a.Set("detect_negative", int64_t{inf.detect_negative});
+      a.Set("detect_positive", int64_t{inf.detect_positive});
       return Single(ctx.Emit(node.op, node.name, node.inputs, a));
+    }
     case OpKind::kReduceSum: case OpKind::kReduceMean: case OpKind::kReduceMax:
     case OpKind::kReduceMin: case OpKind::kReduceProd: case OpKind::kReduceL1:
     case OpKind::kReduceL2: case OpKind::kReduceLogSum: case OpKind::kReduceLogSumExp:
     case OpKind::kReduceSumSquare:
       return BuildReduce(ctx, node);
     case OpKind::kArgMax: case OpKind::kArgMin: {
-      KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, node.attrs.GetInt("axis", 0), rank));
+      KILN_ASSIGN_OR_RETURN(const graph::ArgMaxAttrs arg,
+                            graph::ArgMaxAttrs::Parse(node.attrs, node.Prefix()));
+      KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, arg.axis, rank));
       a.Set("axis", axis);
-      a.Set("keepdims", int64_t{node.attrs.GetInt("keepdims", 1) != 0 ? 1 : 0});
-      a.Set("select_last_index", int64_t{node.attrs.GetInt("select_last_index", 0) != 0});
+      a.Set("keepdims", int64_t{arg.keepdims});
+      a.Set("select_last_index", int64_t{arg.select_last_index});
       return Single(ctx.Emit(node.op, node.name, {x}, a));
     }
     case OpKind::kSize: {
@@ -385,10 +398,13 @@ absl::StatusOr<BuiltOutputs> BuildTensorOp(ImportContext& ctx, const OnnxNode& n
       }
       return Single(ctx.Emit(node.op, node.name, node.inputs, a));
     }
-    case OpKind::kEyeLike:
-      a.Set("k", node.attrs.GetInt("k", 0));
-      if (node.attrs.Has("dtype")) a.Set("dtype", node.attrs.GetInt("dtype", 1));
+    case OpKind::kEyeLike: {
+      KILN_ASSIGN_OR_RETURN(const graph::EyeLikeAttrs eye,
+                            graph::EyeLikeAttrs::Parse(node.attrs, node.Prefix()));
+      a.Set("k", eye.k);
+      if (eye.dtype) a.Set("dtype", *eye.dtype);
       return Single(ctx.Emit(node.op, node.name, {x}, a));
+    }
     case OpKind::kExpand: {
       KILN_ASSIGN_OR_RETURN(Value * shape, ShapeOperand(ctx, node, 1, "shape",
                                                          [](const TensorType& t) {
@@ -410,29 +426,48 @@ absl::StatusOr<BuiltOutputs> BuildTensorOp(ImportContext& ctx, const OnnxNode& n
     }
     case OpKind::kSplit:
       return BuildSplit(ctx, node);
-    case OpKind::kTrilu:
-      a.Set("upper", node.attrs.GetInt("upper", 1));
-      return Single(ctx.Emit(node.op, node.name, node.inputs, a));
-    case OpKind::kGatherElements: case OpKind::kScatterElements: {
-      KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, node.attrs.GetInt("axis", 0), rank));
-      a.Set("axis", axis);
-      if (node.op == OpKind::kScatterElements) {
-        a.Set("reduction", node.attrs.GetString("reduction", "none"));
-      }
+    case OpKind::kTrilu: {
+      KILN_ASSIGN_OR_RETURN(const graph::TriluAttrs t,
+                            graph::TriluAttrs::Parse(node.attrs, node.Prefix()));
+      a.Set("upper", int64_t{t.upper});
       return Single(ctx.Emit(node.op, node.name, node.inputs, a));
     }
-    case OpKind::kScatterND:
-      a.Set("reduction", node.attrs.GetString("reduction", "none"));
+    case OpKind::kGatherElements: {
+      KILN_ASSIGN_OR_RETURN(const graph::Axis0Attrs g,
+                            graph::Axis0Attrs::Parse(node.attrs, node.Prefix()));
+      KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, g.axis, rank));
+      a.Set("axis", axis);
       return Single(ctx.Emit(node.op, node.name, node.inputs, a));
-    case OpKind::kGatherND:
-      a.Set("batch_dims", node.attrs.GetInt("batch_dims", 0));
+    }
+    case OpKind::kScatterElements:
+    case OpKind::kScatterND: {
+      KILN_ASSIGN_OR_RETURN(const graph::ScatterElementsAttrs sc,
+                            graph::ScatterElementsAttrs::Parse(node.attrs, node.Prefix()));
+      if (node.op == OpKind::kScatterElements) {
+        KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, sc.axis, rank));
+        a.Set("axis", axis);
+      }
+      a.Set("reduction", std::string(graph::AttrEnumName(sc.reduction)));
       return Single(ctx.Emit(node.op, node.name, node.inputs, a));
-    case OpKind::kDepthToSpace: case OpKind::kSpaceToDepth:
-      a.Set("blocksize", node.attrs.GetInt("blocksize", 0));
-      if (node.op == OpKind::kDepthToSpace) a.Set("mode", node.attrs.GetString("mode", "DCR"));
+    }
+    case OpKind::kGatherND: {
+      KILN_ASSIGN_OR_RETURN(const graph::GatherNDAttrs g,
+                            graph::GatherNDAttrs::Parse(node.attrs, node.Prefix()));
+      a.Set("batch_dims", g.batch_dims);
+      return Single(ctx.Emit(node.op, node.name, node.inputs, a));
+    }
+    case OpKind::kDepthToSpace:
+    case OpKind::kSpaceToDepth: {
+      KILN_ASSIGN_OR_RETURN(const graph::DepthToSpaceAttrs d,
+                            graph::DepthToSpaceAttrs::Parse(node.attrs, node.Prefix()));
+      a.Set("blocksize", d.blocksize);
+      if (node.op == OpKind::kDepthToSpace) a.Set("mode", std::string(graph::AttrEnumName(d.mode)));
       return Single(ctx.Emit(node.op, node.name, {x}, a));
+    }
     case OpKind::kOneHot: {
-      KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, node.attrs.GetInt("axis", -1), rank + 1));
+      KILN_ASSIGN_OR_RETURN(const graph::AxisAttrs oh,
+                            graph::AxisAttrs::Parse(node.attrs, node.Prefix()));
+      KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, oh.axis, rank + 1));
       a.Set("axis", axis);
       Value* depth = node.input(1);
       if (!IsConst(depth)) {
@@ -441,15 +476,20 @@ absl::StatusOr<BuiltOutputs> BuildTensorOp(ImportContext& ctx, const OnnxNode& n
       }
       return Single(ctx.Emit(node.op, node.name, {x, depth, node.input(2)}, a));
     }
-    case OpKind::kCumSum:
-      a.Set("exclusive", node.attrs.GetInt("exclusive", 0));
-      a.Set("reverse", node.attrs.GetInt("reverse", 0));
+    case OpKind::kCumSum: {
+      KILN_ASSIGN_OR_RETURN(const graph::CumSumAttrs c,
+                            graph::CumSumAttrs::Parse(node.attrs, node.Prefix()));
+      a.Set("exclusive", int64_t{c.exclusive});
+      a.Set("reverse", int64_t{c.reverse});
       return Single(ctx.Emit(node.op, node.name, node.inputs, a));
+    }
     case OpKind::kTopK: {
-      KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, node.attrs.GetInt("axis", -1), rank));
+      KILN_ASSIGN_OR_RETURN(const graph::TopKAttrs topk,
+                            graph::TopKAttrs::Parse(node.attrs, node.Prefix()));
+      KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, topk.axis, rank));
       a.Set("axis", axis);
-      a.Set("largest", node.attrs.GetInt("largest", 1));
-      a.Set("sorted", node.attrs.GetInt("sorted", 1));
+      a.Set("largest", int64_t{topk.largest});
+      a.Set("sorted", int64_t{topk.sorted});
       KILN_ASSIGN_OR_RETURN(Value * k, ShapeOperand(ctx, node, 1, "k", [&](const TensorType& t) {
                               return Ints{t.shape[axis]};
                             }));
@@ -467,9 +507,12 @@ absl::StatusOr<BuiltOutputs> BuildTensorOp(ImportContext& ctx, const OnnxNode& n
     case OpKind::kNonZero: case OpKind::kCompress: case OpKind::kUnique:
     case OpKind::kNonMaxSuppression:
       return BuildDataDependentOp(ctx, node);
-    case OpKind::kEinsum:
-      a.Set("equation", node.attrs.GetString("equation", ""));
+    case OpKind::kEinsum: {
+      KILN_ASSIGN_OR_RETURN(const graph::EinsumAttrs e,
+                            graph::EinsumAttrs::Parse(node.attrs, node.Prefix()));
+      a.Set("equation", e.equation);
       return Single(ctx.Emit(node.op, node.name, node.inputs, a));
+    }
     default:
       return Single(ctx.Emit(node.op, node.name, node.inputs, node.attrs));
   }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/importer/onnx/import_context.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::importer {
@@ -15,16 +16,17 @@ using graph::OpKind;
 using graph::Value;
 
 absl::StatusOr<BuiltOutputs> BuildTfIdfVectorizer(ImportContext& ctx, const OnnxNode& node) {
-  const graph::AttrMap& a = node.attrs;
-  if (a.Has("pool_strings")) {
+  if (node.attrs.Has("pool_strings")) {
     return absl::UnimplementedError(node.Prefix() +
                                     "string pools are not supported: Kiln "
                                     "compiles numeric tensors only");
   }
-  const std::vector<int64_t> pool = a.GetInts("pool_int64s");
-  const std::vector<int64_t> starts = a.GetInts("ngram_counts");
-  const std::vector<int64_t> indexes = a.GetInts("ngram_indexes");
-  const std::vector<float> weights = a.GetFloats("weights");
+  KILN_ASSIGN_OR_RETURN(const graph::TfIdfVectorizerAttrs a,
+                        graph::TfIdfVectorizerAttrs::Parse(node.attrs, node.Prefix()));
+  const std::vector<int64_t>& pool = a.pool_int64s;
+  const std::vector<int64_t>& starts = a.ngram_counts;
+  const std::vector<int64_t>& indexes = a.ngram_indexes;
+  const std::vector<float>& weights = a.weights;
   const int64_t size = static_cast<int64_t>(pool.size());
   // The pool's n-grams in order: (first token offset, n).
   std::vector<std::pair<int64_t, int64_t>> grams;
@@ -64,18 +66,14 @@ absl::StatusOr<BuiltOutputs> BuildTfIdfVectorizer(ImportContext& ctx, const Onnx
     lengths.push_back(n);
     if (!weights.empty()) column_weights[indexes[j]] = weights[j];
   }
-  const std::string mode = a.GetString("mode", "TF");
-  if (mode != "TF" && mode != "IDF" && mode != "TFIDF") {
-    return absl::InvalidArgumentError(node.Prefix() + absl::StrCat("unknown mode '", mode, "'"));
-  }
   const std::string& nm = node.name;
   Value* pool_table = ctx.ConstI64(nm + "/pool", table);
   KILN_ASSIGN_OR_RETURN(pool_table, ctx.EmitReshape(nm + "/pool_rows", pool_table, {num, width}));
   AttrMap attrs;
-  attrs.Set("min_gram_length", a.GetInt("min_gram_length", 1));
-  attrs.Set("max_gram_length", a.GetInt("max_gram_length", 1));
-  attrs.Set("max_skip_count", a.GetInt("max_skip_count", 0));
-  attrs.Set("mode", mode);
+  attrs.Set("min_gram_length", a.min_gram_length);
+  attrs.Set("max_gram_length", a.max_gram_length);
+  attrs.Set("max_skip_count", a.max_skip_count);
+  attrs.Set("mode", std::string(graph::AttrEnumName(a.mode)));
   return Single(
       ctx.Emit(OpKind::kTfIdfVectorizer, nm,
                {node.input(0), pool_table, ctx.ConstI64(nm + "/lengths", lengths),

@@ -2,11 +2,13 @@
 // explicit and auto_pad resolved into explicit pads.
 #include "absl/strings/str_cat.h"
 #include "compiler_core/importer/onnx/import_context.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::importer {
 
 using graph::AttrMap;
+using graph::AutoPad;
 using graph::Node;
 using graph::OpKind;
 using graph::Value;
@@ -24,29 +26,36 @@ absl::Status CheckLength(const OnnxNode& node, const char* attr, const Ints& v, 
   return absl::OkStatus();
 }
 
-// Explicit pads for `auto_pad` (NOTSET keeps the pads attribute).
-absl::StatusOr<Ints> ResolvePads(const OnnxNode& node, const Ints& in, const Ints& kernel,
-                                 const Ints& strides, const Ints& dilations) {
+// The window attributes Conv and the pools share.
+struct Window {
+  AutoPad auto_pad = AutoPad::kNotSet;
+  Ints kernel_shape, pads, strides, dilations;
+};
+
+template <typename Attrs>
+Window WindowOf(const Attrs& a) {
+  return Window{a.auto_pad, a.kernel_shape, a.pads, a.strides, a.dilations};
+}
+
+// Explicit pads for `win.auto_pad` (NOTSET keeps the pads attribute).
+absl::StatusOr<Ints> ResolvePads(const OnnxNode& node, const Window& win, const Ints& in,
+                                 const Ints& kernel, const Ints& strides, const Ints& dilations) {
   size_t n = in.size();
-  std::string auto_pad = node.attrs.GetString("auto_pad", "NOTSET");
-  if (auto_pad == "NOTSET") {
-    Ints pads = node.attrs.GetInts("pads", Ints(2 * n, 0));
+  const AutoPad auto_pad = win.auto_pad;
+  if (auto_pad == AutoPad::kNotSet) {
+    Ints pads = graph::OrFill(win.pads, 2 * n, 0);
     KILN_RETURN_IF_ERROR(CheckLength(node, "pads", pads, 2 * n));
     return pads;
   }
   Ints pads(2 * n, 0);
-  if (auto_pad == "VALID") return pads;
-  if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") {
-    return absl::InvalidArgumentError(node.Prefix() +
-                                      absl::StrCat("unknown auto_pad '", auto_pad, "'"));
-  }
+  if (auto_pad == AutoPad::kValid) return pads;
   for (size_t i = 0; i < n; ++i) {
     int64_t out = (in[i] + strides[i] - 1) / strides[i];
     int64_t span = (kernel[i] - 1) * dilations[i] + 1;
     int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + span - in[i]);
     int64_t small = total / 2, big = total - total / 2;
-    pads[i] = auto_pad == "SAME_UPPER" ? small : big;
-    pads[i + n] = auto_pad == "SAME_UPPER" ? big : small;
+    pads[i] = auto_pad == AutoPad::kSameUpper ? small : big;
+    pads[i + n] = auto_pad == AutoPad::kSameUpper ? big : small;
   }
   return pads;
 }
@@ -62,22 +71,28 @@ absl::StatusOr<BuiltOutputs> BuildWindowOp(ImportContext& ctx, const OnnxNode& n
   }
   size_t n = static_cast<size_t>(rank - 2);
   Ints in(x->type().shape.begin() + 2, x->type().shape.end());
+  const bool conv = node.op == OpKind::kConv;
+  graph::ConvAttrs conv_attrs;
+  graph::PoolAttrs pool_attrs;
+  if (conv) {
+    KILN_ASSIGN_OR_RETURN(conv_attrs, graph::ConvAttrs::Parse(node.attrs, node.Prefix()));
+  } else {
+    KILN_ASSIGN_OR_RETURN(pool_attrs, graph::PoolAttrs::Parse(node.attrs, node.Prefix()));
+  }
+  const Window win = conv ? WindowOf(conv_attrs) : WindowOf(pool_attrs);
   Ints kernel;
-  if (node.op == OpKind::kConv) {
+  if (conv) {
     const TensorType& w = node.input(1)->type();
     if (w.rank() != rank) {
       return absl::InvalidArgumentError(
           node.Prefix() + absl::StrCat("input 1 has rank ", w.rank(), ", expected ", rank));
     }
-    kernel = node.attrs.GetInts("kernel_shape", Ints(w.shape.begin() + 2, w.shape.end()));
+    kernel = win.kernel_shape.empty() ? Ints(w.shape.begin() + 2, w.shape.end()) : win.kernel_shape;
   } else {
-    if (!node.attrs.Has("kernel_shape")) {
-      return absl::InvalidArgumentError(node.Prefix() + "missing attribute 'kernel_shape'");
-    }
-    kernel = node.attrs.GetInts("kernel_shape");
+    kernel = win.kernel_shape;  // required: PoolAttrs::Parse checked it is there
   }
-  Ints strides = node.attrs.GetInts("strides", Ints(n, 1));
-  Ints dilations = node.attrs.GetInts("dilations", Ints(n, 1));
+  Ints strides = graph::OrFill(win.strides, n, 1);
+  Ints dilations = graph::OrFill(win.dilations, n, 1);
   KILN_RETURN_IF_ERROR(CheckLength(node, "kernel_shape", kernel, n));
   KILN_RETURN_IF_ERROR(CheckLength(node, "strides", strides, n));
   KILN_RETURN_IF_ERROR(CheckLength(node, "dilations", dilations, n));
@@ -87,7 +102,7 @@ absl::StatusOr<BuiltOutputs> BuildWindowOp(ImportContext& ctx, const OnnxNode& n
                                         "strides and dilations must be positive");
     }
   }
-  KILN_ASSIGN_OR_RETURN(Ints pads, ResolvePads(node, in, kernel, strides, dilations));
+  KILN_ASSIGN_OR_RETURN(Ints pads, ResolvePads(node, win, in, kernel, strides, dilations));
   AttrMap a;
   a.Set("kernel_shape", kernel);
   a.Set("strides", strides);
@@ -95,16 +110,16 @@ absl::StatusOr<BuiltOutputs> BuildWindowOp(ImportContext& ctx, const OnnxNode& n
   a.Set("dilations", dilations);
   std::vector<Value*> inputs{x};
   int num_outputs = 1;
-  if (node.op == OpKind::kConv) {
-    a.Set("group", node.attrs.GetInt("group", 1));
+  if (conv) {
+    a.Set("group", conv_attrs.group);
     inputs.push_back(node.input(1));
     if (node.input(2) != nullptr) inputs.push_back(node.input(2));
   } else {
-    a.Set("ceil_mode", node.attrs.GetInt("ceil_mode", 0));
+    a.Set("ceil_mode", int64_t{pool_attrs.ceil_mode});
     if (node.op == OpKind::kAveragePool) {
-      a.Set("count_include_pad", node.attrs.GetInt("count_include_pad", 0));
+      a.Set("count_include_pad", int64_t{pool_attrs.count_include_pad});
     }
-    if (node.op == OpKind::kLpPool) a.Set("p", node.attrs.GetInt("p", 2));
+    if (node.op == OpKind::kLpPool) a.Set("p", pool_attrs.p);
     if (node.proto->output_size() > 1 && !node.proto->output(1).empty() &&
         ctx.IsUsed(node.proto->output(1))) {
       if (node.op != OpKind::kMaxPool) {
@@ -112,7 +127,7 @@ absl::StatusOr<BuiltOutputs> BuildWindowOp(ImportContext& ctx, const OnnxNode& n
       }
       // MaxPool's Indices: flattened index into the input, row-major (storage_order 0) or
       // column-major over the spatial dims (storage_order 1).
-      a.Set("storage_order", node.attrs.GetInt("storage_order", 0));
+      a.Set("storage_order", pool_attrs.storage_order);
       num_outputs = 2;
     }
   }

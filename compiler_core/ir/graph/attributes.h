@@ -1,5 +1,8 @@
 // Node attributes: a name-sorted map of typed values (ONNX attribute kinds INT, FLOAT, STRING,
 // INTS, FLOATS, TENSOR, GRAPH). Sorted so that printing and hashing are deterministic.
+// Code reads a graph-IR node's attributes through the typed structs of op_attrs.h, which state
+// each attribute's kind and default once; the string-keyed getters here serve the ONNX importer
+// for ops it decomposes (ONNX-level attributes of ops outside op_attrs.def).
 #ifndef KILN_COMPILER_CORE_IR_GRAPH_ATTRIBUTES_H_
 #define KILN_COMPILER_CORE_IR_GRAPH_ATTRIBUTES_H_
 

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/ir/graph/shape_rule_util.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -17,14 +18,16 @@ using Types = std::vector<TensorType>;
 using rules::Invalid;
 using rules::ShapeStr;
 
-/// Output spatial sizes of a 2-D window (explicit pads) over `in`.
-absl::StatusOr<Shape> Window2d(const Node& node, const Shape& in, const Shape& kernel) {
-  Shape strides = node.attrs().GetInts("strides", {1, 1});
-  Shape dilations = node.attrs().GetInts("dilations", {1, 1});
-  Shape pads = node.attrs().GetInts("pads", {0, 0, 0, 0});
-  bool ceil_mode = node.attrs().GetInt("ceil_mode", 0) != 0;
-  if (node.attrs().GetString("auto_pad", "NOTSET") != "NOTSET" || strides.size() != 2 ||
-      dilations.size() != 2 || pads.size() != 4 || kernel.size() != 2) {
+/// Output spatial sizes of a 2-D window (explicit pads) over `in`; `a` is the node's ConvAttrs or
+/// PoolAttrs, `ceil_mode` a pool's.
+template <typename WindowAttrs>
+absl::StatusOr<Shape> Window2d(const Node& node, const WindowAttrs& a, const Shape& in,
+                               const Shape& kernel, bool ceil_mode) {
+  const Shape strides = OrFill(a.strides, 2, 1);
+  const Shape dilations = OrFill(a.dilations, 2, 1);
+  const Shape pads = OrFill(a.pads, 4, 0);
+  if (a.auto_pad != AutoPad::kNotSet || strides.size() != 2 || dilations.size() != 2 ||
+      pads.size() != 4 || kernel.size() != 2) {
     return Invalid(node, "a blocked layout needs 2-D explicit strides/dilations/pads");
   }
   Shape out(2);
@@ -41,15 +44,16 @@ absl::StatusOr<Shape> Window2d(const Node& node, const Shape& in, const Shape& k
 }
 
 absl::StatusOr<int64_t> NodeBlock(const Node& node) {
-  int64_t x = LayoutBlock(node.attrs().GetString("layout", ""));
+  int64_t x = LayoutBlock(CommonAttrs::Of(node).layout);
   if (x <= 0) return Invalid(node, "attribute 'layout' must be \"NCHW<x>c\"");
   return x;
 }
 
 absl::StatusOr<Types> TransformRule(const Node& node) {
   const TensorType& in = node.input(0)->type();
-  int64_t src = LayoutBlock(node.attrs().GetString("src_layout", ""));
-  int64_t dst = LayoutBlock(node.attrs().GetString("dst_layout", ""));
+  const LayoutTransformAttrs a = LayoutTransformAttrs::Of(node);
+  int64_t src = LayoutBlock(a.src_layout);
+  int64_t dst = LayoutBlock(a.dst_layout);
   if (src < 0 || dst < 0 || (src == 0) == (dst == 0)) {
     return Invalid(node, "expected src_layout/dst_layout \"NCHW\" and \"NCHW<x>c\"");
   }
@@ -57,7 +61,7 @@ absl::StatusOr<Types> TransformRule(const Node& node) {
     if (in.rank() < 3) return Invalid(node, "expected an input of rank >= 3");
     return Types{BlockedType(in, dst)};
   }
-  int64_t c = node.attrs().GetInt("channels", 0);
+  int64_t c = a.channels;
   if (in.rank() < 4 || in.shape.back() != src || c <= (in.shape[1] - 1) * src ||
       c > in.shape[1] * src) {
     return Invalid(node, absl::StrCat("input ", in.ToString(), " does not hold ", c,
@@ -68,7 +72,7 @@ absl::StatusOr<Types> TransformRule(const Node& node) {
 
 absl::StatusOr<Types> BitcastRule(const Node& node) {
   const TensorType& in = node.input(0)->type();
-  const int64_t to_code = node.attrs().GetInt("to", 0);
+  const int64_t to_code = CastAttrs::Of(node).to;
   std::optional<DType> to = DTypeFromOnnx(static_cast<int>(to_code));
   if (!to || *to == DType::kBool || in.dtype == DType::kBool || in.rank() < 1) {
     return Invalid(node,
@@ -86,57 +90,60 @@ absl::StatusOr<Types> BitcastRule(const Node& node) {
 
 /// The i32 [N, OCb, OH, OW, x] output of a quantized blocked conv of `in` with packed weights
 /// `w` ([OCb, ...]), after checking its optional bias (i32 [OCb * x]).
-absl::StatusOr<Types> QuantConvOutput(const Node& node, const TensorType& in, const Shape& w,
-                                      int64_t x) {
+absl::StatusOr<Types> QuantConvOutput(const Node& node, const ConvAttrs& a, const TensorType& in,
+                                      const Shape& w, int64_t x) {
   if (const Value* b = node.input(2);
       b != nullptr && (b->type().shape != Shape{w[0] * x} || b->type().dtype != DType::kInt32)) {
     return Invalid(node,
                    absl::StrCat("bias ", b->type().ToString(), ", expected i32[", w[0] * x, "]"));
   }
-  KILN_ASSIGN_OR_RETURN(Shape sp, Window2d(node, {in.shape[2], in.shape[3]}, {w[2], w[3]}));
+  KILN_ASSIGN_OR_RETURN(Shape sp,
+                        Window2d(node, a, {in.shape[2], in.shape[3]}, {w[2], w[3]}, false));
   return Types{TensorType{DType::kInt32, {in.shape[0], w[0], sp[0], sp[1], x}}};
 }
 
 /// A "quant"="u8s8" blocked conv: x i32 words [N, ICb, H, W, ICW], w i32 words
 /// [OCb, ICb, KH, KW, ICW, x], group 1; output i32.
-absl::StatusOr<Types> ConvU8S8Rule(const Node& node, int64_t x) {
+absl::StatusOr<Types> ConvU8S8Rule(const Node& node, const ConvAttrs& a, int64_t x) {
   const TensorType& in = node.input(0)->type();
   const TensorType& wt = node.input(1)->type();
   const Shape& w = wt.shape;
-  if (node.attrs().GetString("quant", "") != "u8s8" || node.attrs().GetInt("group", 1) != 1 ||
-      in.dtype != DType::kInt32 || wt.dtype != DType::kInt32 || in.rank() != 5 || w.size() != 6 ||
-      w[5] != x || w[1] != in.shape[1] || w[4] != in.shape[4]) {
+  if (a.quant != Quant::kU8S8 || a.group != 1 || in.dtype != DType::kInt32 ||
+      wt.dtype != DType::kInt32 || in.rank() != 5 || w.size() != 6 || w[5] != x ||
+      w[1] != in.shape[1] || w[4] != in.shape[4]) {
     return Invalid(node,
                    absl::StrCat("a quant=\"u8s8\" conv needs i32 words [N, ICb, H, W, ICW] "
                                 "and [OCb, ICb, KH, KW, ICW, ",
                                 x, "] with group 1, got ", in.ToString(), " and ", wt.ToString()));
   }
-  return QuantConvOutput(node, in, w, x);
+  return QuantConvOutput(node, a, in, w, x);
 }
 
 /// A "quant"="u8" blocked depthwise conv: x uint8 [N, Cb, H, W, x], w i32 [Cb, 1, KH, KW, 1, x];
 /// output i32.
-absl::StatusOr<Types> ConvU8DepthwiseRule(const Node& node, int64_t x) {
+absl::StatusOr<Types> ConvU8DepthwiseRule(const Node& node, const ConvAttrs& a, int64_t x) {
   const TensorType& in = node.input(0)->type();
   const TensorType& wt = node.input(1)->type();
   const Shape& w = wt.shape;
-  if (node.attrs().GetInt("group", 1) == 1 || in.dtype != DType::kUInt8 ||
-      wt.dtype != DType::kInt32 || in.rank() != 5 || in.shape[4] != x || w.size() != 6 ||
-      w[0] != in.shape[1] || w[1] != 1 || w[4] != 1 || w[5] != x) {
+  if (a.group == 1 || in.dtype != DType::kUInt8 || wt.dtype != DType::kInt32 || in.rank() != 5 ||
+      in.shape[4] != x || w.size() != 6 || w[0] != in.shape[1] || w[1] != 1 || w[4] != 1 ||
+      w[5] != x) {
     return Invalid(node, absl::StrCat("a quant=\"u8\" conv needs uint8 [N, Cb, H, W, ", x,
                                       "] and depthwise i32 weights [Cb, 1, KH, KW, 1, ", x,
                                       "], got ", in.ToString(), " and ", wt.ToString()));
   }
-  return QuantConvOutput(node, in, w, x);
+  return QuantConvOutput(node, a, in, w, x);
 }
 
 absl::StatusOr<Types> ConvRule(const Node& node, int64_t x) {
   if (node.input(1) == nullptr) return Invalid(node, "input 1 is missing");
-  if (node.attrs().GetString("quant", "") == "u8") return ConvU8DepthwiseRule(node, x);
-  if (node.attrs().Has("quant")) return ConvU8S8Rule(node, x);
+  const ConvAttrs a = ConvAttrs::Of(node);
+  if (a.quant == Quant::kU8) return ConvU8DepthwiseRule(node, a, x);
+  // Any other "quant", "" included, must be u8s8.
+  if (node.attrs().Has("quant")) return ConvU8S8Rule(node, a, x);
   const TensorType& in = node.input(0)->type();
   const Shape& w = node.input(1)->type().shape;
-  const int64_t group = node.attrs().GetInt("group", 1);
+  const int64_t group = a.group;
   const bool blocked = in.rank() == 5;
   if ((in.rank() != 4 && !blocked) || (blocked && in.shape[4] != x) || w.size() != 6 ||
       w[5] != x) {
@@ -157,7 +164,8 @@ absl::StatusOr<Types> ConvRule(const Node& node, int64_t x) {
     return Invalid(node, absl::StrCat("bias ", b->type().ToString(), ", expected [", w[0] * x,
                                       "]"));
   }
-  KILN_ASSIGN_OR_RETURN(Shape sp, Window2d(node, {in.shape[2], in.shape[3]}, {w[2], w[3]}));
+  KILN_ASSIGN_OR_RETURN(Shape sp,
+                        Window2d(node, a, {in.shape[2], in.shape[3]}, {w[2], w[3]}, false));
   return Types{TensorType{in.dtype, {in.shape[0], w[0], sp[0], sp[1], x}}};
 }
 
@@ -171,8 +179,9 @@ absl::StatusOr<Types> PoolRule(const Node& node, int64_t x) {
   if (node.op() == OpKind::kGlobalAveragePool || node.op() == OpKind::kGlobalMaxPool) {
     out[2] = out[3] = 1;
   } else {
-    KILN_ASSIGN_OR_RETURN(Shape sp, Window2d(node, {in.shape[2], in.shape[3]},
-                                             node.attrs().GetInts("kernel_shape", {})));
+    const PoolAttrs a = PoolAttrs::Of(node);
+    KILN_ASSIGN_OR_RETURN(
+        Shape sp, Window2d(node, a, {in.shape[2], in.shape[3]}, a.kernel_shape, a.ceil_mode));
     out[2] = sp[0];
     out[3] = sp[1];
   }

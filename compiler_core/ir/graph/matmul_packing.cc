@@ -7,13 +7,28 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 
 namespace kiln::graph {
 
 std::string PackedBLayout(int64_t nr) { return absl::StrCat("packed", nr); }
 
+namespace {
+
+// The packed-B attributes of a MatMul or Gemm (op_attrs.def declares them on both).
+std::pair<std::string, int64_t> PackedB(const Node& node) {
+  if (node.op() == OpKind::kGemm) {
+    const GemmAttrs a = GemmAttrs::Of(node);
+    return {a.b_layout, a.b_cols};
+  }
+  const MatMulAttrs a = MatMulAttrs::Of(node);
+  return {a.b_layout, a.b_cols};
+}
+
+}  // namespace
+
 int64_t PackedBPanelWidth(const Node& node) {
-  const std::string layout = node.attrs().GetString("b_layout", "");
+  const std::string layout = PackedB(node).first;
   if (layout.empty()) return 0;
   int64_t nr = 0;
   if (!absl::StartsWith(layout, "packed") ||
@@ -23,7 +38,7 @@ int64_t PackedBPanelWidth(const Node& node) {
   return nr;
 }
 
-int64_t PackedBCols(const Node& node) { return node.attrs().GetInt("b_cols", 0); }
+int64_t PackedBCols(const Node& node) { return PackedB(node).second; }
 
 std::shared_ptr<Tensor> PackMatMulB(const Tensor& b, int64_t nr) {
   const int64_t k = b.type.shape[0], n = b.type.shape[1];

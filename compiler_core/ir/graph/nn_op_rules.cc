@@ -1,4 +1,4 @@
-// Type and shape rules of the NN ops of issue 4 (the "NN ops" section of ops.def). Rules read
+// Type and shape rules of the NN ops (the "NN ops" section of ops.def). Rules read
 // the canonical forms the ONNX importer produces: non-negative "axis", explicit ConvTranspose
 // window attributes (auto_pad and output_shape resolved into "pads").
 #include "compiler_core/ir/graph/nn_op_rules.h"
@@ -8,8 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "compiler_core/ir/graph/shape_rules.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/ir/graph/shape_rule_util.h"
+#include "compiler_core/ir/graph/shape_rules.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::graph {
@@ -40,8 +41,10 @@ absl::Status ExpectSameDType(const Node& node, int i, const TensorType& t, DType
   return absl::OkStatus();
 }
 
-absl::StatusOr<int64_t> AxisAttr(const Node& node, int64_t rank, int64_t default_axis) {
-  int64_t axis = node.attrs().GetInt("axis", default_axis);
+// The "axis" of a LayerNormalization, Hardmax or LpNormalization node, decoded as `axis`:
+// non-negative (the importer normalizes it), the last axis when absent.
+absl::StatusOr<int64_t> AxisAttr(const Node& node, int64_t rank, int64_t axis) {
+  if (!node.attrs().Has("axis")) axis = rank - 1;
   if (axis < 0 || axis >= std::max<int64_t>(rank, 1)) {
     return Invalid(node, absl::StrCat("axis ", axis, " is out of range [0, ", rank, ")"));
   }
@@ -71,7 +74,8 @@ absl::StatusOr<Types> NormRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
   KILN_RETURN_IF_ERROR(ExpectFloat(node, *x));
   if (node.op() == OpKind::kLayerNormalization) {
-    KILN_ASSIGN_OR_RETURN(int64_t axis, AxisAttr(node, x->rank(), x->rank() - 1));
+    KILN_ASSIGN_OR_RETURN(int64_t axis,
+                          AxisAttr(node, x->rank(), LayerNormalizationAttrs::Of(node).axis));
     Shape normalized(x->shape.begin() + std::min<int64_t>(axis, x->rank()), x->shape.end());
     for (int i = 1; i < node.num_inputs(); ++i) {
       const Value* p = node.input(i);
@@ -108,10 +112,12 @@ absl::StatusOr<Types> NormRule(const Node& node) {
 absl::StatusOr<Types> AxisRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
   KILN_RETURN_IF_ERROR(ExpectFloat(node, *x));
-  KILN_RETURN_IF_ERROR(AxisAttr(node, x->rank(), x->rank() - 1).status());
   if (node.op() == OpKind::kLpNormalization) {
-    int64_t p = node.attrs().GetInt("p", 2);
-    if (p != 1 && p != 2) return Invalid(node, absl::StrCat("p must be 1 or 2, got ", p));
+    const LpNormalizationAttrs a = LpNormalizationAttrs::Of(node);
+    KILN_RETURN_IF_ERROR(AxisAttr(node, x->rank(), a.axis).status());
+    if (a.p != 1 && a.p != 2) return Invalid(node, absl::StrCat("p must be 1 or 2, got ", a.p));
+  } else {
+    KILN_RETURN_IF_ERROR(AxisAttr(node, x->rank(), AxisAttrs::Of(node).axis).status());
   }
   return Types{*x};
 }
@@ -122,7 +128,9 @@ absl::StatusOr<Types> LrnRule(const Node& node) {
   if (x->rank() < 2) {
     return Invalid(node, absl::StrCat("input 0 has rank ", x->rank(), ", expected >= 2"));
   }
-  if (node.attrs().GetInt("size", 0) <= 0) return Invalid(node, "attribute 'size' must be > 0");
+  if (LRNAttrs::Of(node).size <= 0) {
+    return Invalid(node, "attribute 'size' must be > 0");
+  }
   return Types{*x};
 }
 
@@ -136,22 +144,24 @@ absl::StatusOr<Types> ConvTransposeRule(const Node& node) {
                                       " are not equal and >= 3"));
   }
   size_t n = x->shape.size() - 2;
-  int64_t group = node.attrs().GetInt("group", 1);
+  const ConvAttrs a = ConvAttrs::Of(node);
+  const int64_t group = a.group;
   if (group <= 0 || w->shape[0] != x->shape[1] || x->shape[1] % group != 0) {
     return Invalid(node, absl::StrCat("input channels ", x->shape[1], " do not match weight ",
                                       w->ToString(), " with group ", group));
   }
   KILN_ASSIGN_OR_RETURN(int64_t m, Mul(node, w->shape[1], group, "output channels"));
-  Shape kernel = node.attrs().GetInts("kernel_shape", Shape(w->shape.begin() + 2, w->shape.end()));
-  Shape strides = node.attrs().GetInts("strides", Shape(n, 1));
-  Shape dilations = node.attrs().GetInts("dilations", Shape(n, 1));
-  Shape pads = node.attrs().GetInts("pads", Shape(2 * n, 0));
-  Shape out_pad = node.attrs().GetInts("output_padding", Shape(n, 0));
+  const Shape kernel =
+      a.kernel_shape.empty() ? Shape(w->shape.begin() + 2, w->shape.end()) : a.kernel_shape;
+  const Shape strides = OrFill(a.strides, n, 1);
+  const Shape dilations = OrFill(a.dilations, n, 1);
+  const Shape pads = OrFill(a.pads, 2 * n, 0);
+  const Shape out_pad = OrFill(a.output_padding, n, 0);
   if (kernel.size() != n || strides.size() != n || dilations.size() != n ||
       pads.size() != 2 * n || out_pad.size() != n) {
     return Invalid(node, "window attributes have the wrong length");
   }
-  if (node.attrs().GetString("auto_pad", "NOTSET") != "NOTSET") {
+  if (a.auto_pad != AutoPad::kNotSet) {
     return Invalid(node, "auto_pad must be resolved to explicit pads");
   }
   if (const Value* b = node.input(2)) {
@@ -205,10 +215,8 @@ absl::StatusOr<Types> NllRule(const Node& node) {
                                         ", expected [", x->shape[1], "]"));
     }
   }
-  std::string reduction = node.attrs().GetString("reduction", "mean");
-  if (reduction == "none") return Types{TensorType{x->dtype, t->shape}};
-  if (reduction != "sum" && reduction != "mean") {
-    return Invalid(node, absl::StrCat("unknown reduction '", reduction, "'"));
+  if (LossAttrs::Of(node).reduction == LossReduction::kNone) {
+    return Types{TensorType{x->dtype, t->shape}};
   }
   return Types{TensorType{x->dtype, {}}};
 }
@@ -222,14 +230,6 @@ absl::StatusOr<Types> GridSampleRule(const Node& node) {
   if (x->rank() != 4 || grid->rank() != 4 || grid->shape[0] != x->shape[0] || grid->shape[3] != 2) {
     return Invalid(node, absl::StrCat("X ", ShapeStr(x->shape), " and grid ", ShapeStr(grid->shape),
                                       " are not [N, C, H, W] and [N, Ho, Wo, 2]"));
-  }
-  std::string mode = node.attrs().GetString("mode", "bilinear");
-  std::string padding = node.attrs().GetString("padding_mode", "zeros");
-  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic") {
-    return Invalid(node, absl::StrCat("unknown mode '", mode, "'"));
-  }
-  if (padding != "zeros" && padding != "border" && padding != "reflection") {
-    return Invalid(node, absl::StrCat("unknown padding_mode '", padding, "'"));
   }
   return Types{TensorType{x->dtype, {x->shape[0], x->shape[1], grid->shape[1], grid->shape[2]}}};
 }
@@ -248,8 +248,8 @@ absl::StatusOr<Types> RoiAlignRule(const Node& node) {
                                       " and batch_indices ", ShapeStr(batch->shape),
                                       " are not [N, C, H, W], [R, 4] and [R]"));
   }
-  int64_t oh = node.attrs().GetInt("output_height", 1);
-  int64_t ow = node.attrs().GetInt("output_width", 1);
+  const RoiAlignAttrs a = RoiAlignAttrs::Of(node);
+  const int64_t oh = a.output_height, ow = a.output_width;
   if (oh <= 0 || ow <= 0) return Invalid(node, "output_height and output_width must be positive");
   return Types{TensorType{x->dtype, {rois->shape[0], x->shape[1], oh, ow}}};
 }
@@ -258,20 +258,26 @@ absl::StatusOr<Types> RoiAlignRule(const Node& node) {
 absl::StatusOr<Types> ResizeTapRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* scales, In(node, 0));
   KILN_RETURN_IF_ERROR(ExpectSameDType(node, 0, *scales, DType::kFloat32));
-  const AttrMap& a = node.attrs();
   const int64_t rank = scales->rank() == 1 ? scales->shape[0] : -1;
-  const int64_t axis = a.GetInt("axis", -1), in = a.GetInt("in", 0), out = a.GetInt("out", 0);
-  const std::string mode = a.GetString("mode", "");
-  const int64_t taps = mode == "nearest" ? 1 : mode == "linear" ? 2 : mode == "cubic" ? 4 : 0;
-  const int64_t tap = a.GetInt("tap", -1);
-  const std::string part = a.GetString("part", "");
+  // Every attribute but the sampling ones is required; an absent one reads (and prints) as a
+  // value no tap has, not as the schema's placeholder default.
+  const ResizeTapAttrs a = ResizeTapAttrs::Of(node);
+  const auto given = [&node](const char* name) { return node.attrs().Has(name); };
+  const int64_t axis = given("axis") ? a.axis : -1, in = given("in") ? a.in : 0;
+  const int64_t out = given("out") ? a.out : 0, tap = given("tap") ? a.tap : -1;
+  const std::string mode = given("mode") ? std::string(AttrEnumName(a.mode)) : "";
+  const std::string part = given("part") ? std::string(AttrEnumName(a.part)) : "";
+  int64_t taps = 0;
+  if (given("mode")) {
+    taps = a.mode == ResizeMode::kNearest ? 1 : a.mode == ResizeMode::kLinear ? 2 : 4;
+  }
   if (rank < 1 || axis < 0 || axis >= rank || in < 1 || out < 1 || taps == 0 || tap < 0 ||
-      tap >= taps || (part != "index" && part != "coeff")) {
+      tap >= taps || !given("part")) {
     return Invalid(node, absl::StrCat("scales ", scales->ToString(), ", axis ", axis, ", in ", in,
                                       ", out ", out, ", mode '", mode, "', tap ", tap, ", part '",
                                       part, "' do not describe a tap"));
   }
-  if (part == "index") return Types{TensorType{DType::kInt64, {out}}};
+  if (a.part == TapPart::kIndex) return Types{TensorType{DType::kInt64, {out}}};
   Shape shape(static_cast<size_t>(rank), 1);
   shape[axis] = out;
   return Types{TensorType{DType::kFloat32, shape}};
@@ -283,14 +289,17 @@ std::vector<int64_t> NormalizedAxes(const Node& node) {
   int64_t rank = node.input(0) ? node.input(0)->type().rank() : 0;
   std::vector<int64_t> axes;
   switch (node.op()) {
-    case OpKind::kLayerNormalization:
-      for (int64_t a = node.attrs().GetInt("axis", rank - 1); a < rank; ++a) axes.push_back(a);
+    case OpKind::kLayerNormalization: {
+      const int64_t axis =
+          node.attrs().Has("axis") ? LayerNormalizationAttrs::Of(node).axis : rank - 1;
+      for (int64_t a = axis; a < rank; ++a) axes.push_back(a);
       break;
+    }
     case OpKind::kInstanceNormalization:
       for (int64_t a = 2; a < rank; ++a) axes.push_back(a);
       break;
     default:
-      axes = node.attrs().GetInts("axes", {0, 2, 3});
+      axes = MeanVarianceNormalizationAttrs::Of(node).axes;
       std::sort(axes.begin(), axes.end());
   }
   return axes;

@@ -13,8 +13,9 @@
 #include "compiler_core/ir/graph/layout_rules.h"
 #include "compiler_core/ir/graph/matmul_packing.h"
 #include "compiler_core/ir/graph/nn_op_rules.h"
-#include "compiler_core/ir/graph/tensor_op_rules.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/ir/graph/shape_rule_util.h"
+#include "compiler_core/ir/graph/tensor_op_rules.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::graph {
@@ -51,14 +52,17 @@ absl::StatusOr<int64_t> NormalizeAxis(const Node& node, int64_t axis, int64_t ra
   return axis < 0 ? axis + rank : axis;
 }
 
-// Values of a constant integer input, or the attribute `attr` when the input is absent.
+// Values of a constant integer input, or `attr_value` (attribute `attr`, decoded by the caller)
+// when the input is absent.
 absl::StatusOr<std::vector<int64_t>> IntsFromInputOrAttr(const Node& node, int i,
-                                                         const std::string& attr, bool* present) {
+                                                         const std::string& attr,
+                                                         const std::vector<int64_t>& attr_value,
+                                                         bool* present) {
   const Value* v = node.input(i);
   *present = true;
   if (v == nullptr) {
     *present = node.attrs().Has(attr);
-    return node.attrs().GetInts(attr);
+    return attr_value;
   }
   if (!v->is_constant()) {
     return absl::UnimplementedError(
@@ -81,8 +85,7 @@ absl::StatusOr<Types> UnaryRule(const Node& node) {
 
 absl::StatusOr<Types> CastRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
-  if (!node.attrs().Has("to")) return Invalid(node, "missing attribute 'to'");
-  int64_t to = node.attrs().GetInt("to", 0);
+  const int64_t to = CastAttrs::Of(node).to;
   std::optional<DType> dt = DTypeFromOnnx(static_cast<int>(to));
   if (!dt) {
     return absl::UnimplementedError(Prefix(node) + absl::StrCat("unsupported cast target ", to));
@@ -130,10 +133,9 @@ absl::StatusOr<Types> BroadcastRule(const Node& node) {
   return Types{TensorType{first->dtype, shape}};
 }
 
-// Spatial attribute with a default of `fill` repeated `n` times; checks its length.
-absl::StatusOr<Shape> SpatialAttr(const Node& node, const std::string& name, size_t n,
-                                  int64_t fill) {
-  Shape v = node.attrs().GetInts(name, Shape(n, fill));
+// Spatial attribute `name`, decoded as `v` (with its default filled in); checks its length.
+absl::StatusOr<Shape> SpatialAttr(const Node& node, const std::string& name, const Shape& v,
+                                  size_t n) {
   if (v.size() != n) {
     return Invalid(node, absl::StrCat("attribute '", name, "' has ", v.size(),
                                       " values, expected ", n));
@@ -141,17 +143,19 @@ absl::StatusOr<Shape> SpatialAttr(const Node& node, const std::string& name, siz
   return v;
 }
 
-// Output spatial sizes of a windowed op (conv, pooling) over x's spatial dims.
-absl::StatusOr<Shape> WindowOutput(const Node& node, const Shape& in, const Shape& kernel,
-                                   bool ceil_mode) {
+// Output spatial sizes of a windowed op (conv, pooling) over x's spatial dims; `a` is the node's
+// ConvAttrs or PoolAttrs.
+template <typename WindowAttrs>
+absl::StatusOr<Shape> WindowOutput(const Node& node, const WindowAttrs& a, const Shape& in,
+                                   const Shape& kernel, bool ceil_mode) {
   size_t n = in.size();
-  std::string auto_pad = node.attrs().GetString("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET") {
+  if (a.auto_pad != AutoPad::kNotSet) {
     return Invalid(node, "auto_pad must be resolved to explicit pads");
   }
-  KILN_ASSIGN_OR_RETURN(Shape strides, SpatialAttr(node, "strides", n, 1));
-  KILN_ASSIGN_OR_RETURN(Shape dilations, SpatialAttr(node, "dilations", n, 1));
-  KILN_ASSIGN_OR_RETURN(Shape pads, SpatialAttr(node, "pads", 2 * n, 0));
+  KILN_ASSIGN_OR_RETURN(Shape strides, SpatialAttr(node, "strides", OrFill(a.strides, n, 1), n));
+  KILN_ASSIGN_OR_RETURN(Shape dilations,
+                        SpatialAttr(node, "dilations", OrFill(a.dilations, n, 1), n));
+  KILN_ASSIGN_OR_RETURN(Shape pads, SpatialAttr(node, "pads", OrFill(a.pads, 2 * n, 0), 2 * n));
   Shape out(n);
   for (size_t i = 0; i < n; ++i) {
     if (strides[i] <= 0 || dilations[i] <= 0 || kernel[i] <= 0 || pads[i] < 0 ||
@@ -184,15 +188,18 @@ absl::StatusOr<Types> ConvRule(const Node& node) {
   KILN_RETURN_IF_ERROR(ExpectRank(node, 1, *w, x->rank()));
   KILN_RETURN_IF_ERROR(ExpectSameDType(node, 1, *w, x->dtype));
   size_t n = x->shape.size() - 2;
-  int64_t group = node.attrs().GetInt("group", 1);
+  const ConvAttrs a = ConvAttrs::Of(node);
+  const int64_t group = a.group;
   int64_t m = w->shape[0];
   if (group <= 0 || CheckedMul(w->shape[1], group) != x->shape[1] || m % group != 0) {
     return Invalid(node, absl::StrCat("input channels ", x->shape[1], " do not match weight ",
                                       w->ToString(), " with group ", group));
   }
   Shape wk(w->shape.begin() + 2, w->shape.end());
-  KILN_ASSIGN_OR_RETURN(Shape kernel, SpatialAttr(node, "kernel_shape", n, 0));
-  if (!node.attrs().Has("kernel_shape")) kernel = wk;
+  Shape kernel = wk;
+  if (node.attrs().Has("kernel_shape")) {
+    KILN_ASSIGN_OR_RETURN(kernel, SpatialAttr(node, "kernel_shape", a.kernel_shape, n));
+  }
   if (kernel != wk) {
     return Invalid(node, absl::StrCat("kernel_shape ", ShapeStr(kernel),
                                       " does not match weight ", w->ToString()));
@@ -205,7 +212,7 @@ absl::StatusOr<Types> ConvRule(const Node& node) {
     KILN_RETURN_IF_ERROR(ExpectSameDType(node, 2, b->type(), x->dtype));
   }
   Shape in(x->shape.begin() + 2, x->shape.end());
-  KILN_ASSIGN_OR_RETURN(Shape spatial, WindowOutput(node, in, kernel, false));
+  KILN_ASSIGN_OR_RETURN(Shape spatial, WindowOutput(node, a, in, kernel, false));
   Shape out{x->shape[0], m};
   out.insert(out.end(), spatial.begin(), spatial.end());
   return Types{TensorType{x->dtype, out}};
@@ -217,11 +224,10 @@ absl::StatusOr<Types> PoolRule(const Node& node) {
     return Invalid(node, absl::StrCat("input 0 has rank ", x->rank(), ", expected at least 3"));
   }
   size_t n = x->shape.size() - 2;
-  if (!node.attrs().Has("kernel_shape")) return Invalid(node, "missing attribute 'kernel_shape'");
-  KILN_ASSIGN_OR_RETURN(Shape kernel, SpatialAttr(node, "kernel_shape", n, 0));
+  const PoolAttrs a = PoolAttrs::Of(node);
+  KILN_ASSIGN_OR_RETURN(Shape kernel, SpatialAttr(node, "kernel_shape", a.kernel_shape, n));
   Shape in(x->shape.begin() + 2, x->shape.end());
-  bool ceil_mode = node.attrs().GetInt("ceil_mode", 0) != 0;
-  KILN_ASSIGN_OR_RETURN(Shape spatial, WindowOutput(node, in, kernel, ceil_mode));
+  KILN_ASSIGN_OR_RETURN(Shape spatial, WindowOutput(node, a, in, kernel, a.ceil_mode));
   Shape out{x->shape[0], x->shape[1]};
   out.insert(out.end(), spatial.begin(), spatial.end());
   Types types{TensorType{x->dtype, out}};
@@ -264,8 +270,8 @@ absl::StatusOr<Types> GemmRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const int64_t nr, CheckPackedB(node, *b));
   if (nr == 0) KILN_RETURN_IF_ERROR(ExpectRank(node, 1, *b, 2));
   KILN_RETURN_IF_ERROR(ExpectSameDType(node, 1, *b, a->dtype));
-  bool ta = node.attrs().GetInt("transA", 0) != 0;
-  bool tb = node.attrs().GetInt("transB", 0) != 0;
+  const GemmAttrs attrs = GemmAttrs::Of(node);
+  const bool ta = attrs.transA, tb = attrs.transB;
   if (nr != 0 && tb) return Invalid(node, "a packed B requires transB=0");
   int64_t m = ta ? a->shape[1] : a->shape[0];
   int64_t ka = ta ? a->shape[0] : a->shape[1];
@@ -344,13 +350,13 @@ absl::StatusOr<Types> BatchNormRule(const Node& node) {
 
 absl::StatusOr<Types> SoftmaxRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
-  KILN_RETURN_IF_ERROR(NormalizeAxis(node, node.attrs().GetInt("axis", -1), x->rank()).status());
+  KILN_RETURN_IF_ERROR(NormalizeAxis(node, AxisAttrs::Of(node).axis, x->rank()).status());
   return Types{*x};
 }
 
 absl::StatusOr<Types> FlattenRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
-  int64_t axis = node.attrs().GetInt("axis", 1);
+  int64_t axis = FlattenAttrs::Of(node).axis;
   if (axis < -x->rank() || axis > x->rank()) {
     return Invalid(node, absl::StrCat("axis ", axis, " is out of range for rank ", x->rank()));
   }
@@ -363,9 +369,10 @@ absl::StatusOr<Types> FlattenRule(const Node& node) {
 absl::StatusOr<Types> ReshapeRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
   bool present = false;
-  KILN_ASSIGN_OR_RETURN(Shape target, IntsFromInputOrAttr(node, 1, "shape", &present));
+  KILN_ASSIGN_OR_RETURN(
+      Shape target, IntsFromInputOrAttr(node, 1, "shape", CommonAttrs::Of(node).shape, &present));
   if (!present) return Invalid(node, "missing target shape");
-  bool allow_zero = node.attrs().GetInt("allowzero", 0) != 0;
+  const bool allow_zero = ReshapeAttrs::Of(node).allowzero;
   Shape out(target.size());
   int infer = -1;
   int64_t known = 1;
@@ -409,7 +416,8 @@ absl::StatusOr<Types> ReshapeRule(const Node& node) {
 absl::StatusOr<Types> SqueezeRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
   bool present = false;
-  KILN_ASSIGN_OR_RETURN(Shape axes, IntsFromInputOrAttr(node, 1, "axes", &present));
+  KILN_ASSIGN_OR_RETURN(
+      Shape axes, IntsFromInputOrAttr(node, 1, "axes", SqueezeAttrs::Of(node).axes, &present));
   std::vector<bool> drop(x->shape.size(), false);
   if (!present) {
     for (size_t i = 0; i < x->shape.size(); ++i) drop[i] = x->shape[i] == 1;
@@ -432,7 +440,8 @@ absl::StatusOr<Types> SqueezeRule(const Node& node) {
 absl::StatusOr<Types> UnsqueezeRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
   bool present = false;
-  KILN_ASSIGN_OR_RETURN(Shape axes, IntsFromInputOrAttr(node, 1, "axes", &present));
+  KILN_ASSIGN_OR_RETURN(
+      Shape axes, IntsFromInputOrAttr(node, 1, "axes", SqueezeAttrs::Of(node).axes, &present));
   if (!present) return Invalid(node, "missing axes");
   int64_t rank = x->rank() + static_cast<int64_t>(axes.size());
   std::vector<bool> inserted(rank, false);
@@ -449,9 +458,10 @@ absl::StatusOr<Types> UnsqueezeRule(const Node& node) {
 
 absl::StatusOr<Types> TransposeRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
-  Shape perm(x->shape.size());
-  for (size_t i = 0; i < perm.size(); ++i) perm[i] = x->rank() - 1 - static_cast<int64_t>(i);
-  perm = node.attrs().GetInts("perm", perm);
+  Shape perm = TransposeAttrs::Of(node).perm;
+  if (perm.empty()) {  // the axes reversed
+    for (int64_t i = x->rank() - 1; i >= 0; --i) perm.push_back(i);
+  }
   if (static_cast<int64_t>(perm.size()) != x->rank()) {
     return Invalid(node, absl::StrCat("perm has ", perm.size(), " entries, expected ",
                                       x->rank()));
@@ -470,9 +480,8 @@ absl::StatusOr<Types> TransposeRule(const Node& node) {
 
 absl::StatusOr<Types> ConcatRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* first, In(node, 0));
-  if (!node.attrs().Has("axis")) return Invalid(node, "missing attribute 'axis'");
   KILN_ASSIGN_OR_RETURN(int64_t axis,
-                        NormalizeAxis(node, node.attrs().GetInt("axis", 0), first->rank()));
+                        NormalizeAxis(node, ConcatAttrs::Of(node).axis, first->rank()));
   if (first->rank() == 0) return Invalid(node, "inputs must have rank >= 1");
   Shape out = first->shape;
   for (int i = 1; i < node.num_inputs(); ++i) {
@@ -517,7 +526,7 @@ absl::StatusOr<Types> RuntimeOperandShape(const Node& node, const TensorType& x,
                                         v->type().ToString()));
     }
   }
-  Shape out = node.attrs().GetInts("shape");
+  const Shape out = CommonAttrs::Of(node).shape;
   if (static_cast<int64_t>(out.size()) != x.rank()) {
     return Invalid(node, absl::StrCat("static shape ", ShapeStr(out), " has rank ", out.size(),
                                       ", the input ", x.rank()));
@@ -540,7 +549,8 @@ absl::StatusOr<Types> PadRule(const Node& node) {
     return RuntimeOperandShape(node, *x, 1, 1, /*no_growth=*/false);
   }
   bool present = false;
-  KILN_ASSIGN_OR_RETURN(Shape pads, IntsFromInputOrAttr(node, 1, "pads", &present));
+  KILN_ASSIGN_OR_RETURN(Shape pads,
+                        IntsFromInputOrAttr(node, 1, "pads", PadAttrs::Of(node).pads, &present));
   if (static_cast<int64_t>(pads.size()) != 2 * x->rank()) {
     return Invalid(node, absl::StrCat("pads has ", pads.size(), " values, expected ",
                                       2 * x->rank()));
@@ -565,7 +575,8 @@ absl::StatusOr<Types> PadRule(const Node& node) {
 absl::StatusOr<Types> ShapeRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
   int64_t r = x->rank();
-  int64_t start = node.attrs().GetInt("start", 0), end = node.attrs().GetInt("end", r);
+  const ShapeAttrs a = ShapeAttrs::Of(node);
+  int64_t start = a.start, end = a.end.value_or(r);
   if (start < 0) start += r;
   if (end < 0) end += r;
   start = std::clamp<int64_t>(start, 0, r);
@@ -581,8 +592,7 @@ absl::StatusOr<Types> GatherRule(const Node& node) {
                                       ", expected i32 or i64"));
   }
   if (x->rank() == 0) return Invalid(node, "input 0 must have rank >= 1");
-  KILN_ASSIGN_OR_RETURN(int64_t axis,
-                        NormalizeAxis(node, node.attrs().GetInt("axis", 0), x->rank()));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, Axis0Attrs::Of(node).axis, x->rank()));
   Shape out(x->shape.begin(), x->shape.begin() + axis);
   out.insert(out.end(), idx->shape.begin(), idx->shape.end());
   out.insert(out.end(), x->shape.begin() + axis + 1, x->shape.end());
@@ -593,10 +603,12 @@ absl::StatusOr<Types> SliceRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
   if (HasRuntimeOperand(node, 1, 4)) return RuntimeOperandShape(node, *x, 1, 4, true);
   bool has_starts = false, has_ends = false, has_axes = false, has_steps = false;
-  KILN_ASSIGN_OR_RETURN(Shape starts, IntsFromInputOrAttr(node, 1, "starts", &has_starts));
-  KILN_ASSIGN_OR_RETURN(Shape ends, IntsFromInputOrAttr(node, 2, "ends", &has_ends));
-  KILN_ASSIGN_OR_RETURN(Shape axes, IntsFromInputOrAttr(node, 3, "axes", &has_axes));
-  KILN_ASSIGN_OR_RETURN(Shape steps, IntsFromInputOrAttr(node, 4, "steps", &has_steps));
+  const SliceAttrs a = SliceAttrs::Of(node);
+  KILN_ASSIGN_OR_RETURN(Shape starts,
+                        IntsFromInputOrAttr(node, 1, "starts", a.starts, &has_starts));
+  KILN_ASSIGN_OR_RETURN(Shape ends, IntsFromInputOrAttr(node, 2, "ends", a.ends, &has_ends));
+  KILN_ASSIGN_OR_RETURN(Shape axes, IntsFromInputOrAttr(node, 3, "axes", a.axes, &has_axes));
+  KILN_ASSIGN_OR_RETURN(Shape steps, IntsFromInputOrAttr(node, 4, "steps", {}, &has_steps));
   if (!has_starts || !has_ends) return Invalid(node, "missing starts or ends");
   if (x->rank() == 0) return Invalid(node, "cannot slice a rank-0 tensor");
   if (!has_axes) {
@@ -633,7 +645,7 @@ absl::StatusOr<Types> SliceRule(const Node& node) {
 }
 
 absl::StatusOr<Types> ConstantRule(const Node& node) {
-  std::shared_ptr<const Tensor> value = node.attrs().GetTensor("value");
+  std::shared_ptr<const Tensor> value = ConstantAttrs::Of(node).value;
   if (value == nullptr) return Invalid(node, "missing tensor attribute 'value'");
   return Types{value->type};
 }
@@ -641,10 +653,12 @@ absl::StatusOr<Types> ConstantRule(const Node& node) {
 // Loop: the carried values keep their types (the body must give each its input's type); each
 // scan output is the body's per-iteration value stacked along a new axis 0 of "scan_length".
 absl::StatusOr<Types> LoopRule(const Node& node) {
-  std::shared_ptr<Graph> body = node.attrs().GetGraph("body");
+  const LoopAttrs a = LoopAttrs::Of(node);
+  std::shared_ptr<Graph> body = a.body;
   if (body == nullptr) return Invalid(node, "missing graph attribute 'body'");
-  const int64_t carried = node.attrs().GetInt("num_carried", -1);
-  const int64_t n = node.attrs().GetInt("scan_length", -1);
+  // "num_carried" is required: absent reads as -1 (an error below), not the schema's 0.
+  const int64_t carried = node.attrs().Has("num_carried") ? a.num_carried : -1;
+  const int64_t n = a.scan_length;
   const int64_t outer = static_cast<int64_t>(node.num_inputs()) - 2 - carried;
   const int64_t scans = static_cast<int64_t>(body->outputs().size()) - 1 - carried;
   if (carried < 0 || outer < 0 || scans < 0 ||
@@ -789,6 +803,8 @@ absl::StatusOr<std::vector<TensorType>> InferOutputTypes(const Node& node) {
     return Invalid(node, absl::StrCat("has ", node.outputs().size(), " outputs, expected at most ",
                                       info.num_outputs));
   }
+  // Attribute kinds and values against op_attrs.def, so rules read them typed.
+  KILN_RETURN_IF_ERROR(VerifyAttrs(node));
   // LayoutTransform and blocked Conv/pool nodes (graph/layout_rules.h).
   if (IsLayoutNode(node)) return InferLayoutTypes(node);
   return Dispatch(node);

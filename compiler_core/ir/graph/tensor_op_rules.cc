@@ -1,4 +1,4 @@
-// Type and shape rules of the tensor, reduction and logic ops (issue 4's section of ops.def).
+// Type and shape rules of the tensor, reduction and logic ops (their section of ops.def).
 // Rules read the canonical forms the ONNX importer produces: reductions carry sorted,
 // non-negative "axes"; Range carries its element count "count" when its inputs are not
 // constant; shape-like operands (Expand's shape, Tile's repeats, TopK's k, OneHot's depth) are
@@ -12,8 +12,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "compiler_core/ir/graph/shape_rules.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/ir/graph/shape_rule_util.h"
+#include "compiler_core/ir/graph/shape_rules.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::graph {
@@ -105,8 +106,9 @@ absl::StatusOr<Types> WhereRule(const Node& node) {
 absl::StatusOr<Types> ReduceRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
   if (node.input(1) != nullptr) return Invalid(node, "axes must be canonicalized to an attribute");
-  bool keep = node.attrs().GetInt("keepdims", 1) != 0;
-  Shape axes = node.attrs().GetInts("axes");
+  const ReduceAttrs attrs = ReduceAttrs::Of(node);
+  const bool keep = attrs.keepdims;
+  const Shape& axes = attrs.axes;
   std::vector<bool> reduced(x->shape.size(), !node.attrs().Has("axes"));
   for (int64_t a : axes) {
     KILN_ASSIGN_OR_RETURN(int64_t n, Axis(node, a, x->rank()));
@@ -126,9 +128,10 @@ absl::StatusOr<Types> ReduceRule(const Node& node) {
 absl::StatusOr<Types> ArgRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
   if (x->rank() == 0) return Invalid(node, "input must have rank >= 1");
-  KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs().GetInt("axis", 0), x->rank()));
+  const ArgMaxAttrs a = ArgMaxAttrs::Of(node);
+  KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, a.axis, x->rank()));
   Shape out = x->shape;
-  if (node.attrs().GetInt("keepdims", 1) != 0) {
+  if (a.keepdims) {
     out[axis] = 1;
   } else {
     out.erase(out.begin() + axis);
@@ -144,7 +147,7 @@ absl::StatusOr<Types> RangeRule(const Node& node) {
     }
   }
   DType dt = node.input(0)->type().dtype;
-  int64_t count = node.attrs().GetInt("count", -1);
+  int64_t count = RangeAttrs::Of(node).count;
   if (count < 0) {
     for (int i = 0; i < 3; ++i) {
       if (!node.input(i)->is_constant()) {
@@ -193,8 +196,9 @@ absl::StatusOr<Types> TileRule(const Node& node) {
 
 absl::StatusOr<Types> SplitRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
-  KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs().GetInt("axis", 0), x->rank()));
-  Shape split = node.attrs().GetInts("split");
+  const SplitAttrs a = SplitAttrs::Of(node);
+  KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, a.axis, x->rank()));
+  Shape split = a.split;
   size_t n = node.outputs().size();
   if (split.empty()) {
     int64_t dim = x->shape[axis], chunk = (dim + n - 1) / n;
@@ -220,14 +224,14 @@ absl::StatusOr<Types> GatherElementsRule(const Node& node) {
   if (idx->rank() != x->rank() || x->rank() == 0) {
     return Invalid(node, "indices must have the data's rank (>= 1)");
   }
-  KILN_RETURN_IF_ERROR(Axis(node, node.attrs().GetInt("axis", 0), x->rank()).status());
+  KILN_RETURN_IF_ERROR(Axis(node, Axis0Attrs::Of(node).axis, x->rank()).status());
   return Types{TensorType{x->dtype, idx->shape}};
 }
 
 absl::StatusOr<Types> GatherNDRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
   KILN_ASSIGN_OR_RETURN(const TensorType* idx, In(node, 1));
-  int64_t b = node.attrs().GetInt("batch_dims", 0);
+  const int64_t b = GatherNDAttrs::Of(node).batch_dims;
   if (idx->rank() < 1 || b < 0 || b >= std::min(x->rank(), idx->rank())) {
     return Invalid(node, "invalid batch_dims or indices rank");
   }
@@ -240,7 +244,7 @@ absl::StatusOr<Types> GatherNDRule(const Node& node) {
 
 absl::StatusOr<Types> SpaceDepthRule(const Node& node, bool to_space) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
-  int64_t bs = node.attrs().GetInt("blocksize", 0);
+  const int64_t bs = DepthToSpaceAttrs::Of(node).blocksize;
   if (x->rank() != 4 || bs <= 0) return Invalid(node, "expected a rank-4 input and blocksize > 0");
   Shape s = x->shape;
   KILN_ASSIGN_OR_RETURN(int64_t bs2, Mul(node, bs, bs, "blocksize^2"));
@@ -269,8 +273,7 @@ absl::StatusOr<Types> OneHotRule(const Node& node) {
                                       " is not a non-negative int64"));
   }
   const int64_t depth = *depth_or;
-  KILN_ASSIGN_OR_RETURN(int64_t axis,
-                        Axis(node, node.attrs().GetInt("axis", -1), idx->rank() + 1));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, AxisAttrs::Of(node).axis, idx->rank() + 1));
   Shape out = idx->shape;
   out.insert(out.begin() + axis, depth);
   return Types{TensorType{values->dtype, out}};
@@ -280,7 +283,7 @@ absl::StatusOr<Types> TopKRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
   KILN_ASSIGN_OR_RETURN(Shape k, ConstInts(node, 1));
   if (k.size() != 1 || x->rank() == 0) return Invalid(node, "k must have one element");
-  KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs().GetInt("axis", -1), x->rank()));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, AxisAttrs::Of(node).axis, x->rank()));
   if (k[0] < 0 || k[0] > x->shape[axis]) return Invalid(node, "k is out of range");
   Shape out = x->shape;
   out[axis] = k[0];
@@ -329,7 +332,7 @@ absl::StatusOr<Shape> DataDependentShape(const Node& node, int64_t rank) {
                    "the output shape depends on the data and the node has no static "
                    "\"shape\"");
   }
-  Shape out = node.attrs().GetInts("shape");
+  const Shape out = CommonAttrs::Of(node).shape;
   if (static_cast<int64_t>(out.size()) != rank) {
     return Invalid(node, absl::StrCat("static shape ", ShapeStr(out), " is not of rank ", rank));
   }
@@ -355,7 +358,7 @@ absl::StatusOr<Types> NonZeroRule(const Node& node) {
 absl::StatusOr<Types> CompressRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
   KILN_ASSIGN_OR_RETURN(const TensorType* c, In(node, 1));
-  KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs().GetInt("axis", 0), x->rank()));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, Axis0Attrs::Of(node).axis, x->rank()));
   if (c->dtype != DType::kBool || c->rank() != 1) {
     return Invalid(node, absl::StrCat("condition has type ", c->ToString(), ", expected bool [c]"));
   }
@@ -373,7 +376,9 @@ absl::StatusOr<Types> CompressRule(const Node& node) {
 absl::StatusOr<Types> UniqueRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
   if (x->rank() < 1) return Invalid(node, "a scalar input is not supported");
-  KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, node.attrs().GetInt("axis", 0), x->rank()));
+  // The importer always sets axis (flattening the input when ONNX gives none).
+  KILN_ASSIGN_OR_RETURN(int64_t axis,
+                        Axis(node, UniqueAttrs::Of(node).axis.value_or(0), x->rank()));
   KILN_ASSIGN_OR_RETURN(Shape out, DataDependentShape(node, x->rank()));
   for (int64_t d = 0; d < x->rank(); ++d) {
     if (d == axis ? (out[d] > x->shape[d] || (out[d] == 0) != (x->shape[d] == 0))
@@ -419,7 +424,7 @@ absl::StatusOr<Types> NonMaxSuppressionRule(const Node& node) {
 absl::StatusOr<Types> RuntimeCheckRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
   KILN_ASSIGN_OR_RETURN(const TensorType* v, In(node, 1));
-  const Shape expected = node.attrs().GetInts("expected");
+  const Shape expected = RuntimeCheckAttrs::Of(node).expected;
   if (v->dtype != DType::kInt64 || v->rank() > 1 ||
       v->NumElements() != static_cast<int64_t>(expected.size())) {
     return Invalid(node, absl::StrCat("value has type ", v->ToString(), " for ", expected.size(),
@@ -432,13 +437,17 @@ absl::StatusOr<Types> RuntimeCheckRule(const Node& node) {
 absl::StatusOr<Types> BoundMaskRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
   KILN_ASSIGN_OR_RETURN(const TensorType* dims, In(node, 1));
-  const int64_t axis = node.attrs().GetInt("axis", -1);
-  const int64_t symbol = node.attrs().GetInt("symbol", -1);
+  // Every attribute but fill and rescale is required: an absent one reads (and prints) as a value
+  // the check below rejects, not as the schema's placeholder default.
+  const BoundMaskAttrs a = BoundMaskAttrs::Of(node);
+  const auto given = [&node](const char* name) { return node.attrs().Has(name); };
+  const int64_t axis = given("axis") ? a.axis : -1;
+  const int64_t symbol = given("symbol") ? a.symbol : -1;
   if (dims->dtype != DType::kInt64 || dims->rank() != 1) {
     return Invalid(node, absl::StrCat("dims has type ", dims->ToString(), ", expected i64[S]"));
   }
-  if (axis < 0 || axis >= x->rank() || symbol < 0 || symbol >= dims->shape[0] ||
-      node.attrs().GetInt("mul", 0) < 1 || node.attrs().GetInt("div", 0) < 1) {
+  if (axis < 0 || axis >= x->rank() || symbol < 0 || symbol >= dims->shape[0] || !given("mul") ||
+      a.mul < 1 || !given("div") || a.div < 1) {
     return Invalid(node, absl::StrCat("axis ", axis, ", symbol ", symbol,
                                       ", mul and div must "
                                       "name a dim of ",
@@ -455,7 +464,7 @@ absl::StatusOr<Types> EinsumRule(const Node& node) {
     shapes.push_back(t->shape);
   }
   KILN_RETURN_IF_ERROR(SameDTypes(node, 0, node.num_inputs() - 1));
-  auto spec = ParseEinsum(node.attrs().GetString("equation", ""), shapes);
+  auto spec = ParseEinsum(EinsumAttrs::Of(node).equation, shapes);
   if (!spec.ok()) return Invalid(node, std::string(spec.status().message()));
   Shape out;
   for (char c : spec->output) out.push_back(spec->size[static_cast<int>(c)]);
@@ -466,8 +475,8 @@ absl::StatusOr<Types> EyeLikeRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
   if (x->rank() != 2) return Invalid(node, "input must have rank 2");
   DType dt = x->dtype;
-  if (node.attrs().Has("dtype")) {
-    std::optional<DType> d = DTypeFromOnnx(static_cast<int>(node.attrs().GetInt("dtype", 1)));
+  if (const std::optional<int64_t> code = EyeLikeAttrs::Of(node).dtype) {
+    std::optional<DType> d = DTypeFromOnnx(static_cast<int>(*code));
     if (!d) return absl::UnimplementedError(Prefix(node) + "unsupported dtype");
     dt = *d;
   }
@@ -476,14 +485,14 @@ absl::StatusOr<Types> EyeLikeRule(const Node& node) {
 
 absl::StatusOr<Types> ConstantOfShapeRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(Shape shape, ConstInts(node, 0));
-  auto value = node.attrs().GetTensor("value");
+  auto value = ConstantOfShapeAttrs::Of(node).value;
   return Types{TensorType{value ? value->type.dtype : DType::kFloat32, shape}};
 }
 
 }  // namespace
 
 std::vector<int64_t> ReductionAxes(const Node& node) {
-  if (node.attrs().Has("axes")) return node.attrs().GetInts("axes");
+  if (node.attrs().Has("axes")) return ReduceAttrs::Of(node).axes;
   std::vector<int64_t> all;
   for (int64_t d = 0; d < node.input(0)->type().rank(); ++d) all.push_back(d);
   return all;

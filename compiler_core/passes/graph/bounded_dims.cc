@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "compiler_core/ir/graph/dtype.h"
 #include "compiler_core/ir/graph/graph_hash.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/passes/graph/pass.h"
 #include "compiler_core/support/sha256.h"
 #include "compiler_core/support/status_macros.h"
@@ -194,9 +195,8 @@ class Analysis {
       merged.min = std::max(merged.min, symbols_[s].min);
     }
     for (Node* mask : masks_) {
-      mask->attrs().Set(
-          "symbol",
-          static_cast<int64_t>(compact[Find(static_cast<int>(mask->attrs().GetInt("symbol", 0)))]));
+      const int symbol = static_cast<int>(graph::BoundMaskAttrs::Of(*mask).symbol);
+      mask->attrs().Set("symbol", static_cast<int64_t>(compact[Find(symbol)]));
     }
     const_cast<Value*>(dims_)->set_type(
         TensorType{DType::kInt64, {static_cast<int64_t>(out.symbols.size())}});
@@ -408,13 +408,12 @@ class Analysis {
     return axes;
   }
 
-  /// Constant integer operand `i` (or attribute `attr`), if any.
-  static std::optional<std::vector<int64_t>> Ints(const Node& node, int i, const char* attr) {
+  /// Constant integer operand `i` (or, when absent, `attr`: the legacy attribute's value, empty
+  /// when it has none), if any.
+  static std::optional<std::vector<int64_t>> Ints(const Node& node, int i,
+                                                  const std::vector<int64_t>& attr) {
     const Value* v = node.input(i);
-    if (v == nullptr) {
-      if (node.attrs().Has(attr)) return node.attrs().GetInts(attr);
-      return std::vector<int64_t>{};
-    }
+    if (v == nullptr) return attr;
     if (!v->is_constant()) return std::nullopt;
     std::vector<int64_t> out;
     for (int64_t k = 0; k < v->type().NumElements(); ++k)
@@ -435,8 +434,9 @@ class Analysis {
     }
     bool ta = false, tb = false;
     if (node.op() == OpKind::kGemm) {
-      ta = node.attrs().GetInt("transA", 0) != 0;
-      tb = node.attrs().GetInt("transB", 0) != 0;
+      const graph::GemmAttrs g = graph::GemmAttrs::Of(node);
+      ta = g.transA;
+      tb = g.transB;
     }
     const int64_t ka = ta ? ra - 2 : ra - 1;
     const int64_t kb = rb == 1 ? 0 : (tb ? rb - 1 : rb - 2);
@@ -508,8 +508,8 @@ class Analysis {
       case OpKind::kBoundMask: {
         // The padding along the masked axis holds the fill: every position is needed.
         Extents e = Get(x);
-        e[node.attrs().GetInt("axis", 0)] =
-            StaticExtents({x->type().shape[node.attrs().GetInt("axis", 0)]})[0];
+        const int64_t axis = graph::BoundMaskAttrs::Of(node).axis;
+        e[axis] = StaticExtents({x->type().shape[axis]})[0];
         Set(node.output(0), std::move(e));
         return absl::OkStatus();
       }
@@ -546,7 +546,7 @@ class Analysis {
       }
       case OpKind::kTranspose: {
         const Extents in = Get(x);
-        std::vector<int64_t> perm = node.attrs().GetInts("perm");
+        std::vector<int64_t> perm = graph::TransposeAttrs::Of(node).perm;
         Extents out;
         for (int64_t p : perm) out.push_back(in[p]);
         Set(node.output(0), std::move(out));
@@ -566,7 +566,7 @@ class Analysis {
       case OpKind::kSoftmax:
       case OpKind::kLogSoftmax: {
         const int64_t rank = x->type().rank();
-        int64_t axis = node.attrs().GetInt("axis", -1);
+        int64_t axis = graph::AxisAttrs::Of(node).axis;
         if (axis < 0) axis += rank;
         KILN_RETURN_IF_ERROR(MaskReduced(node, 0, {axis}, NeutralFill(node.op())));
         Set(node.output(0), Get(node.input(0)));
@@ -586,24 +586,26 @@ class Analysis {
       case OpKind::kArgMin: {
         const int64_t rank = x->type().rank();
         std::vector<int64_t> axes;
+        bool keep = true;
         if (node.op() == OpKind::kArgMax || node.op() == OpKind::kArgMin) {
-          axes = NormalizedAxes({node.attrs().GetInt("axis", 0)}, rank);
-          if (node.attrs().GetInt("select_last_index", 0) != 0 && !IsStatic(Get(x)[axes[0]])) {
+          const graph::ArgMaxAttrs a = graph::ArgMaxAttrs::Of(node);
+          axes = NormalizedAxes({a.axis}, rank);
+          keep = a.keepdims;
+          if (a.select_last_index && !IsStatic(Get(x)[axes[0]])) {
             // The fill ties with an infinite element and the last index would be padding.
             return Unsupported(node, absl::StrCat("select_last_index along dim ", axes[0],
                                                   " of length ", DimText(Get(x)[axes[0]])));
           }
-        } else if (node.attrs().Has("axes")) {
-          axes = NormalizedAxes(node.attrs().GetInts("axes"), rank);
         } else {
-          axes = AllAxes(rank);
+          const graph::ReduceAttrs a = graph::ReduceAttrs::Of(node);
+          axes = node.attrs().Has("axes") ? NormalizedAxes(a.axes, rank) : AllAxes(rank);
+          keep = a.keepdims;
         }
         const Extents in = Get(x);
         // A mean over a bounded dim: the padding masked to 0 and the rest scaled by
         // bound / length, so that the mean over the bound is the mean over the length.
         KILN_RETURN_IF_ERROR(MaskReduced(node, 0, axes, NeutralFill(node.op()),
                                          /*rescale=*/node.op() == OpKind::kReduceMean));
-        const bool keep = node.attrs().GetInt("keepdims", 1) != 0;
         Extents out;
         for (int64_t d = 0; d < rank; ++d) {
           const bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
@@ -618,7 +620,7 @@ class Analysis {
       }
       case OpKind::kLayerNormalization: {
         const Extents in = Get(x);
-        int64_t axis = node.attrs().GetInt("axis", -1);
+        int64_t axis = graph::LayerNormalizationAttrs::Of(node).axis;
         if (axis < 0) axis += x->type().rank();
         for (int64_t d = axis; d < x->type().rank(); ++d) {
           if (!IsStatic(in[d])) {
@@ -672,7 +674,8 @@ class Analysis {
       }
       case OpKind::kConcat:
       case OpKind::kSplit: {
-        const int64_t axis = node.attrs().GetInt("axis", 0);
+        const int64_t axis = node.op() == OpKind::kSplit ? graph::SplitAttrs::Of(node).axis
+                                                         : graph::Axis0Attrs::Of(node).axis;
         std::vector<const Value*> operands;
         for (int i = 0; i < node.num_inputs(); ++i) {
           const Value* v = node.input(i);
@@ -702,8 +705,9 @@ class Analysis {
       }
       case OpKind::kSlice: {
         const Extents in = Get(x);
-        auto starts = Ints(node, 1, "starts"), ends = Ints(node, 2, "ends");
-        auto axes = Ints(node, 3, "axes"), steps = Ints(node, 4, "steps");
+        const graph::SliceAttrs legacy = graph::SliceAttrs::Of(node);  // Slice-1's attributes
+        auto starts = Ints(node, 1, legacy.starts), ends = Ints(node, 2, legacy.ends);
+        auto axes = Ints(node, 3, legacy.axes), steps = Ints(node, 4, {});
         if (!starts || !ends || !axes || !steps) {
           return Unsupported(node, "its starts, ends, axes or steps arrive at run time");
         }
@@ -732,8 +736,8 @@ class Analysis {
         // Padding along a bounded dim would land in the middle of the padded layout.
         const Extents in = Get(x);
         const int64_t rank = x->type().rank();
-        auto pads = Ints(node, 1, "pads");
-        auto axes = Ints(node, 3, "axes");
+        auto pads = Ints(node, 1, graph::PadAttrs::Of(node).pads);  // Pad-2's attribute
+        auto axes = Ints(node, 3, {});
         if (!pads || !axes) return Unsupported(node, "its pads or axes arrive at run time");
         if (axes->empty()) *axes = AllAxes(rank);
         if (pads->size() != 2 * axes->size()) return Unsupported(node, "pads of another length");
@@ -749,12 +753,12 @@ class Analysis {
       }
       case OpKind::kGather: {
         const Extents in = Get(x);
-        int64_t axis = node.attrs().GetInt("axis", 0);
+        int64_t axis = graph::Axis0Attrs::Of(node).axis;
         if (axis < 0) axis += x->type().rank();
         if (!IsStatic(in[axis])) {
           // Constant indices within the shortest length (x[:, 0], the first token) are valid at
           // every length.
-          auto indices = Ints(node, 1, "");
+          auto indices = Ints(node, 1, {});
           bool within = IsPlain(in[axis]) && indices && node.input(1) != nullptr;
           for (size_t i = 0; within && i < indices->size(); ++i) {
             within = (*indices)[i] >= 0 && (*indices)[i] < MinLength(in[axis]);

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "compiler_core/ir/graph/layout_rules.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/passes/graph/rewrite.h"
 #include "compiler_core/passes/graph/u8s8_words.h"
 #include "compiler_core/support/status_macros.h"
@@ -72,8 +73,8 @@ bool Rewrite(Graph& graph, Node& conv, std::unordered_map<const Value*, Value*>&
       conv.output(0)->type().dtype != DType::kInt32) {
     return false;
   }
-  const bool depthwise = conv.attrs().GetInt("group", 1) != 1;
-  const int64_t x = graph::LayoutBlock(conv.attrs().GetString("layout", ""));
+  const bool depthwise = graph::ConvAttrs::Of(conv).group != 1;
+  const int64_t x = graph::LayoutBlock(graph::CommonAttrs::Of(conv).layout);
   const Value* w = conv.input(1);
   const Value* bias = conv.input(2);
   if (x <= 0 || w == nullptr || !w->is_constant() || w->type().rank() != 6 ||
@@ -84,7 +85,7 @@ bool Rewrite(Graph& graph, Node& conv, std::unordered_map<const Value*, Value*>&
   Value* in = conv.input(0);
   Node* lt = u8s8::ProducerIs(in, OpKind::kLayoutTransform);
   if (lt != nullptr) {
-    if (graph::LayoutBlock(lt->attrs().GetString("dst_layout", "")) != x) return false;
+    if (graph::LayoutBlock(graph::LayoutTransformAttrs::Of(*lt).dst_layout) != x) return false;
     in = lt->input(0);
   }
   std::optional<u8s8::U8Operand> op = u8s8::MatchU8Operand(in);

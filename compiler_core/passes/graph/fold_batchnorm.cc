@@ -20,6 +20,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/passes/graph/rewrite.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -75,7 +76,7 @@ std::pair<std::shared_ptr<Tensor>, std::shared_ptr<Tensor>> FoldedWeights(const 
   const Tensor& shift = *bn.input(2)->constant();
   const Tensor& mean = *bn.input(3)->constant();
   const Tensor& var = *bn.input(4)->constant();
-  double eps = bn.attrs().GetFloat("epsilon", 1e-5f);
+  double eps = graph::BatchNormalizationAttrs::Of(bn).epsilon;
   int64_t channels = w.type.shape[0];
   int64_t per_channel = channels == 0 ? 0 : w.type.NumElements() / channels;
 

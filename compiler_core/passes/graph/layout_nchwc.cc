@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/graph/layout_rules.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/passes/graph/rewrite.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -185,20 +186,17 @@ class Converter {
     return n->output(0);
   }
 
-  static bool ExplicitPads(const Node& node) {
-    return node.attrs().GetString("auto_pad", "NOTSET") == "NOTSET";
-  }
-
   Value* ConvertConv(Node& node) {
     Value* in = node.input(0);
     const Value* w = node.input(1);
     const Value* b = node.input(2);
+    const graph::ConvAttrs a = graph::ConvAttrs::Of(node);
     if (!IsPlainBlockable(in) || !IsWordType(in->type().dtype) || w == nullptr ||
         !w->is_constant() || w->type().rank() != 4 || w->type().dtype != in->type().dtype ||
-        (b != nullptr && !b->is_constant()) || !ExplicitPads(node)) {
+        (b != nullptr && !b->is_constant()) || a.auto_pad != graph::AutoPad::kNotSet) {
       return nullptr;
     }
-    const int64_t group = node.attrs().GetInt("group", 1);
+    const int64_t group = a.group;
     const int64_t ic = in->type().shape[1], oc = w->type().shape[0];
     const bool depthwise = group > 1 && group == ic && oc == ic && w->type().shape[1] == 1;
     if (group != 1 && !depthwise) return nullptr;
@@ -215,12 +213,18 @@ class Converter {
   }
 
   Value* ConvertPool(Node& node) {
-    if (!Blocked(node.input(0)) || !ExplicitPads(node)) return nullptr;
+    // MaxPool and AveragePool with explicit pads; the global pools have none.
+    const bool global =
+        node.op() == OpKind::kGlobalAveragePool || node.op() == OpKind::kGlobalMaxPool;
+    if (!Blocked(node.input(0)) ||
+        (!global && graph::PoolAttrs::Of(node).auto_pad != graph::AutoPad::kNotSet)) {
+      return nullptr;
+    }
     return Emit(node, {blocked_[node.input(0)]}, node.attrs());
   }
 
   Value* ConvertConcat(Node& node) {
-    int64_t axis = node.attrs().GetInt("axis", 0);
+    const int64_t axis = graph::Axis0Attrs::Of(node).axis;
     if (axis != 1 && axis != -3) return nullptr;
     std::vector<Value*> inputs;
     for (int i = 0; i < node.num_inputs(); ++i) {

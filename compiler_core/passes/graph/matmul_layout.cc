@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/passes/graph/rewrite.h"
 #include "compiler_core/reference/evaluator.h"
 #include "compiler_core/support/status_macros.h"
@@ -52,7 +53,7 @@ using TransposeCache = std::unordered_map<const Value*, Value*>;
 /// The pattern: Gemm {transB=1} with a constant rank-2 B reads a pre-transposed B instead.
 absl::StatusOr<bool> PretransposeGemmWeight(Node& node, Rewriter& rewriter,
                                             TransposeCache& cache) {
-  if (node.op() != OpKind::kGemm || node.attrs().GetInt("transB", 0) == 0) return false;
+  if (node.op() != OpKind::kGemm || !graph::GemmAttrs::Of(node).transB) return false;
   Value* b = node.input(1);
   if (b == nullptr || !b->is_constant() || b->type().rank() != 2) return false;
   Value*& transposed = cache[b];

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/graph/matmul_packing.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/passes/graph/rewrite.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -30,7 +31,7 @@ using PackCache = std::unordered_map<const Value*, Value*>;
 bool PackWeight(Node& node, Rewriter& rewriter, PackCache& cache, int64_t nr) {
   if (node.op() != OpKind::kGemm && node.op() != OpKind::kMatMul) return false;
   if (graph::PackedBPanelWidth(node) != 0) return false;
-  if (node.op() == OpKind::kGemm && node.attrs().GetInt("transB", 0) != 0) return false;
+  if (node.op() == OpKind::kGemm && graph::GemmAttrs::Of(node).transB) return false;
   if (node.op() == OpKind::kMatMul && node.input(0)->type().rank() < 2) return false;
   Value* b = node.input(1);
   if (b == nullptr || !b->is_constant() || b->type().rank() != 2 ||

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/passes/graph/rewrite.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -68,9 +69,10 @@ bool ForwardTo(Node& node, Value* to, Rewriter& rewriter) {
 }
 
 /// Reads integer parameter `input_index` (a constant input) or, when that input is omitted,
-/// attribute `attr`. Returns nullopt if the input is not constant or neither is present.
+/// `attr` (the legacy attribute's value, nullopt when absent). Returns nullopt if the input is
+/// not constant or neither is present.
 std::optional<std::vector<int64_t>> ConstInts(const Node& node, int input_index,
-                                              const std::string& attr) {
+                                              const std::optional<std::vector<int64_t>>& attr) {
   const Value* v = node.input(input_index);
   if (v != nullptr) {
     if (!v->is_constant()) return std::nullopt;
@@ -79,16 +81,17 @@ std::optional<std::vector<int64_t>> ConstInts(const Node& node, int input_index,
     for (int64_t i = 0; i < t.type.NumElements(); ++i) out[i] = t.GetAsInt64(i);
     return out;
   }
-  if (!node.attrs().Has(attr)) return std::nullopt;
-  return node.attrs().GetInts(attr);
+  return attr;
 }
 
 /// The Transpose permutation of `node` (ONNX default: reversed axes).
 std::vector<int64_t> Permutation(const Node& node) {
   int64_t rank = node.input(0)->type().rank();
+  std::vector<int64_t> perm = graph::TransposeAttrs::Of(node).perm;
+  if (!perm.empty()) return perm;
   std::vector<int64_t> reversed(rank);
   for (int64_t i = 0; i < rank; ++i) reversed[i] = rank - 1 - i;
-  return node.attrs().GetInts("perm", reversed);
+  return reversed;
 }
 
 bool IsIdentityPermutation(const std::vector<int64_t>& perm) {
@@ -98,10 +101,11 @@ bool IsIdentityPermutation(const std::vector<int64_t>& perm) {
   return true;
 }
 
-/// True if every Slice step is a known positive constant (omitted steps are 1).
+/// True if every Slice step is a known positive constant (omitted steps are 1; Slice-1 has no
+/// steps attribute).
 bool HasPositiveSteps(const Node& slice) {
-  if (slice.input(4) == nullptr && !slice.attrs().Has("steps")) return true;
-  std::optional<std::vector<int64_t>> steps = ConstInts(slice, 4, "steps");
+  if (slice.input(4) == nullptr) return true;
+  std::optional<std::vector<int64_t>> steps = ConstInts(slice, 4, std::nullopt);
   if (!steps) return false;
   return std::all_of(steps->begin(), steps->end(), [](int64_t s) { return s > 0; });
 }
@@ -128,7 +132,9 @@ bool IsNoOp(const Graph& graph, const Node& node) {
     case OpKind::kTranspose:
       return IsIdentityPermutation(Permutation(node));
     case OpKind::kPad: {
-      std::optional<std::vector<int64_t>> pads = ConstInts(node, 1, "pads");
+      std::optional<std::vector<int64_t>> legacy;  // Pad-2's attribute
+      if (node.attrs().Has("pads")) legacy = graph::PadAttrs::Of(node).pads;
+      std::optional<std::vector<int64_t>> pads = ConstInts(node, 1, legacy);
       return pads && std::all_of(pads->begin(), pads->end(), [](int64_t p) { return p == 0; });
     }
     case OpKind::kSlice:

@@ -191,7 +191,7 @@ bool HasRuntimeOperand(const graph::Node& node, int first, int last) {
 absl::StatusOr<std::vector<Stmt>> LowerConcat(KernelBuilder& b, const graph::Node& node,
                                               const Epilogue& epi) {
   const int64_t rank = node.output(0)->type().rank();
-  int64_t axis = graph::Axis0Attrs::Of(node).axis;
+  int64_t axis = graph::ConcatAttrs::Of(node).axis;
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank) return NoLowering(node, "this axis");
   std::vector<Stmt> nests;

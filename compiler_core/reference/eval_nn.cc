@@ -184,7 +184,7 @@ TensorVec EvalGlobalPool(const graph::Node& node, const TensorVec& in) {
   bool is_max = node.op() == OpKind::kGlobalMaxPool;
   // GlobalLpPool: (sum of |x|^p)^(1/p) over the plane.
   const bool is_lp = node.op() == OpKind::kGlobalLpPool;
-  const double lp = static_cast<double>(graph::GlobalLpPoolAttrs::Of(node).p);
+  const double lp = is_lp ? static_cast<double>(graph::GlobalLpPoolAttrs::Of(node).p) : 2.0;
   for (int64_t p = 0; p < planes; ++p) {
     double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
     for (int64_t i = 0; i < size; ++i) {

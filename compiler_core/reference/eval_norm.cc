@@ -59,7 +59,9 @@ TensorVec EvalMeanVarNorm(const graph::Node& node, const TensorVec& in) {
   // MeanVarianceNormalization has no epsilon (it adds 1e-9 to the deviation below).
   double eps = node.op() == OpKind::kLayerNormalization
                    ? graph::LayerNormalizationAttrs::Of(node).epsilon
-                   : graph::InstanceNormalizationAttrs::Of(node).epsilon;
+               : node.op() == OpKind::kInstanceNormalization
+                   ? graph::InstanceNormalizationAttrs::Of(node).epsilon
+                   : 1e-5f;  // MeanVarianceNormalization, as the lowering's Epsilon()
   std::vector<double> out(n);
   for (int64_t i = 0; i < n; ++i) {
     int64_t g = group[i];

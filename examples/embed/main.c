@@ -39,7 +39,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   const size_t n = output.num_bytes / sizeof(float);
-  printf("%s (%s): %zu logits\n", argv[1], kiln_model_property(model, "target"), n);
+  /* The target key's CPU, triple and vector width; its feature list follows the fourth ':'. */
+  const char* target = kiln_model_property(model, "target");
+  int shown = 0, colons = 0;
+  while (target[shown] != '\0' && !(target[shown] == ':' && ++colons == 4)) ++shown;
+  printf("%s (%.*s%s): %zu logits\n", argv[1], shown, target, target[shown] ? ":..." : "", n);
   int top[5] = {-1, -1, -1, -1, -1};
   for (int k = 0; k < 5 && k < (int)n; ++k) {
     for (size_t i = 0; i < n; ++i) {

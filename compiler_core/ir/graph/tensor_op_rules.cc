@@ -283,7 +283,7 @@ absl::StatusOr<Types> TopKRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
   KILN_ASSIGN_OR_RETURN(Shape k, ConstInts(node, 1));
   if (k.size() != 1 || x->rank() == 0) return Invalid(node, "k must have one element");
-  KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, AxisAttrs::Of(node).axis, x->rank()));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(node, TopKAttrs::Of(node).axis, x->rank()));
   if (k[0] < 0 || k[0] > x->shape[axis]) return Invalid(node, "k is out of range");
   Shape out = x->shape;
   out[axis] = k[0];

@@ -675,7 +675,7 @@ class Analysis {
       case OpKind::kConcat:
       case OpKind::kSplit: {
         const int64_t axis = node.op() == OpKind::kSplit ? graph::SplitAttrs::Of(node).axis
-                                                         : graph::Axis0Attrs::Of(node).axis;
+                                                         : graph::ConcatAttrs::Of(node).axis;
         std::vector<const Value*> operands;
         for (int i = 0; i < node.num_inputs(); ++i) {
           const Value* v = node.input(i);

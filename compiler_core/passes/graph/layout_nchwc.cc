@@ -224,7 +224,7 @@ class Converter {
   }
 
   Value* ConvertConcat(Node& node) {
-    const int64_t axis = graph::Axis0Attrs::Of(node).axis;
+    const int64_t axis = graph::ConcatAttrs::Of(node).axis;
     if (axis != 1 && axis != -3) return nullptr;
     std::vector<Value*> inputs;
     for (int i = 0; i < node.num_inputs(); ++i) {

@@ -1,6 +1,9 @@
 // The decoders, the validator and the schema table of op_attrs.def.
 #include "compiler_core/ir/graph/op_attrs.h"
 
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
 #include <variant>
 
 #include "absl/strings/str_cat.h"
@@ -108,6 +111,15 @@ std::string NodeWhere(const Node& node) {
 }
 
 const AttrMap& NodeAttrs(const Node& node) { return node.attrs(); }
+
+void CheckAttrSet(const Node& node, const char* set) {
+  if (std::string_view(set) == "Common") return;
+  const AttrSetSpec* own = AttrSetOf(node.op());
+  if (own != nullptr && std::string_view(own->name) == set) return;
+  std::fprintf(stderr, "op_attrs: %sattributes read as %sAttrs; its op's set is %s\n",
+               NodeWhere(node).c_str(), set, own == nullptr ? "none" : own->name);
+  std::abort();
+}
 
 }  // namespace attr_internal
 

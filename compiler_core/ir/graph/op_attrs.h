@@ -137,7 +137,17 @@ std::optional<AttrValue> DefaultValue(const std::shared_ptr<Graph>& v);
 std::optional<AttrValue> DefaultValue(const std::optional<int64_t>& v);
 std::optional<AttrValue> DefaultValue(const std::optional<float>& v);
 const AttrMap& NodeAttrs(const Node& node);
+/// Aborts, naming the node and both sets, when `node`'s op is not in set `set` (and `set` is
+/// not "Common"): a programming error. Only sanitizer and fuzz builds (KILN_CHECK_ATTR_SETS)
+/// call it.
+void CheckAttrSet(const Node& node, const char* set);
 }  // namespace attr_internal
+
+#ifdef KILN_CHECK_ATTR_SETS
+#define KILN_CHECK_ATTR_SET(node, set) attr_internal::CheckAttrSet(node, set)
+#else
+#define KILN_CHECK_ATTR_SET(node, set) static_cast<void>(0)
+#endif
 
 // One struct per attribute set. `From` decodes (attributes of the wrong kind or value read as
 // their default), `Parse` checks first: kInvalidArgument naming `where` (e.g. "node 'c1' (Conv):
@@ -151,7 +161,10 @@ const AttrMap& NodeAttrs(const Node& node);
 #define KILN_REQUIRED_ENUM_ATTR(S, name, E) E name{};
 #define KILN_ATTR_SET_END(S)                                                             \
   static S##Attrs From(const AttrMap& attrs);                                            \
-  static S##Attrs Of(const Node& node) { return From(attr_internal::NodeAttrs(node)); }  \
+  static S##Attrs Of(const Node& node) {                                                 \
+    KILN_CHECK_ATTR_SET(node, #S);                                                       \
+    return From(attr_internal::NodeAttrs(node));                                         \
+  }                                                                                      \
   static absl::StatusOr<S##Attrs> Parse(const AttrMap& attrs, absl::string_view where) { \
     absl::Status s = attr_internal::Check(attrs, #S, where);                             \
     if (!s.ok()) return s;                                                               \

@@ -146,6 +146,18 @@ TEST(OpAttrsTest, EveryOpIsInAtMostOneSetAndEveryDefaultIsASpelling) {
   EXPECT_STREQ(AttrSetOf(OpKind::kConvTranspose)->name, "Conv");
 }
 
+#ifdef KILN_CHECK_ATTR_SETS
+// Sanitizer and fuzz builds abort when code reads a node through another op's struct.
+TEST(OpAttrsDeathTest, ReadingThroughAnotherOpsSetAborts) {
+  Graph g;
+  Value* x = g.AddInput("x", TensorType{DType::kFloat32, {2, 3}});
+  Node* relu = g.AddNode(OpKind::kRelu, "r", {x}, {x->type()});
+  EXPECT_DEATH(ConvAttrs::Of(*relu),
+               "node 'r' \\(Relu\\): attributes read as ConvAttrs; its op's set is none");
+  EXPECT_THAT(CommonAttrs::Of(*relu).shape, IsEmpty());  // the common set fits every op
+}
+#endif
+
 TEST(OpAttrsTest, OrFillGivesRankDependentDefaults) {
   EXPECT_THAT(OrFill({}, 3, 1), ElementsAre(1, 1, 1));
   EXPECT_THAT(OrFill({2, 2}, 2, 1), ElementsAre(2, 2));

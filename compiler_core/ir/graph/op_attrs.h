@@ -138,8 +138,8 @@ std::optional<AttrValue> DefaultValue(const std::optional<int64_t>& v);
 std::optional<AttrValue> DefaultValue(const std::optional<float>& v);
 const AttrMap& NodeAttrs(const Node& node);
 /// Aborts, naming the node and both sets, when `node`'s op is not in set `set` (and `set` is
-/// not "Common"): a programming error. Only sanitizer and fuzz builds (KILN_CHECK_ATTR_SETS)
-/// call it.
+/// not "Common"): a programming error. Only sanitizer builds call it (KILN_SANITIZE defines
+/// KILN_CHECK_ATTR_SETS).
 void CheckAttrSet(const Node& node, const char* set);
 }  // namespace attr_internal
 

@@ -147,7 +147,7 @@ TEST(OpAttrsTest, EveryOpIsInAtMostOneSetAndEveryDefaultIsASpelling) {
 }
 
 #ifdef KILN_CHECK_ATTR_SETS
-// Sanitizer and fuzz builds abort when code reads a node through another op's struct.
+// Sanitizer builds abort when code reads a node through another op's struct.
 TEST(OpAttrsDeathTest, ReadingThroughAnotherOpsSetAborts) {
   Graph g;
   Value* x = g.AddInput("x", TensorType{DType::kFloat32, {2, 3}});

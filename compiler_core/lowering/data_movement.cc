@@ -342,7 +342,7 @@ absl::StatusOr<std::vector<Stmt>> LowerDataMovement(KernelBuilder& b, const grap
                                            : LowerSlice(b, node, epi);
     case OpKind::kTranspose: {
       const graph::Value* xv = node.input(0);
-      std::vector<int64_t> perm = graph::TransposeAttrs::Of(node).perm;
+      std::vector<int64_t> perm = graph::TransposePermutation(node);
       std::vector<int64_t> sorted = perm;
       std::sort(sorted.begin(), sorted.end());
       for (size_t k = 0; k < sorted.size(); ++k) {

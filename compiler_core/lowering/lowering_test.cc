@@ -528,6 +528,8 @@ TEST(LowerDataMovementTest, TransposeGatherSliceReshape) {
   AttrMap perm;
   perm.Set("perm", std::vector<int64_t>{2, 0, 1});
   CheckGroup({g.AddNode(OpKind::kTranspose, "t", {x}, {F32({4, 2, 3})}, perm)}, in);
+  // No perm: ONNX's default, the axes reversed.
+  CheckGroup({g.AddNode(OpKind::kTranspose, "t_default", {x}, {F32({4, 3, 2})})}, in);
 
   Value* idx = g.AddConstant("idx", FromInts({DType::kInt64, {2}}, {-1, 0}));
   AttrMap axis1;

@@ -49,10 +49,7 @@ TensorVec Relabel(const graph::Node& node, const TensorVec& in) {
 TensorVec EvalTranspose(const graph::Node& node, const TensorVec& in) {
   const Tensor& x = *in[0];
   auto out = Tensor::Zeros(node.output(0)->type());
-  Shape perm = graph::TransposeAttrs::Of(node).perm;
-  if (perm.empty()) {
-    for (int64_t i = x.type.rank() - 1; i >= 0; --i) perm.push_back(i);
-  }
+  Shape perm = graph::TransposePermutation(node);
   Shape strides = RowMajorStrides(x.type.shape);
   size_t size = DTypeSize(x.type.dtype);
   ForEachIndex(out->type.shape, [&](int64_t i, const Shape& pos) {

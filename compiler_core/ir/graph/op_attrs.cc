@@ -358,4 +358,12 @@ std::vector<int64_t> OrFill(const std::vector<int64_t>& v, size_t n, int64_t fil
   return std::vector<int64_t>(n, fill);
 }
 
+std::vector<int64_t> TransposePermutation(const Node& node) {
+  std::vector<int64_t> perm = TransposeAttrs::Of(node).perm;
+  if (!perm.empty() || node.input(0) == nullptr) return perm;
+  const int64_t rank = node.input(0)->type().rank();
+  for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
+  return perm;
+}
+
 }  // namespace kiln::graph

@@ -216,6 +216,10 @@ absl::Status VerifyAttrs(const Node& node);
 /// dilations 1, pads 0, per spatial axis).
 std::vector<int64_t> OrFill(const std::vector<int64_t>& v, size_t n, int64_t fill);
 
+/// The permutation of a Transpose node: its `perm`, or, when it has none, the axes of input 0
+/// reversed (ONNX's default).
+std::vector<int64_t> TransposePermutation(const Node& node);
+
 }  // namespace kiln::graph
 
 #endif  // KILN_COMPILER_CORE_IR_GRAPH_OP_ATTRS_H_

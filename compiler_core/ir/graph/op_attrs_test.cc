@@ -158,6 +158,15 @@ TEST(OpAttrsDeathTest, ReadingThroughAnotherOpsSetAborts) {
 }
 #endif
 
+TEST(OpAttrsTest, TransposeWithoutPermReversesTheAxes) {
+  Graph g;
+  Value* x = g.AddInput("x", TensorType{DType::kFloat32, {2, 3, 4}});
+  Node* t = g.AddNode(OpKind::kTranspose, "t", {x}, {TensorType{DType::kFloat32, {4, 3, 2}}});
+  EXPECT_THAT(TransposePermutation(*t), ElementsAre(2, 1, 0));
+  t->attrs().Set("perm", std::vector<int64_t>{1, 0, 2});
+  EXPECT_THAT(TransposePermutation(*t), ElementsAre(1, 0, 2));
+}
+
 TEST(OpAttrsTest, OrFillGivesRankDependentDefaults) {
   EXPECT_THAT(OrFill({}, 3, 1), ElementsAre(1, 1, 1));
   EXPECT_THAT(OrFill({2, 2}, 2, 1), ElementsAre(2, 2));

@@ -458,10 +458,7 @@ absl::StatusOr<Types> UnsqueezeRule(const Node& node) {
 
 absl::StatusOr<Types> TransposeRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
-  Shape perm = TransposeAttrs::Of(node).perm;
-  if (perm.empty()) {  // the axes reversed
-    for (int64_t i = x->rank() - 1; i >= 0; --i) perm.push_back(i);
-  }
+  Shape perm = TransposePermutation(node);
   if (static_cast<int64_t>(perm.size()) != x->rank()) {
     return Invalid(node, absl::StrCat("perm has ", perm.size(), " entries, expected ",
                                       x->rank()));

@@ -546,7 +546,7 @@ class Analysis {
       }
       case OpKind::kTranspose: {
         const Extents in = Get(x);
-        std::vector<int64_t> perm = graph::TransposeAttrs::Of(node).perm;
+        std::vector<int64_t> perm = graph::TransposePermutation(node);
         Extents out;
         for (int64_t p : perm) out.push_back(in[p]);
         Set(node.output(0), std::move(out));

@@ -84,16 +84,6 @@ std::optional<std::vector<int64_t>> ConstInts(const Node& node, int input_index,
   return attr;
 }
 
-/// The Transpose permutation of `node` (ONNX default: reversed axes).
-std::vector<int64_t> Permutation(const Node& node) {
-  int64_t rank = node.input(0)->type().rank();
-  std::vector<int64_t> perm = graph::TransposeAttrs::Of(node).perm;
-  if (!perm.empty()) return perm;
-  std::vector<int64_t> reversed(rank);
-  for (int64_t i = 0; i < rank; ++i) reversed[i] = rank - 1 - i;
-  return reversed;
-}
-
 bool IsIdentityPermutation(const std::vector<int64_t>& perm) {
   for (size_t i = 0; i < perm.size(); ++i) {
     if (perm[i] != static_cast<int64_t>(i)) return false;
@@ -130,7 +120,7 @@ bool IsNoOp(const Graph& graph, const Node& node) {
     case OpKind::kConcat:
       return node.num_inputs() == 1;
     case OpKind::kTranspose:
-      return IsIdentityPermutation(Permutation(node));
+      return IsIdentityPermutation(graph::TransposePermutation(node));
     case OpKind::kPad: {
       std::optional<std::vector<int64_t>> legacy;  // Pad-2's attribute
       if (node.attrs().Has("pads")) legacy = graph::PadAttrs::Of(node).pads;
@@ -170,7 +160,8 @@ absl::StatusOr<bool> MergeTransposes(Node& outer, Rewriter& rewriter) {
   if (outer.op() != OpKind::kTranspose) return false;
   Node* inner = outer.input(0)->producer();
   if (inner == nullptr || inner->op() != OpKind::kTranspose) return false;
-  std::vector<int64_t> p1 = Permutation(*inner), p2 = Permutation(outer);
+  std::vector<int64_t> p1 = graph::TransposePermutation(*inner),
+                       p2 = graph::TransposePermutation(outer);
   if (p1.size() != p2.size()) return false;
   std::vector<int64_t> composed(p2.size());
   for (size_t i = 0; i < p2.size(); ++i) composed[i] = p1[p2[i]];

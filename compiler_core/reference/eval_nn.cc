@@ -25,9 +25,7 @@ struct WindowTable {
   std::vector<int64_t> index;  // num_out * num_kernel
 };
 
-// `a`: the node's graph::ConvAttrs or graph::PoolAttrs.
-template <typename WindowAttrs>
-WindowTable BuildWindow(const WindowAttrs& a, const Shape& in, const Shape& out,
+WindowTable BuildWindow(const graph::SlidingWindowAttrs& a, const Shape& in, const Shape& out,
                         const Shape& kernel) {
   size_t n = in.size();
   Shape strides = graph::OrFill(a.strides, n, 1);
@@ -77,7 +75,8 @@ TensorVec EvalConv(const graph::Node& node, const TensorVec& in) {
   const Shape& xs = in[0]->type.shape;
   const Shape& ws = in[1]->type.shape;
   const graph::ConvAttrs a = graph::ConvAttrs::Of(node);
-  WindowTable win = BuildWindow(a, Spatial(xs), Spatial(ot.shape), Spatial(ws));
+  WindowTable win =
+      BuildWindow(graph::SlidingWindowAttrs::From(a), Spatial(xs), Spatial(ot.shape), Spatial(ws));
   std::vector<double> x = ToDoubles(*in[0]), w = ToDoubles(*in[1]);
   std::vector<double> bias = in.size() > 2 && in[2] ? ToDoubles(*in[2]) : std::vector<double>();
   int64_t batch = xs[0], cin = xs[1], cout = ws[0];
@@ -111,7 +110,8 @@ TensorVec EvalPool(const graph::Node& node, const TensorVec& in) {
   const Shape& xs = in[0]->type.shape;
   const graph::PoolAttrs a = graph::PoolAttrs::Of(node);
   const Shape& kernel = a.kernel_shape;
-  WindowTable win = BuildWindow(a, Spatial(xs), Spatial(ot.shape), kernel);
+  WindowTable win =
+      BuildWindow(graph::SlidingWindowAttrs::From(a), Spatial(xs), Spatial(ot.shape), kernel);
   std::vector<double> x = ToDoubles(*in[0]);
   bool is_max = node.op() == OpKind::kMaxPool;
   bool include_pad = a.count_include_pad;

@@ -26,20 +26,10 @@ absl::Status CheckLength(const OnnxNode& node, const char* attr, const Ints& v, 
   return absl::OkStatus();
 }
 
-// The window attributes Conv and the pools share.
-struct Window {
-  AutoPad auto_pad = AutoPad::kNotSet;
-  Ints kernel_shape, pads, strides, dilations;
-};
-
-template <typename Attrs>
-Window WindowOf(const Attrs& a) {
-  return Window{a.auto_pad, a.kernel_shape, a.pads, a.strides, a.dilations};
-}
-
 // Explicit pads for `win.auto_pad` (NOTSET keeps the pads attribute).
-absl::StatusOr<Ints> ResolvePads(const OnnxNode& node, const Window& win, const Ints& in,
-                                 const Ints& kernel, const Ints& strides, const Ints& dilations) {
+absl::StatusOr<Ints> ResolvePads(const OnnxNode& node, const graph::SlidingWindowAttrs& win,
+                                 const Ints& in, const Ints& kernel, const Ints& strides,
+                                 const Ints& dilations) {
   size_t n = in.size();
   const AutoPad auto_pad = win.auto_pad;
   if (auto_pad == AutoPad::kNotSet) {
@@ -79,7 +69,8 @@ absl::StatusOr<BuiltOutputs> BuildWindowOp(ImportContext& ctx, const OnnxNode& n
   } else {
     KILN_ASSIGN_OR_RETURN(pool_attrs, graph::PoolAttrs::Parse(node.attrs, node.Prefix()));
   }
-  const Window win = conv ? WindowOf(conv_attrs) : WindowOf(pool_attrs);
+  const graph::SlidingWindowAttrs win = conv ? graph::SlidingWindowAttrs::From(conv_attrs)
+                                             : graph::SlidingWindowAttrs::From(pool_attrs);
   Ints kernel;
   if (conv) {
     const TensorType& w = node.input(1)->type();

@@ -18,10 +18,8 @@ using Types = std::vector<TensorType>;
 using rules::Invalid;
 using rules::ShapeStr;
 
-/// Output spatial sizes of a 2-D window (explicit pads) over `in`; `a` is the node's ConvAttrs or
-/// PoolAttrs, `ceil_mode` a pool's.
-template <typename WindowAttrs>
-absl::StatusOr<Shape> Window2d(const Node& node, const WindowAttrs& a, const Shape& in,
+/// Output spatial sizes of a 2-D window (explicit pads) over `in`; `ceil_mode` a pool's.
+absl::StatusOr<Shape> Window2d(const Node& node, const SlidingWindowAttrs& a, const Shape& in,
                                const Shape& kernel, bool ceil_mode) {
   const Shape strides = OrFill(a.strides, 2, 1);
   const Shape dilations = OrFill(a.dilations, 2, 1);
@@ -97,8 +95,8 @@ absl::StatusOr<Types> QuantConvOutput(const Node& node, const ConvAttrs& a, cons
     return Invalid(node,
                    absl::StrCat("bias ", b->type().ToString(), ", expected i32[", w[0] * x, "]"));
   }
-  KILN_ASSIGN_OR_RETURN(Shape sp,
-                        Window2d(node, a, {in.shape[2], in.shape[3]}, {w[2], w[3]}, false));
+  KILN_ASSIGN_OR_RETURN(Shape sp, Window2d(node, SlidingWindowAttrs::From(a),
+                                           {in.shape[2], in.shape[3]}, {w[2], w[3]}, false));
   return Types{TensorType{DType::kInt32, {in.shape[0], w[0], sp[0], sp[1], x}}};
 }
 
@@ -164,8 +162,8 @@ absl::StatusOr<Types> ConvRule(const Node& node, int64_t x) {
     return Invalid(node, absl::StrCat("bias ", b->type().ToString(), ", expected [", w[0] * x,
                                       "]"));
   }
-  KILN_ASSIGN_OR_RETURN(Shape sp,
-                        Window2d(node, a, {in.shape[2], in.shape[3]}, {w[2], w[3]}, false));
+  KILN_ASSIGN_OR_RETURN(Shape sp, Window2d(node, SlidingWindowAttrs::From(a),
+                                           {in.shape[2], in.shape[3]}, {w[2], w[3]}, false));
   return Types{TensorType{in.dtype, {in.shape[0], w[0], sp[0], sp[1], x}}};
 }
 
@@ -180,8 +178,9 @@ absl::StatusOr<Types> PoolRule(const Node& node, int64_t x) {
     out[2] = out[3] = 1;
   } else {
     const PoolAttrs a = PoolAttrs::Of(node);
-    KILN_ASSIGN_OR_RETURN(
-        Shape sp, Window2d(node, a, {in.shape[2], in.shape[3]}, a.kernel_shape, a.ceil_mode));
+    KILN_ASSIGN_OR_RETURN(Shape sp,
+                          Window2d(node, SlidingWindowAttrs::From(a), {in.shape[2], in.shape[3]},
+                                   a.kernel_shape, a.ceil_mode));
     out[2] = sp[0];
     out[3] = sp[1];
   }

@@ -271,12 +271,12 @@ bool KindMatches(const AttrSpec& spec, const AttrValue& v) {
   return false;
 }
 
-// Checks one present attribute against its spec.
-absl::Status CheckValue(const AttrSpec& spec, const std::string& name, const AttrValue& v,
-                        absl::string_view where) {
+// Checks one present attribute against its spec. The error's message lacks the node prefix,
+// which callers add (Prefixed) only when there is an error.
+absl::Status CheckValue(const AttrSpec& spec, const std::string& name, const AttrValue& v) {
   if (!KindMatches(spec, v)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, "attribute '", name, "' is ", ValueKindName(v), "; expected ", AttrKindName(spec)));
+    return absl::InvalidArgumentError(absl::StrCat("attribute '", name, "' is ", ValueKindName(v),
+                                                   "; expected ", AttrKindName(spec)));
   }
   if (spec.kind == AttrKind::kEnum) {
     const std::string& s = std::get<std::string>(v);
@@ -287,30 +287,34 @@ absl::Status CheckValue(const AttrSpec& spec, const std::string& name, const Att
     for (std::string_view sp : spec.enum_info->spellings) {
       quoted.push_back(sp.empty() ? "\"\"" : std::string(sp));
     }
-    return absl::InvalidArgumentError(absl::StrCat(where, "attribute '", name, "' is \"", s,
-                                                   "\"; expected one of ",
-                                                   absl::StrJoin(quoted, ", ")));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attribute '", name, "' is \"", s, "\"; expected one of ", absl::StrJoin(quoted, ", ")));
   }
   if (spec.kind == AttrKind::kBool) {
     const int64_t b = std::get<int64_t>(v);
     if (b != 0 && b != 1) {
       return absl::InvalidArgumentError(
-          absl::StrCat(where, "attribute '", name, "' is ", b, "; expected 0 or 1"));
+          absl::StrCat("attribute '", name, "' is ", b, "; expected 0 or 1"));
     }
   }
   return absl::OkStatus();
 }
 
-// kInvalidArgument "`where`missing attribute 'x'" for the first required attribute of `set`
-// that `attrs` lacks.
-absl::Status CheckRequired(const AttrSetSpec* set, const AttrMap& attrs, absl::string_view where) {
+// kInvalidArgument "missing attribute 'x'" (no prefix) for the first required attribute of
+// `set` that `attrs` lacks.
+absl::Status CheckRequired(const AttrSetSpec* set, const AttrMap& attrs) {
   if (set == nullptr) return absl::OkStatus();
   for (const AttrSpec& a : set->attrs) {
     if (a.required && !attrs.Has(a.name)) {
-      return absl::InvalidArgumentError(absl::StrCat(where, "missing attribute '", a.name, "'"));
+      return absl::InvalidArgumentError(absl::StrCat("missing attribute '", a.name, "'"));
     }
   }
   return absl::OkStatus();
+}
+
+// `status` (an error of CheckValue or CheckRequired) with `where` before its message.
+absl::Status Prefixed(const absl::Status& status, absl::string_view where) {
+  return absl::Status(status.code(), absl::StrCat(where, status.message()));
 }
 
 }  // namespace
@@ -322,10 +326,11 @@ absl::Status Check(const AttrMap& attrs, const char* set, absl::string_view wher
   for (const auto& [name, v] : attrs.items()) {
     const AttrSpec* spec = SpecIn(s, name);
     if (spec == nullptr) continue;  // another set's (Common) or undeclared: VerifyAttrs
-    absl::Status st = CheckValue(*spec, name, v, where);
-    if (!st.ok()) return st;
+    absl::Status st = CheckValue(*spec, name, v);
+    if (!st.ok()) return Prefixed(st, where);
   }
-  return CheckRequired(s, attrs, where);
+  absl::Status st = CheckRequired(s, attrs);
+  return st.ok() ? st : Prefixed(st, where);
 }
 
 }  // namespace attr_internal
@@ -336,26 +341,35 @@ absl::Status VerifyAttrs(const Node& node) {
   for (const auto& [name, v] : node.attrs().items()) {
     const AttrSpec* spec = SpecIn(set, name);
     if (spec == nullptr) spec = SpecIn(common, name);
-    const std::string where = attr_internal::NodeWhere(node);
     if (spec == nullptr) {
       std::vector<std::string> declared;
       if (set != nullptr) {
         for (const AttrSpec& a : set->attrs) declared.push_back(a.name);
       }
       return absl::InvalidArgumentError(absl::StrCat(
-          where, "attribute '", name, "' is not an attribute of ", OpName(node.op()),
+          attr_internal::NodeWhere(node), "attribute '", name, "' is not an attribute of ",
+          OpName(node.op()),
           declared.empty() ? " (it has none)"
                            : absl::StrCat(" (it has ", absl::StrJoin(declared, ", "), ")")));
     }
-    absl::Status st = CheckValue(*spec, name, v, where);
-    if (!st.ok()) return st;
+    absl::Status st = CheckValue(*spec, name, v);
+    if (!st.ok()) return Prefixed(st, attr_internal::NodeWhere(node));
   }
-  return CheckRequired(set, node.attrs(), attr_internal::NodeWhere(node));
+  absl::Status st = CheckRequired(set, node.attrs());
+  return st.ok() ? st : Prefixed(st, attr_internal::NodeWhere(node));
 }
 
 std::vector<int64_t> OrFill(const std::vector<int64_t>& v, size_t n, int64_t fill) {
   if (!v.empty()) return v;
   return std::vector<int64_t>(n, fill);
+}
+
+SlidingWindowAttrs SlidingWindowAttrs::From(const ConvAttrs& a) {
+  return SlidingWindowAttrs{a.auto_pad, a.kernel_shape, a.pads, a.strides, a.dilations};
+}
+
+SlidingWindowAttrs SlidingWindowAttrs::From(const PoolAttrs& a) {
+  return SlidingWindowAttrs{a.auto_pad, a.kernel_shape, a.pads, a.strides, a.dilations};
 }
 
 std::vector<int64_t> TransposePermutation(const Node& node) {

@@ -216,6 +216,17 @@ absl::Status VerifyAttrs(const Node& node);
 /// dilations 1, pads 0, per spatial axis).
 std::vector<int64_t> OrFill(const std::vector<int64_t>& v, size_t n, int64_t fill);
 
+/// The sliding-window attributes that Conv/ConvTranspose (ConvAttrs) and the pools (PoolAttrs)
+/// share, for code that handles both: strides and dilations (1 per spatial axis when empty), pads
+/// ([begins..., ends...], 0 when empty), kernel_shape (a pool's, or a Conv's when given).
+struct SlidingWindowAttrs {
+  AutoPad auto_pad = AutoPad::kNotSet;
+  std::vector<int64_t> kernel_shape, pads, strides, dilations;
+
+  static SlidingWindowAttrs From(const ConvAttrs& a);
+  static SlidingWindowAttrs From(const PoolAttrs& a);
+};
+
 /// The permutation of a Transpose node: its `perm`, or, when it has none, the axes of input 0
 /// reversed (ONNX's default).
 std::vector<int64_t> TransposePermutation(const Node& node);

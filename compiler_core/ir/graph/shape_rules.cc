@@ -143,10 +143,8 @@ absl::StatusOr<Shape> SpatialAttr(const Node& node, const std::string& name, con
   return v;
 }
 
-// Output spatial sizes of a windowed op (conv, pooling) over x's spatial dims; `a` is the node's
-// ConvAttrs or PoolAttrs.
-template <typename WindowAttrs>
-absl::StatusOr<Shape> WindowOutput(const Node& node, const WindowAttrs& a, const Shape& in,
+// Output spatial sizes of a windowed op (conv, pooling) over x's spatial dims.
+absl::StatusOr<Shape> WindowOutput(const Node& node, const SlidingWindowAttrs& a, const Shape& in,
                                    const Shape& kernel, bool ceil_mode) {
   size_t n = in.size();
   if (a.auto_pad != AutoPad::kNotSet) {
@@ -212,7 +210,8 @@ absl::StatusOr<Types> ConvRule(const Node& node) {
     KILN_RETURN_IF_ERROR(ExpectSameDType(node, 2, b->type(), x->dtype));
   }
   Shape in(x->shape.begin() + 2, x->shape.end());
-  KILN_ASSIGN_OR_RETURN(Shape spatial, WindowOutput(node, a, in, kernel, false));
+  KILN_ASSIGN_OR_RETURN(Shape spatial,
+                        WindowOutput(node, SlidingWindowAttrs::From(a), in, kernel, false));
   Shape out{x->shape[0], m};
   out.insert(out.end(), spatial.begin(), spatial.end());
   return Types{TensorType{x->dtype, out}};
@@ -227,7 +226,8 @@ absl::StatusOr<Types> PoolRule(const Node& node) {
   const PoolAttrs a = PoolAttrs::Of(node);
   KILN_ASSIGN_OR_RETURN(Shape kernel, SpatialAttr(node, "kernel_shape", a.kernel_shape, n));
   Shape in(x->shape.begin() + 2, x->shape.end());
-  KILN_ASSIGN_OR_RETURN(Shape spatial, WindowOutput(node, a, in, kernel, a.ceil_mode));
+  KILN_ASSIGN_OR_RETURN(Shape spatial,
+                        WindowOutput(node, SlidingWindowAttrs::From(a), in, kernel, a.ceil_mode));
   Shape out{x->shape[0], x->shape[1]};
   out.insert(out.end(), spatial.begin(), spatial.end());
   Types types{TensorType{x->dtype, out}};

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "compiler_core/importer/onnx/input_shapes.h"
+#include "compiler_core/runtime/manifest_check.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::client {
@@ -135,8 +136,11 @@ absl::StatusOr<std::vector<OutputComparison>> CheckCompiled(const CheckCompile& 
     std::vector<importer::NamedTensor*> feeds = FeedsOf(m, tensors);
     for (int i = 0; i < m.inputs_size(); ++i) {
       if (feeds[i] == nullptr) continue;
-      shapes.push_back(absl::StrCat(m.inputs(i).name(), "=",
-                                    absl::StrJoin(feeds[i]->tensor.type.shape, ",")));
+      // As the runtime takes the file's shape: a one-element tensor for a scalar is the scalar.
+      const std::vector<int64_t> declared(m.inputs(i).shape().begin(), m.inputs(i).shape().end());
+      shapes.push_back(absl::StrCat(
+          m.inputs(i).name(), "=",
+          absl::StrJoin(runtime::FedShape(feeds[i]->tensor.type.shape, declared), ",")));
     }
     const std::string text = absl::StrJoin(shapes, " ");
     if (std::find(compiled_shapes.begin(), compiled_shapes.end(), text) !=

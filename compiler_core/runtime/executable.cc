@@ -363,14 +363,16 @@ struct Executable::Impl {
     return absl::OkStatus();
   }
 
-  /// The variant whose input shapes are those of `inputs` (already checked against the
-  /// model's dtypes and known dims). Errors: kInvalidArgument listing the compiled profiles.
+  /// The variant whose input shapes are those of `inputs` as FedShape takes them (already
+  /// checked against the model's dtypes and known dims). Errors: kInvalidArgument listing the
+  /// compiled profiles.
   absl::StatusOr<Variant*> Select(const std::vector<const Tensor*>& inputs) {
     if (artifact.manifest.profiles_size() == 0) return &variants[0];  // shapes checked
     for (Variant& v : variants) {
       bool match = true;
       for (size_t i = 0; match && i < inputs.size(); ++i) {
-        match = !input_read[i] || inputs[i]->type.shape == v.input_types[i].shape;
+        const std::vector<int64_t>& want = v.input_types[i].shape;
+        match = !input_read[i] || FedShape(inputs[i]->type.shape, want) == want;
       }
       if (match) return &v;
     }
@@ -548,9 +550,10 @@ absl::StatusOr<std::vector<Tensor>> Executable::RunImpl(const std::vector<const 
       feeds[i] = &impl.padded_inputs[i];
       continue;
     }
-    bool shape_ok = t->type.shape.size() == want.shape.size() || !impl.input_read[i];
+    const std::vector<int64_t>& got = FedShape(t->type.shape, want.shape);
+    bool shape_ok = got.size() == want.shape.size() || !impl.input_read[i];
     for (size_t d = 0; shape_ok && impl.input_read[i] && d < want.shape.size(); ++d) {
-      shape_ok = want.shape[d] == -1 || want.shape[d] == t->type.shape[d];
+      shape_ok = want.shape[d] == -1 || want.shape[d] == got[d];
     }
     if (!shape_ok) {
       return absl::InvalidArgumentError(absl::StrCat("input ", i, " ('", name,

@@ -30,13 +30,14 @@ class Executable final : public ModelRunner {
   const kiln::v1::Manifest& manifest() const override;
 
   /// Runs the model. `inputs` must match the manifest's inputs in order, dtype and shape
-  /// (kInvalidArgument naming the input otherwise). An artifact with shape profiles
-  /// (Manifest.profiles) runs the profile whose input shapes equal the inputs'; shapes that
-  /// match no profile are kInvalidArgument listing the compiled profiles. An artifact with
-  /// bounded dims (Manifest.bound_symbols) takes every shape whose dims are within their ranges
-  /// (kInvalidArgument naming the dim and range otherwise); its bounded inputs are copied into
-  /// buffers padded to their bounds. Returns the outputs in manifest order, with the shapes of
-  /// the profile that ran, or, with bounded dims, the shapes the inputs give.
+  /// (kInvalidArgument naming the input otherwise); a one-element tensor ([1], [1,1], ...) fed
+  /// for a scalar input is taken as the scalar (FedShape, manifest_check.h). An artifact with
+  /// shape profiles (Manifest.profiles) runs the profile whose input shapes equal the inputs';
+  /// shapes that match no profile are kInvalidArgument listing the compiled profiles. An
+  /// artifact with bounded dims (Manifest.bound_symbols) takes every shape whose dims are within
+  /// their ranges (kInvalidArgument naming the dim and range otherwise); its bounded inputs are
+  /// copied into buffers padded to their bounds. Returns the outputs in manifest order, with the
+  /// shapes of the profile that ran, or, with bounded dims, the shapes the inputs give.
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<const Tensor*>& inputs) override;
 
   /// Like Run, and also stores each kernel call's wall time in ms in `kernel_ms` (resized to the

@@ -1,6 +1,6 @@
 // Manifest checks shared by the runtimes (CPU executable.cc, CUDA cuda/cuda_executable.cc):
-// validation at load, the run-time shape checks of kernel calls, and the copies between dense
-// tensors and tensors laid out for bounded dims.
+// validation at load, the shapes fed inputs are taken as, the run-time shape checks of kernel
+// calls, and the copies between dense tensors and tensors laid out for bounded dims.
 #include "compiler_core/runtime/manifest_check.h"
 
 #include <cstring>
@@ -48,6 +48,15 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
   std::vector<std::string> dims;
   for (int64_t d : shape) dims.push_back(d == -1 ? "?" : absl::StrCat(d));
   return absl::StrCat("[", absl::StrJoin(dims, ","), "]");
+}
+
+const std::vector<int64_t>& FedShape(const std::vector<int64_t>& fed,
+                                     const std::vector<int64_t>& declared) {
+  if (!declared.empty()) return fed;
+  for (int64_t d : fed) {
+    if (d != 1) return fed;  // no dim is negative: one element means every dim is 1
+  }
+  return declared;
 }
 
 // Checks what Load relies on: binding kinds, indices and bounds, and tensor specs. A manifest

@@ -1,6 +1,7 @@
 // Manifest checks shared by the runtimes (the CPU Executable and the CUDA one): validation at
-// load, the run-time shape checks of kernel calls (ShapeCheck), and the copies between dense
-// tensors and tensors laid out for bounded dims. No LLVM, no CUDA.
+// load, the shapes fed inputs are taken as (FedShape), the run-time shape checks of kernel calls
+// (ShapeCheck), and the copies between dense tensors and tensors laid out for bounded dims. No
+// LLVM, no CUDA.
 #ifndef KILN_COMPILER_CORE_RUNTIME_MANIFEST_CHECK_H_
 #define KILN_COMPILER_CORE_RUNTIME_MANIFEST_CHECK_H_
 
@@ -17,6 +18,15 @@ namespace kiln::runtime {
 
 /// "[2,3]"; a dim that varies by shape profile (-1) prints as "?".
 std::string ShapeString(const std::vector<int64_t>& shape);
+
+/// The shape a runtime takes a tensor of shape `fed` as, fed for a graph input compiled with
+/// shape `declared`: `declared` (the scalar, []) when `declared` is [] and `fed` holds exactly
+/// one element ([1], [1,1], ...), as exporters' wrappers feed scalars (a sample rate as [1]) and
+/// ONNX Runtime runs them (it checks no shape of an input declared with rank 0); otherwise `fed`
+/// itself, for the caller to check against `declared` as it is (a scalar fed for a [1] input
+/// stays refused, as ONNX Runtime refuses it). The one rule for every path that runs inputs.
+const std::vector<int64_t>& FedShape(const std::vector<int64_t>& fed,
+                                     const std::vector<int64_t>& declared);
 
 /// Checks what a runtime relies on: the ABI version, binding kinds, indices and bounds (weights
 /// within `weights_size` bytes, arena and persistent within the manifest's sizes), tensor specs,

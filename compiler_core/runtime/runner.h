@@ -16,8 +16,11 @@ class ModelRunner {
  public:
   virtual ~ModelRunner() = default;
   virtual const kiln::v1::Manifest& manifest() const = 0;
-  /// Runs the model on `inputs` (manifest order); returns the outputs in manifest order.
-  /// Errors: kInvalidArgument for inputs that do not match the manifest; the runtime's own.
+  /// Runs the model on `inputs` (manifest order); returns the outputs in manifest order. A
+  /// one-element tensor ([1], [1,1], ...) fed for an input declared as a scalar ([]) is taken as
+  /// the scalar, as ONNX Runtime takes it (runtime::FedShape, manifest_check.h); any other shape
+  /// must match the manifest's. Errors: kInvalidArgument for inputs that do not match the
+  /// manifest; the runtime's own.
   virtual absl::StatusOr<std::vector<Tensor>> Run(const std::vector<const Tensor*>& inputs) = 0;
 };
 

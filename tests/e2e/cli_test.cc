@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -560,6 +561,52 @@ TEST(CliTest, RuntimeLoopTripCounts) {
   EXPECT_EQ(none_rc, 1);
   EXPECT_EQ(none_out, "kiln: INVALID_ARGUMENT: --constant-input nope: the model has no graph "
                       "input of that name\n");
+}
+
+// tests/data/scalar_rate (scripts/make-scalar-rate-model): a model whose sample rate `sr` is a
+// scalar graph input; test_data_set_0 feeds it as a one-element tensor [1], as a voice-activity
+// model's wrapper does and ONNX Runtime runs, test_data_set_1 as the scalar. kiln check passes
+// both (with --input-shape too, which matches data sets to the compiled shapes), kiln run gives
+// the same output for both on an artifact with shape profiles, and sr fed as [2] is refused with
+// the runtime's error.
+TEST(CliTest, OneElementTensorFeedsAScalarInput) {
+  const std::string dir = "tests/data/scalar_rate";
+  for (const std::string flags : {"", " --input-shape x=3"}) {
+    auto [rc, out] = Kiln("check " + dir + flags);
+    EXPECT_EQ(rc, 0) << flags << "\n" << out;
+    for (const char* line : {"PASS test_data_set_0/y:", "PASS test_data_set_1/y:"}) {
+      EXPECT_NE(out.find(line), std::string::npos) << flags << "\n" << out;
+    }
+    EXPECT_EQ(out.find("SKIP"), std::string::npos) << flags << "\n" << out;
+  }
+  const fs::path tmp = fs::temp_directory_path() / ("kiln_cli_scalar_" + std::to_string(getpid()));
+  fs::create_directories(tmp);
+  const std::string artifact = (tmp / "rate.kiln").string();
+  auto [compile_rc, compile_out] = Kiln("compile " + dir + "/model.onnx -o " + artifact +
+                                        " --input-shape x=3 --input-shape x=4");
+  ASSERT_EQ(compile_rc, 0) << compile_out;
+  const std::string x = " --input x=" + dir + "/test_data_set_0/input_0.pb";
+  std::vector<Tensor> outputs;
+  for (int k : {0, 1}) {
+    const fs::path out_dir = tmp / absl::StrCat("out", k);
+    auto [rc, out] = Kiln(absl::StrCat("run ", artifact, x, " --input sr=", dir, "/test_data_set_",
+                                       k, "/input_1.pb --output-dir ", out_dir.string()));
+    ASSERT_EQ(rc, 0) << out;
+    auto y = importer::ReadTensorFile((out_dir / "y.pb").string());
+    ASSERT_TRUE(y.ok()) << y.status();
+    outputs.push_back(y->tensor);
+  }
+  EXPECT_EQ(outputs[0].type, (TensorType{DType::kFloat32, {3}}));
+  EXPECT_EQ(outputs[0].type, outputs[1].type);
+  EXPECT_EQ(outputs[0].bytes, outputs[1].bytes);
+  std::shared_ptr<Tensor> two = Tensor::Zeros(TensorType{DType::kInt64, {2}});
+  const std::string two_file = (tmp / "sr_two.pb").string();
+  ASSERT_TRUE(importer::WriteTensorFile(two_file, "sr", *two).ok());
+  auto [bad_rc, bad_out] = Kiln("run " + artifact + x + " --input sr=" + two_file +
+                                " --output-dir " + (tmp / "bad").string());
+  EXPECT_EQ(bad_rc, 1);
+  EXPECT_EQ(bad_out, "kiln: INVALID_ARGUMENT: input 1 ('sr'): expected shape [], got [2]\n");
+  fs::remove_all(tmp);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_join.h"
 #include "compiler_core/ir/graph/tensor.h"
 #include "compiler_core/pipeline/compile.h"
 #include "compiler_core/runtime/executable.h"
@@ -94,9 +95,8 @@ std::vector<float> Floats(const Tensor& t) {
 
 class EdgeShapesTest : public ::testing::Test {
  protected:
-  /// Compiles `b`'s model for the host and runs it on `inputs`.
-  static absl::StatusOr<std::vector<Tensor>> CompileAndRun(const ModelBuilder& b,
-                                                           const std::vector<Tensor>& inputs) {
+  /// Compiles `b`'s model for the host and loads it.
+  static absl::StatusOr<std::unique_ptr<runtime::Executable>> Compile(const ModelBuilder& b) {
     fs::path path = fs::temp_directory_path() /
                     ("kiln_edge_" + std::to_string(getpid()) + "_" +
                      ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".onnx");
@@ -104,11 +104,23 @@ class EdgeShapesTest : public ::testing::Test {
     auto compiled = pipeline::CompileModelFile(path.string(), pipeline::CompileOptions{});
     fs::remove(path);
     if (!compiled.ok()) return compiled.status();
-    auto exe = runtime::Executable::Load(compiled->artifact);
-    if (!exe.ok()) return exe.status();
+    return runtime::Executable::Load(compiled->artifact);
+  }
+
+  /// Runs `exe` on `inputs`.
+  static absl::StatusOr<std::vector<Tensor>> Run(runtime::Executable& exe,
+                                                 const std::vector<Tensor>& inputs) {
     std::vector<const Tensor*> ptrs;
     for (const Tensor& t : inputs) ptrs.push_back(&t);
-    return (*exe)->Run(ptrs);
+    return exe.Run(ptrs);
+  }
+
+  /// Compiles `b`'s model for the host and runs it on `inputs`.
+  static absl::StatusOr<std::vector<Tensor>> CompileAndRun(const ModelBuilder& b,
+                                                           const std::vector<Tensor>& inputs) {
+    auto exe = Compile(b);
+    if (!exe.ok()) return exe.status();
+    return Run(**exe, inputs);
   }
 
   /// Compiles `b`'s model, runs it on `inputs` and checks each output's shape and values.
@@ -164,6 +176,56 @@ TEST_F(EdgeShapesTest, ScalarAddAndRelu) {
   b.Output({"sum", {}});
   b.Output({"relu", {}});
   Check(b, {F32({}, {-1.5f}), F32({}, {4.0f})}, {F32({}, {2.5f}), F32({}, {0.0f})});
+}
+
+// A scalar graph input fed as a one-element tensor ([1], [1,1]), as exporters' wrappers feed a
+// voice-activity model's sample rate and ONNX Runtime runs it: taken as the scalar, with the
+// same outputs bit for bit. Any other shape for it keeps its error, and so does a scalar fed for
+// an input declared [1] (ONNX Runtime refuses that too).
+TEST_F(EdgeShapesTest, OneElementTensorFeedsAScalarInput) {
+  ModelBuilder b;
+  b.Input({"x", {3}});
+  b.Input({"sr", {}, onnx::TensorProto::INT64});
+  b.Input({"gain", {1}});
+  auto* cast = b.Node("Cast", {"sr"}, {"srf"});
+  ModelBuilder::IntAttr(cast, "to", onnx::TensorProto::FLOAT);
+  b.Node("Mul", {"x", "srf"}, {"scaled"});
+  b.Node("Mul", {"scaled", "gain"}, {"y"});
+  b.Output({"y", {3}});
+  auto exe = Compile(b);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  auto sr = [](const Shape& shape, int64_t rate) {
+    Tensor t;
+    t.type = TensorType{DType::kInt64, shape};
+    t.bytes.resize(static_cast<size_t>(t.type.NumBytes()));
+    for (size_t i = 0; i < t.bytes.size(); i += sizeof rate) {
+      std::memcpy(t.bytes.data() + i, &rate, sizeof rate);
+    }
+    return t;
+  };
+  const Tensor x = F32({3}, {1, -2, 0.5f}), gain = F32({1}, {0.25f});
+  auto scalar = Run(**exe, {x, sr({}, 16000), gain});
+  ASSERT_TRUE(scalar.ok()) << scalar.status();
+  ASSERT_EQ(scalar->size(), 1u);
+  EXPECT_EQ((*scalar)[0].type, (TensorType{DType::kFloat32, {3}}));
+  EXPECT_EQ(Floats((*scalar)[0]), (std::vector<float>{4000, -8000, 2000}));
+  for (const Shape& one : {Shape{1}, Shape{1, 1}}) {
+    auto fed = Run(**exe, {x, sr(one, 16000), gain});
+    ASSERT_TRUE(fed.ok()) << fed.status();
+    ASSERT_EQ(fed->size(), 1u);
+    EXPECT_EQ((*fed)[0].type, (*scalar)[0].type);
+    EXPECT_EQ((*fed)[0].bytes, (*scalar)[0].bytes);
+  }
+  for (const Shape& other : {Shape{2}, Shape{0}, Shape{1, 2}}) {
+    auto refused = Run(**exe, {x, sr(other, 16000), gain});
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(refused.status().message(),
+              "input 1 ('sr'): expected shape [], got [" + absl::StrJoin(other, ",") + "]");
+  }
+  auto scalar_for_vector = Run(**exe, {x, sr({}, 16000), F32({}, {0.25f})});
+  ASSERT_FALSE(scalar_for_vector.ok());
+  EXPECT_EQ(scalar_for_vector.status().message(), "input 2 ('gain'): expected shape [1], got []");
 }
 
 TEST_F(EdgeShapesTest, ReduceSumToScalar) {

@@ -226,7 +226,8 @@ class Model:
         Args:
             inputs: {input name: array}; every input once. Arrays are numpy arrays of the
                 input's dtype (others are converted with numpy.asarray to it), row-major:
-                they are made C-contiguous (a copy only when they are not).
+                they are made C-contiguous (a copy only when they are not). An input declared
+                as a scalar (shape ()) also takes a one-element array (shape (1,), (1, 1), ...).
 
         Returns {output name: numpy array} for every output, each a fresh array of the
         output's dtype and the shape this run produced.

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import kiln
-from helpers import SQUEEZENET, Kilnd, need_binaries
+from helpers import REPO, SQUEEZENET, Kilnd, need_binaries
 
 # The C++ checker's tolerance (client/check_data.h, Tolerance): |got - want| <= atol + rtol*|want|.
 RTOL, ATOL = 1e-3, 1e-4
@@ -111,6 +111,31 @@ def test_run_errors(compiled):
         assert e.value.code == "INVALID_ARGUMENT"
     with pytest.raises(kiln.KilnError, match="model was closed"):
         model.run({"input": x})
+
+
+def test_run_one_element_array_for_a_scalar_input(client):
+    # tests/data/scalar_rate: y = x * float(sr), sr an int64 scalar (rank 0) that the model's own
+    # wrapper feeds as np.array([16000]), which ONNX Runtime runs (test_data_set_0; _1 feeds the
+    # scalar). Taken as the scalar: the same output bit for bit; two elements stay refused.
+    data = REPO / "tests" / "data" / "scalar_rate"
+    x = read_tensor(data / "test_data_set_0" / "input_0.pb")
+    want = read_tensor(data / "test_data_set_0" / "output_0.pb")
+    one = read_tensor(data / "test_data_set_0" / "input_1.pb")
+    scalar = read_tensor(data / "test_data_set_1" / "input_1.pb")
+    assert one.shape == (1,) and scalar.shape == ()
+    with kiln.load(client.compile(data / "model.onnx", input_shapes={"x": [3]})) as model:
+        assert [(i.name, i.dtype, i.shape) for i in model.inputs] == [
+            ("x", np.float32, (3,)), ("sr", np.int64, ())]
+        got = model.run({"x": x, "sr": scalar})["y"]
+        np.testing.assert_array_equal(got, want)
+        for sr in (one, one.reshape(1, 1), [16000]):
+            fed = model.run({"x": x, "sr": sr})["y"]
+            assert fed.dtype == got.dtype and fed.shape == got.shape
+            assert fed.tobytes() == got.tobytes()
+        with pytest.raises(kiln.KilnError) as e:
+            model.run({"x": x, "sr": np.array([16000, 8000], np.int64)})
+        assert e.value.code == "INVALID_ARGUMENT"
+        assert e.value.message == "input 1 ('sr'): expected shape [], got [2]"
 
 
 def test_load_errors(tmp_path):

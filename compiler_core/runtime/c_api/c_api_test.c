@@ -1,6 +1,7 @@
 /* runtime_c_api_test DATA_DIR: the embeddable runtime through its C ABI only, from C.
  * DATA_DIR is made by prepare_test_data.sh: SqueezeNet 1.1 compiled for this host and for
- * cpu:sapphirerapids, and the stored input and PyTorch reference output as raw f32.
+ * cpu:sapphirerapids, the stored input and PyTorch reference output as raw f32, and a tiny model
+ * with a scalar input.
  * Prints one line per check and "N passed, N failed"; exits 1 if any check failed. */
 #include <kiln/kiln_runtime.h>
 #include <math.h>
@@ -83,6 +84,51 @@ static void check_cpu_features(const char* dir, const char* file, const char* cp
     CHECK(strstr(kiln_last_error(), feature) != NULL && strstr(kiln_last_error(), want) != NULL,
           "cpu:%s message '%s'", cpu, kiln_last_error());
   }
+  kiln_model_free(model);
+}
+
+/* scalar.kiln (tests/data/scalar_rate): y = x * float(sr), x f32[3] and sr an i64 scalar (rank
+ * 0). sr fed as a one-element tensor ({1}, {1,1}), as a voice-activity model's wrapper feeds its
+ * sample rate, is taken as the scalar: the same output bit for bit; {2} is refused with the
+ * runtime's error. */
+static void check_scalar_input(const char* dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/scalar.kiln", dir);
+  kiln_model* model = NULL;
+  kiln_status s = kiln_model_load_file(path, NULL, &model);
+  CHECK(s == KILN_OK && model != NULL, "scalar.kiln: status %d", s);
+  if (model == NULL) return;
+  kiln_tensor_info info;
+  CHECK(kiln_model_input(model, 1, &info) == KILN_OK && strcmp(info.name, "sr") == 0 &&
+            info.rank == 0,
+        "input 1 of scalar.kiln is not the scalar sr");
+  static const float x[3] = {1.0f, -2.0f, 0.5f};
+  static const int64_t x_shape[1] = {3}, ones[2] = {1, 1}, two[1] = {2};
+  static const int64_t rate[2] = {16000, 16000};
+  float want[3] = {0}, got[3];
+  kiln_tensor in[2] = {{"x", KILN_DTYPE_FLOAT32, x_shape, 1, x, sizeof x},
+                       {"sr", KILN_DTYPE_INT64, NULL, 0, rate, sizeof rate[0]}};
+  kiln_output o = {"y", want, sizeof want};
+  s = kiln_model_run(model, in, 2, &o, 1);
+  CHECK(s == KILN_OK && o.rank == 1 && o.shape[0] == 3 && want[0] == 16000.0f &&
+            want[1] == -32000.0f && want[2] == 8000.0f,
+        "sr fed as a scalar: status %d, y = [%g, %g, %g]", s, want[0], want[1], want[2]);
+  for (size_t rank = 1; rank <= 2; ++rank) {
+    in[1].shape = ones;
+    in[1].rank = rank;
+    memset(got, 0, sizeof got);
+    o.data = got;
+    s = kiln_model_run(model, in, 2, &o, 1);
+    CHECK(s == KILN_OK && o.rank == 1 && o.shape[0] == 3 && memcmp(got, want, sizeof got) == 0,
+          "sr fed as a one-element tensor of rank %zu: status %d", rank, s);
+  }
+  in[1].shape = two;
+  in[1].rank = 1;
+  in[1].num_bytes = sizeof rate;
+  s = kiln_model_run(model, in, 2, &o, 1);
+  CHECK(s == KILN_INVALID_ARGUMENT &&
+            strcmp(kiln_last_error(), "input 1 ('sr'): expected shape [], got [2]") == 0,
+        "sr fed as [2]: status %d", s);
   kiln_model_free(model);
 }
 
@@ -251,6 +297,7 @@ int main(int argc, char** argv) {
 
   kiln_model_free(model);
   kiln_model_free(NULL);
+  check_scalar_input(dir);
   free(input);
   free(reference);
   printf("runtime_c_api_test: %d passed, %d failed\n", passed, failed);

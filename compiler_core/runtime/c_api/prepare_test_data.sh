@@ -5,6 +5,8 @@
 #   squeezenet_bdver4.kiln the same for cpu:bdver4 (AMD Excavator: XOP and FMA4, which no
 #                          current x86-64 CPU has)
 #   input_0.bin, output_0.bin   the stored input and PyTorch reference output as raw f32
+#   scalar.kiln            tests/data/scalar_rate (y = x * float(sr), sr an i64 scalar) compiled
+#                          for x f32[3]
 # usage: prepare_test_data.sh BIN_DIR OUT_DIR
 set -euo pipefail
 bin=$1
@@ -26,3 +28,4 @@ for name in ("input_0", "output_0"):
         t.ParseFromString(f.read())
     numpy_helper.to_array(t).astype("<f4").tofile(f"{out}/{name}.bin")
 PY
+"$bin/kiln" compile tests/data/scalar_rate/model.onnx --input-shape x=3 -o "$out/scalar.kiln"

@@ -252,7 +252,8 @@ struct CudaExecutable::Impl {
     return absl::OkStatus();
   }
 
-  // Checks `inputs` against the manifest and picks the variant whose shapes they match.
+  // Checks `inputs` against the manifest and picks the variant whose shapes they match (as
+  // FedShape takes them: a one-element tensor for a scalar input).
   absl::StatusOr<Variant*> Select(const std::vector<const Tensor*>& in) {
     const kiln::v1::Manifest& m = artifact.manifest;
     if (static_cast<int>(in.size()) != m.inputs_size()) {
@@ -278,7 +279,8 @@ struct CudaExecutable::Impl {
     for (Variant& v : variants) {
       bool match = true;
       for (size_t i = 0; match && i < in.size(); ++i) {
-        match = in[i]->type.shape == v.input_types[i].shape;
+        const std::vector<int64_t>& want = v.input_types[i].shape;
+        match = FedShape(in[i]->type.shape, want) == want;
       }
       if (match) return &v;
     }

@@ -111,7 +111,9 @@ typedef struct kiln_tensor_info {
 
 /* An input to kiln_model_run: caller-owned data, row-major. name NULL means "the input at this
  * position, in the order kiln_model_input lists them"; otherwise inputs are matched by name and
- * may come in any order. num_bytes must equal the product of shape times the element size. */
+ * may come in any order. num_bytes must equal the product of shape times the element size.
+ * An input declared as a scalar (rank 0) also takes a one-element tensor (shape {1}, {1,1}, ...)
+ * as the scalar, as ONNX Runtime does; the shape must otherwise be the input's. */
 typedef struct kiln_tensor {
   const char* name;
   kiln_dtype dtype;

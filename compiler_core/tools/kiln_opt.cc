@@ -4,7 +4,7 @@
 // -print-ir-after).
 //
 //   kiln-opt [-passes=a,b,c] [-split-input-file] [-print-ir-after=a,b|all] [-verify-each=0|1]
-//            [-int8-dot4=0|1] [-schedule=FILE] [-schedule-text=STEPS]
+//            [-int8-dot4=0|1] [-symbolic-dims] [-schedule=FILE] [-schedule-text=STEPS]
 //            [-target=T [-default-schedule] [-emit=llvm|ptx]] [FILE|-]
 #include <fstream>
 #include <iostream>
@@ -43,6 +43,8 @@ constexpr char kUsage[] =
     "  -split-input-file      split the input at '// -----' lines; process each part alone\n"
     "  -print-ir-after=a,b    print the IR to stderr after these passes ('all' for every pass)\n"
     "  -verify-each=0|1       verify the input and the IR after each pass (default: 1)\n"
+    "  -symbolic-dims         ONNX input: keep dynamic input dims symbolic (dim_params become\n"
+    "                         symbols) instead of refusing them\n"
     "  -int8-dot4=0|1         the target has a u8 x s8 dot product (VNNI): enables conv-u8s8 and\n"
     "                         matmul-u8s8 (default: 0)\n"
     "  -schedule=FILE         loop IR: apply the schedule in FILE (one step per line)\n"
@@ -65,6 +67,7 @@ struct Options {
   bool split_input_file = false;
   bool verify = true;
   bool int8_dot4 = false;  // -int8-dot4=
+  bool symbolic_dims = false;  // -symbolic-dims
   bool list_passes = false;
   std::string schedule_file;  // -schedule=
   std::string schedule_text;  // -schedule-text=
@@ -101,6 +104,8 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
         if (!absl::SimpleAtob(std::string(arg), &options.int8_dot4)) {
           return absl::InvalidArgumentError(absl::StrCat("bad value in -", flag));
         }
+      } else if (arg == "symbolic-dims") {
+        options.symbolic_dims = true;
       } else if (absl::ConsumePrefix(&arg, "schedule=")) {
         options.schedule_file = std::string(arg);
       } else if (absl::ConsumePrefix(&arg, "schedule-text=")) {
@@ -291,8 +296,10 @@ int Main(int argc, char** argv) {
     return 0;
   }
   if (absl::EndsWith(options->input, ".onnx")) {
+    importer::ImportOptions import_options;
+    import_options.symbolic_dims = options->symbolic_dims;
     absl::StatusOr<std::unique_ptr<graph::Graph>> graph =
-        importer::ImportOnnxFile(options->input);
+        importer::ImportOnnxFile(options->input, import_options);
     absl::Status status = graph.ok() ? RunOnGraph(**graph, *options) : graph.status();
     if (!status.ok()) {
       ReportError(options->input, status);

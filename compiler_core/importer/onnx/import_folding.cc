@@ -56,9 +56,32 @@ Value* Evaluate(ImportContext& ctx, const Frame& frame) {
   return ctx.graph().AddConstant(frame.value->name(), result);
 }
 
+// A shape value whose elements are all constants (Shape of the static dims of a symbolic
+// tensor) as a constant; else null.
+Value* ConstantSymValue(ImportContext& ctx, const Value* value) {
+  if (value == nullptr || value->is_constant() || !value->sym_value().has_value()) return nullptr;
+  const TensorType& t = value->type();
+  for (const sym::Expr& e : *value->sym_value()) {
+    if (!e.is_constant()) return nullptr;
+  }
+  auto tensor = Tensor::Zeros(t);
+  const std::vector<sym::Expr>& elements = *value->sym_value();
+  for (size_t i = 0; i < elements.size(); ++i) {
+    const int64_t v = *elements[i].AsConstant();
+    switch (t.dtype) {
+      case DType::kInt64: tensor->mutable_data<int64_t>()[i] = v; break;
+      case DType::kInt32: tensor->mutable_data<int32_t>()[i] = static_cast<int32_t>(v); break;
+      case DType::kBool: tensor->mutable_data<uint8_t>()[i] = v != 0 ? 1 : 0; break;
+      default: return nullptr;  // other integer types stay nodes
+    }
+  }
+  return ctx.graph().AddConstant(value->name(), std::move(tensor));
+}
+
 }  // namespace
 
 absl::StatusOr<Value*> FoldSmallConstant(ImportContext& ctx, Value* value) {
+  if (Value* folded = ConstantSymValue(ctx, value)) return folded;
   if (std::optional<Value*> settled = Settled(ctx, value)) return *settled;
   // Depth first over the producers (a builder may emit a chain of nodes: fold the producers
   // first), with an explicit stack: a chain of 100k nodes must not recurse 100k deep. A value

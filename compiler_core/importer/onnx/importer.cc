@@ -3,6 +3,7 @@
 // ONNX shape inference found.
 #include "compiler_core/importer/onnx/importer.h"
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -101,7 +102,18 @@ absl::StatusOr<std::shared_ptr<const Tensor>> ConstantValue(const onnx::NodeProt
   return absl::UnimplementedError(NodePrefix(node) + "unsupported value form");
 }
 
-absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& vi) {
+// The symbol of dim `i` of graph input `input`: its dim_param as an identifier, else
+// "<input>_<i>"; range [0, inf).
+sym::Symbol InputSymbol(const std::string& input, int i, const std::string& dim_param) {
+  std::string name = dim_param.empty() ? absl::StrCat(input, "_", i) : dim_param;
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.') c = '_';
+  }
+  if (!sym::IsSymbolName(name)) name = "_" + name;
+  return sym::Symbol{name, 0, sym::kUnbounded};
+}
+
+absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& vi, bool symbolic_dims) {
   const std::string& name = vi.name();
   if (!vi.type().has_tensor_type()) {
     return absl::UnimplementedError(absl::StrCat("graph input '", name, "' is not a tensor"));
@@ -116,6 +128,16 @@ absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& vi) {
   if (!tt.has_shape()) {
     return absl::UnimplementedError(
         absl::StrCat("graph input '", name, "' has no shape (static shapes only)"));
+  }
+  if (symbolic_dims) {
+    std::vector<sym::Expr> dims;
+    for (int i = 0; i < tt.shape().dim_size(); ++i) {
+      const auto& d = tt.shape().dim(i);
+      dims.push_back(d.has_dim_value()
+                         ? sym::Expr(d.dim_value())
+                         : sym::Expr::Sym(InputSymbol(name, i, d.dim_param())));
+    }
+    return TensorType::WithDims(*dtype, dims);
   }
   TensorType type{*dtype, {}};
   for (int i = 0; i < tt.shape().dim_size(); ++i) {
@@ -498,7 +520,8 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxBytes(std::string_view bytes,
     }
   }
   KILN_RETURN_IF_ERROR(BindConstantInputs(options.constant_inputs, g));
-  KILN_RETURN_IF_ERROR(BindInputShapes(options.input_shapes, g));
+  const bool symbolic = options.symbolic_dims && options.input_shapes.empty();
+  if (!symbolic) KILN_RETURN_IF_ERROR(BindInputShapes(options.input_shapes, g));
   std::set<std::string> initializers;
   for (const auto& init : g.initializer()) initializers.insert(init.name());
   std::map<std::string, TensorType> input_types;
@@ -516,7 +539,7 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxBytes(std::string_view bytes,
       }
       continue;
     }
-    KILN_ASSIGN_OR_RETURN(input_types[in.name()], InputType(in));
+    KILN_ASSIGN_OR_RETURN(input_types[in.name()], InputType(in, symbolic));
     KILN_RETURN_IF_ERROR(CheckTensorSize(input_types[in.name()], options.max_tensor_bytes,
                                          absl::StrCat("graph input '", in.name(), "'")));
   }

@@ -26,6 +26,13 @@ struct ImportOptions {
   /// computes) whose static size passes this many bytes is kInvalidArgument, as is a negative
   /// dim or a size past int64 (CheckTensorSize). Set from CompileOptions::max_tensor_bytes.
   int64_t max_tensor_bytes = kMaxTensorBytes;
+  /// With no `input_shapes`: keep the inputs' dynamic dims symbolic instead of refusing them.
+  /// A dim with a `dim_param` becomes the symbol of that name (one symbol for every dim that
+  /// names it; a name that is not an identifier has its other characters replaced by '_'), an
+  /// unnamed one the symbol "<input>_<dim index>"; each ranges over [0, inf). The graph's
+  /// types then hold symbolic dims (TensorType::sym_shape); ops whose shape rules do not
+  /// handle them yet are kUnimplemented naming the node.
+  bool symbolic_dims = false;
 };
 
 /// Imports the model at `path`. External-data tensors are read relative to the model's

@@ -7,6 +7,7 @@
 #include "compiler_core/importer/onnx/import_context.h"
 #include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/ir/graph/shape_rules.h"
+#include "compiler_core/ir/graph/sym_values.h"
 #include "compiler_core/ir/graph/tensor_size.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -32,6 +33,11 @@ absl::StatusOr<Node*> ImportContext::Emit(OpKind op, const std::string& name,
         CheckTensorSize(types[i], max_tensor_bytes_,
                         absl::StrCat("node '", name, "' (", graph::OpName(op), "): output ", i)));
     node->output(i)->set_type(types[i]);
+  }
+  // Shapes as values: what this output holds when it is computed from symbolic dims.
+  std::vector<std::optional<std::vector<sym::Expr>>> values = graph::InferSymValues(*node);
+  for (int i = 0; i < num_outputs; ++i) {
+    if (values[i]) node->output(i)->set_sym_value(std::move(values[i]));
   }
   return node;
 }
@@ -254,6 +260,9 @@ absl::StatusOr<BuiltOutputs> BuildDropout(ImportContext& ctx, const OnnxNode& no
   KILN_ASSIGN_OR_RETURN(Node * y, ctx.Emit(OpKind::kIdentity, node.name, {node.input(0)}, {}));
   BuiltOutputs outs{y->output(0)};
   if (node.proto->output_size() > 1 && !node.proto->output(1).empty()) {
+    if (!node.input(0)->type().is_static()) {
+      return absl::UnimplementedError(node.Prefix() + "the mask output of a symbolic input");
+    }
     TensorType mask_type{DType::kBool, node.input(0)->type().shape};
     if (auto known = ctx.KnownType(node.proto->output(1))) mask_type = *known;
     auto mask = Tensor::Zeros(mask_type);
@@ -290,6 +299,11 @@ absl::StatusOr<BuiltOutputs> BuildSoftmax(ImportContext& ctx, const OnnxNode& no
     a.Set("axis", axis);
     return Single(ctx.Emit(node.op, node.name, {x}, a));
   }
+  if (!x->type().is_static()) {
+    return absl::UnimplementedError(node.Prefix() +
+                                    "before opset 13, an axis other than the last over a "
+                                    "symbolic input");
+  }
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < rank; ++i) (i < axis ? outer : inner) *= x->type().shape[i];
   AttrMap ra;
@@ -316,12 +330,58 @@ absl::StatusOr<BuiltOutputs> BuildGeneric(ImportContext& ctx, const OnnxNode& no
 
 }  // namespace
 
+// Whether the builder of `node`'s op handles inputs with symbolic dims and shape values
+// (Value::sym_value): checked op by op, since a builder that computes with a static shape
+// would read kSymbolicDim. The builders' own checks refuse the cases they cannot handle (SAME
+// auto_pad over a symbolic dim, Squeeze without axes, pre-13 Softmax over a symbolic dim).
+bool BuilderHandlesSymbolicDims(OpKind op) {
+  switch (op) {
+    case OpKind::kRelu: case OpKind::kSigmoid: case OpKind::kTanh: case OpKind::kExp:
+    case OpKind::kLog: case OpKind::kSqrt: case OpKind::kNeg: case OpKind::kAbs:
+    case OpKind::kReciprocal: case OpKind::kIdentity: case OpKind::kErf: case OpKind::kCast:
+    case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv:
+    case OpKind::kPow: case OpKind::kMax: case OpKind::kMin:
+    case OpKind::kEqual: case OpKind::kLess: case OpKind::kLessOrEqual: case OpKind::kGreater:
+    case OpKind::kGreaterOrEqual: case OpKind::kAnd: case OpKind::kOr: case OpKind::kNot:
+    case OpKind::kWhere: case OpKind::kSin: case OpKind::kCos:
+    case OpKind::kConv: case OpKind::kMaxPool: case OpKind::kAveragePool:
+    case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool:
+    case OpKind::kFlatten: case OpKind::kReshape: case OpKind::kSqueeze:
+    case OpKind::kUnsqueeze: case OpKind::kTranspose: case OpKind::kConcat:
+    case OpKind::kShape: case OpKind::kGather: case OpKind::kSlice:
+    case OpKind::kGemm: case OpKind::kMatMul: case OpKind::kSoftmax: case OpKind::kLogSoftmax:
+    case OpKind::kReduceMean: case OpKind::kReduceSum: case OpKind::kReduceMax:
+    case OpKind::kRange: case OpKind::kExpand: case OpKind::kConstantOfShape:
+    case OpKind::kLayerNormalization: case OpKind::kDropout:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// kUnimplemented naming the first input of `node` with symbolic dims or a shape value, when
+// its op's builder does not handle them; OK otherwise.
+absl::Status CheckSymbolicInputs(const OnnxNode& node) {
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const Value* v = node.inputs[i];
+    if (v == nullptr || (v->type().is_static() && !v->sym_value().has_value())) continue;
+    if (BuilderHandlesSymbolicDims(node.op)) return absl::OkStatus();
+    return absl::UnimplementedError(
+        node.Prefix() + absl::StrCat("input ", i, " has symbolic dims (", v->type().ToString(),
+                                     v->type().is_static() ? ", computed from symbolic dims" : "",
+                                     "), which the importer's ", graph::OpName(node.op),
+                                     " does not support yet"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<BuiltOutputs> BuildNode(ImportContext& ctx, const OnnxNode& node) {
   // Every op built here reads its first input (found by fuzz/onnx_import: an omitted one
   // reached the builders as null).
   if (node.proto->input_size() > 0 && node.input(0) == nullptr) {
     return absl::InvalidArgumentError(node.Prefix() + "input 0 is required but omitted");
   }
+  KILN_RETURN_IF_ERROR(CheckSymbolicInputs(node));
   // Hardmax is an NN op whose pre-13 axis semantics the generic path below handles.
   if (graph::IsNnOp(node.op) && node.op != OpKind::kHardmax) return BuildNnOp(ctx, node);
   if (graph::IsTensorOp(node.op)) return BuildTensorOp(ctx, node);

@@ -56,6 +56,10 @@ absl::StatusOr<BuiltOutputs> BuildSqueeze(ImportContext& ctx, const OnnxNode& no
     if (!present) return absl::InvalidArgumentError(node.Prefix() + "missing axes");
     rank += static_cast<int64_t>(axes.size());
   } else if (!present) {
+    if (!x->type().is_static()) {
+      return absl::UnimplementedError(
+          node.Prefix() + "without axes, which dims a symbolic input drops is known at run time");
+    }
     for (int64_t i = 0; i < rank; ++i) {
       if (x->type().shape[i] == 1) axes.push_back(i);
     }
@@ -118,9 +122,46 @@ absl::StatusOr<BuiltOutputs> BuildRuntimeSlice(ImportContext& ctx, const OnnxNod
 
 absl::StatusOr<BuiltOutputs> BuildSlice(ImportContext& ctx, const OnnxNode& node) {
   Value* x = node.input(0);
-  if (ctx.opset() >= 10 && (IsRuntime(node.input(1)) || IsRuntime(node.input(2)) ||
-                            IsRuntime(node.input(3)) || IsRuntime(node.input(4)))) {
+  // Starts or ends computed from symbolic dims (Value::sym_value) stay operands: the shape
+  // rule reads them; axes and steps must be constants.
+  auto shape_value = [](const Value* v) { return v != nullptr && v->sym_value().has_value(); };
+  const bool from_shapes = ctx.opset() >= 10 &&
+                           (shape_value(node.input(1)) || shape_value(node.input(2))) &&
+                           !IsRuntime(node.input(3)) && !IsRuntime(node.input(4)) &&
+                           (!IsRuntime(node.input(1)) || shape_value(node.input(1))) &&
+                           (!IsRuntime(node.input(2)) || shape_value(node.input(2)));
+  if (ctx.opset() >= 10 && !from_shapes &&
+      (IsRuntime(node.input(1)) || IsRuntime(node.input(2)) || IsRuntime(node.input(3)) ||
+       IsRuntime(node.input(4)))) {
     return BuildRuntimeSlice(ctx, node);
+  }
+  if (from_shapes) {
+    const std::string& n = node.name;
+    const int64_t count = node.input(1)->type().NumElements();
+    Ints axes;
+    if (node.input(3) == nullptr) {
+      for (int64_t i = 0; i < count; ++i) axes.push_back(i);
+    } else {
+      KILN_ASSIGN_OR_RETURN(axes, ctx.ConstInts(node, 3));
+    }
+    for (int64_t& a : axes) {
+      KILN_ASSIGN_OR_RETURN(a, NormalizeAxis(node, a, x->type().rank()));
+    }
+    Ints steps(static_cast<size_t>(count), 1);
+    if (node.input(4) != nullptr) {
+      KILN_ASSIGN_OR_RETURN(steps, ctx.ConstInts(node, 4));
+    }
+    auto operand = [&](int i, const std::string& what) -> absl::StatusOr<Value*> {
+      if (shape_value(node.input(i))) return node.input(i);
+      KILN_ASSIGN_OR_RETURN(Ints v, ctx.ConstInts(node, i));
+      return ctx.ConstI64(n + "/" + what, v);
+    };
+    KILN_ASSIGN_OR_RETURN(Value * starts, operand(1, "starts"));
+    KILN_ASSIGN_OR_RETURN(Value * ends, operand(2, "ends"));
+    return Single(ctx.Emit(OpKind::kSlice, n,
+                           {x, starts, ends, ctx.ConstI64(n + "/axes", axes),
+                            ctx.ConstI64(n + "/steps", steps)},
+                           {}));
   }
   KILN_ASSIGN_OR_RETURN(const graph::SliceAttrs attrs,
                         graph::SliceAttrs::Parse(node.attrs, node.Prefix()));
@@ -185,6 +226,13 @@ absl::StatusOr<BuiltOutputs> BuildShapeOp(ImportContext& ctx, const OnnxNode& no
   if ((node.op == OpKind::kReshape || node.op == OpKind::kSqueeze ||
        node.op == OpKind::kUnsqueeze) &&
       node.input(1) != nullptr && !node.input(1)->is_constant()) {
+    if (node.op == OpKind::kReshape && node.input(1)->sym_value()) {
+      // A target computed from symbolic dims (Value::sym_value): the shape rule reads it.
+      KILN_ASSIGN_OR_RETURN(const graph::ReshapeAttrs attrs,
+                            graph::ReshapeAttrs::Parse(node.attrs, node.Prefix()));
+      a.Set("allowzero", int64_t{attrs.allowzero});
+      return Single(ctx.Emit(OpKind::kReshape, node.name, {x, node.input(1)}, a));
+    }
     return BuildReshapeToKnownType(ctx, node);
   }
   switch (node.op) {
@@ -256,6 +304,14 @@ absl::StatusOr<BuiltOutputs> BuildShapeOp(ImportContext& ctx, const OnnxNode& no
       if (end < 0) end += rank;
       start = std::clamp<int64_t>(start, 0, rank);
       end = std::clamp<int64_t>(end, start, rank);
+      if (!x->type().is_static()) {
+        // The dims as a shape value (Value::sym_value), folded to a constant when the sliced
+        // dims are static.
+        AttrMap sa;
+        sa.Set("start", start);
+        sa.Set("end", end);
+        return Single(ctx.Emit(OpKind::kShape, node.name, {x}, sa));
+      }
       Ints dims(x->type().shape.begin() + start, x->type().shape.begin() + end);
       return BuiltOutputs{ctx.ConstI64(node.proto->output(0), dims)};
     }

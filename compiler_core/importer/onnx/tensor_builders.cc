@@ -305,6 +305,17 @@ absl::StatusOr<BuiltOutputs> BuildConstantOfShape(ImportContext& ctx, const Onnx
   const std::shared_ptr<const Tensor>& value = attrs.value;
   TensorType type{value ? value->type.dtype : DType::kFloat32, {}};
   KILN_ASSIGN_OR_RETURN(std::optional<Ints> c, MaybeConstInts(ctx, node, 0));
+  if (!c && node.input(0)->sym_value()) {
+    // A shape computed from symbolic dims: an Expand of the scalar to it (its shape rule
+    // reads the shape value).
+    auto scalar = Tensor::Zeros(TensorType{type.dtype, {}});
+    if (value != nullptr && value->type.NumElements() > 0) {
+      std::memcpy(scalar->bytes.data(), value->bytes.data(), DTypeSize(type.dtype));
+    }
+    const std::string& name = node.proto->output(0);
+    Value* v = ctx.graph().AddConstant(name + "/value", std::move(scalar));
+    return Single(ctx.Emit(OpKind::kExpand, name, {v, node.input(0)}, {}));
+  }
   if (c) {
     type.shape = *c;
   } else {
@@ -315,11 +326,14 @@ absl::StatusOr<BuiltOutputs> BuildConstantOfShape(ImportContext& ctx, const Onnx
   return BuiltOutputs{filled};
 }
 
-// Replaces input `i` with an i64 constant: its constant value, or `derive(output type)`.
+// Replaces input `i` with an i64 constant: its constant value, or `derive(output type)`; an
+// input whose value shape arithmetic knows (Value::sym_value) stays, for the shape rule.
 absl::StatusOr<Value*> ShapeOperand(ImportContext& ctx, const OnnxNode& node, int i,
                                     const std::string& what,
                                     const std::function<Ints(const TensorType&)>& derive) {
   KILN_ASSIGN_OR_RETURN(std::optional<Ints> c, MaybeConstInts(ctx, node, i));
+  // A shape computed from symbolic dims (Value::sym_value): the node's shape rule reads it.
+  if (!c && node.input(i) != nullptr && node.input(i)->sym_value()) return node.input(i);
   if (!c) {
     KILN_ASSIGN_OR_RETURN(TensorType t, OutputType(ctx, node, 0, what));
     c = derive(t);
@@ -391,7 +405,10 @@ absl::StatusOr<BuiltOutputs> BuildTensorOp(ImportContext& ctx, const OnnxNode& n
       return BuildConstantOfShape(ctx, node);
     case OpKind::kRange: {
       bool all_const = IsConst(node.input(0)) && IsConst(node.input(1)) && IsConst(node.input(2));
-      if (!all_const) {
+      // Bounds known from symbolic shapes: the shape rule counts the elements.
+      bool from_shapes = (node.input(0)->sym_value() || node.input(1)->sym_value()) &&
+                         IsConst(node.input(2));
+      if (!all_const && !from_shapes) {
         KILN_ASSIGN_OR_RETURN(TensorType t, OutputType(ctx, node, 0, "start/limit/delta"));
         if (t.rank() != 1) return absl::InvalidArgumentError(node.Prefix() + "output not 1-D");
         a.Set("count", t.shape[0]);

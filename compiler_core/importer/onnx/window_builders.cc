@@ -40,6 +40,11 @@ absl::StatusOr<Ints> ResolvePads(const OnnxNode& node, const graph::SlidingWindo
   Ints pads(2 * n, 0);
   if (auto_pad == AutoPad::kValid) return pads;
   for (size_t i = 0; i < n; ++i) {
+    if (in[i] == kSymbolicDim) {
+      // SAME pads depend on the input size: per run, where the dim is symbolic.
+      return absl::UnimplementedError(
+          node.Prefix() + absl::StrCat("auto_pad SAME over the symbolic spatial dim ", i));
+    }
     int64_t out = (in[i] + strides[i] - 1) / strides[i];
     int64_t span = (kernel[i] - 1) * dilations[i] + 1;
     int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + span - in[i]);

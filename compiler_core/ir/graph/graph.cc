@@ -5,9 +5,11 @@
 #include <cassert>
 #include <functional>
 #include <queue>
+#include <map>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/support/status_macros.h"
 
 namespace kiln::graph {
 
@@ -265,6 +267,31 @@ absl::Status Graph::SortTopologically() {
   for (int i : sorted) nodes_.splice(nodes_.end(), nodes_, order[i]->position_);
   Renumber();
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<sym::Symbol>> GraphSymbols(const Graph& graph) {
+  std::map<std::string, sym::Symbol> found;
+  auto add = [&](const Value* v) -> absl::Status {
+    if (v == nullptr || v->type().is_static()) return absl::OkStatus();
+    for (const sym::Expr& d : v->type().sym_shape) {
+      for (const sym::Symbol& s : d.Symbols()) {
+        auto [it, inserted] = found.emplace(s.name, s);
+        if (!inserted && (it->second.min != s.min || it->second.max != s.max)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "symbol '", s.name, "' has range ", sym::RangeText(it->second),
+              " in one type and ", sym::RangeText(s), " in another"));
+        }
+      }
+    }
+    return absl::OkStatus();
+  };
+  for (const Value* v : graph.inputs()) KILN_RETURN_IF_ERROR(add(v));
+  for (const Node* node : graph.nodes()) {
+    for (const Value* v : node->outputs()) KILN_RETURN_IF_ERROR(add(v));
+  }
+  std::vector<sym::Symbol> out;
+  for (auto& [name, s] : found) out.push_back(s);
+  return out;
 }
 
 }  // namespace kiln::graph

@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "compiler_core/ir/graph/attributes.h"
 #include "compiler_core/ir/graph/op.h"
 #include "compiler_core/ir/graph/tensor.h"
@@ -43,6 +45,12 @@ class Value {
   /// Constant data, non-null exactly for constants (ONNX initializers and Constant nodes).
   const std::shared_ptr<const Tensor>& constant() const { return constant_; }
   bool is_constant() const { return constant_ != nullptr; }
+  /// The elements of a small integer tensor computed from shapes (Shape -> Gather -> Concat ->
+  /// a Reshape's target), as expressions over symbols, row-major; nullopt when unknown. Shape
+  /// rules read it where they would read a constant operand, so that a shape computation that
+  /// involves symbolic dims folds at compile time (sym_values.h).
+  const std::optional<std::vector<sym::Expr>>& sym_value() const { return sym_value_; }
+  void set_sym_value(std::optional<std::vector<sym::Expr>> v) { sym_value_ = std::move(v); }
   /// Every node operand that reads this value, one entry per operand (a node reading it twice
   /// appears twice), in no particular order. Node::set_input and Graph keep it current, so
   /// walking it costs O(uses), not O(nodes). Graph::Users gives the users in graph order.
@@ -57,6 +65,7 @@ class Value {
   Node* producer_ = nullptr;
   int output_index_ = 0;
   std::shared_ptr<const Tensor> constant_;
+  std::optional<std::vector<sym::Expr>> sym_value_;
   const Graph* graph_ = nullptr;  // the graph that created it
   std::vector<Use> uses_;
   int output_slots_ = 0;   // how often graph_'s output list holds it
@@ -175,6 +184,11 @@ class Graph {
   std::vector<Value*> constants_;
   std::vector<Value*> outputs_;
 };
+
+/// The symbols that the types of `graph`'s values read (inputs, constants, node outputs), by
+/// name, each once. Errors (kInvalidArgument): two symbols of one name with different ranges
+/// ("symbol 'seq' has range [1, 4096] in one type and [0, inf] in another").
+absl::StatusOr<std::vector<sym::Symbol>> GraphSymbols(const Graph& graph);
 
 }  // namespace kiln::graph
 

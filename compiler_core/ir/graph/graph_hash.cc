@@ -13,6 +13,17 @@ void HashType(Sha256& h, const TensorType& type) {
   h.UpdateU64(static_cast<uint64_t>(type.dtype));
   h.UpdateU64(type.shape.size());
   for (int64_t d : type.shape) h.UpdateU64(static_cast<uint64_t>(d));
+  if (type.is_static()) return;  // a static type hashes as it always has
+  // Symbolic dims: each dim's canonical form, and the range of every symbol it reads (two
+  // ranges are two graphs).
+  h.UpdateString("sym");
+  for (const sym::Expr& d : type.sym_shape) {
+    h.UpdateString(d.ToString());
+    for (const sym::Symbol& s : d.Symbols()) {
+      h.UpdateU64(static_cast<uint64_t>(s.min));
+      h.UpdateU64(static_cast<uint64_t>(s.max));
+    }
+  }
 }
 
 std::string TensorDigest(const Tensor& t) {

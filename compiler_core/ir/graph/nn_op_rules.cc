@@ -76,15 +76,16 @@ absl::StatusOr<Types> NormRule(const Node& node) {
   if (node.op() == OpKind::kLayerNormalization) {
     KILN_ASSIGN_OR_RETURN(int64_t axis,
                           AxisAttr(node, x->rank(), LayerNormalizationAttrs::Of(node).axis));
-    Shape normalized(x->shape.begin() + std::min<int64_t>(axis, x->rank()), x->shape.end());
+    const rules::Dims xd = x->dims();
+    rules::Dims normalized(xd.begin() + std::min<int64_t>(axis, x->rank()), xd.end());
     for (int i = 1; i < node.num_inputs(); ++i) {
       const Value* p = node.input(i);
       if (p == nullptr) continue;
       KILN_RETURN_IF_ERROR(ExpectSameDType(node, i, p->type(), x->dtype));
-      auto b = BroadcastShapes(normalized, p->type().shape);
-      if (!b.ok() || *b != normalized) {
-        return Invalid(node, absl::StrCat("input ", i, " shape ", ShapeStr(p->type().shape),
-                                          " does not broadcast to ", ShapeStr(normalized)));
+      std::optional<rules::Dims> b = rules::BroadcastDims(normalized, p->type().dims());
+      if (!b || *b != normalized) {
+        return Invalid(node, absl::StrCat("input ", i, " shape ", rules::DimsStr(p->type().dims()),
+                                          " does not broadcast to ", rules::DimsStr(normalized)));
       }
     }
   } else if (node.op() == OpKind::kInstanceNormalization) {

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -236,6 +237,7 @@ class Parser {
     KILN_RETURN_IF_ERROR(ExpectKeyword("graph"));
     if (Cur().kind != TokKind::kGlobal) return Unexpected("a graph name '@name'");
     graph_->set_name(std::string(Take().text));
+    if (Consume("<")) KILN_RETURN_IF_ERROR(ParseSymbols());
     KILN_RETURN_IF_ERROR(Expect("("));
     if (!IsPunct(")")) {
       do {
@@ -316,6 +318,38 @@ class Parser {
     return absl::OkStatus();
   }
 
+  // "name=[min,max]" entries (max a number or inf) up to '>'; the '<' is taken.
+  absl::Status ParseSymbols() {
+    do {
+      if (Cur().kind != TokKind::kIdent) return Unexpected("a symbol 'name=[min,max]'");
+      Token name = Take();
+      if (!sym::IsSymbolName(name.text)) {
+        return ErrorAt(name, absl::StrCat("'", std::string(name.text), "' is not a symbol name"));
+      }
+      KILN_RETURN_IF_ERROR(Expect("="));
+      KILN_RETURN_IF_ERROR(Expect("["));
+      std::optional<int64_t> min;
+      if (Cur().kind == TokKind::kNumber) min = ToInt<int64_t>(Cur().text);
+      if (!min) return Unexpected("the symbol's minimum");
+      Take();
+      KILN_RETURN_IF_ERROR(Expect(","));
+      std::optional<int64_t> max;
+      if (Cur().text == "inf") {
+        max = sym::kUnbounded;
+      } else if (Cur().kind == TokKind::kNumber) {
+        max = ToInt<int64_t>(Cur().text);
+      }
+      if (!max || *max < *min) return Unexpected("the symbol's maximum (>= its minimum, or inf)");
+      Take();
+      KILN_RETURN_IF_ERROR(Expect("]"));
+      std::string key(name.text);
+      if (!symbols_.emplace(key, sym::Symbol{key, *min, *max}).second) {
+        return ErrorAt(name, absl::StrCat("symbol '", key, "' is declared twice"));
+      }
+    } while (Consume(","));
+    return Expect(">");
+  }
+
   absl::StatusOr<TensorType> ParseType() {
     if (Cur().kind != TokKind::kIdent) return Unexpected("a tensor type such as f32[1,4]");
     Token dtype_tok = Take();
@@ -323,19 +357,29 @@ class Parser {
     if (!dtype) {
       return ErrorAt(dtype_tok, absl::StrCat("unknown element type '", std::string(dtype_tok.text), "'"));
     }
-    TensorType type{*dtype, {}};
+    std::vector<sym::Expr> dims;
     KILN_RETURN_IF_ERROR(Expect("["));
     if (!IsPunct("]")) {
       do {
+        if (Cur().kind == TokKind::kString) {
+          // A symbolic dim: a quoted expression over the symbols declared after the graph name.
+          absl::StatusOr<sym::Expr> dim = sym::Parse(Cur().text, symbols_);
+          if (!dim.ok()) {
+            return ErrorAt(Cur(), absl::StrCat("bad symbolic dimension: ", dim.status().message()));
+          }
+          Take();
+          dims.push_back(*dim);
+          continue;
+        }
         std::optional<int64_t> dim;
         if (Cur().kind == TokKind::kNumber) dim = ToInt<int64_t>(Cur().text);
-        if (!dim || *dim < 0) return Unexpected("a non-negative dimension");
+        if (!dim || *dim < 0) return Unexpected("a non-negative dimension or a quoted expression");
         Take();
-        type.shape.push_back(*dim);
+        dims.push_back(*dim);
       } while (Consume(","));
     }
     KILN_RETURN_IF_ERROR(Expect("]"));
-    return type;
+    return TensorType::WithDims(*dtype, dims);
   }
 
   absl::Status ParseParam() {
@@ -577,6 +621,7 @@ class Parser {
   size_t pos_ = 0;
   std::unique_ptr<Graph> graph_;
   std::unordered_map<std::string, Value*> values_;  // lookup only; never iterated
+  std::map<std::string, sym::Symbol> symbols_;       // declared after the graph's name
 };
 
 }  // namespace

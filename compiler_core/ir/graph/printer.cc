@@ -1,6 +1,8 @@
 // Graph IR printer.
 #include "compiler_core/ir/graph/printer.h"
 
+#include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +11,46 @@
 
 namespace kiln::graph {
 namespace {
+
+// A type as the text format writes it: a symbolic dim is a quoted expression,
+// f32[1,"past + seq",32], so that the parser's tokens stay simple.
+std::string TypeText(const TensorType& type) {
+  if (type.is_static()) return type.ToString();
+  return absl::StrCat(DTypeName(type.dtype), "[",
+                      absl::StrJoin(type.sym_shape, ",",
+                                    [](std::string* out, const sym::Expr& d) {
+                                      if (std::optional<int64_t> c = d.AsConstant()) {
+                                        absl::StrAppend(out, *c);
+                                      } else {
+                                        absl::StrAppend(out, "\"", d.ToString(), "\"");
+                                      }
+                                    }),
+                      "]");
+}
+
+// "<past=[0,inf], seq=[1,4096]>" (after the graph's name) when the graph reads symbols, else
+// "". Two ranges of one name (a broken graph) print the first; the verifier reports it.
+std::string SymbolsClause(const Graph& graph) {
+  std::map<std::string, sym::Symbol> symbols;
+  auto add = [&](const Value* v) {
+    if (v == nullptr) return;
+    for (const sym::Expr& d : v->type().sym_shape) {
+      for (const sym::Symbol& s : d.Symbols()) symbols.emplace(s.name, s);
+    }
+  };
+  for (const Value* v : graph.inputs()) add(v);
+  for (const Node* node : graph.nodes()) {
+    for (const Value* v : node->outputs()) add(v);
+  }
+  if (symbols.empty()) return "";
+  std::vector<std::string> parts;
+  for (const auto& [name, s] : symbols) {
+    parts.push_back(absl::StrCat(
+        name, "=[", s.min, ",", s.max == sym::kUnbounded ? std::string("inf") : absl::StrCat(s.max),
+        "]"));
+  }
+  return absl::StrCat("<", absl::StrJoin(parts, ", "), ">");
+}
 
 std::string FormatElement(const Tensor& t, int64_t i) {
   if (IsFloat(t.type.dtype)) return FormatFloatExact(t.GetAsDouble(i));
@@ -53,7 +95,7 @@ std::string PrintGraph(const Graph& graph) {
   std::vector<std::string> params;
   for (const Value* in : graph.inputs()) {
     number[in] = next++;
-    params.push_back(absl::StrCat(name_of(in), " \"", in->name(), "\": ", in->type().ToString()));
+    params.push_back(absl::StrCat(name_of(in), " \"", in->name(), "\": ", TypeText(in->type())));
   }
   std::vector<Value*> constants = graph.LiveConstants();
   for (const Value* c : constants) number[c] = next++;
@@ -65,8 +107,8 @@ std::string PrintGraph(const Graph& graph) {
   for (const Value* o : graph.outputs()) {
     results.push_back(absl::StrCat(name_of(o), " \"", o->name(), "\""));
   }
-  absl::StrAppend(&out, "graph @", graph.name(), "(", absl::StrJoin(params, ", "), ") -> (",
-                  absl::StrJoin(results, ", "), ") {\n");
+  absl::StrAppend(&out, "graph @", graph.name(), SymbolsClause(graph), "(",
+                  absl::StrJoin(params, ", "), ") -> (", absl::StrJoin(results, ", "), ") {\n");
   for (const Value* c : constants) {
     absl::StrAppend(&out, "  ", name_of(c), " = const ", c->type().ToString(), " ",
                     FormatConstant(*c->constant()), "\n");
@@ -75,7 +117,7 @@ std::string PrintGraph(const Graph& graph) {
     std::vector<std::string> outs, ins, types, attrs;
     for (const Value* o : node->outputs()) {
       outs.push_back(name_of(o));
-      types.push_back(o->type().ToString());
+      types.push_back(TypeText(o->type()));
     }
     for (const Value* i : node->inputs()) ins.push_back(name_of(i));
     for (const auto& [key, value] : node->attrs().items()) {

@@ -3,6 +3,8 @@
 #ifndef KILN_COMPILER_CORE_IR_GRAPH_SHAPE_RULE_UTIL_H_
 #define KILN_COMPILER_CORE_IR_GRAPH_SHAPE_RULE_UTIL_H_
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,39 @@ inline absl::StatusOr<int64_t> Add(const Node& node, int64_t a, int64_t b,
   std::optional<int64_t> r = CheckedAdd(a, b);
   if (!r) return Invalid(node, what + " overflows int64");
   return *r;
+}
+
+/// A shape as expressions, one per dim (TensorType::dims()).
+using Dims = std::vector<sym::Expr>;
+
+/// "[1,seq,256]": dims as ShapeStr prints static ones.
+inline std::string DimsStr(const Dims& dims) {
+  return absl::StrCat("[",
+                      absl::StrJoin(dims, ",",
+                                    [](std::string* out, const sym::Expr& d) {
+                                      absl::StrAppend(out, d.ToString());
+                                    }),
+                      "]");
+}
+
+/// Multidirectional broadcast of dims: equal dims (canonical forms), or one of them 1. Two
+/// symbolic dims that differ, or a symbolic one against a constant other than 1, cannot be
+/// proven to broadcast; nullopt for those and for incompatible constants.
+inline std::optional<Dims> BroadcastDims(const Dims& a, const Dims& b) {
+  size_t rank = std::max(a.size(), b.size());
+  Dims out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    sym::Expr da = i < rank - a.size() ? sym::Expr(1) : a[i - (rank - a.size())];
+    sym::Expr db = i < rank - b.size() ? sym::Expr(1) : b[i - (rank - b.size())];
+    if (da == db || db == sym::Expr(1)) {
+      out[i] = da;
+    } else if (da == sym::Expr(1)) {
+      out[i] = db;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return out;
 }
 
 }  // namespace kiln::graph::rules

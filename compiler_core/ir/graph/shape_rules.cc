@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,11 +25,56 @@ namespace {
 using Shape = std::vector<int64_t>;
 using Types = std::vector<TensorType>;
 using rules::Add;
+using rules::BroadcastDims;
+using rules::Dims;
+using rules::DimsStr;
 using rules::In;
 using rules::Invalid;
 using rules::Mul;
 using rules::Prefix;
 using rules::ShapeStr;
+
+// The ops whose rules read dims as expressions (TensorType::dims()), so that their inputs may
+// have symbolic dims; the other rules read static shapes.
+bool HandlesSymbolicDims(OpKind op) {
+  switch (op) {
+    case OpKind::kRelu: case OpKind::kLeakyRelu: case OpKind::kSigmoid: case OpKind::kTanh:
+    case OpKind::kExp: case OpKind::kLog: case OpKind::kSqrt: case OpKind::kNeg:
+    case OpKind::kAbs: case OpKind::kReciprocal: case OpKind::kIdentity: case OpKind::kErf:
+    case OpKind::kCast: case OpKind::kDropout:
+    case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv:
+    case OpKind::kPow: case OpKind::kMax: case OpKind::kMin: case OpKind::kSum:
+    case OpKind::kConv: case OpKind::kGemm: case OpKind::kMatMul:
+    case OpKind::kMaxPool: case OpKind::kAveragePool: case OpKind::kLpPool:
+    case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool: case OpKind::kGlobalLpPool:
+    case OpKind::kSoftmax: case OpKind::kLogSoftmax:
+    case OpKind::kFlatten: case OpKind::kReshape: case OpKind::kSqueeze:
+    case OpKind::kUnsqueeze: case OpKind::kTranspose: case OpKind::kConcat:
+    case OpKind::kShape: case OpKind::kGather: case OpKind::kSlice: case OpKind::kConstant:
+    // nn_op_rules.cc
+    case OpKind::kElu: case OpKind::kSelu: case OpKind::kCelu: case OpKind::kHardSigmoid:
+    case OpKind::kHardSwish: case OpKind::kSoftplus: case OpKind::kSoftsign:
+    case OpKind::kThresholdedRelu: case OpKind::kMish: case OpKind::kGelu:
+    case OpKind::kLayerNormalization: case OpKind::kMeanVarianceNormalization:
+    // tensor_op_rules.cc
+    case OpKind::kEqual: case OpKind::kLess: case OpKind::kLessOrEqual: case OpKind::kGreater:
+    case OpKind::kGreaterOrEqual: case OpKind::kAnd: case OpKind::kOr: case OpKind::kXor:
+    case OpKind::kNot: case OpKind::kIsNaN: case OpKind::kIsInf: case OpKind::kWhere:
+    case OpKind::kMod: case OpKind::kBitShift: case OpKind::kMean:
+    case OpKind::kSign: case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound:
+    case OpKind::kSin: case OpKind::kCos: case OpKind::kTan: case OpKind::kAsin:
+    case OpKind::kAcos: case OpKind::kAtan: case OpKind::kSinh: case OpKind::kCosh:
+    case OpKind::kAsinh: case OpKind::kAcosh: case OpKind::kAtanh: case OpKind::kCastLike:
+    case OpKind::kReduceSum: case OpKind::kReduceMean: case OpKind::kReduceMax:
+    case OpKind::kReduceMin: case OpKind::kReduceProd: case OpKind::kReduceL1:
+    case OpKind::kReduceL2: case OpKind::kReduceLogSum: case OpKind::kReduceLogSumExp:
+    case OpKind::kReduceSumSquare: case OpKind::kConstantOfShape: case OpKind::kRange:
+    case OpKind::kExpand:
+      return true;
+    default:
+      return false;
+  }
+}
 
 absl::Status ExpectRank(const Node& node, int i, const TensorType& t, int64_t rank) {
   if (t.rank() != rank) {
@@ -90,7 +136,9 @@ absl::StatusOr<Types> CastRule(const Node& node) {
   if (!dt) {
     return absl::UnimplementedError(Prefix(node) + absl::StrCat("unsupported cast target ", to));
   }
-  return Types{TensorType{*dt, x->shape}};
+  TensorType out = *x;
+  out.dtype = *dt;
+  return Types{out};
 }
 
 absl::StatusOr<Types> ClipRule(const Node& node) {
@@ -110,27 +158,27 @@ absl::StatusOr<Types> ClipRule(const Node& node) {
 absl::StatusOr<Types> DropoutRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
   Types out{*x};
-  if (node.outputs().size() > 1) out.push_back(TensorType{DType::kBool, x->shape});
+  if (node.outputs().size() > 1) out.push_back(TensorType::WithDims(DType::kBool, x->dims()));
   return out;
 }
 
 absl::StatusOr<Types> BroadcastRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* first, In(node, 0));
-  Shape shape = first->shape;
+  Dims shape = first->dims();
   for (int i = 1; i < node.num_inputs(); ++i) {
     KILN_ASSIGN_OR_RETURN(const TensorType* t, In(node, i));
     // Pow's exponent may have a different numeric type (ONNX opset 12+).
     if (node.op() != OpKind::kPow) {
       KILN_RETURN_IF_ERROR(ExpectSameDType(node, i, *t, first->dtype));
     }
-    auto b = BroadcastShapes(shape, t->shape);
-    if (!b.ok()) {
-      return Invalid(node, absl::StrCat("input shapes ", ShapeStr(shape), " and ",
-                                        ShapeStr(t->shape), " are not broadcastable"));
+    std::optional<Dims> b = BroadcastDims(shape, t->dims());
+    if (!b) {
+      return Invalid(node, absl::StrCat("input shapes ", DimsStr(shape), " and ",
+                                        DimsStr(t->dims()), " are not broadcastable"));
     }
-    shape = *b;
+    shape = *std::move(b);
   }
-  return Types{TensorType{first->dtype, shape}};
+  return Types{TensorType::WithDims(first->dtype, shape)};
 }
 
 // Spatial attribute `name`, decoded as `v` (with its default filled in); checks its length.
@@ -143,9 +191,11 @@ absl::StatusOr<Shape> SpatialAttr(const Node& node, const std::string& name, con
   return v;
 }
 
-// Output spatial sizes of a windowed op (conv, pooling) over x's spatial dims.
-absl::StatusOr<Shape> WindowOutput(const Node& node, const SlidingWindowAttrs& a, const Shape& in,
-                                   const Shape& kernel, bool ceil_mode) {
+// Output spatial sizes of a windowed op (conv, pooling) over x's spatial dims. A symbolic dim
+// gives floor((in + pads - window) / stride) + 1 (ceil with ceil_mode); an input shorter than
+// the window then gives a size below 1, which the run-time shape check refuses.
+absl::StatusOr<Dims> WindowOutput(const Node& node, const SlidingWindowAttrs& a, const Dims& in,
+                                  const Shape& kernel, bool ceil_mode) {
   size_t n = in.size();
   if (a.auto_pad != AutoPad::kNotSet) {
     return Invalid(node, "auto_pad must be resolved to explicit pads");
@@ -154,7 +204,7 @@ absl::StatusOr<Shape> WindowOutput(const Node& node, const SlidingWindowAttrs& a
   KILN_ASSIGN_OR_RETURN(Shape dilations,
                         SpatialAttr(node, "dilations", OrFill(a.dilations, n, 1), n));
   KILN_ASSIGN_OR_RETURN(Shape pads, SpatialAttr(node, "pads", OrFill(a.pads, 2 * n, 0), 2 * n));
-  Shape out(n);
+  Dims out(n);
   for (size_t i = 0; i < n; ++i) {
     if (strides[i] <= 0 || dilations[i] <= 0 || kernel[i] <= 0 || pads[i] < 0 ||
         pads[i + n] < 0) {
@@ -163,7 +213,15 @@ absl::StatusOr<Shape> WindowOutput(const Node& node, const SlidingWindowAttrs& a
     const std::string dim = absl::StrCat(" of spatial dim ", i);
     KILN_ASSIGN_OR_RETURN(int64_t span, Mul(node, kernel[i] - 1, dilations[i], "window" + dim));
     KILN_ASSIGN_OR_RETURN(span, Add(node, span, 1, "window" + dim));
-    KILN_ASSIGN_OR_RETURN(int64_t padded, Add(node, in[i], pads[i], "padded input" + dim));
+    std::optional<int64_t> in_size = in[i].AsConstant();
+    if (!in_size) {
+      sym::Expr num = in[i] + sym::Expr(pads[i]) + sym::Expr(pads[i + n]) - sym::Expr(span);
+      sym::Expr steps = ceil_mode ? sym::CeilDiv(num, strides[i]) : sym::FloorDiv(num, strides[i]);
+      out[i] = steps + 1;
+      if (out[i].is_invalid()) return Invalid(node, "output size" + dim + " overflows int64");
+      continue;
+    }
+    KILN_ASSIGN_OR_RETURN(int64_t padded, Add(node, *in_size, pads[i], "padded input" + dim));
     KILN_ASSIGN_OR_RETURN(padded, Add(node, padded, pads[i + n], "padded input" + dim));
     if (padded < span) {
       return Invalid(node, absl::StrCat("window ", span, " exceeds padded input size ", padded,
@@ -180,6 +238,10 @@ absl::StatusOr<Shape> WindowOutput(const Node& node, const SlidingWindowAttrs& a
 absl::StatusOr<Types> ConvRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
   KILN_ASSIGN_OR_RETURN(const TensorType* w, In(node, 1));
+  if (!w->is_static()) {
+    return absl::UnimplementedError(Prefix(node) + "the weight must have a static shape, got " +
+                                    w->ToString());
+  }
   if (x->rank() < 3) {
     return Invalid(node, absl::StrCat("input 0 has rank ", x->rank(), ", expected at least 3"));
   }
@@ -189,8 +251,8 @@ absl::StatusOr<Types> ConvRule(const Node& node) {
   const ConvAttrs a = ConvAttrs::Of(node);
   const int64_t group = a.group;
   int64_t m = w->shape[0];
-  if (group <= 0 || CheckedMul(w->shape[1], group) != x->shape[1] || m % group != 0) {
-    return Invalid(node, absl::StrCat("input channels ", x->shape[1], " do not match weight ",
+  if (group <= 0 || CheckedMul(w->shape[1], group) != x->dim(1).AsConstant() || m % group != 0) {
+    return Invalid(node, absl::StrCat("input channels ", x->dim(1).ToString(), " do not match weight ",
                                       w->ToString(), " with group ", group));
   }
   Shape wk(w->shape.begin() + 2, w->shape.end());
@@ -209,12 +271,13 @@ absl::StatusOr<Types> ConvRule(const Node& node) {
     }
     KILN_RETURN_IF_ERROR(ExpectSameDType(node, 2, b->type(), x->dtype));
   }
-  Shape in(x->shape.begin() + 2, x->shape.end());
-  KILN_ASSIGN_OR_RETURN(Shape spatial,
+  const Dims xd = x->dims();
+  Dims in(xd.begin() + 2, xd.end());
+  KILN_ASSIGN_OR_RETURN(Dims spatial,
                         WindowOutput(node, SlidingWindowAttrs::From(a), in, kernel, false));
-  Shape out{x->shape[0], m};
+  Dims out{xd[0], m};
   out.insert(out.end(), spatial.begin(), spatial.end());
-  return Types{TensorType{x->dtype, out}};
+  return Types{TensorType::WithDims(x->dtype, out)};
 }
 
 absl::StatusOr<Types> PoolRule(const Node& node) {
@@ -225,14 +288,15 @@ absl::StatusOr<Types> PoolRule(const Node& node) {
   size_t n = x->shape.size() - 2;
   const PoolAttrs a = PoolAttrs::Of(node);
   KILN_ASSIGN_OR_RETURN(Shape kernel, SpatialAttr(node, "kernel_shape", a.kernel_shape, n));
-  Shape in(x->shape.begin() + 2, x->shape.end());
-  KILN_ASSIGN_OR_RETURN(Shape spatial,
+  const Dims xd = x->dims();
+  Dims in(xd.begin() + 2, xd.end());
+  KILN_ASSIGN_OR_RETURN(Dims spatial,
                         WindowOutput(node, SlidingWindowAttrs::From(a), in, kernel, a.ceil_mode));
-  Shape out{x->shape[0], x->shape[1]};
+  Dims out{xd[0], xd[1]};
   out.insert(out.end(), spatial.begin(), spatial.end());
-  Types types{TensorType{x->dtype, out}};
+  Types types{TensorType::WithDims(x->dtype, out)};
   if (node.op() == OpKind::kMaxPool && node.outputs().size() > 1) {
-    types.push_back(TensorType{DType::kInt64, out});
+    types.push_back(TensorType::WithDims(DType::kInt64, out));
   }
   return types;
 }
@@ -242,9 +306,9 @@ absl::StatusOr<Types> GlobalPoolRule(const Node& node) {
   if (x->rank() < 3) {
     return Invalid(node, absl::StrCat("input 0 has rank ", x->rank(), ", expected at least 3"));
   }
-  Shape out = x->shape;
+  Dims out = x->dims();
   for (size_t i = 2; i < out.size(); ++i) out[i] = 1;
-  return Types{TensorType{x->dtype, out}};
+  return Types{TensorType::WithDims(x->dtype, out)};
 }
 
 /// Checks a packed B (b_layout="packed<nr>", see matmul_packing.h): shape [ceil(N/nr), K, nr]
@@ -273,23 +337,24 @@ absl::StatusOr<Types> GemmRule(const Node& node) {
   const GemmAttrs attrs = GemmAttrs::Of(node);
   const bool ta = attrs.transA, tb = attrs.transB;
   if (nr != 0 && tb) return Invalid(node, "a packed B requires transB=0");
-  int64_t m = ta ? a->shape[1] : a->shape[0];
-  int64_t ka = ta ? a->shape[0] : a->shape[1];
-  int64_t kb = nr != 0 ? b->shape[1] : tb ? b->shape[1] : b->shape[0];
-  int64_t n = nr != 0 ? PackedBCols(node) : tb ? b->shape[0] : b->shape[1];
+  const Dims ad = a->dims(), bd = b->dims();
+  sym::Expr m = ta ? ad[1] : ad[0];
+  sym::Expr ka = ta ? ad[0] : ad[1];
+  sym::Expr kb = nr != 0 ? bd[1] : tb ? bd[1] : bd[0];
+  sym::Expr n = nr != 0 ? sym::Expr(PackedBCols(node)) : tb ? bd[0] : bd[1];
   if (ka != kb) {
     return Invalid(node, absl::StrCat("inner dimensions differ: ", a->ToString(), " and ",
                                       b->ToString(), " (transA=", ta, ", transB=", tb, ")"));
   }
   if (const Value* c = node.input(2)) {
     KILN_RETURN_IF_ERROR(ExpectSameDType(node, 2, c->type(), a->dtype));
-    auto bc = BroadcastShapes(c->type().shape, {m, n});
-    if (!bc.ok() || *bc != Shape{m, n}) {
-      return Invalid(node, absl::StrCat("input 2 shape ", ShapeStr(c->type().shape),
-                                        " does not broadcast to [", m, ",", n, "]"));
+    std::optional<Dims> bc = BroadcastDims(c->type().dims(), {m, n});
+    if (!bc || *bc != Dims{m, n}) {
+      return Invalid(node, absl::StrCat("input 2 shape ", DimsStr(c->type().dims()),
+                                        " does not broadcast to ", DimsStr({m, n})));
     }
   }
-  return Types{TensorType{a->dtype, {m, n}}};
+  return Types{TensorType::WithDims(a->dtype, {m, n})};
 }
 
 absl::StatusOr<Types> MatMulRule(const Node& node) {
@@ -301,32 +366,31 @@ absl::StatusOr<Types> MatMulRule(const Node& node) {
   if (nr != 0) {
     // A packed B is one [K, b_cols] matrix shared by every batch of A.
     if (a->rank() < 2) return Invalid(node, "a packed B requires input 0 of rank >= 2");
-    if (a->shape.back() != b->shape[1]) {
+    if (a->dim(a->rank() - 1) != b->dim(1)) {
       return Invalid(node, absl::StrCat("inner dimensions differ: ", a->ToString(),
                                         " and packed ", b->ToString()));
     }
-    Shape out = a->shape;
+    Dims out = a->dims();
     out.back() = PackedBCols(node);
-    return Types{TensorType{a->dtype, out}};
+    return Types{TensorType::WithDims(a->dtype, out)};
   }
-  Shape sa = a->shape, sb = b->shape;
+  Dims sa = a->dims(), sb = b->dims();
   if (sa.size() == 1) sa.insert(sa.begin(), 1);
   if (sb.size() == 1) sb.push_back(1);
-  int64_t k1 = sa.back(), k2 = sb[sb.size() - 2];
-  if (k1 != k2) {
+  if (sa.back() != sb[sb.size() - 2]) {
     return Invalid(node, absl::StrCat("inner dimensions differ: ", a->ToString(), " and ",
                                       b->ToString()));
   }
-  Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
-  auto batch = BroadcastShapes(ba, bb);
-  if (!batch.ok()) {
+  Dims ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
+  std::optional<Dims> batch = BroadcastDims(ba, bb);
+  if (!batch) {
     return Invalid(node, absl::StrCat("batch dimensions of ", a->ToString(), " and ",
                                       b->ToString(), " are not broadcastable"));
   }
-  Shape out = *batch;
+  Dims out = *std::move(batch);
   if (a->rank() > 1) out.push_back(sa[sa.size() - 2]);
   if (b->rank() > 1) out.push_back(sb.back());
-  return Types{TensorType{a->dtype, out}};
+  return Types{TensorType::WithDims(a->dtype, out)};
 }
 
 absl::StatusOr<Types> BatchNormRule(const Node& node) {
@@ -361,56 +425,79 @@ absl::StatusOr<Types> FlattenRule(const Node& node) {
     return Invalid(node, absl::StrCat("axis ", axis, " is out of range for rank ", x->rank()));
   }
   if (axis < 0) axis += x->rank();
-  int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < x->rank(); ++i) (i < axis ? outer : inner) *= x->shape[i];
-  return Types{TensorType{x->dtype, {outer, inner}}};
+  sym::Expr outer = 1, inner = 1;
+  const Dims xd = x->dims();
+  for (int64_t i = 0; i < x->rank(); ++i) (i < axis ? outer : inner) *= xd[i];
+  return Types{TensorType::WithDims(x->dtype, {outer, inner})};
+}
+
+// Integer operand `i` as dims: its sym_value where shape arithmetic computed it (a Reshape
+// target built from Shape), else its constant values or `attr_value` (IntsFromInputOrAttr).
+absl::StatusOr<Dims> DimsFromInputOrAttr(const Node& node, int i, const std::string& attr,
+                                         const std::vector<int64_t>& attr_value, bool* present) {
+  const Value* v = node.input(i);
+  if (v != nullptr && !v->is_constant() && v->sym_value().has_value() &&
+      v->type().rank() <= 1) {
+    *present = true;
+    return *v->sym_value();
+  }
+  KILN_ASSIGN_OR_RETURN(Shape ints, IntsFromInputOrAttr(node, i, attr, attr_value, present));
+  return Dims(ints.begin(), ints.end());
 }
 
 absl::StatusOr<Types> ReshapeRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
   bool present = false;
   KILN_ASSIGN_OR_RETURN(
-      Shape target, IntsFromInputOrAttr(node, 1, "shape", CommonAttrs::Of(node).shape, &present));
+      Dims target, DimsFromInputOrAttr(node, 1, "shape", CommonAttrs::Of(node).shape, &present));
   if (!present) return Invalid(node, "missing target shape");
   const bool allow_zero = ReshapeAttrs::Of(node).allowzero;
-  Shape out(target.size());
+  const Dims xd = x->dims();
+  Dims out(target.size());
   int infer = -1;
-  int64_t known = 1;
+  sym::Expr known = 1;
   for (size_t i = 0; i < target.size(); ++i) {
-    int64_t d = target[i];
-    if (d == -1) {
+    sym::Expr d = target[i];
+    if (d == sym::Expr(-1)) {
       if (infer >= 0) return Invalid(node, "target shape has more than one -1");
       infer = static_cast<int>(i);
       continue;
     }
-    if (d == 0 && !allow_zero) {
-      if (i >= x->shape.size()) {
+    if (d == sym::Expr(0) && !allow_zero) {
+      if (i >= xd.size()) {
         return Invalid(node, absl::StrCat("target dim ", i, " is 0 but input has rank ",
                                           x->rank()));
       }
-      d = x->shape[i];
+      d = xd[i];
     }
-    if (d < 0) return Invalid(node, absl::StrCat("target dim ", i, " is ", d));
+    if (std::optional<int64_t> c = d.AsConstant(); c && *c < 0) {
+      return Invalid(node, absl::StrCat("target dim ", i, " is ", *c));
+    }
     out[i] = d;
-    std::optional<int64_t> product = CheckedMul(known, d);
-    if (!product) {
-      return Invalid(node, absl::StrCat("cannot reshape ", x->ToString(), " to ", ShapeStr(target),
+    known = known * d;
+    if (known.is_invalid()) {
+      return Invalid(node, absl::StrCat("cannot reshape ", x->ToString(), " to ", DimsStr(target),
                                         ": its element count overflows int64"));
     }
-    known = *product;
   }
-  int64_t total = x->NumElements();
+  sym::Expr total = x->NumElementsExpr();
   if (infer >= 0) {
-    if (known == 0 || total % known != 0) {
+    // The run-time shape check refuses a symbol value where `known` is 0 (ONNX cannot infer
+    // -1 then) or the product differs.
+    std::optional<sym::Expr> exact = sym::ExactDiv(total, known);
+    if (exact) {
+      out[infer] = *exact;
+    } else if (known == sym::Expr(0) || sym::Mod(total, known) != sym::Expr(0)) {
       return Invalid(node, absl::StrCat("cannot reshape ", x->ToString(), " to ",
-                                        ShapeStr(target)));
+                                        DimsStr(target)));
+    } else {
+      out[infer] = sym::FloorDiv(total, known);
     }
-    out[infer] = total / known;
   } else if (known != total) {
     return Invalid(node, absl::StrCat("cannot reshape ", x->ToString(), " to ",
-                                      ShapeStr(target)));
+                                      DimsStr(target)));
   }
-  return Types{TensorType{x->dtype, out}};
+  return Types{TensorType::WithDims(x->dtype, out)};
 }
 
 absl::StatusOr<Types> SqueezeRule(const Node& node) {
@@ -418,23 +505,31 @@ absl::StatusOr<Types> SqueezeRule(const Node& node) {
   bool present = false;
   KILN_ASSIGN_OR_RETURN(
       Shape axes, IntsFromInputOrAttr(node, 1, "axes", SqueezeAttrs::Of(node).axes, &present));
-  std::vector<bool> drop(x->shape.size(), false);
+  const Dims xd = x->dims();
+  std::vector<bool> drop(xd.size(), false);
   if (!present) {
-    for (size_t i = 0; i < x->shape.size(); ++i) drop[i] = x->shape[i] == 1;
+    for (size_t i = 0; i < xd.size(); ++i) {
+      if (!xd[i].is_constant()) {
+        return absl::UnimplementedError(
+            Prefix(node) + absl::StrCat("without axes, squeezing ", x->ToString(),
+                                        " depends on whether its symbolic dim ", i, " is 1"));
+      }
+      drop[i] = xd[i] == sym::Expr(1);
+    }
   }
   for (int64_t a : axes) {
     KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, a, x->rank()));
-    if (x->shape[axis] != 1) {
+    if (xd[axis] != sym::Expr(1)) {
       return Invalid(node, absl::StrCat("cannot squeeze axis ", a, " of size ",
-                                        x->shape[axis]));
+                                        xd[axis].ToString()));
     }
     drop[axis] = true;
   }
-  Shape out;
-  for (size_t i = 0; i < x->shape.size(); ++i) {
-    if (!drop[i]) out.push_back(x->shape[i]);
+  Dims out;
+  for (size_t i = 0; i < xd.size(); ++i) {
+    if (!drop[i]) out.push_back(xd[i]);
   }
-  return Types{TensorType{x->dtype, out}};
+  return Types{TensorType::WithDims(x->dtype, out)};
 }
 
 absl::StatusOr<Types> UnsqueezeRule(const Node& node) {
@@ -450,10 +545,11 @@ absl::StatusOr<Types> UnsqueezeRule(const Node& node) {
     if (inserted[axis]) return Invalid(node, absl::StrCat("axis ", a, " is repeated"));
     inserted[axis] = true;
   }
-  Shape out;
+  const Dims xd = x->dims();
+  Dims out;
   size_t k = 0;
-  for (int64_t i = 0; i < rank; ++i) out.push_back(inserted[i] ? 1 : x->shape[k++]);
-  return Types{TensorType{x->dtype, out}};
+  for (int64_t i = 0; i < rank; ++i) out.push_back(inserted[i] ? sym::Expr(1) : xd[k++]);
+  return Types{TensorType::WithDims(x->dtype, out)};
 }
 
 absl::StatusOr<Types> TransposeRule(const Node& node) {
@@ -464,15 +560,16 @@ absl::StatusOr<Types> TransposeRule(const Node& node) {
                                       x->rank()));
   }
   std::vector<bool> seen(perm.size(), false);
-  Shape out;
+  const Dims xd = x->dims();
+  Dims out;
   for (int64_t p : perm) {
     if (p < 0 || p >= x->rank() || seen[p]) {
       return Invalid(node, absl::StrCat("perm ", ShapeStr(perm), " is not a permutation"));
     }
     seen[p] = true;
-    out.push_back(x->shape[p]);
+    out.push_back(xd[p]);
   }
-  return Types{TensorType{x->dtype, out}};
+  return Types{TensorType::WithDims(x->dtype, out)};
 }
 
 absl::StatusOr<Types> ConcatRule(const Node& node) {
@@ -480,28 +577,31 @@ absl::StatusOr<Types> ConcatRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(int64_t axis,
                         NormalizeAxis(node, ConcatAttrs::Of(node).axis, first->rank()));
   if (first->rank() == 0) return Invalid(node, "inputs must have rank >= 1");
-  Shape out = first->shape;
+  const Dims fd = first->dims();
+  Dims out = fd;
   for (int i = 1; i < node.num_inputs(); ++i) {
     KILN_ASSIGN_OR_RETURN(const TensorType* t, In(node, i));
     KILN_RETURN_IF_ERROR(ExpectSameDType(node, i, *t, first->dtype));
     KILN_RETURN_IF_ERROR(ExpectRank(node, i, *t, first->rank()));
+    const Dims td = t->dims();
     for (int64_t d = 0; d < first->rank(); ++d) {
-      if (d != axis && t->shape[d] != first->shape[d]) {
-        return Invalid(node, absl::StrCat("input ", i, " has shape ", ShapeStr(t->shape),
-                                          ", incompatible with ", ShapeStr(first->shape),
+      if (d != axis && td[d] != fd[d]) {
+        return Invalid(node, absl::StrCat("input ", i, " has shape ", DimsStr(td),
+                                          ", incompatible with ", DimsStr(fd),
                                           " outside axis ", axis));
       }
     }
-    out[axis] += t->shape[axis];
+    out[axis] += td[axis];
   }
-  return Types{TensorType{first->dtype, out}};
+  return Types{TensorType::WithDims(first->dtype, out)};
 }
 
-// True if any of inputs [first, last] of `node` is present and not a constant: an operand that
-// arrives at run time.
+// True if any of inputs [first, last] of `node` is present and neither a constant nor known
+// from shapes (Value::sym_value): an operand that arrives at run time.
 bool HasRuntimeOperand(const Node& node, int first, int last) {
   for (int i = first; i <= last; ++i) {
-    if (node.input(i) != nullptr && !node.input(i)->is_constant()) return true;
+    const Value* v = node.input(i);
+    if (v != nullptr && !v->is_constant() && !v->sym_value().has_value()) return true;
   }
   return false;
 }
@@ -571,13 +671,7 @@ absl::StatusOr<Types> PadRule(const Node& node) {
 
 absl::StatusOr<Types> ShapeRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
-  int64_t r = x->rank();
-  const ShapeAttrs a = ShapeAttrs::Of(node);
-  int64_t start = a.start, end = a.end.value_or(r);
-  if (start < 0) start += r;
-  if (end < 0) end += r;
-  start = std::clamp<int64_t>(start, 0, r);
-  end = std::clamp<int64_t>(end, 0, r);
+  auto [start, end] = ShapeOpDims(node, x->rank());
   return Types{TensorType{DType::kInt64, {std::max<int64_t>(0, end - start)}}};
 }
 
@@ -590,10 +684,41 @@ absl::StatusOr<Types> GatherRule(const Node& node) {
   }
   if (x->rank() == 0) return Invalid(node, "input 0 must have rank >= 1");
   KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, Axis0Attrs::Of(node).axis, x->rank()));
-  Shape out(x->shape.begin(), x->shape.begin() + axis);
-  out.insert(out.end(), idx->shape.begin(), idx->shape.end());
-  out.insert(out.end(), x->shape.begin() + axis + 1, x->shape.end());
-  return Types{TensorType{x->dtype, out}};
+  const Dims xd = x->dims(), id = idx->dims();
+  Dims out(xd.begin(), xd.begin() + axis);
+  out.insert(out.end(), id.begin(), id.end());
+  out.insert(out.end(), xd.begin() + axis + 1, xd.end());
+  return Types{TensorType::WithDims(x->dtype, out)};
+}
+
+// The length of a slice [start, end) by `step` > 0 along a dim where the dim, the start or the
+// end is symbolic: ONNX's rule (a negative index counts from the end, then both are clamped to
+// [0, dim]) as expressions. A constant at or past kMaxTensorBytes in magnitude (INT64_MAX for
+// "to the end") is past every dim, since no tensor has that many elements.
+absl::StatusOr<sym::Expr> SymbolicSliceLength(const Node& node, const sym::Expr& dim,
+                                              const sym::Expr& start, const sym::Expr& end,
+                                              int64_t step) {
+  if (step < 0) {
+    return absl::UnimplementedError(Prefix(node) +
+                                    "a negative step where the dim, start or end is symbolic");
+  }
+  auto clamp = [&](const sym::Expr& v) -> std::optional<sym::Expr> {
+    if (std::optional<int64_t> c = v.AsConstant()) {
+      if (*c >= kMaxTensorBytes) return dim;
+      if (*c <= -kMaxTensorBytes) return sym::Expr(0);
+      if (*c < 0) return sym::Max(dim + *c, 0);
+      return sym::Min(*c, dim);
+    }
+    if (!sym::ProveNonNegative(v)) return std::nullopt;
+    return sym::Min(v, dim);
+  };
+  std::optional<sym::Expr> s = clamp(start), e = clamp(end);
+  if (!s || !e) {
+    return absl::UnimplementedError(
+        Prefix(node) + absl::StrCat("start ", start.ToString(), " or end ", end.ToString(),
+                                    " is symbolic and may be negative"));
+  }
+  return sym::Max(sym::CeilDiv(*e - *s, step), 0);
 }
 
 absl::StatusOr<Types> SliceRule(const Node& node) {
@@ -601,9 +726,9 @@ absl::StatusOr<Types> SliceRule(const Node& node) {
   if (HasRuntimeOperand(node, 1, 4)) return RuntimeOperandShape(node, *x, 1, 4, true);
   bool has_starts = false, has_ends = false, has_axes = false, has_steps = false;
   const SliceAttrs a = SliceAttrs::Of(node);
-  KILN_ASSIGN_OR_RETURN(Shape starts,
-                        IntsFromInputOrAttr(node, 1, "starts", a.starts, &has_starts));
-  KILN_ASSIGN_OR_RETURN(Shape ends, IntsFromInputOrAttr(node, 2, "ends", a.ends, &has_ends));
+  KILN_ASSIGN_OR_RETURN(Dims starts,
+                        DimsFromInputOrAttr(node, 1, "starts", a.starts, &has_starts));
+  KILN_ASSIGN_OR_RETURN(Dims ends, DimsFromInputOrAttr(node, 2, "ends", a.ends, &has_ends));
   KILN_ASSIGN_OR_RETURN(Shape axes, IntsFromInputOrAttr(node, 3, "axes", a.axes, &has_axes));
   KILN_ASSIGN_OR_RETURN(Shape steps, IntsFromInputOrAttr(node, 4, "steps", {}, &has_steps));
   if (!has_starts || !has_ends) return Invalid(node, "missing starts or ends");
@@ -617,15 +742,24 @@ absl::StatusOr<Types> SliceRule(const Node& node) {
       steps.size() != starts.size()) {
     return Invalid(node, "starts, ends, axes and steps must have the same length");
   }
-  Shape out = x->shape;
-  std::vector<bool> seen(x->shape.size(), false);
+  const Dims xd = x->dims();
+  Dims out = xd;
+  std::vector<bool> seen(xd.size(), false);
   for (size_t i = 0; i < starts.size(); ++i) {
     KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, axes[i], x->rank()));
     if (seen[axis]) return Invalid(node, absl::StrCat("axis ", axes[i], " is repeated"));
     seen[axis] = true;
     if (steps[i] == 0) return Invalid(node, "slice step must not be 0");
-    int64_t dim = x->shape[axis], step = steps[i];
-    int64_t s = starts[i], e = ends[i];
+    const int64_t step = steps[i];
+    std::optional<int64_t> dim_c = xd[axis].AsConstant();
+    std::optional<int64_t> start_c = starts[i].AsConstant();
+    std::optional<int64_t> end_c = ends[i].AsConstant();
+    if (!dim_c || !start_c || !end_c) {
+      KILN_ASSIGN_OR_RETURN(out[axis], SymbolicSliceLength(node, xd[axis], starts[i], ends[i], step));
+      continue;
+    }
+    int64_t dim = *dim_c;
+    int64_t s = *start_c, e = *end_c;
     if (s < 0) s += dim;
     if (e < 0) e += dim;
     if (step > 0) {
@@ -638,7 +772,7 @@ absl::StatusOr<Types> SliceRule(const Node& node) {
       out[axis] = s > e ? (s - e - step - 1) / (-step) : 0;
     }
   }
-  return Types{TensorType{x->dtype, out}};
+  return Types{TensorType::WithDims(x->dtype, out)};
 }
 
 absl::StatusOr<Types> ConstantRule(const Node& node) {
@@ -785,6 +919,14 @@ absl::StatusOr<Types> Dispatch(const Node& node) {
 
 }  // namespace
 
+std::pair<int64_t, int64_t> ShapeOpDims(const Node& node, int64_t rank) {
+  const ShapeAttrs a = ShapeAttrs::Of(node);
+  int64_t start = a.start, end = a.end.value_or(rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  return {std::clamp<int64_t>(start, 0, rank), std::clamp<int64_t>(end, 0, rank)};
+}
+
 absl::StatusOr<std::vector<TensorType>> InferOutputTypes(const Node& node) {
   const OpInfo& info = node.info();
   int n = node.num_inputs();
@@ -804,7 +946,25 @@ absl::StatusOr<std::vector<TensorType>> InferOutputTypes(const Node& node) {
   KILN_RETURN_IF_ERROR(VerifyAttrs(node));
   // LayoutTransform and blocked Conv/pool nodes (graph/layout_rules.h).
   if (IsLayoutNode(node)) return InferLayoutTypes(node);
-  return Dispatch(node);
+  if (!HandlesSymbolicDims(node.op())) {
+    for (int i = 0; i < n; ++i) {
+      const Value* v = node.input(i);
+      if (v != nullptr && !v->type().is_static()) {
+        return absl::UnimplementedError(
+            Prefix(node) + absl::StrCat("input ", i, " has symbolic dims (", v->type().ToString(),
+                                        "), which ", info.name, " does not support yet"));
+      }
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(Types types, Dispatch(node));
+  for (size_t i = 0; i < types.size(); ++i) {
+    for (const sym::Expr& d : types[i].sym_shape) {
+      if (d.is_invalid()) {
+        return Invalid(node, absl::StrCat("the size of output ", i, " overflows int64"));
+      }
+    }
+  }
+  return types;
 }
 
 absl::StatusOr<std::vector<int64_t>> BroadcastShapes(const std::vector<int64_t>& a,

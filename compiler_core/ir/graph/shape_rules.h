@@ -3,6 +3,7 @@
 #ifndef KILN_COMPILER_CORE_IR_GRAPH_SHAPE_RULES_H_
 #define KILN_COMPILER_CORE_IR_GRAPH_SHAPE_RULES_H_
 
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -16,6 +17,10 @@ namespace kiln::graph {
 /// "node 'conv_3' (Conv): input 1 has rank 3, expected 4"; kUnimplemented when a needed
 /// input is not constant.
 absl::StatusOr<std::vector<TensorType>> InferOutputTypes(const Node& node);
+
+/// The dims [first, last) of its input that a Shape node reads: its start and end attributes,
+/// negative ones counted from the end, clamped to [0, rank] (ONNX Shape-15).
+std::pair<int64_t, int64_t> ShapeOpDims(const Node& node, int64_t rank);
 
 /// Multidirectional (NumPy) broadcast of two shapes; kInvalidArgument if incompatible.
 absl::StatusOr<std::vector<int64_t>> BroadcastShapes(const std::vector<int64_t>& a,

@@ -8,13 +8,43 @@
 
 namespace kiln {
 
+TensorType TensorType::WithDims(DType dtype, const std::vector<sym::Expr>& dims) {
+  TensorType type{dtype, {}};
+  bool symbolic = false;
+  for (const sym::Expr& d : dims) {
+    std::optional<int64_t> c = d.AsConstant();
+    type.shape.push_back(c ? *c : kSymbolicDim);
+    symbolic |= !c.has_value();
+  }
+  if (symbolic) type.sym_shape = dims;
+  return type;
+}
+
+sym::Expr TensorType::dim(int64_t i) const {
+  return is_static() ? sym::Expr(shape[i]) : sym_shape[i];
+}
+
+std::vector<sym::Expr> TensorType::dims() const {
+  if (!is_static()) return sym_shape;
+  return std::vector<sym::Expr>(shape.begin(), shape.end());
+}
+
 int64_t TensorType::NumElements() const {
+  if (!is_static()) return -1;
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
 }
 
+sym::Expr TensorType::NumElementsExpr() const {
+  if (is_static()) return NumElements();
+  sym::Expr n(1);
+  for (const sym::Expr& d : sym_shape) n = n * d;
+  return n;
+}
+
 int64_t TensorType::CheckedNumBytes() const {
+  if (!is_static()) return -1;
   int64_t n = static_cast<int64_t>(DTypeSize(dtype));
   for (int64_t d : shape) {
     if (d < 0) return -1;
@@ -25,7 +55,13 @@ int64_t TensorType::CheckedNumBytes() const {
 }
 
 std::string TensorType::ToString() const {
-  return absl::StrCat(DTypeName(dtype), "[", absl::StrJoin(shape, ","), "]");
+  if (is_static()) return absl::StrCat(DTypeName(dtype), "[", absl::StrJoin(shape, ","), "]");
+  return absl::StrCat(DTypeName(dtype), "[",
+                      absl::StrJoin(sym_shape, ",",
+                                    [](std::string* out, const sym::Expr& d) {
+                                      absl::StrAppend(out, d.ToString());
+                                    }),
+                      "]");
 }
 
 std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& shape) {

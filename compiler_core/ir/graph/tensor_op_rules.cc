@@ -23,6 +23,9 @@ namespace {
 using Shape = std::vector<int64_t>;
 using Types = std::vector<TensorType>;
 using rules::Add;
+using rules::BroadcastDims;
+using rules::Dims;
+using rules::DimsStr;
 using rules::In;
 using rules::Invalid;
 using rules::Mul;
@@ -54,16 +57,24 @@ absl::StatusOr<Shape> ConstInts(const Node& node, int i) {
   return out;
 }
 
-absl::StatusOr<Shape> Broadcast(const Node& node, int first, int last) {
-  Shape shape;
+// Integer input `i` as dims: its sym_value (shapes as values), else its constant values.
+absl::StatusOr<Dims> ConstDims(const Node& node, int i) {
+  const Value* v = node.input(i);
+  if (v != nullptr && !v->is_constant() && v->sym_value().has_value()) return *v->sym_value();
+  KILN_ASSIGN_OR_RETURN(Shape ints, ConstInts(node, i));
+  return Dims(ints.begin(), ints.end());
+}
+
+absl::StatusOr<Dims> Broadcast(const Node& node, int first, int last) {
+  Dims shape;
   for (int i = first; i <= last; ++i) {
     KILN_ASSIGN_OR_RETURN(const TensorType* t, In(node, i));
-    auto b = BroadcastShapes(shape, t->shape);
-    if (!b.ok()) {
-      return Invalid(node, absl::StrCat("input shapes ", ShapeStr(shape), " and ",
-                                        ShapeStr(t->shape), " are not broadcastable"));
+    std::optional<Dims> b = BroadcastDims(shape, t->dims());
+    if (!b) {
+      return Invalid(node, absl::StrCat("input shapes ", DimsStr(shape), " and ",
+                                        DimsStr(t->dims()), " are not broadcastable"));
     }
-    shape = *b;
+    shape = *std::move(b);
   }
   return shape;
 }
@@ -85,22 +96,22 @@ absl::StatusOr<Types> CompareRule(const Node& node, bool bool_inputs) {
   if (bool_inputs && node.input(0)->type().dtype != DType::kBool) {
     return Invalid(node, "inputs must be bool");
   }
-  KILN_ASSIGN_OR_RETURN(Shape s, Broadcast(node, 0, node.num_inputs() - 1));
-  return Types{TensorType{DType::kBool, s}};
+  KILN_ASSIGN_OR_RETURN(Dims s, Broadcast(node, 0, node.num_inputs() - 1));
+  return Types{TensorType::WithDims(DType::kBool, s)};
 }
 
 absl::StatusOr<Types> ArithRule(const Node& node) {
   KILN_RETURN_IF_ERROR(SameDTypes(node, 0, node.num_inputs() - 1));
-  KILN_ASSIGN_OR_RETURN(Shape s, Broadcast(node, 0, node.num_inputs() - 1));
-  return Types{TensorType{node.input(0)->type().dtype, s}};
+  KILN_ASSIGN_OR_RETURN(Dims s, Broadcast(node, 0, node.num_inputs() - 1));
+  return Types{TensorType::WithDims(node.input(0)->type().dtype, s)};
 }
 
 absl::StatusOr<Types> WhereRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* c, In(node, 0));
   if (c->dtype != DType::kBool) return Invalid(node, "input 0 must be bool");
   KILN_RETURN_IF_ERROR(SameDTypes(node, 1, 2));
-  KILN_ASSIGN_OR_RETURN(Shape s, Broadcast(node, 0, 2));
-  return Types{TensorType{node.input(1)->type().dtype, s}};
+  KILN_ASSIGN_OR_RETURN(Dims s, Broadcast(node, 0, 2));
+  return Types{TensorType::WithDims(node.input(1)->type().dtype, s)};
 }
 
 absl::StatusOr<Types> ReduceRule(const Node& node) {
@@ -114,15 +125,16 @@ absl::StatusOr<Types> ReduceRule(const Node& node) {
     KILN_ASSIGN_OR_RETURN(int64_t n, Axis(node, a, x->rank()));
     reduced[n] = true;
   }
-  Shape out;
-  for (size_t d = 0; d < x->shape.size(); ++d) {
+  const Dims xd = x->dims();
+  Dims out;
+  for (size_t d = 0; d < xd.size(); ++d) {
     if (!reduced[d]) {
-      out.push_back(x->shape[d]);
+      out.push_back(xd[d]);
     } else if (keep) {
       out.push_back(1);
     }
   }
-  return Types{TensorType{x->dtype, out}};
+  return Types{TensorType::WithDims(x->dtype, out)};
 }
 
 absl::StatusOr<Types> ArgRule(const Node& node) {
@@ -148,6 +160,17 @@ absl::StatusOr<Types> RangeRule(const Node& node) {
   }
   DType dt = node.input(0)->type().dtype;
   int64_t count = RangeAttrs::Of(node).count;
+  if (count < 0 && !IsFloat(dt) && node.input(2)->is_constant() &&
+      (node.input(0)->sym_value().has_value() || node.input(1)->sym_value().has_value())) {
+    // Integer bounds known from shapes: max(ceil((limit - start) / delta), 0) elements.
+    KILN_ASSIGN_OR_RETURN(Dims start, ConstDims(node, 0));
+    KILN_ASSIGN_OR_RETURN(Dims limit, ConstDims(node, 1));
+    const int64_t delta = node.input(2)->constant()->GetAsInt64(0);
+    if (delta == 0) return Invalid(node, "delta must not be 0");
+    sym::Expr n = sym::Max(sym::CeilDiv(limit[0] - start[0], delta), 0);
+    if (n.is_invalid()) return Invalid(node, "the element count overflows int64");
+    return Types{TensorType::WithDims(dt, {n})};
+  }
   if (count < 0) {
     for (int i = 0; i < 3; ++i) {
       if (!node.input(i)->is_constant()) {
@@ -171,12 +194,12 @@ absl::StatusOr<Types> RangeRule(const Node& node) {
 
 absl::StatusOr<Types> ExpandRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
-  KILN_ASSIGN_OR_RETURN(Shape shape, ConstInts(node, 1));
-  auto b = BroadcastShapes(x->shape, shape);
-  if (!b.ok()) {
-    return Invalid(node, absl::StrCat("cannot expand ", x->ToString(), " to ", ShapeStr(shape)));
+  KILN_ASSIGN_OR_RETURN(Dims shape, ConstDims(node, 1));
+  std::optional<Dims> b = BroadcastDims(x->dims(), shape);
+  if (!b) {
+    return Invalid(node, absl::StrCat("cannot expand ", x->ToString(), " to ", DimsStr(shape)));
   }
-  return Types{TensorType{x->dtype, *b}};
+  return Types{TensorType::WithDims(x->dtype, *b)};
 }
 
 absl::StatusOr<Types> TileRule(const Node& node) {
@@ -484,9 +507,9 @@ absl::StatusOr<Types> EyeLikeRule(const Node& node) {
 }
 
 absl::StatusOr<Types> ConstantOfShapeRule(const Node& node) {
-  KILN_ASSIGN_OR_RETURN(Shape shape, ConstInts(node, 0));
+  KILN_ASSIGN_OR_RETURN(Dims shape, ConstDims(node, 0));
   auto value = ConstantOfShapeAttrs::Of(node).value;
-  return Types{TensorType{value ? value->type.dtype : DType::kFloat32, shape}};
+  return Types{TensorType::WithDims(value ? value->type.dtype : DType::kFloat32, shape)};
 }
 
 }  // namespace
@@ -624,7 +647,7 @@ absl::StatusOr<std::vector<TensorType>> InferTensorOpTypes(const Node& node) {
     }
     case OpKind::kIsNaN: case OpKind::kIsInf: {
       KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
-      return Types{TensorType{DType::kBool, x->shape}};
+      return Types{TensorType::WithDims(DType::kBool, x->dims())};
     }
     case OpKind::kWhere:
       return WhereRule(node);
@@ -641,7 +664,7 @@ absl::StatusOr<std::vector<TensorType>> InferTensorOpTypes(const Node& node) {
     case OpKind::kCastLike: {
       KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
       KILN_ASSIGN_OR_RETURN(const TensorType* like, In(node, 1));
-      return Types{TensorType{like->dtype, x->shape}};
+      return Types{TensorType::WithDims(like->dtype, x->dims())};
     }
     case OpKind::kReduceSum: case OpKind::kReduceMean: case OpKind::kReduceMax:
     case OpKind::kReduceMin: case OpKind::kReduceProd: case OpKind::kReduceL1:

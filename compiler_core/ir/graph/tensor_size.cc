@@ -36,6 +36,16 @@ std::optional<int64_t> CheckedProduct(const std::vector<int64_t>& dims) {
 
 absl::Status CheckTensorSize(const TensorType& type, int64_t max_bytes, absl::string_view what) {
   const std::string head = absl::StrCat(what, " has type ", type.ToString(), ": ");
+  if (!type.is_static()) {
+    // Symbolic dims are checked when the run's symbol values are known (the shape program);
+    // here only a dim that is negative for every symbol value, or a constant one.
+    for (size_t i = 0; i < type.sym_shape.size(); ++i) {
+      if (sym::Bounds(type.sym_shape[i]).hi < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(head, "dim ", i, " is negative"));
+      }
+    }
+    return absl::OkStatus();
+  }
   for (size_t i = 0; i < type.shape.size(); ++i) {
     if (type.shape[i] < 0) {
       return absl::InvalidArgumentError(absl::StrCat(head, "dim ", i, " is negative"));

@@ -29,6 +29,8 @@ std::optional<int64_t> CheckedProduct(const std::vector<int64_t>& dims);
 /// starting with `what` (e.g. "node 'n3' (Expand): output 0") and saying why, e.g.
 /// "... has type f32[4,-2]: dim 1 is negative", "... its element count overflows int64",
 /// "... takes 8796093022208 bytes, more than the limit of 1099511627776 (max_tensor_bytes)".
+/// A symbolic type is refused only for a dim negative for every symbol value; its size is
+/// checked at run time, when the symbols have values.
 absl::Status CheckTensorSize(const TensorType& type, int64_t max_bytes, absl::string_view what);
 
 }  // namespace kiln

@@ -1,6 +1,7 @@
 // Importing models with symbolic dims (ImportOptions::symbolic_dims): every "symbolic" row of
 // ../shared/models/MANIFEST.tsv imports once, with its outputs' dims as expressions over the
-// inputs' dim_params, matching the manifest's declared output shapes.
+// inputs' dim_params, matching the manifest's declared output shapes; at each of its data
+// sets, the symbols bound from the inputs' shapes give exactly the reference outputs' shapes.
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "compiler_core/importer/onnx/importer.h"
+#include "compiler_core/importer/onnx/tensor_file.h"
+#include "compiler_core/ir/sym/bind.h"
 #include "compiler_core/ir/graph/printer.h"
 #include "gtest/gtest.h"
 
@@ -60,6 +63,41 @@ std::map<std::string, std::vector<std::string>> DeclaredOutputs(const std::strin
   return out;
 }
 
+// Every test_data_set_K of `model_dir`: the graph's input dims bound to the shapes of
+// input_N.pb, each output's dims evaluated, equal to output_N.pb's shape.
+void CheckDataSets(const graph::Graph& g, const std::string& model_dir) {
+  std::vector<sym::DeclaredInput> declared;
+  for (const graph::Value* in : g.inputs()) declared.push_back({in->name(), in->type().dims()});
+  int sets = 0;
+  for (int k = 0;; ++k) {
+    const std::string dir = absl::StrCat(model_dir, "/test_data_set_", k);
+    if (!std::filesystem::exists(dir)) break;
+    SCOPED_TRACE(dir);
+    ++sets;
+    std::vector<std::vector<int64_t>> fed;
+    for (size_t i = 0; i < declared.size(); ++i) {
+      absl::StatusOr<NamedTensor> t = ReadTensorFile(absl::StrCat(dir, "/input_", i, ".pb"));
+      ASSERT_TRUE(t.ok()) << t.status();
+      fed.push_back(t->tensor.type.shape);
+    }
+    absl::StatusOr<std::map<std::string, int64_t>> values = sym::BindSymbols(declared, fed);
+    ASSERT_TRUE(values.ok()) << values.status();
+    for (size_t o = 0; o < g.outputs().size(); ++o) {
+      absl::StatusOr<NamedTensor> ref = ReadTensorFile(absl::StrCat(dir, "/output_", o, ".pb"));
+      ASSERT_TRUE(ref.ok()) << ref.status();
+      const TensorType& type = g.outputs()[o]->type();
+      std::vector<int64_t> shape;
+      for (const sym::Expr& d : type.dims()) {
+        absl::StatusOr<int64_t> v = sym::Evaluate(d, sym::ValuesOf(*values));
+        ASSERT_TRUE(v.ok()) << v.status();
+        shape.push_back(*v);
+      }
+      EXPECT_EQ(shape, ref->tensor.type.shape) << "output " << o << " " << type.ToString();
+    }
+  }
+  EXPECT_GT(sets, 0);
+}
+
 TEST(SymbolicImportTest, EverySymbolicModelImportsOnceWithItsOutputShapes) {
   if (!std::filesystem::exists(std::string(kModels) + "/MANIFEST.tsv")) {
     if (std::getenv("KILN_REQUIRE_SHARED") != nullptr) FAIL() << kModels << " is required";
@@ -91,6 +129,7 @@ TEST(SymbolicImportTest, EverySymbolicModelImportsOnceWithItsOutputShapes) {
     EXPECT_FALSE(input_symbols.empty());
     std::map<std::string, std::vector<std::string>> declared = DeclaredOutputs(row.outputs);
     ASSERT_EQ(declared.size(), (*g)->outputs().size());
+    CheckDataSets(**g, absl::StrCat(kModels, "/", row.name));
     for (const graph::Value* out : (*g)->outputs()) {
       SCOPED_TRACE(out->name() + " " + out->type().ToString());
       auto it = declared.find(out->name());

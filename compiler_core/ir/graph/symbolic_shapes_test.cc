@@ -9,6 +9,7 @@
 #include "compiler_core/ir/graph/printer.h"
 #include "compiler_core/ir/graph/shape_rules.h"
 #include "compiler_core/ir/graph/sym_values.h"
+#include "compiler_core/ir/graph/tensor_size.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -68,6 +69,27 @@ TEST(SymbolicTypeTest, WithDimsKeepsStaticTypesStatic) {
   EXPECT_EQ(s.dim(1), S(kSeq) + S(kPast));
   EXPECT_EQ(s, F32({1, S(kSeq) + S(kPast), 32}));
   EXPECT_NE(s, F32({1, S(kSeq), 32}));
+}
+
+TEST(SymbolicTypeTest, SizeCheckAtARunsSymbolValues) {
+  TensorType t = F32({1, S(kSeq), 1024});
+  absl::StatusOr<int64_t> bytes = CheckTensorSizeAt(t, {{"seq", 5}}, 1 << 20, "output 0");
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_EQ(*bytes, 5 * 1024 * 4);
+  absl::StatusOr<int64_t> big = CheckTensorSizeAt(t, {{"seq", 4096}}, 1 << 20, "output 0");
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(big.status().message(),
+            "output 0 has type f32[1,seq,1024] at seq=4096: it takes 16777216 bytes, more than "
+            "the limit of 1048576 (max_tensor_bytes)");
+  absl::StatusOr<int64_t> negative =
+      CheckTensorSizeAt(F32({S(kSeq) - 2}), {{"seq", 1}}, 1 << 20, "node 'n' output 0");
+  EXPECT_EQ(negative.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(negative.status().message(),
+            "node 'n' output 0 has type f32[seq - 2] at seq=1: dim 0 is -1");
+  absl::StatusOr<int64_t> unbound = CheckTensorSizeAt(t, {}, 1 << 20, "output 0");
+  EXPECT_EQ(unbound.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(unbound.status().message(),
+            "output 0 has type f32[1,seq,1024]: dim 1: evaluating seq: symbol 'seq' has no value");
 }
 
 constexpr char kDecoderText[] =

@@ -67,4 +67,38 @@ absl::Status CheckTensorSize(const TensorType& type, int64_t max_bytes, absl::st
   return absl::OkStatus();
 }
 
+absl::StatusOr<int64_t> CheckTensorSizeAt(const TensorType& type,
+                                          const std::map<std::string, int64_t>& values,
+                                          int64_t max_bytes, absl::string_view what) {
+  std::vector<int64_t> shape;
+  for (size_t i = 0; i < type.shape.size(); ++i) {
+    absl::StatusOr<int64_t> d = sym::Evaluate(type.dim(static_cast<int64_t>(i)), sym::ValuesOf(values));
+    if (!d.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " has type ", type.ToString(), ": dim ", i, ": ", d.status().message()));
+    }
+    shape.push_back(*d);
+  }
+  TensorType at{type.dtype, shape};
+  std::string symbols;
+  for (const auto& [name, v] : values) {
+    absl::StrAppend(&symbols, symbols.empty() ? "" : ", ", name, "=", v);
+  }
+  const std::string head = absl::StrCat(what, " has type ", type.ToString(),
+                                        type.is_static() ? "" : absl::StrCat(" at ", symbols));
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(head, ": dim ", i, " is ", shape[i]));
+    }
+  }
+  const int64_t bytes = at.CheckedNumBytes();
+  if (bytes < 0 || bytes > max_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        head, ": it takes ",
+        bytes < 0 ? std::string("more than 2^40") : absl::StrCat(bytes), " bytes, more than the limit of ",
+        max_bytes, " (max_tensor_bytes)"));
+  }
+  return bytes;
+}
+
 }  // namespace kiln

@@ -4,10 +4,13 @@
 #define KILN_COMPILER_CORE_IR_GRAPH_TENSOR_SIZE_H_
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "compiler_core/ir/graph/tensor.h"
 
@@ -32,6 +35,16 @@ std::optional<int64_t> CheckedProduct(const std::vector<int64_t>& dims);
 /// A symbolic type is refused only for a dim negative for every symbol value; its size is
 /// checked at run time, when the symbols have values.
 absl::Status CheckTensorSize(const TensorType& type, int64_t max_bytes, absl::string_view what);
+
+/// The size check of a symbolic `type` at one run's symbol values (`values`, from
+/// sym::BindSymbols): OK with its size in bytes when every dim evaluates non-negative and the
+/// tensor fits `max_bytes`. Errors: kInvalidArgument starting with `what` for a negative dim or
+/// an evaluation that fails; kResourceExhausted when it would take more than `max_bytes`
+/// ("... f32[1,seq,1024] at seq=70000 takes 286720000 bytes, more than the limit of ...
+/// (max_tensor_bytes)"): a run asks for it, not the model.
+absl::StatusOr<int64_t> CheckTensorSizeAt(const TensorType& type,
+                                          const std::map<std::string, int64_t>& values,
+                                          int64_t max_bytes, absl::string_view what);
 
 }  // namespace kiln
 

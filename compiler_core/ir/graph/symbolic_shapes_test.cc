@@ -10,6 +10,7 @@
 #include "compiler_core/ir/graph/shape_rules.h"
 #include "compiler_core/ir/graph/sym_values.h"
 #include "compiler_core/ir/graph/tensor_size.h"
+#include "compiler_core/ir/graph/verifier.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -127,6 +128,29 @@ TEST(SymbolicTypeTest, TextFormatErrors) {
           .status()
           .message(),
       HasSubstr("symbol 'n' is declared twice"));
+}
+
+TEST(SymbolicTypeTest, VerifierChecksSymbols) {
+  absl::StatusOr<std::unique_ptr<Graph>> good = ParseGraph(kDecoderText);
+  ASSERT_TRUE(good.ok());
+  EXPECT_TRUE(VerifyGraph(**good).ok()) << VerifyGraph(**good);
+  // A symbol no input gives by itself: no run could bind it.
+  absl::StatusOr<std::unique_ptr<Graph>> free_symbol = ParseGraph(
+      "graph @main<k=[0,inf], n=[0,inf]>(%0 \"x\": f32[\"2*n\"]) -> (%1 \"y\") {\n"
+      "  %1 = Relu(%0) : f32[\"2*n\"]\n"
+      "  return %1\n"
+      "}\n");
+  ASSERT_TRUE(free_symbol.ok()) << free_symbol.status();
+  EXPECT_EQ(VerifyGraph(**free_symbol).message(),
+            "graph input 0 ('x') has type f32[2*n], whose symbol 'n' no graph input dim gives "
+            "by itself");
+  // One name, two ranges.
+  Graph g;
+  Value* a = g.AddInput("a", F32({S(kSeq)}));
+  Value* b = g.AddInput("b", F32({sym::Expr::Sym(sym::Symbol{"seq", 0, 7})}));
+  g.SetOutputs({a, b});
+  EXPECT_EQ(VerifyGraph(g).message(),
+            "symbol 'seq' has range [1, 4096] in one type and [0, 7] in another");
 }
 
 TEST(SymbolicTypeTest, GraphHashCoversDimsAndRanges) {

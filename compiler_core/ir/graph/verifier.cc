@@ -2,11 +2,13 @@
 // with the shape rules.
 #include "compiler_core/ir/graph/verifier.h"
 
+#include <optional>
 #include <string>
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/graph/shape_rules.h"
+#include "compiler_core/support/status_macros.h"
 
 namespace kiln::graph {
 namespace {
@@ -72,6 +74,40 @@ absl::Status VerifyGraph(const Graph& graph) {
     if (out == nullptr || defined.count(out) == 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("graph output ", i, " is not defined by the graph"));
+    }
+  }
+  return VerifySymbols(graph);
+}
+
+absl::Status VerifySymbols(const Graph& graph) {
+  KILN_RETURN_IF_ERROR(GraphSymbols(graph).status());
+  // What a run binds (sym::BindSymbols): the symbols that are an input dim by themselves.
+  std::unordered_set<std::string> bound;
+  for (const Value* in : graph.inputs()) {
+    for (const sym::Expr& d : in->type().sym_shape) {
+      if (std::optional<sym::Symbol> s = d.AsSymbol()) bound.insert(s->name);
+    }
+  }
+  auto check = [&](const Value* v, const std::string& what) -> absl::Status {
+    for (const sym::Expr& d : v->type().sym_shape) {
+      for (const sym::Symbol& s : d.Symbols()) {
+        if (bound.count(s.name) == 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              what, " has type ", v->type().ToString(), ", whose symbol '", s.name,
+              "' no graph input dim gives by itself"));
+        }
+      }
+    }
+    return absl::OkStatus();
+  };
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    KILN_RETURN_IF_ERROR(check(graph.inputs()[i], absl::StrCat("graph input ", i, " ('",
+                                                               graph.inputs()[i]->name(), "')")));
+  }
+  for (const Node* node : graph.nodes()) {
+    for (size_t i = 0; i < node->outputs().size(); ++i) {
+      KILN_RETURN_IF_ERROR(
+          check(node->output(static_cast<int>(i)), absl::StrCat(NodeRef(*node), ": output ", i)));
     }
   }
   return absl::OkStatus();

@@ -122,52 +122,32 @@ absl::StatusOr<BuiltOutputs> BuildRuntimeSlice(ImportContext& ctx, const OnnxNod
 
 absl::StatusOr<BuiltOutputs> BuildSlice(ImportContext& ctx, const OnnxNode& node) {
   Value* x = node.input(0);
-  // Starts or ends computed from symbolic dims (Value::sym_value) stay operands: the shape
-  // rule reads them; axes and steps must be constants.
+  // Starts or ends computed from symbolic dims (Value::sym_value) stay operands, for the shape
+  // rule to read; any other operand arriving at run time makes a runtime slice.
   auto shape_value = [](const Value* v) { return v != nullptr && v->sym_value().has_value(); };
-  const bool from_shapes = ctx.opset() >= 10 &&
-                           (shape_value(node.input(1)) || shape_value(node.input(2))) &&
-                           !IsRuntime(node.input(3)) && !IsRuntime(node.input(4)) &&
-                           (!IsRuntime(node.input(1)) || shape_value(node.input(1))) &&
-                           (!IsRuntime(node.input(2)) || shape_value(node.input(2)));
-  if (ctx.opset() >= 10 && !from_shapes &&
-      (IsRuntime(node.input(1)) || IsRuntime(node.input(2)) || IsRuntime(node.input(3)) ||
-       IsRuntime(node.input(4)))) {
+  auto known = [&](int i) { return !IsRuntime(node.input(i)) || shape_value(node.input(i)); };
+  if (ctx.opset() >= 10 && !(known(1) && known(2) && !IsRuntime(node.input(3)) &&
+                             !IsRuntime(node.input(4)))) {
     return BuildRuntimeSlice(ctx, node);
-  }
-  if (from_shapes) {
-    const std::string& n = node.name;
-    const int64_t count = node.input(1)->type().NumElements();
-    Ints axes;
-    if (node.input(3) == nullptr) {
-      for (int64_t i = 0; i < count; ++i) axes.push_back(i);
-    } else {
-      KILN_ASSIGN_OR_RETURN(axes, ctx.ConstInts(node, 3));
-    }
-    for (int64_t& a : axes) {
-      KILN_ASSIGN_OR_RETURN(a, NormalizeAxis(node, a, x->type().rank()));
-    }
-    Ints steps(static_cast<size_t>(count), 1);
-    if (node.input(4) != nullptr) {
-      KILN_ASSIGN_OR_RETURN(steps, ctx.ConstInts(node, 4));
-    }
-    auto operand = [&](int i, const std::string& what) -> absl::StatusOr<Value*> {
-      if (shape_value(node.input(i))) return node.input(i);
-      KILN_ASSIGN_OR_RETURN(Ints v, ctx.ConstInts(node, i));
-      return ctx.ConstI64(n + "/" + what, v);
-    };
-    KILN_ASSIGN_OR_RETURN(Value * starts, operand(1, "starts"));
-    KILN_ASSIGN_OR_RETURN(Value * ends, operand(2, "ends"));
-    return Single(ctx.Emit(OpKind::kSlice, n,
-                           {x, starts, ends, ctx.ConstI64(n + "/axes", axes),
-                            ctx.ConstI64(n + "/steps", steps)},
-                           {}));
   }
   KILN_ASSIGN_OR_RETURN(const graph::SliceAttrs attrs,
                         graph::SliceAttrs::Parse(node.attrs, node.Prefix()));
   bool has_starts = false, has_ends = false, has_axes = false, has_steps = false;
-  KILN_ASSIGN_OR_RETURN(Ints starts, Param(ctx, node, 1, 10, "starts", attrs.starts, &has_starts));
-  KILN_ASSIGN_OR_RETURN(Ints ends, Param(ctx, node, 2, 10, "ends", attrs.ends, &has_ends));
+  // Starts or ends as constants, or the shape value kept as the operand (its length in `ints`).
+  auto bounds = [&](int i, const char* attr, const Ints& attr_value, bool* present,
+                    Value** operand) -> absl::StatusOr<Ints> {
+    if (ctx.opset() >= 10 && shape_value(node.input(i))) {
+      *present = true;
+      *operand = node.input(i);
+      return Ints(node.input(i)->sym_value()->size(), 0);
+    }
+    return Param(ctx, node, i, 10, attr, attr_value, present);
+  };
+  Value* starts_operand = nullptr;
+  Value* ends_operand = nullptr;
+  KILN_ASSIGN_OR_RETURN(Ints starts,
+                        bounds(1, "starts", attrs.starts, &has_starts, &starts_operand));
+  KILN_ASSIGN_OR_RETURN(Ints ends, bounds(2, "ends", attrs.ends, &has_ends, &ends_operand));
   KILN_ASSIGN_OR_RETURN(Ints axes, Param(ctx, node, 3, 10, "axes", attrs.axes, &has_axes));
   Ints steps;
   if (ctx.opset() >= 10 && node.input(4) != nullptr) {
@@ -185,9 +165,11 @@ absl::StatusOr<BuiltOutputs> BuildSlice(ImportContext& ctx, const OnnxNode& node
     KILN_ASSIGN_OR_RETURN(a, NormalizeAxis(node, a, x->type().rank()));
   }
   const std::string& n = node.name;
+  if (starts_operand == nullptr) starts_operand = ctx.ConstI64(n + "/starts", starts);
+  if (ends_operand == nullptr) ends_operand = ctx.ConstI64(n + "/ends", ends);
   return Single(ctx.Emit(OpKind::kSlice, n,
-                         {x, ctx.ConstI64(n + "/starts", starts), ctx.ConstI64(n + "/ends", ends),
-                          ctx.ConstI64(n + "/axes", axes), ctx.ConstI64(n + "/steps", steps)},
+                         {x, starts_operand, ends_operand, ctx.ConstI64(n + "/axes", axes),
+                          ctx.ConstI64(n + "/steps", steps)},
                          {}));
 }
 

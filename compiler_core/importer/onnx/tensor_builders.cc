@@ -276,6 +276,19 @@ absl::StatusOr<BuiltOutputs> BuildSplit(ImportContext& ctx, const OnnxNode& node
 /// the scalar computed at run time (a folded 2^40-element constant would exhaust memory).
 constexpr int64_t kMaxFilledConstantBytes = int64_t{64} << 20;
 
+// A tensor of the static `type` whose every element is element 0 of `value` (zeros when null).
+std::shared_ptr<Tensor> FillTensor(const TensorType& type,
+                                   const std::shared_ptr<const Tensor>& value) {
+  auto t = Tensor::Zeros(type);
+  if (value != nullptr && value->type.NumElements() > 0) {
+    size_t size = DTypeSize(type.dtype);
+    for (int64_t i = 0; i < type.NumElements(); ++i) {
+      std::memcpy(t->bytes.data() + i * size, value->bytes.data(), size);
+    }
+  }
+  return t;
+}
+
 // A value of `type` whose every element is element 0 of `value` (f32 0 when null): a constant,
 // or for large types an Expand of it. Errors: kInvalidArgument (CheckTensorSize) for a negative
 // dim or a size past int64 or the import's max_tensor_bytes, before anything is allocated.
@@ -284,16 +297,7 @@ absl::StatusOr<Value*> Filled(ImportContext& ctx, const OnnxNode& node, const Te
   const std::string& name = node.proto->output(0);
   KILN_RETURN_IF_ERROR(CheckTensorSize(type, ctx.max_tensor_bytes(), node.Prefix() + "output 0"));
   const int64_t bytes = type.NumBytes();
-  auto fill = [&](const TensorType& t_type) {
-    auto t = Tensor::Zeros(t_type);
-    if (value != nullptr && value->type.NumElements() > 0) {
-      size_t size = DTypeSize(t_type.dtype);
-      for (int64_t i = 0; i < t_type.NumElements(); ++i) {
-        std::memcpy(t->bytes.data() + i * size, value->bytes.data(), size);
-      }
-    }
-    return t;
-  };
+  auto fill = [&](const TensorType& t_type) { return FillTensor(t_type, value); };
   if (bytes <= kMaxFilledConstantBytes) return ctx.graph().AddConstant(name, fill(type));
   Value* scalar = ctx.graph().AddConstant(name + "/value", fill(TensorType{type.dtype, {}}));
   return ctx.EmitValue(OpKind::kExpand, name, {scalar, ctx.ConstI64(name + "/shape", type.shape)});
@@ -308,12 +312,9 @@ absl::StatusOr<BuiltOutputs> BuildConstantOfShape(ImportContext& ctx, const Onnx
   if (!c && node.input(0)->sym_value()) {
     // A shape computed from symbolic dims: an Expand of the scalar to it (its shape rule
     // reads the shape value).
-    auto scalar = Tensor::Zeros(TensorType{type.dtype, {}});
-    if (value != nullptr && value->type.NumElements() > 0) {
-      std::memcpy(scalar->bytes.data(), value->bytes.data(), DTypeSize(type.dtype));
-    }
     const std::string& name = node.proto->output(0);
-    Value* v = ctx.graph().AddConstant(name + "/value", std::move(scalar));
+    Value* v = ctx.graph().AddConstant(name + "/value",
+                                       FillTensor(TensorType{type.dtype, {}}, value));
     return Single(ctx.Emit(OpKind::kExpand, name, {v, node.input(0)}, {}));
   }
   if (c) {

@@ -54,6 +54,13 @@ inline absl::StatusOr<int64_t> Add(const Node& node, int64_t a, int64_t b,
   return *r;
 }
 
+/// The elements of a non-constant operand that shape arithmetic computed (Value::sym_value),
+/// or null: what a rule reads where it would read a constant integer operand.
+inline const std::vector<sym::Expr>* ShapeValue(const Value* v) {
+  if (v == nullptr || v->is_constant() || !v->sym_value().has_value()) return nullptr;
+  return &*v->sym_value();
+}
+
 /// A shape as expressions, one per dim (TensorType::dims()).
 using Dims = std::vector<sym::Expr>;
 

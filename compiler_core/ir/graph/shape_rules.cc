@@ -435,11 +435,9 @@ absl::StatusOr<Types> FlattenRule(const Node& node) {
 // target built from Shape), else its constant values or `attr_value` (IntsFromInputOrAttr).
 absl::StatusOr<Dims> DimsFromInputOrAttr(const Node& node, int i, const std::string& attr,
                                          const std::vector<int64_t>& attr_value, bool* present) {
-  const Value* v = node.input(i);
-  if (v != nullptr && !v->is_constant() && v->sym_value().has_value() &&
-      v->type().rank() <= 1) {
+  if (const Dims* d = rules::ShapeValue(node.input(i)); d && node.input(i)->type().rank() <= 1) {
     *present = true;
-    return *v->sym_value();
+    return *d;
   }
   KILN_ASSIGN_OR_RETURN(Shape ints, IntsFromInputOrAttr(node, i, attr, attr_value, present));
   return Dims(ints.begin(), ints.end());
@@ -601,7 +599,7 @@ absl::StatusOr<Types> ConcatRule(const Node& node) {
 bool HasRuntimeOperand(const Node& node, int first, int last) {
   for (int i = first; i <= last; ++i) {
     const Value* v = node.input(i);
-    if (v != nullptr && !v->is_constant() && !v->sym_value().has_value()) return true;
+    if (v != nullptr && !v->is_constant() && rules::ShapeValue(v) == nullptr) return true;
   }
   return false;
 }

@@ -59,8 +59,7 @@ absl::StatusOr<Shape> ConstInts(const Node& node, int i) {
 
 // Integer input `i` as dims: its sym_value (shapes as values), else its constant values.
 absl::StatusOr<Dims> ConstDims(const Node& node, int i) {
-  const Value* v = node.input(i);
-  if (v != nullptr && !v->is_constant() && v->sym_value().has_value()) return *v->sym_value();
+  if (const Dims* d = rules::ShapeValue(node.input(i))) return *d;
   KILN_ASSIGN_OR_RETURN(Shape ints, ConstInts(node, i));
   return Dims(ints.begin(), ints.end());
 }
@@ -161,7 +160,7 @@ absl::StatusOr<Types> RangeRule(const Node& node) {
   DType dt = node.input(0)->type().dtype;
   int64_t count = RangeAttrs::Of(node).count;
   if (count < 0 && !IsFloat(dt) && node.input(2)->is_constant() &&
-      (node.input(0)->sym_value().has_value() || node.input(1)->sym_value().has_value())) {
+      (rules::ShapeValue(node.input(0)) || rules::ShapeValue(node.input(1)))) {
     // Integer bounds known from shapes: max(ceil((limit - start) / delta), 0) elements.
     KILN_ASSIGN_OR_RETURN(Dims start, ConstDims(node, 0));
     KILN_ASSIGN_OR_RETURN(Dims limit, ConstDims(node, 1));

@@ -12,6 +12,7 @@ namespace kiln::sym {
 using internal::Atom;
 using internal::AtomKind;
 using internal::AtomPtr;
+using internal::FloorDivInt;
 using internal::Poly;
 using internal::Term;
 
@@ -50,9 +51,7 @@ int64_t SatFloorDiv(int64_t a, int64_t b) {
     return -1;
   }
   if (IsInf(a)) return Sign(a) * Sign(b) > 0 ? kPosInf : kNegInf;
-  int64_t q = a / b;
-  if ((a % b) != 0 && ((a < 0) != (b < 0))) --q;
-  return q;
+  return FloorDivInt(a, b);
 }
 
 Interval Mul(Interval a, Interval b) {

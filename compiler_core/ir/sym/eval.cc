@@ -13,6 +13,7 @@ namespace kiln::sym {
 using internal::Atom;
 using internal::AtomKind;
 using internal::AtomPtr;
+using internal::FloorDivInt;
 using internal::Poly;
 using internal::Term;
 
@@ -46,8 +47,7 @@ absl::StatusOr<int64_t> EvalAtom(const Atom& atom, const SymbolValues& values, c
         if (atom.kind == AtomKind::kMod) return 0;
         return Failed(root, "int64 overflow");
       }
-      int64_t q = a / b;
-      if ((a % b) != 0 && ((a < 0) != (b < 0))) --q;
+      const int64_t q = FloorDivInt(a, b);
       return atom.kind == AtomKind::kFloorDiv ? q : a - q * b;
     }
     case AtomKind::kMin: return *std::min_element(args.begin(), args.end());

@@ -19,6 +19,7 @@ namespace kiln::sym {
 using internal::Atom;
 using internal::AtomKind;
 using internal::AtomPtr;
+using internal::FloorDivInt;
 using internal::Poly;
 using internal::Term;
 
@@ -36,13 +37,6 @@ std::optional<int64_t> Mul64(int64_t a, int64_t b) {
   return r;
 }
 
-// Floor division and remainder for b > 0 (no overflow possible).
-int64_t FloorDivPos(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b) != 0 && a < 0) --q;
-  return q;
-}
-int64_t FloorModPos(int64_t a, int64_t b) { return a - FloorDivPos(a, b) * b; }
 
 // "12", "-3": a coefficient's magnitude as text, correct for INT64_MIN.
 std::string Magnitude(int64_t v) {
@@ -72,6 +66,26 @@ std::shared_ptr<const Poly> InvalidPoly() {
   return *invalid;
 }
 
+std::shared_ptr<const Poly> NewConstantPoly(int64_t value) {
+  auto p = std::make_shared<Poly>();
+  p->constant = value;
+  p->text = absl::StrCat(value);
+  return p;
+}
+
+// The constant `value`. Shape rules make one for every static dim they read
+// (TensorType::dims()), so the small ones are built once and shared.
+std::shared_ptr<const Poly> ConstantPoly(int64_t value) {
+  constexpr int64_t kFirst = -16, kLast = 1024;
+  static const auto* cached = [] {
+    auto* table = new std::vector<std::shared_ptr<const Poly>>();
+    for (int64_t v = kFirst; v <= kLast; ++v) table->push_back(NewConstantPoly(v));
+    return table;
+  }();
+  if (value < kFirst || value > kLast) return NewConstantPoly(value);
+  return (*cached)[value - kFirst];
+}
+
 // A polynomial from a constant and terms keyed by their factors' text (zero coefficients
 // dropped), with its printed form.
 Expr Build(int64_t constant, std::map<std::string, Term> terms) {
@@ -80,6 +94,7 @@ Expr Build(int64_t constant, std::map<std::string, Term> terms) {
   for (auto& [text, term] : terms) {
     if (term.coeff != 0) p->terms.push_back(std::move(term));
   }
+  if (p->terms.empty()) return Expr(ConstantPoly(constant));
   std::sort(p->terms.begin(), p->terms.end(), TermBefore);
   std::string& s = p->text;
   for (const Term& t : p->terms) {
@@ -92,11 +107,7 @@ Expr Build(int64_t constant, std::map<std::string, Term> terms) {
     if (t.coeff != 1 && t.coeff != -1) absl::StrAppend(&s, Magnitude(t.coeff), "*");
     s += t.text;
   }
-  if (s.empty()) {
-    s = absl::StrCat(constant);
-  } else if (constant != 0) {
-    absl::StrAppend(&s, constant < 0 ? " - " : " + ", Magnitude(constant));
-  }
+  if (constant != 0) absl::StrAppend(&s, constant < 0 ? " - " : " + ", Magnitude(constant));
   return Expr(std::shared_ptr<const Poly>(std::move(p)));
 }
 
@@ -169,7 +180,7 @@ std::pair<Expr, Expr> SplitByConstant(const Poly& a, int64_t c) {
   std::map<std::string, Term> q_terms;
   std::map<std::string, Term> r_terms;
   for (const Term& t : a.terms) {
-    int64_t quotient = FloorDivPos(t.coeff, c);
+    int64_t quotient = FloorDivInt(t.coeff, c);
     int64_t remainder = t.coeff - quotient * c;
     if (quotient != 0) {
       Term qt = t;
@@ -182,7 +193,7 @@ std::pair<Expr, Expr> SplitByConstant(const Poly& a, int64_t c) {
       r_terms.emplace(t.text, std::move(rt));
     }
   }
-  int64_t kq = FloorDivPos(a.constant, c);
+  int64_t kq = FloorDivInt(a.constant, c);
   return {Build(kq, std::move(q_terms)), Build(a.constant - kq * c, std::move(r_terms))};
 }
 
@@ -241,8 +252,8 @@ Expr DivideByConstant(DivKind kind, const Expr& a, int64_t c) {
                                       : -DivideByConstant(kind, -a, -c);
   }
   if (p.terms.empty()) {
-    return kind == DivKind::kFloorDiv ? Expr(FloorDivPos(p.constant, c))
-                                      : Expr(FloorModPos(p.constant, c));
+    return kind == DivKind::kFloorDiv ? Expr(FloorDivInt(p.constant, c))
+                                      : Expr(p.constant - FloorDivInt(p.constant, c) * c);
   }
   if (c == 1) return kind == DivKind::kFloorDiv ? a : Expr(0);
   auto [q, r] = SplitByConstant(p, c);
@@ -255,8 +266,8 @@ Expr DivideByConstant(DivKind kind, const Expr& a, int64_t c) {
   int64_t divisor = c / g;
   Interval b = Bounds(reduced);
   if (b.lo != Interval::kNegInf && b.hi != Interval::kPosInf &&
-      FloorDivPos(b.lo, divisor) == FloorDivPos(b.hi, divisor)) {
-    int64_t m = FloorDivPos(b.lo, divisor);
+      FloorDivInt(b.lo, divisor) == FloorDivInt(b.hi, divisor)) {
+    int64_t m = FloorDivInt(b.lo, divisor);
     if (kind == DivKind::kFloorDiv) return q + Expr(m);
     std::optional<int64_t> shift = Mul64(m, divisor);
     if (!shift) return Expr::Invalid();
@@ -350,7 +361,7 @@ std::string RangeText(const Symbol& symbol) {
 
 Expr::Expr() : Expr(int64_t{0}) {}
 
-Expr::Expr(int64_t value) : poly_(Build(value, {}).poly_) {}
+Expr::Expr(int64_t value) : poly_(ConstantPoly(value)) {}
 
 Expr Expr::Sym(const Symbol& symbol) {
   auto atom = std::make_shared<Atom>();

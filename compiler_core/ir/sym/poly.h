@@ -41,6 +41,13 @@ struct Poly {
   std::string text;  // the canonical printed form
 };
 
+/// floor(a / b) for b != 0 (the caller excludes INT64_MIN / -1, which overflows).
+inline int64_t FloorDivInt(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b) != 0 && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
 }  // namespace kiln::sym::internal
 
 #endif  // KILN_COMPILER_CORE_IR_SYM_POLY_H_

@@ -42,6 +42,7 @@ std::string CheckReportJson(const CheckReport& report, const std::string& dir) {
   google::protobuf::Struct json = CheckJson(dir, report.outputs, report.skipped, report.all_pass);
   SetObject(json, "compile", LocalCompileJson(report.compile));
   SetStrings(json, "input_shapes", report.input_shapes);
+  if (!report.symbolic.empty()) SetString(json, "symbolic", report.symbolic);
   return ToJson(json);
 }
 
@@ -168,6 +169,38 @@ absl::StatusOr<CheckReport> CheckModelDir(const std::string& dir,
                         PlanCheckCompiles(dir, options.shape_profiles, options.constant_inputs));
   const std::string model = (fs::path(dir) / "model.onnx").string();
   CheckReport report;
+  const bool dynamic = options.shape_profiles.empty() &&
+                       (compiles.size() > 1 || !compiles.front().shape_profiles.empty());
+  if (dynamic) {
+    // Symbolic dims: one compile, every data set through that one artifact. A model whose ops
+    // do not all handle symbolic dims yet is compiled once per input shapes instead, saying why.
+    absl::StatusOr<pipeline::CompileResult> compiled = pipeline::CompileModelFile(model, options);
+    if (compiled.ok()) {
+      CheckCompile all;
+      for (const CheckCompile& c : compiles) {
+        all.data_sets.insert(all.data_sets.end(), c.data_sets.begin(), c.data_sets.end());
+      }
+      std::vector<std::string> symbols;
+      for (const kiln::v1::SymbolSpec& s : compiled->artifact.manifest.symbols()) {
+        symbols.push_back(absl::StrCat(s.name(), "=[", s.min(), ",",
+                                       s.max() < 0 ? "inf" : absl::StrCat(s.max()), "]"));
+      }
+      KILN_ASSIGN_OR_RETURN(report.outputs, CheckCompiled(all, compiled->artifact, &report.skipped,
+                                                          tolerance, device));
+      report.symbolic = absl::StrFormat(
+          "one artifact for all %d data sets, symbols %s (compiled in %.0f ms, graph %s)",
+          static_cast<int>(all.data_sets.size()), absl::StrJoin(symbols, ", "),
+          compiled->timings.total_ms, compiled->graph_hash.substr(0, 16));
+      report.compile = std::move(*compiled);
+      report.all_pass = true;
+      for (const OutputComparison& c : report.outputs) report.all_pass = report.all_pass && c.pass;
+      return report;
+    }
+    if (compiled.status().code() != absl::StatusCode::kUnimplemented) return compiled.status();
+    report.symbolic = absl::StrCat("symbolic dims not supported yet (",
+                                   compiled.status().message(),
+                                   "): one compile per input shapes");
+  }
   for (const CheckCompile& compile : compiles) {
     pipeline::CompileOptions compile_options = options;
     compile_options.shape_profiles = compile.shape_profiles;

@@ -23,6 +23,10 @@ struct CheckReport {
   /// (FormatInputShapes, then the compile's time and graph hash); several when the data sets
   /// of a symbolic model differ in shape.
   std::vector<std::string> input_shapes;
+  /// A model with dynamic input dims checked without --input-shape: "one artifact for all N
+  /// data sets, symbols ... (compiled in ...)" when its symbolic compile ran every data set,
+  /// or why it could not (then it was compiled once per input shapes); empty otherwise.
+  std::string symbolic;
   /// Data sets not run because their input shapes differ from the given --input-shape, each
   /// "test_data_set_N: input shapes ... differ from the compiled ...".
   std::vector<std::string> skipped;
@@ -73,8 +77,10 @@ absl::StatusOr<std::vector<OutputComparison>> CheckCompiled(const CheckCompile& 
 
 /// Compiles `dir`/model.onnx with `options` and checks every `dir`/test_data_set_*/ (inputs
 /// input_N.pb in graph input order, references output_N.pb in graph output order). A model
-/// with symbolic input dims and no `options.shape_profiles` is compiled once per distinct set
-/// of input shapes among the data sets, each data set checked by its own compile. With
+/// with dynamic input dims and no `options.shape_profiles` is compiled once with symbolic dims
+/// and every data set runs through that one artifact (CheckReport::symbolic says so); when its
+/// ops do not all handle symbolic dims yet (kUnimplemented), it is compiled once per distinct
+/// set of input shapes among the data sets, each data set checked by its own compile. With
 /// `options.shape_profiles` (one artifact, a variant per profile) the data sets of other shapes
 /// are skipped (CheckReport::skipped); kInvalidArgument when none has compiled shapes.
 /// Errors: compile errors; kNotFound if there is no model.onnx or no data set; kInvalidArgument

@@ -364,6 +364,7 @@ int Check(const Args& args) {
     std::cout << CheckReportJson(*report, args.positional[0]) << "\n";
     return report->all_pass ? 0 : 1;
   }
+  if (!report->symbolic.empty()) std::cout << "symbolic dims: " << report->symbolic << "\n";
   if (report->input_shapes.empty()) {
     PrintTimings(report->compile);
     std::cout << "graph " << report->compile.graph_hash.substr(0, 16) << ", target "

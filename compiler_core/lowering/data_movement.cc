@@ -17,17 +17,29 @@ using loop::BinaryOp;
 using loop::Expr;
 using loop::Stmt;
 
-/// A nest over `shape` (variables `prefix`d0, ...) storing epi(value(idx)) at out[out_index(idx)].
+/// A nest over `dims` (i64 expressions; variables `prefix`d0, ...) storing epi(value(idx)) at
+/// out[out_index(idx)].
+absl::StatusOr<Stmt> CopyNest(
+    KernelBuilder& b, const Epilogue& epi, const std::string& prefix,
+    const std::vector<Expr>& dims,
+    const std::function<std::vector<Expr>(const std::vector<Expr>&)>& out_index,
+    const std::function<Expr(const std::vector<Expr>&)>& value) {
+  std::vector<loop::Var> vars = b.NewVars(prefix, AxisNames(dims.size()));
+  std::vector<Expr> idx = Refs(vars);
+  std::vector<Expr> oidx = out_index ? out_index(idx) : idx;
+  KILN_ASSIGN_OR_RETURN(Expr v, epi.Apply(value(idx), oidx));
+  return NestDims(vars, dims, loop::Store(b.out(), oidx, v));
+}
+
+/// CopyNest over a static shape.
 absl::StatusOr<Stmt> CopyNest(
     KernelBuilder& b, const Epilogue& epi, const std::string& prefix,
     const std::vector<int64_t>& shape,
     const std::function<std::vector<Expr>(const std::vector<Expr>&)>& out_index,
     const std::function<Expr(const std::vector<Expr>&)>& value) {
-  std::vector<loop::Var> vars = b.NewVars(prefix, AxisNames(shape.size()));
-  std::vector<Expr> idx = Refs(vars);
-  std::vector<Expr> oidx = out_index ? out_index(idx) : idx;
-  KILN_ASSIGN_OR_RETURN(Expr v, epi.Apply(value(idx), oidx));
-  return Nest(vars, shape, loop::Store(b.out(), oidx, v));
+  std::vector<Expr> dims;
+  for (int64_t d : shape) dims.push_back(Idx(d));
+  return CopyNest(b, epi, prefix, dims, out_index, value);
 }
 
 std::vector<int64_t> ConstInts(const graph::Value* v) {
@@ -63,6 +75,9 @@ std::string NodeWhat(const graph::Node& node) {
 /// is clamped, so nothing is read out of bounds whatever the values.
 absl::StatusOr<std::vector<Stmt>> LowerRuntimeSlice(KernelBuilder& b, const graph::Node& node,
                                                     const Epilogue& epi) {
+  if (!node.input(0)->type().is_static() || !node.output(0)->type().is_static()) {
+    return NoLowering(node, "run-time starts, axes or steps over symbolic dims");
+  }
   const graph::Value* xv = node.input(0);
   const std::vector<int64_t>& xs = xv->type().shape;
   const int64_t rank = static_cast<int64_t>(xs.size());
@@ -195,16 +210,16 @@ absl::StatusOr<std::vector<Stmt>> LowerConcat(KernelBuilder& b, const graph::Nod
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank) return NoLowering(node, "this axis");
   std::vector<Stmt> nests;
-  int64_t offset = 0;
+  Expr offset = Idx(0);  // symbolic when an earlier input's axis is
   for (int k = 0; k < node.num_inputs(); ++k) {
     const graph::Value* v = node.input(k);
     if (v == nullptr) continue;
     loop::BufferRef in = b.Input(v);
-    const int64_t off = offset;
+    const Expr off = offset;
     KILN_ASSIGN_OR_RETURN(
         Stmt nest,
         CopyNest(
-            b, epi, absl::StrCat("cat", k, "."), v->type().shape,
+            b, epi, absl::StrCat("cat", k, "."), loop::BufferDims(*in),
             [&](const std::vector<Expr>& idx) {
               std::vector<Expr> o = idx;
               o[axis] = IdxAdd(o[axis], off);
@@ -212,7 +227,10 @@ absl::StatusOr<std::vector<Stmt>> LowerConcat(KernelBuilder& b, const graph::Nod
             },
             [&](const std::vector<Expr>& idx) { return loop::Load(in, idx); }));
     nests.push_back(nest);
-    offset += v->type().shape[axis];
+    const Expr len = loop::BufferDim(*in, axis);
+    offset = offset->kind == loop::ExprKind::kIntImm && len->kind == loop::ExprKind::kIntImm
+                 ? Idx(offset->int_value + len->int_value)
+                 : IdxAdd(offset, len);
   }
   return nests;
 }
@@ -275,14 +293,20 @@ absl::StatusOr<std::vector<Stmt>> LowerGather(KernelBuilder& b, const graph::Nod
     std::vector<Expr> iidx(idx.begin() + axis, idx.begin() + axis + r);
     Expr i = loop::Load(indices, iidx);
     if (i->dtype != DType::kInt64) i = loop::Cast(DType::kInt64, i);
-    const int64_t n = ds[axis];
-    i = loop::Select(loop::Binary(BinaryOp::kLt, i, Idx(0)), IdxAdd(i, n), i);
     std::vector<Expr> didx(idx.begin(), idx.begin() + axis);
-    didx.push_back(IdxClamp(i, n));
+    if (const int64_t n = ds[axis]; n != kSymbolicDim) {
+      i = loop::Select(loop::Binary(BinaryOp::kLt, i, Idx(0)), IdxAdd(i, n), i);
+      didx.push_back(IdxClamp(i, n));
+    } else {
+      // A symbolic axis: its length is a run-time value (clamped like a static one).
+      const Expr len = loop::BufferDim(*data, static_cast<size_t>(axis));
+      i = loop::Select(loop::Binary(BinaryOp::kLt, i, Idx(0)), i + len, i);
+      didx.push_back(loop::Max(Idx(0), loop::Min(i, len - Idx(1))));
+    }
     didx.insert(didx.end(), idx.begin() + axis + r, idx.end());
     return loop::Load(data, didx);
   };
-  KILN_ASSIGN_OR_RETURN(Stmt nest, CopyNest(b, epi, "", node.output(0)->type().shape, nullptr,
+  KILN_ASSIGN_OR_RETURN(Stmt nest, CopyNest(b, epi, "", loop::BufferDims(*b.out()), nullptr,
                                             value));
   return std::vector<Stmt>{nest};
 }
@@ -304,17 +328,24 @@ absl::StatusOr<std::vector<Stmt>> LowerSlice(KernelBuilder& b, const graph::Node
     for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
   }
   if (steps.empty()) steps.assign(starts.size(), 1);
-  std::vector<int64_t> start(rank, 0), step(rank, 1);
+  loop::BufferRef x = b.Input(xv);
+  std::vector<Expr> start(rank, Idx(0));
+  std::vector<int64_t> step(rank, 1);
   for (size_t k = 0; k < starts.size() && k < axes.size(); ++k) {
     int64_t a = axes[k] < 0 ? axes[k] + rank : axes[k];
     if (a < 0 || a >= rank || steps[k] == 0) return NoLowering(node, "these axes/steps");
-    const int64_t n = xs[a];
-    int64_t s = starts[k] < 0 ? starts[k] + n : starts[k];
-    s = steps[k] > 0 ? std::clamp<int64_t>(s, 0, n) : std::clamp<int64_t>(s, 0, n - 1);
-    start[a] = s;
     step[a] = steps[k];
+    if (const int64_t n = xs[a]; n != kSymbolicDim) {
+      int64_t s = starts[k] < 0 ? starts[k] + n : starts[k];
+      s = steps[k] > 0 ? std::clamp<int64_t>(s, 0, n) : std::clamp<int64_t>(s, 0, n - 1);
+      start[a] = Idx(s);
+      continue;
+    }
+    // A symbolic axis: ONNX's clamping of the start at run time.
+    const Expr len = loop::BufferDim(*x, static_cast<size_t>(a));
+    Expr s = starts[k] < 0 ? len + Idx(starts[k]) : Idx(starts[k]);
+    start[a] = loop::Max(Idx(0), loop::Min(s, steps[k] > 0 ? len : len - Idx(1)));
   }
-  loop::BufferRef x = b.Input(xv);
   auto value = [&](const std::vector<Expr>& idx) {
     std::vector<Expr> in_idx;
     for (int64_t d = 0; d < rank; ++d) {
@@ -322,7 +353,7 @@ absl::StatusOr<std::vector<Stmt>> LowerSlice(KernelBuilder& b, const graph::Node
     }
     return loop::Load(x, in_idx);
   };
-  KILN_ASSIGN_OR_RETURN(Stmt nest, CopyNest(b, epi, "", node.output(0)->type().shape, nullptr,
+  KILN_ASSIGN_OR_RETURN(Stmt nest, CopyNest(b, epi, "", loop::BufferDims(*b.out()), nullptr,
                                             value));
   return std::vector<Stmt>{nest};
 }
@@ -338,8 +369,15 @@ absl::StatusOr<std::vector<Stmt>> LowerDataMovement(KernelBuilder& b, const grap
       return HasRuntimeOperand(node, 1, 2) ? LowerRuntimePad(b, node, epi) : LowerPad(b, node, epi);
     case OpKind::kGather: return LowerGather(b, node, epi);
     case OpKind::kSlice:
-      return HasRuntimeOperand(node, 1, 4) ? LowerRuntimeSlice(b, node, epi)
-                                           : LowerSlice(b, node, epi);
+    {
+      // Ends known as expressions of the symbols (a shape value) gave the output's type:
+      // LowerSlice reads only the starts, axes and steps.
+      const graph::Value* ends = node.input(2);
+      const bool runtime_ends = ends != nullptr && !ends->is_constant() && !ends->sym_value();
+      return HasRuntimeOperand(node, 1, 1) || runtime_ends || HasRuntimeOperand(node, 3, 4)
+                 ? LowerRuntimeSlice(b, node, epi)
+                 : LowerSlice(b, node, epi);
+    }
     case OpKind::kTranspose: {
       const graph::Value* xv = node.input(0);
       std::vector<int64_t> perm = graph::TransposePermutation(node);
@@ -351,7 +389,8 @@ absl::StatusOr<std::vector<Stmt>> LowerDataMovement(KernelBuilder& b, const grap
       if (perm.size() != os.size()) return NoLowering(node, "this perm");
       loop::BufferRef x = b.Input(xv);
       KILN_ASSIGN_OR_RETURN(
-          Stmt nest, CopyNest(b, epi, "", os, nullptr, [&](const std::vector<Expr>& idx) {
+          Stmt nest, CopyNest(b, epi, "", loop::BufferDims(*b.out()), nullptr,
+                              [&](const std::vector<Expr>& idx) {
             std::vector<Expr> in_idx(idx.size());
             for (size_t k = 0; k < perm.size(); ++k) in_idx[perm[k]] = idx[k];
             return loop::Load(x, in_idx);

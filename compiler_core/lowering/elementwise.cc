@@ -202,7 +202,7 @@ absl::StatusOr<std::vector<loop::Stmt>> LowerElementwiseAnchor(KernelBuilder& b,
   ValueExprs computed;
   KILN_ASSIGN_OR_RETURN(Expr value, LowerElementwiseNode(b, node, idx, computed));
   KILN_ASSIGN_OR_RETURN(value, epi.Apply(value, idx));
-  return std::vector<loop::Stmt>{Nest(vars, shape, loop::Store(out, idx, value))};
+  return std::vector<loop::Stmt>{NestDims(vars, loop::BufferDims(*out), loop::Store(out, idx, value))};
 }
 
 }  // namespace kiln::lowering

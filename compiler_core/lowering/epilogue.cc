@@ -44,7 +44,7 @@ absl::StatusOr<Stmt> Epilogue::FinalNest(
   Expr value = loop::Load(src, idx);
   if (pre) value = pre(value, idx);
   KILN_ASSIGN_OR_RETURN(value, Apply(value, idx));
-  return Nest(vars, out->shape, loop::Store(out, idx, value));
+  return NestDims(vars, loop::BufferDims(*out), loop::Store(out, idx, value));
 }
 
 }  // namespace kiln::lowering

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/ir/sym/fold.h"
 
 namespace kiln::lowering {
 
@@ -27,13 +28,66 @@ bool IsConstantData(const graph::Value* v) {
 
 }  // namespace
 
+loop::BufferRef KernelBuilder::ValueBuffer(const std::string& name, const TensorType& type,
+                                           bool constant) {
+  if (type.is_static()) {
+    return loop::MakeBuffer(name, type.dtype, type.shape, loop::Buffer::Scope::kGlobal, constant);
+  }
+  return loop::MakeSymbolicBuffer(name, type.dtype, Dims(type), constant);
+}
+
+Expr KernelBuilder::DimExpr(const sym::Expr& dim) {
+  sym::FoldOps<Expr> ops;
+  ops.constant = [](int64_t c) { return loop::IntImm(c); };
+  ops.symbol = [&](const sym::Symbol& s) { return loop::Load(DimsParam(), {Idx(SymbolIndex(s))}); };
+  ops.add = [](Expr a, Expr b) { return a + b; };
+  ops.mul = [](Expr a, Expr b) { return a * b; };
+  ops.floordiv = [](Expr a, Expr b) { return Bin(loop::BinaryOp::kFloorDiv, a, b); };
+  ops.mod = [](Expr a, Expr b) { return Bin(loop::BinaryOp::kFloorMod, a, b); };
+  ops.min = [](Expr a, Expr b) { return loop::Min(a, b); };
+  ops.max = [](Expr a, Expr b) { return loop::Max(a, b); };
+  return sym::Fold(dim, ops);
+}
+
+std::vector<Expr> KernelBuilder::Dims(const TensorType& type) {
+  std::vector<Expr> dims;
+  for (size_t d = 0; d < type.shape.size(); ++d) {
+    dims.push_back(type.shape[d] != kSymbolicDim ? Idx(type.shape[d])
+                                                         : DimExpr(type.dim(d)));
+  }
+  return dims;
+}
+
+int64_t KernelBuilder::SymbolIndex(const sym::Symbol& symbol) {
+  if (symbols_ != nullptr) {
+    for (size_t k = 0; k < symbols_->names.size(); ++k) {
+      if (symbols_->names[k] == symbol.name) return static_cast<int64_t>(k);
+    }
+  }
+  // The verifier guarantees every symbol a type reads is a graph symbol; a missing one is a
+  // bug in the caller (LowerGroup without the graph's symbols).
+  if (missing_symbol_.empty()) missing_symbol_ = symbol.name;
+  return 0;
+}
+
+loop::BufferRef KernelBuilder::DimsParam() {
+  if (dims_) return dims_;
+  const int64_t n = symbols_ != nullptr ? static_cast<int64_t>(symbols_->names.size()) : 1;
+  dims_ = loop::MakeBuffer("dims", DType::kInt64, {std::max<int64_t>(n, 1)});
+  buffer_names_.insert("dims");
+  params_.push_back(dims_);
+  param_values_.push_back(symbols_ != nullptr ? symbols_->dims : nullptr);
+  if (symbols_ != nullptr) inputs_[symbols_->dims] = dims_;
+  return dims_;
+}
+
 loop::BufferRef KernelBuilder::Input(const graph::Value* v) {
   auto it = inputs_.find(v);
   if (it != inputs_.end()) return it->second;
-  std::string name = absl::StrCat("in", inputs_.size());
+  std::string name = absl::StrCat("in", num_inputs_++);
   buffer_names_.insert(name);
-  loop::BufferRef b = loop::MakeBuffer(name, v->type().dtype, v->type().shape,
-                                       loop::Buffer::Scope::kGlobal, IsConstantData(v));
+  // A symbolic buffer's dims read the dims param, which is declared first.
+  loop::BufferRef b = ValueBuffer(name, v->type(), IsConstantData(v));
   inputs_[v] = b;
   params_.push_back(b);
   param_values_.push_back(v);
@@ -42,7 +96,7 @@ loop::BufferRef KernelBuilder::Input(const graph::Value* v) {
 
 loop::BufferRef KernelBuilder::Output(const graph::Value* v) {
   if (!out_) {
-    out_ = loop::MakeBuffer("out", v->type().dtype, v->type().shape);
+    out_ = ValueBuffer("out", v->type(), false);
     out_value_ = v;
     buffer_names_.insert("out");
   }
@@ -55,7 +109,7 @@ loop::BufferRef KernelBuilder::ExtraOutput(const graph::Value* v) {
   }
   std::string name = absl::StrCat("out", extra_outs_.size() + 1);
   buffer_names_.insert(name);
-  loop::BufferRef b = loop::MakeBuffer(name, v->type().dtype, v->type().shape);
+  loop::BufferRef b = ValueBuffer(name, v->type(), false);
   extra_outs_.push_back(b);
   extra_out_values_.push_back(v);
   return b;
@@ -107,6 +161,12 @@ std::vector<Var> KernelBuilder::NewVars(const std::string& prefix,
   return vars;
 }
 
+absl::Status KernelBuilder::SymbolStatus() const {
+  if (missing_symbol_.empty()) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat("kernel ", name_, ": symbol '", missing_symbol_,
+                                          "' is not among the graph's symbols"));
+}
+
 LoweredKernel KernelBuilder::Finish(std::vector<Stmt> nests) {
   LoweredKernel k;
   k.func.name = name_;
@@ -150,6 +210,23 @@ Stmt Nest(const std::vector<Var>& vars, const std::vector<int64_t>& extents, Stm
   return body;
 }
 
+Stmt NestDims(const std::vector<Var>& vars, const std::vector<Expr>& extents, Stmt body,
+              const std::vector<bool>& reduction) {
+  for (int i = static_cast<int>(vars.size()) - 1; i >= 0; --i) {
+    bool red = i < static_cast<int>(reduction.size()) && reduction[i];
+    const Expr& e = extents[i];
+    if (e->kind == loop::ExprKind::kIntImm) {
+      body = loop::For(vars[i], e->int_value, std::move(body), loop::ForKind::kSerial, red);
+      continue;
+    }
+    auto limited = std::make_shared<loop::StmtNode>(*loop::For(
+        vars[i], loop::kUnboundedExtent, std::move(body), loop::ForKind::kSerial, red));
+    limited->limit = e;
+    body = limited;
+  }
+  return body;
+}
+
 std::vector<Expr> Refs(const std::vector<Var>& vars) {
   std::vector<Expr> refs;
   for (const Var& v : vars) refs.push_back(loop::VarRef(v));
@@ -158,15 +235,13 @@ std::vector<Expr> Refs(const std::vector<Var>& vars) {
 
 Expr Idx(int64_t c) { return loop::IntImm(c); }
 
-namespace {
-bool IsIntConst(const Expr& e, int64_t v) {
+bool IsIntImm(const Expr& e, int64_t v) {
   return e->kind == loop::ExprKind::kIntImm && e->int_value == v;
 }
-}  // namespace
 
 Expr IdxAdd(Expr a, Expr b) {
-  if (IsIntConst(a, 0)) return b;
-  if (IsIntConst(b, 0)) return a;
+  if (IsIntImm(a, 0)) return b;
+  if (IsIntImm(b, 0)) return a;
   if (a->kind == loop::ExprKind::kIntImm && b->kind == loop::ExprKind::kIntImm) {
     return Idx(a->int_value + b->int_value);
   }

@@ -17,8 +17,11 @@ namespace kiln::lowering {
 /// Collects the buffers and loop variables of one kernel while its nests are built.
 class KernelBuilder {
  public:
-  KernelBuilder(std::string kernel_name, graph::OpKind anchor)
-      : name_(std::move(kernel_name)), anchor_(anchor) {}
+  /// `symbols` (may be null for a static graph) are the graph's symbols as the kernel
+  /// receives them; it must outlive the builder.
+  KernelBuilder(std::string kernel_name, graph::OpKind anchor,
+                const KernelSymbols* symbols = nullptr)
+      : name_(std::move(kernel_name)), anchor_(anchor), symbols_(symbols) {}
 
   /// The param buffer for external value `v`, created on first use ("in0", "in1", ...), so
   /// params follow first-use order. It is const when `v` is a constant (or a view of one).
@@ -30,6 +33,16 @@ class KernelBuilder {
   /// A further result buffer ("out1", "out2", ...) of `v`'s type, a param after "out" (for
   /// multi-output anchors); created on first use.
   loop::BufferRef ExtraOutput(const graph::Value* v);
+  /// Dim `dim` (a symbolic dim of some value's type) as an i64 expression of loads from the
+  /// "dims" param (i64[symbols]: the run's symbol values, KernelSymbols), which the first
+  /// call adds as a param; constants become immediates.
+  loop::Expr DimExpr(const sym::Expr& dim);
+  /// Every dim of `type` as an i64 expression (IntImm for a static dim, DimExpr otherwise).
+  std::vector<loop::Expr> Dims(const TensorType& type);
+  /// Internal error naming a symbol that DimExpr met and the graph's symbols lack; OK
+  /// otherwise. LowerGroup checks it.
+  absl::Status SymbolStatus() const;
+
   /// A kernel-private global scratch buffer; `name` is made unique.
   loop::BufferRef Workspace(const std::string& name, DType dtype, std::vector<int64_t> shape);
   /// A shape check (LoweredKernel::ShapeCheck): returns the nest that stores `dims` (i64
@@ -51,8 +64,19 @@ class KernelBuilder {
   LoweredKernel Finish(std::vector<loop::Stmt> nests);
 
  private:
+  /// A param buffer of `type` (symbolic when the type is).
+  loop::BufferRef ValueBuffer(const std::string& name, const TensorType& type,
+                              bool constant);
+  /// The "dims" param, created on first use.
+  loop::BufferRef DimsParam();
+  int64_t SymbolIndex(const sym::Symbol& symbol);
+
   std::string name_;
   graph::OpKind anchor_;
+  const KernelSymbols* symbols_ = nullptr;
+  loop::BufferRef dims_;
+  int num_inputs_ = 0;
+  std::string missing_symbol_;
   std::vector<loop::BufferRef> params_;
   std::vector<const graph::Value*> param_values_;
   std::map<const graph::Value*, loop::BufferRef> inputs_;
@@ -74,7 +98,14 @@ std::vector<std::string> SpatialNames(const std::string& prefix, size_t n);
 /// Wraps `body` in loops over `vars` (outermost first); loop i is a reduction if reduction[i].
 loop::Stmt Nest(const std::vector<loop::Var>& vars, const std::vector<int64_t>& extents,
                 loop::Stmt body, const std::vector<bool>& reduction = {});
+/// Nest over extents given as i64 expressions: an IntImm gives a static loop, any other
+/// expression (a symbolic dim) a loop of extent loop::kUnboundedExtent limited to it.
+loop::Stmt NestDims(const std::vector<loop::Var>& vars, const std::vector<loop::Expr>& extents,
+                    loop::Stmt body, const std::vector<bool>& reduction = {});
 std::vector<loop::Expr> Refs(const std::vector<loop::Var>& vars);
+
+/// Whether `e` is the integer immediate `v`.
+bool IsIntImm(const loop::Expr& e, int64_t v);
 
 /// Index arithmetic that folds the trivial cases (x*1, x+0, 0*x).
 loop::Expr IdxAdd(loop::Expr a, loop::Expr b);

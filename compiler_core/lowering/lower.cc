@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/graph/nn_op_rules.h"
+#include "compiler_core/ir/graph/sym_values.h"
 #include "compiler_core/lowering/kernel_builder.h"
 #include "compiler_core/lowering/op_lowering.h"
 #include "compiler_core/support/status_macros.h"
@@ -48,10 +49,97 @@ absl::StatusOr<std::vector<loop::Stmt>> LowerAnchor(KernelBuilder& b, const grap
   }
 }
 
+// Whether the lowering of anchor `node` reads its types' dims as expressions (so that a
+// symbolic type gets loops with run-time limits), rather than as static extents.
+// TODO(issue 32): one registry entry per op (DESIGN.md's op registry) should hold this.
+bool LowersSymbolicDims(const graph::Node& node) {
+  switch (node.op()) {
+    case OpKind::kMatMul: case OpKind::kSoftmax: case OpKind::kLogSoftmax:
+    case OpKind::kTranspose: case OpKind::kConcat: case OpKind::kRange: case OpKind::kExpand:
+    case OpKind::kGather: case OpKind::kSlice:
+    case OpKind::kReduceSum: case OpKind::kReduceMean: case OpKind::kReduceMax:
+    case OpKind::kReduceMin: case OpKind::kReduceProd: case OpKind::kReduceL1:
+    case OpKind::kReduceL2: case OpKind::kReduceLogSum: case OpKind::kReduceLogSumExp:
+    case OpKind::kReduceSumSquare:
+      return true;
+    case OpKind::kConv: case OpKind::kGemm: case OpKind::kMaxPool:
+    case OpKind::kAveragePool: case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool:
+    case OpKind::kLpPool: case OpKind::kGlobalLpPool: case OpKind::kTopK:
+    case OpKind::kLayoutTransform: case OpKind::kBitcast: case OpKind::kFlatten:
+    case OpKind::kReshape: case OpKind::kSqueeze: case OpKind::kUnsqueeze: case OpKind::kPad:
+    case OpKind::kBoundMask:
+      return false;
+    default:
+      return node.info().fusion_class == FusionClass::kElementwise ||
+             node.info().fusion_class == FusionClass::kBroadcast;
+  }
+}
+
+// The elements of `v` as expressions of the symbols when they are known (a shape computation:
+// Shape, and Gather, Concat or arithmetic over shapes; ir/graph/sym_values.h) and some element
+// is not a constant; nullopt otherwise. Values a graph pass created carry no sym_value: they
+// are inferred again from their producer's operands.
+std::optional<std::vector<sym::Expr>> ShapeValueOf(const graph::Value& v) {
+  std::optional<std::vector<sym::Expr>> elems = v.sym_value();
+  if (!elems && v.producer() != nullptr) {
+    std::vector<std::optional<std::vector<sym::Expr>>> inferred =
+        graph::InferSymValues(*v.producer());
+    if (static_cast<size_t>(v.output_index()) < inferred.size()) {
+      elems = inferred[static_cast<size_t>(v.output_index())];
+    }
+  }
+  if (!elems || !v.type().is_static() ||
+      static_cast<int64_t>(elems->size()) != v.type().NumElements()) {
+    return std::nullopt;
+  }
+  for (const sym::Expr& e : *elems) {
+    if (e.is_invalid()) return std::nullopt;
+  }
+  for (const sym::Expr& e : *elems) {
+    if (!e.is_constant()) return elems;
+  }
+  return std::nullopt;
+}
+
+// A shape value's kernel: one store per element of the expression of the symbols it holds,
+// whatever ops computed it (the group's result `v`, a small static integer or bool tensor).
+std::vector<loop::Stmt> LowerShapeValue(KernelBuilder& b, const graph::Value& v,
+                                        const std::vector<sym::Expr>& elems) {
+  loop::BufferRef out = b.out();
+  const std::vector<int64_t>& shape = v.type().shape;
+  std::vector<loop::Stmt> stores;
+  for (size_t i = 0; i < elems.size(); ++i) {
+    // Row-major indices of flat element i.
+    std::vector<loop::Expr> idx(shape.size());
+    int64_t rest = static_cast<int64_t>(i);
+    for (size_t d = shape.size(); d-- > 0;) {
+      idx[d] = Idx(rest % shape[d]);
+      rest /= shape[d];
+    }
+    loop::Expr value = b.DimExpr(elems[i]);
+    if (out->dtype != DType::kInt64) value = loop::Cast(out->dtype, value);
+    stores.push_back(loop::Store(out, idx, value));
+  }
+  // One iteration: the stores are scalar.
+  return {loop::For(b.NewVar("shape"), 1, loop::Block(std::move(stores)))};
+}
+
+// Whether some input or output of `node` has a symbolic dim.
+bool HasSymbolicType(const graph::Node& node) {
+  for (const graph::Value* v : node.inputs()) {
+    if (v != nullptr && !v->type().is_static()) return true;
+  }
+  for (const graph::Value* v : node.outputs()) {
+    if (v != nullptr && !v->type().is_static()) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::StatusOr<LoweredKernel> LowerGroup(const std::vector<const graph::Node*>& nodes,
-                                         const std::string& kernel_name) {
+                                         const std::string& kernel_name,
+                                         const KernelSymbols* symbols) {
   if (nodes.empty()) return absl::InvalidArgumentError("cannot lower an empty fusion group");
   const graph::Node& anchor = *nodes[0];
   for (size_t i = 1; i < nodes.size(); ++i) {
@@ -59,9 +147,24 @@ absl::StatusOr<LoweredKernel> LowerGroup(const std::vector<const graph::Node*>& 
     if (fc != FusionClass::kElementwise && fc != FusionClass::kBroadcast) {
       return NoLowering(*nodes[i], "a fused consumer that is not elementwise");
     }
-    if (nodes[i]->output(0)->type().shape != anchor.output(0)->type().shape) {
+    if (nodes[i]->output(0)->type().dims() != anchor.output(0)->type().dims()) {
       return NoLowering(*nodes[i], "a fused consumer that changes the shape");
     }
+  }
+  if (symbols != nullptr) {
+    const graph::Value& result = *nodes.back()->output(0);
+    if (std::optional<std::vector<sym::Expr>> elems = ShapeValueOf(result);
+        elems && !IsFloat(result.type().dtype) &&
+        nodes.back()->outputs().size() == 1) {
+      KernelBuilder b(kernel_name, anchor.op(), symbols);
+      b.Output(&result);
+      std::vector<loop::Stmt> nests = LowerShapeValue(b, result, *elems);
+      KILN_RETURN_IF_ERROR(b.SymbolStatus());
+      return b.Finish(std::move(nests));
+    }
+  }
+  if (HasSymbolicType(anchor) && !LowersSymbolicDims(anchor)) {
+    return NoLowering(anchor, "symbolic dims (its lowering reads static shapes)");
   }
   for (const graph::Node* n : nodes) {
     for (size_t k = 1; k < n->outputs().size(); ++k) {
@@ -72,16 +175,35 @@ absl::StatusOr<LoweredKernel> LowerGroup(const std::vector<const graph::Node*>& 
       }
     }
   }
-  KernelBuilder b(kernel_name, anchor.op());
+  KernelBuilder b(kernel_name, anchor.op(), symbols);
   b.Output(nodes.back()->output(0));
   std::vector<const graph::Node*> consumers(nodes.begin() + 1, nodes.end());
   Epilogue epi(b, anchor.output(0), consumers);
   KILN_ASSIGN_OR_RETURN(std::vector<loop::Stmt> nests, LowerAnchor(b, anchor, epi));
+  KILN_RETURN_IF_ERROR(b.SymbolStatus());
   return b.Finish(std::move(nests));
 }
 
 absl::StatusOr<LoweredKernel> LowerCopy(const graph::Value* source, const graph::Value* result,
-                                        const std::string& kernel_name) {
+                                        const std::string& kernel_name,
+                                        const KernelSymbols* symbols) {
+  if (!source->type().is_static() || !result->type().is_static()) {
+    // Symbolic: a copy of the same dims (an output that is an input or listed twice).
+    if (source->type().dims() != result->type().dims() ||
+        source->type().dtype != result->type().dtype) {
+      return absl::UnimplementedError(absl::StrCat("cannot copy ", source->type().ToString(),
+                                                   " into ", result->type().ToString(),
+                                                   " (a reshape over symbolic dims)"));
+    }
+    KernelBuilder b(kernel_name, OpKind::kIdentity, symbols);
+    loop::BufferRef out = b.Output(result);
+    loop::BufferRef in = b.Input(source);
+    std::vector<loop::Var> vars = b.NewVars("", AxisNames(out->shape.size()));
+    std::vector<loop::Expr> idx = Refs(vars);
+    loop::Stmt nest = NestDims(vars, loop::BufferDims(*out), loop::Store(out, idx, loop::Load(in, idx)));
+    KILN_RETURN_IF_ERROR(b.SymbolStatus());
+    return b.Finish({nest});
+  }
   if (source->type().NumElements() != result->type().NumElements() ||
       source->type().dtype != result->type().dtype) {
     return absl::InvalidArgumentError(absl::StrCat("cannot copy ", source->type().ToString(),

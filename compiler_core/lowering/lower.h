@@ -11,6 +11,14 @@
 
 namespace kiln::lowering {
 
+/// How the kernels of a graph with symbolic dims receive the symbols' values: symbol k (in
+/// `names` order) is element k of `dims`, the graph input "kiln.dims" (i64[names.size()]),
+/// which the kernel reads through its param "dims" (docs/symbolic-shapes.md).
+struct KernelSymbols {
+  std::vector<std::string> names;
+  const graph::Value* dims = nullptr;
+};
+
 /// A lowered kernel: the loop IR function and, for each of its params, the graph value bound to
 /// it (inputs the group reads from outside itself, constants included, then the group's
 /// results in order). Workspaces are kernel-private and bound to nothing.
@@ -74,13 +82,19 @@ struct LoweredKernel {
 /// serial, unscheduled loop nest named `kernel_name`. Loops get unique names from the op's axes
 /// (e.g. "n", "oc", "oh", "ow", "ic", "kh", "kw"); reduction loops are marked is_reduction.
 /// Errors: kUnimplemented naming the node and op for ops or attributes without a lowering.
+/// With symbolic dims in the group's types, `symbols` (the graph's) gives the loops over
+/// them run-time limits and the buffers dim expressions; ops whose lowering reads static
+/// shapes refuse a symbolic type (kUnimplemented, naming the node).
 absl::StatusOr<LoweredKernel> LowerGroup(const std::vector<const graph::Node*>& nodes,
-                                         const std::string& kernel_name);
+                                         const std::string& kernel_name,
+                                         const KernelSymbols* symbols = nullptr);
 
 /// A kernel that copies `source` into a buffer of `result`'s type (same element count), used
 /// for graph outputs that alias another value (reshape of an input, an output listed twice).
+/// With symbolic types the two must have equal dims (`symbols`: the graph's).
 absl::StatusOr<LoweredKernel> LowerCopy(const graph::Value* source, const graph::Value* result,
-                                        const std::string& kernel_name);
+                                        const std::string& kernel_name,
+                                        const KernelSymbols* symbols = nullptr);
 
 }  // namespace kiln::lowering
 

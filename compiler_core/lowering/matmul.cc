@@ -29,7 +29,7 @@ Expr Product(Expr a, Expr b, bool u8s8) {
 /// (`bm`) is packed in panels of `nr`: [i, jb, jj, k] over the n / nr full panels and
 /// [i, jt, k] over the n % nr tail columns of the last panel (either may be absent).
 /// `a_at(i, k)` is A's element and `out_at(i, j)` the output's indices.
-std::vector<Stmt> PackedUpdateNests(KernelBuilder& b, int64_t m, int64_t n, int64_t k_extent,
+std::vector<Stmt> PackedUpdateNests(KernelBuilder& b, Expr m, int64_t n, Expr k_extent,
                                     int64_t nr, loop::BufferRef bm, loop::BufferRef out,
                                     const std::function<Expr(Expr, Expr)>& a_at,
                                     const std::function<std::vector<Expr>(Expr, Expr)>& out_at,
@@ -46,7 +46,7 @@ std::vector<Stmt> PackedUpdateNests(KernelBuilder& b, int64_t m, int64_t n, int6
     std::vector<loop::Var> vars = b.NewVars("", {"i", "jb", "jj", "k"});
     std::vector<Expr> idx = Refs(vars);
     Expr j = IdxAdd(IdxMul(idx[1], nr), idx[2]);
-    nests.push_back(Nest(vars, {m, panels, nr, k_extent},
+    nests.push_back(NestDims(vars, {m, Idx(panels), Idx(nr), k_extent},
                          update(idx[0], j, idx[3], {idx[1], idx[3], idx[2]}),
                          {false, false, false, true}));
   }
@@ -54,7 +54,7 @@ std::vector<Stmt> PackedUpdateNests(KernelBuilder& b, int64_t m, int64_t n, int6
     std::vector<loop::Var> vars = b.NewVars("", {"i", "jt", "k"});
     std::vector<Expr> idx = Refs(vars);
     Expr j = IdxAdd(idx[1], loop::IntImm(panels * nr));
-    nests.push_back(Nest(vars, {m, tail, k_extent},
+    nests.push_back(NestDims(vars, {m, Idx(tail), k_extent},
                          update(idx[0], j, idx[2], {loop::IntImm(panels), idx[2], idx[1]}),
                          {false, false, true}));
   }
@@ -96,7 +96,7 @@ absl::StatusOr<std::vector<Stmt>> LowerGemm(KernelBuilder& b, const graph::Node&
   }
   if (nr > 0) {
     for (Stmt& s : PackedUpdateNests(
-             b, os[0], os[1], k_extent, nr, bm, out,
+             b, Idx(os[0]), os[1], Idx(k_extent), nr, bm, out,
              [&](Expr i, Expr k) {
                return loop::Load(a, trans_a ? std::vector<Expr>{k, i} : std::vector<Expr>{i, k});
              },
@@ -135,20 +135,34 @@ std::vector<Expr> OperandIndices(const std::vector<int64_t>& shape, const std::v
   return idx;
 }
 
-/// Indices into dims `dims` (row-major) of the flat index `flat` over them; trivial divisions
-/// and remainders are left out.
-std::vector<Expr> Unflatten(const std::vector<int64_t>& dims, const Expr& flat) {
+bool IsOne(const Expr& e) { return IsIntImm(e, 1); }
+
+/// a * b for dims (i64 expressions), folding constants and ones.
+Expr MulDims(const Expr& a, const Expr& b) {
+  if (IsOne(a)) return b;
+  if (IsOne(b)) return a;
+  if (a->kind == loop::ExprKind::kIntImm && b->kind == loop::ExprKind::kIntImm) {
+    return Idx(a->int_value * b->int_value);
+  }
+  return a * b;
+}
+
+/// Indices into dims `dims` (row-major, i64 expressions) of the flat index `flat` over them;
+/// trivial divisions and remainders are left out (a dim of 1, a remainder where every outer
+/// dim is 1).
+std::vector<Expr> Unflatten(const std::vector<Expr>& dims, const Expr& flat) {
   std::vector<Expr> idx(dims.size());
-  int64_t stride = 1;
+  Expr stride = Idx(1);
   for (size_t d = dims.size(); d-- > 0;) {
-    if (dims[d] == 1) {
+    if (IsOne(dims[d])) {
       idx[d] = loop::IntImm(0);
     } else {
-      Expr e = stride == 1 ? flat : loop::Binary(loop::BinaryOp::kFloorDiv, flat,
-                                                 loop::IntImm(stride));
-      idx[d] = d == 0 ? e : loop::Binary(loop::BinaryOp::kFloorMod, e, loop::IntImm(dims[d]));
+      Expr e = IsOne(stride) ? flat : loop::Binary(loop::BinaryOp::kFloorDiv, flat, stride);
+      bool outer_ones = true;
+      for (size_t o = 0; o < d; ++o) outer_ones &= IsOne(dims[o]);
+      idx[d] = outer_ones ? e : loop::Binary(loop::BinaryOp::kFloorMod, e, dims[d]);
     }
-    stride *= dims[d];
+    stride = MulDims(stride, dims[d]);
   }
   return idx;
 }
@@ -158,21 +172,21 @@ std::vector<Expr> Unflatten(const std::vector<int64_t>& dims, const Expr& flat) 
 /// loop of extent batch·M, so the matmul schedule tiles them together instead of running one
 /// short product (often a GEMV, M = 1) per batch over the same B.
 Stmt SharedWeightUpdateNest(KernelBuilder& b, loop::BufferRef a, loop::BufferRef bm,
-                            loop::BufferRef out, const std::vector<int64_t>& os, int64_t k_extent,
+                            loop::BufferRef out, const std::vector<Expr>& os, Expr k_extent,
                             bool u8s8) {
   std::vector<loop::Var> vars = b.NewVars("", {"i", "j", "k"});
   std::vector<Expr> idx = Refs(vars);
-  const std::vector<int64_t> rows(os.begin(), os.end() - 1);
-  int64_t m = 1;
-  for (int64_t d : rows) m *= d;
+  const std::vector<Expr> rows(os.begin(), os.end() - 1);
+  Expr m = Idx(1);
+  for (const Expr& d : rows) m = MulDims(m, d);
   std::vector<Expr> out_idx = Unflatten(rows, idx[0]);
   std::vector<Expr> a_idx = out_idx;
   out_idx.push_back(idx[1]);
   a_idx.push_back(idx[2]);
   Expr value = loop::Load(out, out_idx) +
                Product(loop::Load(a, a_idx), loop::Load(bm, {idx[2], idx[1]}), u8s8);
-  return Nest(vars, {m, os.back(), k_extent}, loop::Store(out, out_idx, value),
-              {false, false, true});
+  return NestDims(vars, {m, os.back(), k_extent}, loop::Store(out, out_idx, value),
+                  {false, false, true});
 }
 
 absl::StatusOr<std::vector<Stmt>> LowerBatchedMatMul(KernelBuilder& b, const graph::Node& node,
@@ -187,7 +201,6 @@ absl::StatusOr<std::vector<Stmt>> LowerBatchedMatMul(KernelBuilder& b, const gra
   const bool a_vec = as.size() == 1, b_vec = bs.size() == 1;
   const int64_t nbatch = static_cast<int64_t>(os.size()) - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
   if (nbatch < 0) return NoLowering(node, "this output rank");
-  const int64_t k_extent = as.back();
   const bool u8s8 = graph::MatMulAttrs::Of(node).quant == graph::Quant::kU8S8;
   if (u8s8 && (dt != DType::kInt32 || as.size() < 2 || bs.size() < 2)) {
     return NoLowering(node, "a quant=\"u8s8\" MatMul that is not on i32 word matrices");
@@ -197,12 +210,18 @@ absl::StatusOr<std::vector<Stmt>> LowerBatchedMatMul(KernelBuilder& b, const gra
   // workspace and rounds once at the end (as cuBLAS's and ONNX Runtime's bf16 GEMMs do).
   const bool bf16 = dt == DType::kBFloat16;
   if (bf16 && graph::PackedBPanelWidth(node) > 0) return NoLowering(node, "a packed bf16 B");
+  const bool symbolic = !node.output(0)->type().is_static() || !av->type().is_static() ||
+                        !bv->type().is_static();
+  if (bf16 && symbolic) return NoLowering(node, "a bf16 MatMul with symbolic dims");
   auto widen = [&](Expr e) { return bf16 ? loop::Cast(DType::kFloat32, std::move(e)) : e; };
 
   loop::BufferRef a = b.Input(av);
   loop::BufferRef bm = b.Input(bv);
   loop::BufferRef out = b.out();
   loop::BufferRef acc = bf16 ? b.Workspace("acc", DType::kFloat32, os) : out;
+  // Dims as i64 expressions (symbolic ones read the kernel's dims param).
+  const std::vector<Expr> od = loop::BufferDims(*out);
+  const Expr k_extent = loop::BufferDim(*a, as.size() - 1);
   std::vector<std::string> names;
   for (int64_t d = 0; d < nbatch; ++d) names.push_back(absl::StrCat("b", d));
   if (!a_vec) names.push_back("i");
@@ -210,14 +229,14 @@ absl::StatusOr<std::vector<Stmt>> LowerBatchedMatMul(KernelBuilder& b, const gra
   std::vector<Stmt> nests;
   {
     std::vector<loop::Var> vars = b.NewVars("init.", names);
-    nests.push_back(Nest(vars, os, loop::Store(acc, Refs(vars), Const(0, acc->dtype))));
+    nests.push_back(NestDims(vars, od, loop::Store(acc, Refs(vars), Const(0, acc->dtype))));
   }
   if (const int64_t nr = graph::PackedBPanelWidth(node); nr > 0) {
     // A packed B is one matrix shared by every batch: rows of all batches form one i loop.
     if (bs.size() != 3 || as.size() != os.size()) return NoLowering(node, "this packed B");
-    const std::vector<int64_t> rows(os.begin(), os.end() - 1);
-    int64_t m = 1;
-    for (int64_t d : rows) m *= d;
+    const std::vector<Expr> rows(od.begin(), od.end() - 1);
+    Expr m = Idx(1);
+    for (const Expr& d : rows) m = MulDims(m, d);
     for (Stmt& s : PackedUpdateNests(
              b, m, os.back(), k_extent, nr, bm, out,
              [&](Expr i, Expr k) {
@@ -234,7 +253,7 @@ absl::StatusOr<std::vector<Stmt>> LowerBatchedMatMul(KernelBuilder& b, const gra
       nests.push_back(std::move(s));
     }
   } else if (nbatch > 0 && bs.size() == 2 && as.size() == os.size() && !bf16) {
-    nests.push_back(SharedWeightUpdateNest(b, a, bm, out, os, k_extent, u8s8));
+    nests.push_back(SharedWeightUpdateNest(b, a, bm, out, od, k_extent, u8s8));
   } else {
     std::vector<std::string> unames = names;
     unames.push_back("k");
@@ -249,11 +268,11 @@ absl::StatusOr<std::vector<Stmt>> LowerBatchedMatMul(KernelBuilder& b, const gra
         loop::Load(acc, out_idx) +
         Product(widen(loop::Load(a, OperandIndices(as, batch, i, k, /*is_a=*/true))),
                 widen(loop::Load(bm, OperandIndices(bs, batch, k, j, /*is_a=*/false))), u8s8);
-    std::vector<int64_t> extents = os;
+    std::vector<Expr> extents = od;
     extents.push_back(k_extent);
     std::vector<bool> reduction(os.size(), false);
     reduction.push_back(true);
-    nests.push_back(Nest(vars, extents, loop::Store(acc, out_idx, value), reduction));
+    nests.push_back(NestDims(vars, extents, loop::Store(acc, out_idx, value), reduction));
   }
   KILN_ASSIGN_OR_RETURN(Stmt tail, bf16 ? epi.FinalNest(
                                               [](Expr v, const std::vector<Expr>&) {

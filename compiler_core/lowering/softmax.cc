@@ -27,13 +27,23 @@ absl::StatusOr<std::vector<Stmt>> LowerSoftmax(KernelBuilder& b, const graph::No
 
   loop::BufferRef x = b.Input(xv);
   loop::BufferRef out = b.out();
+  const std::vector<Expr> dims = loop::BufferDims(*x);
+  // With symbolic dims the max and sum are scalars local to each row (Allocate inside the
+  // outer loops, so those may still run in parallel) instead of workspaces over the rows.
+  const bool symbolic = x->is_symbolic();
   std::vector<int64_t> ws_shape = xs;
   ws_shape[axis] = 1;
-  loop::BufferRef max = b.Workspace("max", dt, ws_shape);
-  loop::BufferRef sum = b.Workspace("sum", dt, ws_shape);
+  loop::BufferRef max, sum;
+  if (symbolic) {
+    max = loop::MakeBuffer("max", dt, {1}, loop::Buffer::Scope::kLocal);
+    sum = loop::MakeBuffer("sum", dt, {1}, loop::Buffer::Scope::kLocal);
+  } else {
+    max = b.Workspace("max", dt, ws_shape);
+    sum = b.Workspace("sum", dt, ws_shape);
+  }
 
   std::vector<loop::Var> outer;
-  std::vector<int64_t> outer_extents;
+  std::vector<Expr> outer_extents;
   std::vector<Expr> ws_idx;
   for (int64_t d = 0; d < rank; ++d) {
     if (d == axis) {
@@ -41,28 +51,29 @@ absl::StatusOr<std::vector<Stmt>> LowerSoftmax(KernelBuilder& b, const graph::No
       continue;
     }
     outer.push_back(b.NewVar(absl::StrCat("d", d)));
-    outer_extents.push_back(xs[d]);
+    outer_extents.push_back(dims[d]);
     ws_idx.push_back(loop::VarRef(outer.back()));
   }
+  const std::vector<Expr> scalar_idx = symbolic ? std::vector<Expr>{Idx(0)} : ws_idx;
   // One pass over the axis: a fresh variable named `<stage>.a` and the full index.
   auto axis_loop = [&](const std::string& stage, bool reduction, auto make_body) {
     loop::Var a = b.NewVar(stage + ".a");
     std::vector<Expr> full = ws_idx;
     full[axis] = loop::VarRef(a);
-    return loop::For(a, xs[axis], make_body(full), loop::ForKind::kSerial, reduction);
+    return NestDims({a}, {dims[axis]}, make_body(full), {reduction});
   };
-  Expr max_v = loop::Load(max, ws_idx), sum_v = loop::Load(sum, ws_idx);
+  Expr max_v = loop::Load(max, scalar_idx), sum_v = loop::Load(sum, scalar_idx);
   std::vector<Stmt> body;
-  body.push_back(loop::Store(max, ws_idx, Lowest(dt)));
+  body.push_back(loop::Store(max, scalar_idx, Lowest(dt)));
   body.push_back(axis_loop("max", true, [&](const std::vector<Expr>& i) {
-    return loop::Store(max, ws_idx, loop::Max(max_v, loop::Load(x, i)));
+    return loop::Store(max, scalar_idx, loop::Max(max_v, loop::Load(x, i)));
   }));
   body.push_back(axis_loop("exp", false, [&](const std::vector<Expr>& i) {
     return loop::Store(out, i, loop::Unary(loop::UnaryOp::kExp, loop::Load(x, i) - max_v));
   }));
-  body.push_back(loop::Store(sum, ws_idx, Const(0, dt)));
+  body.push_back(loop::Store(sum, scalar_idx, Const(0, dt)));
   body.push_back(axis_loop("sum", true, [&](const std::vector<Expr>& i) {
-    return loop::Store(sum, ws_idx, sum_v + loop::Load(out, i));
+    return loop::Store(sum, scalar_idx, sum_v + loop::Load(out, i));
   }));
   absl::Status status;
   body.push_back(axis_loop("norm", false, [&](const std::vector<Expr>& i) -> Stmt {
@@ -76,7 +87,9 @@ absl::StatusOr<std::vector<Stmt>> LowerSoftmax(KernelBuilder& b, const graph::No
     return loop::Store(out, i, *e);
   }));
   KILN_RETURN_IF_ERROR(status);
-  return std::vector<Stmt>{Nest(outer, outer_extents, loop::Block(std::move(body)))};
+  Stmt row = loop::Block(std::move(body));
+  if (symbolic) row = loop::Allocate(max, loop::Allocate(sum, row));
+  return std::vector<Stmt>{NestDims(outer, outer_extents, row)};
 }
 
 }  // namespace kiln::lowering

@@ -93,19 +93,28 @@ absl::StatusOr<std::vector<Stmt>> LowerReduce(KernelBuilder& b, const graph::Nod
   const OpKind op = node.op();
   const bool keep = graph::ReduceAttrs::Of(node).keepdims;
   std::vector<bool> reduced(xs.size(), false);
-  int64_t count = 1;
+  int64_t count = 1;  // over the static reduced axes
   for (int64_t a : graph::ReductionAxes(node)) {
     reduced[a] = true;
-    count *= xs[a];
+    if (xs[a] != kSymbolicDim) count *= xs[a];
   }
   if (!IsFloat(dt) && (op == OpKind::kReduceLogSum || op == OpKind::kReduceLogSumExp ||
                        op == OpKind::kReduceL2)) {
     return NoLowering(node, "integer operands");
   }
   const DType acc_dt = dt == DType::kFloat16 ? DType::kFloat32 : dt;
+  const bool symbolic = !xv->type().is_static();
+  if (symbolic && acc_dt != dt) return NoLowering(node, "an f16 reduction over symbolic dims");
   loop::BufferRef x = b.Input(xv);
   loop::BufferRef out = b.out();
   loop::BufferRef acc = acc_dt == dt ? out : b.Workspace("acc", acc_dt, os);
+  const std::vector<Expr> xdims = loop::BufferDims(*x), odims = loop::BufferDims(*out);
+  // The element count of the reduced axes (a run-time value when one of them is symbolic).
+  Expr count_expr = Idx(1);
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if (reduced[d] && xs[d] != kSymbolicDim) continue;
+    if (reduced[d]) count_expr = IsIntImm(count_expr, 1) ? xdims[d] : count_expr * xdims[d];
+  }
   Expr init = op == OpKind::kReduceProd  ? Const(1, acc_dt)
               : op == OpKind::kReduceMax ? Lowest(acc_dt)
               : op == OpKind::kReduceMin ? Highest(acc_dt)
@@ -113,20 +122,20 @@ absl::StatusOr<std::vector<Stmt>> LowerReduce(KernelBuilder& b, const graph::Nod
   std::vector<Stmt> nests;
   {
     std::vector<loop::Var> vars = b.NewVars("init.", AxisNames(os.size()));
-    nests.push_back(Nest(vars, os, loop::Store(acc, Refs(vars), init)));
+    nests.push_back(NestDims(vars, odims, loop::Store(acc, Refs(vars), init)));
   }
   {
     // Kept axes outermost (parallel, vectorizable), reduced axes innermost.
     std::vector<loop::Var> vars = b.NewVars("", AxisNames(xs.size()));
     std::vector<Expr> idx = Refs(vars);
     std::vector<loop::Var> order;
-    std::vector<int64_t> extents;
+    std::vector<Expr> extents;
     std::vector<bool> is_red;
     for (int pass = 0; pass < 2; ++pass) {
       for (size_t d = 0; d < xs.size(); ++d) {
         if (reduced[d] != (pass == 1)) continue;
         order.push_back(vars[d]);
-        extents.push_back(xs[d]);
+        extents.push_back(xdims[d]);
         is_red.push_back(reduced[d]);
       }
     }
@@ -151,7 +160,7 @@ absl::StatusOr<std::vector<Stmt>> LowerReduce(KernelBuilder& b, const graph::Nod
       case OpKind::kReduceLogSumExp: r = a + loop::Unary(UnaryOp::kExp, v); break;
       default: r = a + v; break;
     }
-    nests.push_back(Nest(order, extents, loop::Store(acc, oidx, r), is_red));
+    nests.push_back(NestDims(order, extents, loop::Store(acc, oidx, r), is_red));
   }
   bool post = op == OpKind::kReduceMean || op == OpKind::kReduceL2 ||
               op == OpKind::kReduceLogSum || op == OpKind::kReduceLogSumExp;
@@ -161,7 +170,9 @@ absl::StatusOr<std::vector<Stmt>> LowerReduce(KernelBuilder& b, const graph::Nod
     Expr v = loop::Load(acc, idx);
     switch (op) {
       case OpKind::kReduceMean:
+        // count: the static axes' product; count_expr: the symbolic axes' (1 when none).
         v = Bin(BinaryOp::kDiv, v, Const(static_cast<double>(count), acc_dt));
+        if (!IsIntImm(count_expr, 1)) v = Bin(BinaryOp::kDiv, v, loop::Cast(acc_dt, count_expr));
         break;
       case OpKind::kReduceL2: v = loop::Unary(UnaryOp::kSqrt, v); break;
       case OpKind::kReduceLogSum: case OpKind::kReduceLogSumExp:
@@ -171,7 +182,7 @@ absl::StatusOr<std::vector<Stmt>> LowerReduce(KernelBuilder& b, const graph::Nod
     }
     if (v->dtype != dt) v = loop::Cast(dt, v);
     KILN_ASSIGN_OR_RETURN(v, epi.Apply(v, idx));
-    nests.push_back(Nest(vars, os, loop::Store(out, idx, v)));
+    nests.push_back(NestDims(vars, odims, loop::Store(out, idx, v)));
   }
   return nests;
 }
@@ -238,7 +249,7 @@ absl::StatusOr<std::vector<Stmt>> OutputNest(
   std::vector<Expr> idx = Refs(vars);
   KILN_ASSIGN_OR_RETURN(Expr v, value(idx));
   KILN_ASSIGN_OR_RETURN(v, epi.Apply(v, idx));
-  return std::vector<Stmt>{Nest(vars, os, loop::Store(b.out(), idx, v))};
+  return std::vector<Stmt>{NestDims(vars, loop::BufferDims(*b.out()), loop::Store(b.out(), idx, v))};
 }
 
 absl::StatusOr<std::vector<Stmt>> LowerInjective(KernelBuilder& b, const graph::Node& node,

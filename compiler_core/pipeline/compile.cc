@@ -67,6 +67,26 @@ void PrintIr(const CompileOptions& options, const std::string& stage, const std:
   }
 }
 
+// `status` (kUnimplemented: an op of a graph with symbolic dims that cannot be compiled so
+// yet) with what to give instead: each input with symbolic dims and the --input-shape flag.
+absl::Status SymbolicShapeHint(const absl::Status& status, const graph::Graph& graph) {
+  std::vector<std::string> inputs;
+  for (const graph::Value* in : graph.inputs()) {
+    if (in->type().is_static()) continue;
+    std::vector<std::string> dims, example;
+    for (size_t d = 0; d < in->type().shape.size(); ++d) {
+      const bool fixed = in->type().shape[d] != kSymbolicDim;
+      dims.push_back(fixed ? absl::StrCat(in->type().shape[d]) : in->type().dim(d).ToString());
+      example.push_back(fixed ? absl::StrCat(in->type().shape[d]) : absl::StrCat("D", d));
+    }
+    inputs.push_back(absl::StrCat("--input-shape ", in->name(), "=", absl::StrJoin(example, ","),
+                                  " for [", absl::StrJoin(dims, ","), "]"));
+  }
+  return absl::UnimplementedError(absl::StrCat(
+      status.message(), "; compile this model with fixed shapes for now: ",
+      absl::StrJoin(inputs, ", ")));
+}
+
 }  // namespace
 
 namespace {
@@ -119,6 +139,17 @@ absl::StatusOr<PlannedGraph> PlanGraphInPlace(graph::Graph& graph_ref,
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> pass_names,
                         EnabledPasses(options.disabled_passes, result.target.kind));
   KILN_RETURN_IF_ERROR(passes::RunPasses(*graph, pass_names, pass_options));
+  KILN_ASSIGN_OR_RETURN(std::vector<sym::Symbol> symbols, graph::GraphSymbols(*graph));
+  if (!symbols.empty()) {
+    if (result.target.IsGpu()) {
+      return absl::UnimplementedError(absl::StrCat(
+          "symbolic dims are not supported for target ", options.target,
+          " yet; give fixed shapes (--input-shape NAME=D0,D1,...)"));
+    }
+    // The kernels read the symbols' values through this input (kernel_plan.h).
+    graph->AddInput(kSymbolDimsInput,
+                    TensorType{DType::kInt64, {static_cast<int64_t>(symbols.size())}});
+  }
   std::optional<passes::BoundedDims> final_bounded;
   if (bounded != nullptr) {
     final_bounded = *bounded;
@@ -135,10 +166,13 @@ absl::StatusOr<PlannedGraph> PlanGraphInPlace(graph::Graph& graph_ref,
     KILN_ASSIGN_OR_RETURN(PlannedGraph planned_body, PlanGraphInPlace(body, options, nullptr));
     return std::move(planned_body.plan);
   };
-  KILN_ASSIGN_OR_RETURN(
-      KernelPlan plan,
+  absl::StatusOr<KernelPlan> built =
       BuildKernelPlan(*graph, result.target, schedules, print_stage, print, options.on_stage,
-                      final_bounded ? &*final_bounded : nullptr, plan_body));
+                      final_bounded ? &*final_bounded : nullptr, plan_body);
+  if (!built.ok() && !symbols.empty() && built.status().code() == absl::StatusCode::kUnimplemented) {
+    return SymbolicShapeHint(built.status(), *graph);
+  }
+  KILN_ASSIGN_OR_RETURN(KernelPlan plan, std::move(built));
   result.timings.lower_ms = MsSince(lower_start);
   // Always on: verifying costs far below 1% of a compile (one walk per kernel).
   ScopedStageTimer verify_timer(options.on_stage, "verify: loop IR");
@@ -351,6 +385,8 @@ importer::ImportOptions ImportOptionsFor(const CompileOptions& options,
   import.input_shapes = shapes;
   import.constant_inputs = options.constant_inputs;
   import.max_tensor_bytes = options.max_tensor_bytes;
+  // With no shapes given, dynamic dims stay symbolic: one artifact runs every shape.
+  import.symbolic_dims = true;
   return import;
 }
 

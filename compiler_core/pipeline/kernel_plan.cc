@@ -11,8 +11,8 @@
 #include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/ir/loop/printer.h"
 #include "compiler_core/lowering/lower.h"
-#include "compiler_core/pipeline/memory_plan.h"
 #include "compiler_core/runtime/abi.h"
+#include "compiler_core/runtime/memory_plan.h"
 #include "compiler_core/runtime/manifest_calls.h"
 #include "compiler_core/schedule/bound_loops.h"
 #include "compiler_core/schedule/schedule.h"
@@ -22,6 +22,10 @@
 
 namespace kiln::pipeline {
 namespace {
+
+using runtime::BufferRequest;
+using runtime::MemoryPlan;
+using runtime::PlanMemory;
 
 // A buffer's name in the memory plan: the model's name for the value, else its producing node's
 // (the ONNX node name the importer kept, with ":<output>" past the first output), else
@@ -48,7 +52,17 @@ kiln::v1::TensorSpec Spec(const Value* v) {
   spec.set_name(v->name());
   spec.set_dtype(DTypeName(v->type().dtype));
   for (int64_t d : v->type().shape) spec.add_shape(d);
+  if (!v->type().is_static()) {
+    for (size_t d = 0; d < v->type().shape.size(); ++d) {
+      spec.add_dims(v->type().shape[d] == kSymbolicDim ? v->type().dim(d).ToString() : "");
+    }
+  }
   return spec;
+}
+
+// The bytes of a symbolic type as an expression over its symbols.
+sym::Expr SymbolicBytes(const TensorType& type) {
+  return type.NumElementsExpr() * sym::Expr(static_cast<int64_t>(DTypeSize(type.dtype)));
 }
 
 class Planner {
@@ -69,9 +83,26 @@ class Planner {
         plan_body_(plan_body) {}
 
   absl::StatusOr<KernelPlan> Build() {
+    KILN_ASSIGN_OR_RETURN(std::vector<sym::Symbol> symbols, graph::GraphSymbols(graph_));
+    if (!symbols.empty()) {
+      // Symbolic dims: the kernels read the symbols' values from the graph input "kiln.dims"
+      // (added by the compile pipeline), bound to Binding.DIMS.
+      if (bounded_ != nullptr) {
+        return absl::InvalidArgumentError("bounded dims and symbolic dims cannot be combined");
+      }
+      for (const Value* in : graph_.inputs()) {
+        if (in->name() == kSymbolDimsInput) symbols_.dims = in;
+      }
+      if (symbols_.dims == nullptr) {
+        return absl::InternalError("a graph with symbolic dims has no \"kiln.dims\" input");
+      }
+      symbols_list_ = std::move(symbols);
+      for (const sym::Symbol& sym : symbols_list_) symbols_.names.push_back(sym.name);
+    }
+    size_t index = 0;
     for (size_t i = 0; i < graph_.inputs().size(); ++i) {
       if (IsDims(graph_.inputs()[i])) continue;
-      input_index_[graph_.inputs()[i]] = i;
+      input_index_[graph_.inputs()[i]] = index++;
     }
     KILN_RETURN_IF_ERROR(LowerGroups());
     KILN_RETURN_IF_ERROR(AddOutputCopies());
@@ -132,7 +163,9 @@ class Planner {
       ScopedStageTimer timer(on_stage_,
                              on_stage_ ? absl::StrCat("lower: ", name, " ", absl::StrJoin(ops, "+"))
                                        : std::string());
-      KILN_ASSIGN_OR_RETURN(lowering::LoweredKernel lowered, lowering::LowerGroup(group_nodes, name));
+      KILN_ASSIGN_OR_RETURN(
+          lowering::LoweredKernel lowered,
+          lowering::LowerGroup(group_nodes, name, symbols_.dims != nullptr ? &symbols_ : nullptr));
       timer.Stop();
       KILN_RETURN_IF_ERROR(AddKernel(std::move(lowered), absl::StrJoin(ops, "+")));
     }
@@ -161,6 +194,11 @@ class Planner {
   // A Loop call over the plan of the node's body.
   absl::Status AddLoop(const Node& node) {
     const std::string what = absl::StrCat("node '", node.name(), "' (Loop)");
+    if (symbols_.dims != nullptr) {
+      return absl::UnimplementedError(
+          what + ": a Loop in a graph with symbolic dims is not supported yet; give fixed shapes "
+                 "(--input-shape)");
+    }
     if (bounded_ != nullptr) {
       return absl::UnimplementedError(
           what +
@@ -237,6 +275,12 @@ class Planner {
     ScopedStageTimer timer(on_stage_, on_stage_ ? absl::StrCat("schedule: ", lowered.func.name, " ",
                                                                fused_ops)
                                                 : std::string());
+    for (const loop::BufferRef& ws : lowered.func.workspaces) {
+      if (ws->NumBytes() < 0) {
+        return absl::InternalError(absl::StrCat(lowered.func.name, " (", fused_ops,
+                                                "): workspace ", ws->name, " has symbolic dims"));
+      }
+    }
     Kernel k;
     k.workload_key = tuning::WorkloadKey(lowered.func);
     schedule::ScheduleChoice choice = schedules_.Choose(lowered.func, k.workload_key, target_);
@@ -337,7 +381,9 @@ class Planner {
         continue;
       }
       std::string name = absl::StrCat("kernel_", kernels_.size());
-      KILN_ASSIGN_OR_RETURN(lowering::LoweredKernel copy, lowering::LowerCopy(out, out, name));
+      KILN_ASSIGN_OR_RETURN(
+          lowering::LoweredKernel copy,
+          lowering::LowerCopy(out, out, name, symbols_.dims != nullptr ? &symbols_ : nullptr));
       copy_outputs_[kernels_.size()] = static_cast<int>(i);
       KILN_RETURN_IF_ERROR(AddKernel(std::move(copy), "Copy"));
     }
@@ -359,7 +405,10 @@ class Planner {
     weights_.resize(AlignUp(static_cast<int64_t>(weights_.size())), '\0');
   }
 
-  bool IsDims(const Value* v) const { return bounded_ != nullptr && v == bounded_->dims; }
+  bool IsDims(const Value* v) const {
+    return (bounded_ != nullptr && v == bounded_->dims) ||
+           (symbols_.dims != nullptr && v == symbols_.dims);
+  }
 
   bool InArena(const Value* root) const {
     return !root->is_constant() && !input_index_.count(root) && !output_index_.count(root) &&
@@ -376,6 +425,18 @@ class Planner {
         const Value* r = Root(lk.param_values[p]);
         if (copy_outputs_.count(k) && p + 1 == lk.param_values.size()) continue;  // output slot
         if (!InArena(r)) continue;
+        if (!r->type().is_static()) {
+          auto [dit, fresh] = dynamic_index_.try_emplace(r, dynamic_.size());
+          if (fresh) {
+            kiln::v1::DynamicBuffer d;
+            d.set_name(BufferName(*r));
+            d.set_size_bytes(SymbolicBytes(r->type()).ToString());
+            d.set_first_kernel(static_cast<int>(k));
+            dynamic_.push_back(d);
+          }
+          dynamic_[dit->second].set_last_kernel(static_cast<int>(k));
+          continue;
+        }
         auto [it, inserted] = by_value_id.try_emplace(r->id());
         BufferRequest& req = it->second;
         if (inserted) {
@@ -420,9 +481,13 @@ class Planner {
   kiln::v1::Binding BindingFor(const Value* v) const {
     kiln::v1::Binding b;
     const Value* r = Root(v);
-    b.set_size_bytes(v->type().NumBytes());
+    // A symbolic value's size is known at run time only (0 here).
+    b.set_size_bytes(std::max<int64_t>(v->type().NumBytes(), 0));
     if (IsDims(r)) {
       b.set_kind(kiln::v1::Binding::DIMS);
+    } else if (auto it = dynamic_index_.find(r); it != dynamic_index_.end()) {
+      b.set_kind(kiln::v1::Binding::DYNAMIC);
+      b.set_index(static_cast<int64_t>(it->second));
     } else if (auto it = input_index_.find(r); it != input_index_.end()) {
       b.set_kind(kiln::v1::Binding::INPUT);
       b.set_index(static_cast<int64_t>(it->second));
@@ -469,6 +534,13 @@ class Planner {
         lengths(m.mutable_outputs(static_cast<int>(i)), bounded_->outputs[i]);
       }
     }
+    for (const sym::Symbol& s : symbols_list_) {
+      kiln::v1::SymbolSpec* spec = m.add_symbols();
+      spec->set_name(s.name);
+      spec->set_min(s.min);
+      spec->set_max(s.max == sym::kUnbounded ? -1 : s.max);
+    }
+    for (const kiln::v1::DynamicBuffer& d : dynamic_) *m.add_dynamic_buffers() = d;
     for (size_t k = 0; k < kernels_.size(); ++k) {
       Kernel& kernel = kernels_[k];
       kiln::v1::KernelCall* call = m.add_kernels();
@@ -486,7 +558,10 @@ class Planner {
       call->set_fused_ops(kernel.fused_ops);
       call->set_schedule(kernel.schedule);
       call->set_workload_key(kernel.workload_key);
-      call->set_flops(tuning::CountFlops(kernel.lowered.func));
+      // A kernel over symbolic dims does work in proportion to the run's values: no count.
+      bool symbolic = false;
+      for (const loop::BufferRef& p : kernel.lowered.func.params) symbolic |= p->is_symbolic();
+      call->set_flops(symbolic ? 0 : tuning::CountFlops(kernel.lowered.func));
       if (!kernel.record_digest.empty()) {
         call->set_tuned(kernel.tuned);
         call->set_tuned_median_ms(kernel.tuned_median_ms);
@@ -499,7 +574,7 @@ class Planner {
           kiln::v1::Binding* b = call->add_args();
           b->set_kind(kiln::v1::Binding::OUTPUT);
           b->set_index(it->second);
-          b->set_size_bytes(params[p]->type().NumBytes());
+          b->set_size_bytes(std::max<int64_t>(params[p]->type().NumBytes(), 0));
           continue;
         }
         *call->add_args() = BindingFor(params[p]);
@@ -587,6 +662,11 @@ class Planner {
   const StageTimeFn& on_stage_;
   const passes::BoundedDims* bounded_;
   const BodyPlanner& plan_body_;
+  // Symbolic dims: the graph's symbols and how kernels receive them; dims null otherwise.
+  std::vector<sym::Symbol> symbols_list_;
+  lowering::KernelSymbols symbols_;
+  std::vector<kiln::v1::DynamicBuffer> dynamic_;
+  std::unordered_map<const Value*, size_t> dynamic_index_;
 
   std::vector<Kernel> kernels_;
   std::unordered_map<const Value*, const Value*> view_source_;

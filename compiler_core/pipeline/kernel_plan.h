@@ -19,6 +19,11 @@
 
 namespace kiln::pipeline {
 
+/// The graph input through which kernels of a graph with symbolic dims receive the symbols'
+/// values (i64[symbols], GraphSymbols order), bound to Binding.DIMS; the compile pipeline adds
+/// it after the graph passes.
+inline constexpr char kSymbolDimsInput[] = "kiln.dims";
+
 /// The kernels of a model and everything the manifest needs besides the code.
 struct KernelPlan {
   /// Scheduled, one per generated kernel: the model's in call order, then each Loop body's
@@ -35,6 +40,9 @@ struct KernelPlan {
 /// `print` receives loop IR for the stages "lower" and "schedule" when `print_stage` says so.
 /// `on_stage` receives the time of each kernel's lowering ("lower: kernel_N OPS") and
 /// scheduling ("schedule: ..."), and of weight packing and memory planning.
+/// A graph with symbolic dims (GraphSymbols not empty) must have the input kSymbolDimsInput;
+/// its kernels' loops and strides follow the symbols, its symbolic intermediates become
+/// Manifest.dynamic_buffers and the manifest lists the symbols (Manifest.symbols).
 /// With `bounded` (passes::BoundDims ran on `graph`), its "kiln.dims" input is bound as
 /// Binding.DIMS rather than a manifest input, and the manifest gets the bound symbols and the
 /// inputs' and outputs' dim lengths.

@@ -47,6 +47,10 @@ absl::StatusOr<std::vector<ModelWorkload>> Extract(
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < recorder.seen_.size() && i < calls.size(); ++i) {
     const auto& [key, lowered] = recorder.seen_[i];
+    // A kernel over symbolic dims has no one shape to measure at: not tunable yet.
+    bool symbolic = false;
+    for (const loop::BufferRef& p : lowered.params) symbolic |= p->is_symbolic();
+    if (symbolic) continue;
     auto [it, inserted] = index.try_emplace(key, out.size());
     if (inserted) {
       ModelWorkload w;

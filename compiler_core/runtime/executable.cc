@@ -18,6 +18,7 @@
 #include "compiler_core/runtime/host_check.h"
 #include "compiler_core/runtime/loop_check.h"
 #include "compiler_core/runtime/manifest_check.h"
+#include "compiler_core/runtime/symbolic_shapes.h"
 #include "compiler_core/runtime/thread_pool.h"
 #include "compiler_core/support/status_macros.h"
 
@@ -98,6 +99,12 @@ struct Executable::Impl {
   /// (empty for other inputs).
   std::vector<int64_t> symbol_values;
   std::vector<Tensor> padded_inputs;
+  /// Symbolic dims (Manifest.symbols): the shape program, and the arena of the dynamic buffers,
+  /// grown when a call needs more than it has.
+  SymbolicShapes shapes;
+  AlignedBuffer dynamic_arena;
+  int64_t dynamic_capacity = 0;
+  int64_t max_tensor_bytes = kMaxTensorBytes;
 
   /// Checks bounded input `i` of shape `t` against its dims' lengths and records the symbols'
   /// values in `symbol_values` (`set`: which are known). Errors: kInvalidArgument naming the
@@ -159,7 +166,13 @@ struct Executable::Impl {
       case kiln::v1::Binding::PERSISTENT:
         return p.persistent.get() + b.offset();
       case kiln::v1::Binding::DIMS:
-        return const_cast<int64_t*>(symbol_values.data());
+        return const_cast<int64_t*>(shapes.empty() ? symbol_values.data()
+                                                   : shapes.values().data());
+      case kiln::v1::Binding::DYNAMIC:
+        // Placed by the call's shape program (null at load: no init reads one).
+        return dynamic_arena == nullptr
+                   ? nullptr
+                   : dynamic_arena.get() + shapes.dynamic_offsets()[static_cast<size_t>(b.index())];
       default:
         return nullptr;  // rejected by ValidateManifest
     }
@@ -405,6 +418,8 @@ Executable::~Executable() = default;
 
 const kiln::v1::Manifest& Executable::manifest() const { return impl_->artifact.manifest; }
 
+void Executable::SetMaxTensorBytes(int64_t bytes) { impl_->max_tensor_bytes = bytes; }
+
 absl::StatusOr<std::unique_ptr<Executable>> Executable::Load(Artifact artifact, int num_threads) {
   if (artifact.manifest.code_kind() != kiln::v1::HOST) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -428,6 +443,7 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Load(Artifact artifact, 
   Artifact& a = impl.artifact;
   const kiln::v1::Manifest& m = a.manifest;
   impl.input_types = TypesOf(m.inputs());
+  KILN_ASSIGN_OR_RETURN(impl.shapes, SymbolicShapes::FromManifest(m));
   impl.symbol_values.assign(static_cast<size_t>(m.bound_symbols_size()), 0);
   impl.padded_inputs.resize(static_cast<size_t>(m.inputs_size()));
   for (int i = 0; i < m.inputs_size(); ++i) {
@@ -551,8 +567,12 @@ absl::StatusOr<std::vector<Tensor>> Executable::RunImpl(const std::vector<const 
       continue;
     }
     const std::vector<int64_t>& got = FedShape(t->type.shape, want.shape);
-    bool shape_ok = got.size() == want.shape.size() || !impl.input_read[i];
-    for (size_t d = 0; shape_ok && impl.input_read[i] && d < want.shape.size(); ++d) {
+    // With symbolic dims the shape program checks every input's shape (naming the symbol).
+    bool shape_ok =
+        !impl.shapes.empty() || got.size() == want.shape.size() || !impl.input_read[i];
+    for (size_t d = 0; shape_ok && impl.shapes.empty() && impl.input_read[i] &&
+                       d < want.shape.size();
+         ++d) {
       shape_ok = want.shape[d] == -1 || want.shape[d] == got[d];
     }
     if (!shape_ok) {
@@ -567,6 +587,24 @@ absl::StatusOr<std::vector<Tensor>> Executable::RunImpl(const std::vector<const 
                                                      t->type.ToString()));
     }
   }
+  if (!impl.shapes.empty()) {
+    // The shape program: the symbols from the inputs' shapes, then every symbolic size.
+    std::vector<std::vector<int64_t>> fed;
+    for (int i = 0; i < m.inputs_size(); ++i) {
+      fed.push_back(FedShape(inputs[i]->type.shape, impl.input_types[i].shape));
+    }
+    KILN_RETURN_IF_ERROR(impl.shapes.Bind(fed, impl.max_tensor_bytes));
+    if (impl.shapes.dynamic_bytes() > impl.dynamic_capacity || impl.dynamic_arena == nullptr) {
+      // Grow by half again at least, so that a growing cache reallocates O(log n) times.
+      const int64_t want = std::max(impl.shapes.dynamic_bytes(), impl.dynamic_capacity * 3 / 2);
+      impl.dynamic_arena = AllocateAligned(static_cast<size_t>(want));
+      if (impl.dynamic_arena == nullptr) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("cannot allocate ", want, " bytes for the intermediates of this call"));
+      }
+      impl.dynamic_capacity = want;
+    }
+  }
   KILN_ASSIGN_OR_RETURN(Variant * variant, impl.Select(inputs));
   Variant& v = *variant;
   const kiln::v1::Manifest& vm = *v.program.manifest;
@@ -575,6 +613,7 @@ absl::StatusOr<std::vector<Tensor>> Executable::RunImpl(const std::vector<const 
   std::vector<void*> input_ptrs(feeds.size()), output_ptrs(outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) {
     outputs[i].type = v.output_types[i];
+    if (!impl.shapes.empty()) outputs[i].type.shape = impl.shapes.output_shapes()[i];
     outputs[i].bytes.assign(static_cast<size_t>(outputs[i].type.NumBytes()), 0);
     output_ptrs[i] = outputs[i].bytes.data();
   }

@@ -29,11 +29,21 @@ class Executable final : public ModelRunner {
 
   const kiln::v1::Manifest& manifest() const override;
 
+  /// The size limit of one tensor a run of an artifact with symbolic dims may allocate (an
+  /// output or an intermediate, at the run's symbol values): past it, Run is
+  /// kResourceExhausted naming the tensor. Default kMaxTensorBytes (1 TiB); kilnd's
+  /// --max-tensor-bytes.
+  void SetMaxTensorBytes(int64_t bytes);
+
   /// Runs the model. `inputs` must match the manifest's inputs in order, dtype and shape
   /// (kInvalidArgument naming the input otherwise); a one-element tensor ([1], [1,1], ...) fed
   /// for a scalar input is taken as the scalar (FedShape, manifest_check.h). An artifact with
   /// shape profiles (Manifest.profiles) runs the profile whose input shapes equal the inputs';
   /// shapes that match no profile are kInvalidArgument listing the compiled profiles. An
+  /// artifact with symbolic dims (Manifest.symbols) takes every shape its inputs' dims allow:
+  /// the symbols are bound from the input shapes (kInvalidArgument naming the input, dim and
+  /// symbol when one is out of range or two inputs disagree; runtime/symbolic_shapes.h) and
+  /// the outputs come back with the shapes their dims give. An
   /// artifact with bounded dims (Manifest.bound_symbols) takes every shape whose dims are within
   /// their ranges (kInvalidArgument naming the dim and range otherwise); its bounded inputs are
   /// copied into buffers padded to their bounds. Returns the outputs in manifest order, with the

@@ -3,6 +3,7 @@
 // calls, and the copies between dense tensors and tensors laid out for bounded dims.
 #include "compiler_core/runtime/manifest_check.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -89,8 +90,10 @@ absl::Status ValidateManifest(const kiln::v1::Manifest& m, int64_t weights_size,
         return absl::InvalidArgumentError(absl::StrCat(
             what, " ", i, " ('", spec.name(), "') has unknown dtype '", spec.dtype(), "'"));
       }
-      for (int64_t d : spec.shape()) {
-        if (d < 0 && !(allow_unknown_dims && d == -1)) {
+      for (int d = 0; d < spec.shape_size(); ++d) {
+        // A symbolic dim is -1 with its expression in `dims` (checked by SymbolicShapes).
+        const bool symbolic = d < spec.dims_size() && !spec.dims(d).empty() && spec.shape(d) == -1;
+        if (spec.shape(d) < 0 && !symbolic && !(allow_unknown_dims && spec.shape(d) == -1)) {
           return absl::InvalidArgumentError(absl::StrCat(
               what, " ", i, " ('", spec.name(), "') has a negative dimension in shape ",
               ShapeString({spec.shape().begin(), spec.shape().end()})));
@@ -182,11 +185,20 @@ absl::Status ValidateManifest(const kiln::v1::Manifest& m, int64_t weights_size,
                 m.persistent_bytes(), "-byte persistent buffer"));
           }
           break;
-        case kiln::v1::Binding::DIMS:
-          if (b.size_bytes() < 0 || b.size_bytes() > 8 * int64_t{m.bound_symbols_size()}) {
+        case kiln::v1::Binding::DIMS: {
+          const int64_t symbols = std::max(m.bound_symbols_size(), m.symbols_size());
+          if (b.size_bytes() < 0 || b.size_bytes() > 8 * symbols) {
             return absl::InvalidArgumentError(absl::StrCat(
-                where, " binds ", b.size_bytes(), " bytes of bound symbol values, the model has ",
-                m.bound_symbols_size(), " symbols"));
+                where, " binds ", b.size_bytes(), " bytes of symbol values, the model has ",
+                symbols, " symbols"));
+          }
+          break;
+        }
+        case kiln::v1::Binding::DYNAMIC:
+          if (b.index() < 0 || b.index() >= m.dynamic_buffers_size()) {
+            return absl::InvalidArgumentError(absl::StrCat(where, " binds dynamic buffer ",
+                                                           b.index(), " but the model has ",
+                                                           m.dynamic_buffers_size()));
           }
           break;
         default:

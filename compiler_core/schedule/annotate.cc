@@ -22,6 +22,9 @@ absl::StatusOr<Stmt> AnnotateLoop(const Stmt& body, const std::string& name, For
     if (s->for_kind != ForKind::kSerial && s->for_kind != kind) {
       return fail(absl::StrCat("it is already ", ForKindName(s->for_kind)));
     }
+    if (s->limit && kind != ForKind::kParallel) {
+      return fail("it has a run-time limit (a symbolic extent: split it first)");
+    }
     if (kind == ForKind::kVectorized) {
       if (s->is_reduction) return fail("it is a reduction loop");
       if (ContainsFor(s->body)) return fail("it is not innermost");

@@ -15,6 +15,7 @@
 // the target's vector registers (16 with AVX2, 32 with AVX-512). Knob names carry the nest's
 // index ("n2.conv.cols"). Every step is tried on a copy and dropped if illegal.
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -562,7 +563,14 @@ class Planner {
   static int64_t Work(const Stmt& s) {
     if (!s) return 0;
     switch (s->kind) {
-      case loop::StmtKind::kFor: return s->extent * Work(s->body);
+      case loop::StmtKind::kFor: {
+        // Saturating: a symbolic loop's extent is huge (loop::kUnboundedExtent).
+        const int64_t body = Work(s->body);
+        if (body != 0 && s->extent > std::numeric_limits<int64_t>::max() / body) {
+          return std::numeric_limits<int64_t>::max();
+        }
+        return s->extent * body;
+      }
       case loop::StmtKind::kAllocate: return Work(s->body);
       case loop::StmtKind::kIf: return std::max(Work(s->then_body), Work(s->else_body));
       case loop::StmtKind::kMma:
@@ -573,7 +581,12 @@ class Planner {
         return 0;
       case loop::StmtKind::kBlock: {
         int64_t total = 0;
-        for (const Stmt& c : s->stmts) total += Work(c);
+        for (const Stmt& c : s->stmts) {
+          const int64_t w = Work(c);
+          total = total > std::numeric_limits<int64_t>::max() - w
+                      ? std::numeric_limits<int64_t>::max()
+                      : total + w;
+        }
         return total;
       }
     }

@@ -25,13 +25,23 @@ absl::StatusOr<Stmt> FuseLoops(const Stmt& body, const std::string& outer,
       return absl::FailedPreconditionError(
           absl::StrCat("loop '", inner, "' is not the only statement in loop '", outer, "'"));
     }
+    if (i->limit) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("loop '", inner, "' has a run-time limit (the fused loop would not be a "
+                       "rectangle)"));
+    }
     loop::Var v = loop::MakeVar(fused_name);
     loop::Expr ei = loop::IntImm(i->extent);
     Stmt b = Substitute(i->body, o->loop_var.get(),
                         loop::Binary(BinaryOp::kFloorDiv, loop::VarRef(v), ei));
     b = Substitute(b, i->loop_var.get(), loop::Binary(BinaryOp::kFloorMod, loop::VarRef(v), ei));
-    return loop::For(v, o->extent * i->extent, b, loop::ForKind::kSerial,
-                     o->is_reduction || i->is_reduction);
+    Stmt fused = loop::For(v, o->extent * i->extent, b, loop::ForKind::kSerial,
+                           o->is_reduction || i->is_reduction);
+    if (!o->limit) return fused;
+    // The outer loop's run-time limit covers whole rows of the inner one.
+    auto limited = std::make_shared<loop::StmtNode>(*fused);
+    limited->limit = o->limit * ei;
+    return Stmt(limited);
   };
   int count = 0;
   KILN_ASSIGN_OR_RETURN(

@@ -104,6 +104,7 @@ Stmt Substitute(const Stmt& s, const loop::VarNode* var, const Expr& value) {
   for (Expr& i : n->indices) i = Substitute(i, var, value);
   n->value = Substitute(n->value, var, value);
   n->cond = Substitute(n->cond, var, value);
+  n->limit = Substitute(n->limit, var, value);
   n->body = Substitute(n->body, var, value);
   n->then_body = Substitute(n->then_body, var, value);
   n->else_body = Substitute(n->else_body, var, value);

@@ -182,23 +182,32 @@ std::vector<Primitive> MatMulUpdateSchedule(const loop::Stmt& nest, graph::OpKin
   if (split_i) {
     steps.push_back(Step(Kind::kSplit, {i}, tile.mr));
     rows = {i + ".i"};
-    if (m % tile.mr != 0) rows.push_back(i + ".t");
+    // A symbolic i (a run-time limit) always has a tail, of run-time length: placed like the
+    // static one, but not unrolled.
+    if (m % tile.mr != 0 || li->limit != nullptr) rows.push_back(i + ".t");
   }
   for (const std::string& r : rows) {
     for (const std::string& kl : kin) steps.push_back(Step(Kind::kReorder, {kl, r}));
   }
-  for (const std::string& r : rows) steps.push_back(Step(Kind::kUnroll, {r}));
+  for (const std::string& r : rows) {
+    if (li->limit == nullptr || r != i + ".t") steps.push_back(Step(Kind::kUnroll, {r}));
+  }
   steps.push_back(Step(Kind::kVectorize, {jv}));
   if (j_tail) steps.push_back(Step(Kind::kVectorize, {j + ".t"}));
 
   // One parallel loop: the outermost batch loop, else j.o when it has enough blocks, else i.o.
-  int64_t batch = 1;
-  for (size_t d = 0; d < n_outer; ++d) batch *= chain[d]->extent;
+  // In double: symbolic loops have huge extents (loop::kUnboundedExtent).
+  double batch = 1;
+  for (size_t d = 0; d < n_outer; ++d) batch *= static_cast<double>(chain[d]->extent);
   const int64_t j_blocks = packed ? chain[n_loops - 3]->extent : split_j ? n / tile.nr : 1;
   const int64_t i_blocks = split_i ? m / tile.mr : 1;
   const bool has_batch = n_outer > 0 && chain[0]->extent >= 2;
   const int64_t where = knobs.Choose(prefix + "mm.parallel", {0, 1, 2, 3, 4},
-                                     batch * m * n * k_ext < kParallelMacs ? 0 : 1);
+                                     batch * static_cast<double>(m) * static_cast<double>(n) *
+                                                     static_cast<double>(k_ext) <
+                                                 static_cast<double>(kParallelMacs)
+                                             ? 0
+                                             : 1);
   if (where == 2 || (where == 1 && has_batch)) {
     if (has_batch) steps.push_back(Step(Kind::kParallel, {chain[0]->loop_var->name}));
   } else if (where == 3 || (where == 1 && (j_blocks >= 4 || (j_blocks >= 2 && i_blocks < 4)))) {

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler_core/ir/loop/visitor.h"
 #include "compiler_core/schedule/loop_utils.h"
 #include "compiler_core/schedule/primitives.h"
 #include "compiler_core/support/status_macros.h"
@@ -28,6 +29,8 @@ class Reorderer {
   int complete() const { return complete_; }
   /// Number of named loops found on any chain.
   int found() const { return found_; }
+  /// Why the permutation is illegal, or "".
+  const std::string& error() const { return error_; }
 
   Stmt Rewrite(const Stmt& s) {
     if (!s) return s;
@@ -84,6 +87,20 @@ class Reorderer {
     for (Stmt& s : permuted) {
       if (wanted_.count(s->loop_var->name) != 0) s = in_order[next++];
     }
+    // A run-time limit may read only the variables of loops that stay above it.
+    std::set<const loop::VarNode*> below;
+    for (const Stmt& s : chain) below.insert(s->loop_var.get());
+    for (const Stmt& s : permuted) {
+      below.erase(s->loop_var.get());
+      if (s->limit && loop::AnyExpr(s->limit, [&](const loop::Expr& e) {
+            return e->kind == loop::ExprKind::kVar && below.count(e->var.get()) != 0;
+          })) {
+        if (error_.empty()) {
+          error_ = absl::StrCat("loop '", s->loop_var->name,
+                                "' has a run-time limit that reads a loop it would move above");
+        }
+      }
+    }
     Stmt inner = Rewrite(chain.back()->body);
     for (auto it = permuted.rbegin(); it != permuted.rend(); ++it) inner = WithBody(*it, inner);
     return inner;
@@ -93,6 +110,7 @@ class Reorderer {
   const std::set<std::string> wanted_;
   int complete_ = 0;
   int found_ = 0;
+  std::string error_;
 };
 
 }  // namespace
@@ -104,6 +122,7 @@ absl::StatusOr<Stmt> ReorderLoops(const Stmt& body, const std::vector<std::strin
   }
   Reorderer reorderer(order);
   Stmt result = reorderer.Rewrite(body);
+  if (!reorderer.error().empty()) return absl::FailedPreconditionError(reorderer.error());
   if (reorderer.found() == 0) {
     return absl::FailedPreconditionError(absl::StrCat("no loop named '", order[0], "'"));
   }

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler_core/ir/loop/printer.h"
+#include "compiler_core/ir/loop/visitor.h"
 #include "compiler_core/schedule/gpu_tile.h"
 #include "compiler_core/schedule/hoist.h"
 #include "compiler_core/schedule/primitives.h"
@@ -22,6 +23,15 @@ std::string StepString(const Primitive& p) {
     absl::StrAppend(&args, ", ", absl::StrJoin(p.factors, ", "));
   }
   return absl::StrCat(PrimitiveKindName(p.kind), "(", args, ")");
+}
+
+// Whether some loop of `body` has a run-time limit.
+bool HasLimitedLoop(const loop::Stmt& body) {
+  bool found = false;
+  loop::VisitStmts(body, [&](const loop::Stmt& s) {
+    found |= s->kind == loop::StmtKind::kFor && s->limit != nullptr;
+  });
+  return found;
 }
 
 absl::StatusOr<loop::Stmt> ApplyStep(const Primitive& p, const loop::Stmt& body) {
@@ -102,8 +112,16 @@ absl::Status ApplySchedule(const Schedule& schedule, loop::Func& func) {
   for (size_t i = 0; i < schedule.steps.size(); ++i) {
     const Primitive& p = schedule.steps[i];
     absl::Status st = absl::OkStatus();
+    const bool nest_rewrite = p.kind == Primitive::Kind::kWinograd ||
+                              p.kind == Primitive::Kind::kComputeAt ||
+                              p.kind == Primitive::Kind::kGpuTile ||
+                              p.kind == Primitive::Kind::kGpuTileMma;
     if (!work.body) {
       st = absl::FailedPreconditionError("the function has no body");
+    } else if (nest_rewrite && HasLimitedLoop(work.body)) {
+      st = absl::FailedPreconditionError(
+          "the kernel has loops with run-time limits (symbolic extents), which this step does "
+          "not support yet");
     } else if (p.kind == Primitive::Kind::kWinograd) {
       st = p.loops.empty() ? ApplyWinograd(work, p.factor)
                            : absl::FailedPreconditionError("expected no loop names");

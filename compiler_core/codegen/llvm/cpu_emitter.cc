@@ -16,15 +16,20 @@ struct UseCollector {
   std::set<const loop::VarNode*> vars;
   std::set<const loop::Buffer*> buffers;
 
+  // A buffer and, for a symbolic one, the params its dims read (its strides).
+  void Use(const loop::Buffer* b) {
+    if (!buffers.insert(b).second) return;
+    for (const loop::Expr& d : b->sym_shape) Visit(d);
+  }
   void Visit(const loop::Expr& e) {
     if (!e) return;
     if (e->kind == loop::ExprKind::kVar) vars.insert(e->var.get());
-    if (e->kind == loop::ExprKind::kLoad) buffers.insert(e->buffer.get());
+    if (e->kind == loop::ExprKind::kLoad) Use(e->buffer.get());
     for (const loop::Expr& op : e->operands) Visit(op);
   }
   void Visit(const loop::Stmt& s) {
     if (!s) return;
-    if (s->buffer) buffers.insert(s->buffer.get());
+    if (s->buffer) Use(s->buffer.get());
     Visit(s->limit);
     for (const loop::Expr& i : s->indices) Visit(i);
     Visit(s->value);

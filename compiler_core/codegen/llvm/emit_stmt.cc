@@ -220,10 +220,12 @@ llvm::Value* KernelEmitter::FlatIndexOf(const loop::Buffer& buffer,
   if (it == private_dims_.end()) return FlatIndex(buffer, indices);
   loop::Buffer reduced = buffer;
   reduced.shape.clear();
+  reduced.sym_shape.clear();
   std::vector<loop::Expr> kept;
   for (size_t d = 0; d < indices.size() && d < it->second.size(); ++d) {
     if (it->second[d]) continue;
     reduced.shape.push_back(buffer.shape[d]);
+    if (buffer.is_symbolic()) reduced.sym_shape.push_back(buffer.sym_shape[d]);
     kept.push_back(indices[d]);
   }
   return FlatIndex(reduced, kept);
@@ -237,10 +239,12 @@ llvm::Value* KernelEmitter::FlatIndex(const loop::Buffer& buffer,
   }
   bool saved = index_mode_;
   index_mode_ = true;
-  if (loop::Expr folded = FoldRowMajor(buffer.shape, indices)) {
-    llvm::Value* flat = EmitExpr(folded);
-    index_mode_ = saved;
-    return flat;
+  if (!buffer.is_symbolic()) {
+    if (loop::Expr folded = FoldRowMajor(buffer.shape, indices)) {
+      llvm::Value* flat = EmitExpr(folded);
+      index_mode_ = saved;
+      return flat;
+    }
   }
   llvm::Value* flat = b_.getInt64(0);
   for (size_t d = 0; d < indices.size(); ++d) {
@@ -252,7 +256,10 @@ llvm::Value* KernelEmitter::FlatIndex(const loop::Buffer& buffer,
       flat = idx;
       continue;
     }
-    llvm::Value* stride = b_.getInt64(buffer.shape[d]);
+    // A symbolic dim's expression reads only params, so LLVM hoists it out of the loops.
+    llvm::Value* stride = buffer.is_symbolic() && buffer.shape[d] == loop::kSymbolicDim
+                              ? EmitExpr(buffer.sym_shape[d])
+                              : b_.getInt64(buffer.shape[d]);
     Unify(flat, stride);
     flat = b_.CreateMul(flat, stride, "", /*HasNUW=*/true, /*HasNSW=*/true);
     Unify(flat, idx);

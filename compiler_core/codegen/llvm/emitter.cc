@@ -24,6 +24,18 @@ absl::Status KernelEmitter::Emit() {
   loop::VisitExprs(func_.body, [&](const loop::Expr& e) {
     if (e->kind == loop::ExprKind::kLoad) used_buffers_.insert(e->buffer.get());
   });
+  // The params a symbolic buffer's dims read are used wherever it is.
+  std::vector<const loop::Buffer*> symbolic;
+  for (const loop::Buffer* b : used_buffers_) {
+    if (b->is_symbolic()) symbolic.push_back(b);
+  }
+  for (const loop::Buffer* b : symbolic) {
+    for (const loop::Expr& d : b->sym_shape) {
+      loop::VisitExprs(d, [&](const loop::Expr& e) {
+        if (e->kind == loop::ExprKind::kLoad) used_buffers_.insert(e->buffer.get());
+      });
+    }
+  }
   return EmitEntries();
 }
 

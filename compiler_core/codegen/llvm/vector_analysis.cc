@@ -155,11 +155,19 @@ std::optional<int64_t> FlatCoefficient(const loop::Buffer& buffer,
                                        const loop::VarNode* var) {
   int64_t coeff = 0;
   int64_t stride = 1;
+  bool stride_known = true;  // false past a symbolic dim: the stride is a run-time value
   for (size_t d = indices.size(); d-- > 0;) {
     auto c = LinearCoefficient(indices[d], var);
     if (!c) return std::nullopt;
+    if (*c != 0 && !stride_known) return std::nullopt;
     coeff += *c * stride;
-    if (d < buffer.shape.size()) stride *= buffer.shape[d];
+    if (d < buffer.shape.size()) {
+      if (buffer.shape[d] == loop::kSymbolicDim) {
+        stride_known = false;
+      } else {
+        stride *= buffer.shape[d];
+      }
+    }
   }
   return coeff;
 }

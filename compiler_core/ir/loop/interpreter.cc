@@ -155,18 +155,23 @@ class Interpreter {
       Fail(absl::InvalidArgumentError(absl::StrCat("buffer %", b->name, " is not bound")));
       return nullptr;
     }
+    // A symbolic buffer's dims are evaluated at each access (they read only params).
+    std::vector<int64_t> shape = b->shape;
+    for (size_t d = 0; d < b->sym_shape.size() && d < shape.size(); ++d) {
+      if (shape[d] == kSymbolicDim) shape[d] = Eval(b->sym_shape[d]).i;
+    }
     int64_t flat = 0;
     std::vector<int64_t> idx;
     for (size_t d = 0; d < indices.size(); ++d) {
       int64_t v = Eval(indices[d]).i;
       idx.push_back(v);
-      if (v < 0 || v >= b->shape[d]) {
+      if (v < 0 || v >= shape[d]) {
         Fail(absl::OutOfRangeError(absl::StrCat("access %", b->name, "[", absl::StrJoin(idx, ", "),
                                                 "] out of bounds of shape [",
-                                                absl::StrJoin(b->shape, ","), "]")));
+                                                absl::StrJoin(shape, ","), "]")));
         return nullptr;
       }
-      flat = flat * b->shape[d] + v;
+      flat = flat * shape[d] + v;
     }
     if (!status_.ok()) return nullptr;
     return base + flat * static_cast<int64_t>(DTypeSize(b->dtype));

@@ -12,7 +12,8 @@
 namespace kiln::loop {
 
 /// Runs `func` on `args`: one host pointer per entry of func.params followed by one per entry
-/// of func.workspaces, each pointing at a row-major array of the buffer's dtype and shape.
+/// of func.workspaces, each pointing at a row-major array of the buffer's dtype and shape (a
+/// symbolic buffer's dims evaluated from the params they read).
 /// A func with an init runs it first, then the body (one call as the runtime makes the first).
 /// Semantics match codegen: f32 arithmetic is rounded to f32 after every operation (f16 to
 /// f16), integer kDiv truncates, kFloorDiv/kFloorMod round toward negative infinity, integer

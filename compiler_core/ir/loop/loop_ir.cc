@@ -9,12 +9,16 @@
 namespace kiln::loop {
 
 int64_t Buffer::NumElements() const {
+  if (is_symbolic()) return -1;
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
 }
 
-int64_t Buffer::NumBytes() const { return NumElements() * static_cast<int64_t>(DTypeSize(dtype)); }
+int64_t Buffer::NumBytes() const {
+  if (is_symbolic()) return -1;
+  return NumElements() * static_cast<int64_t>(DTypeSize(dtype));
+}
 
 BufferRef MakeBuffer(std::string name, DType dtype, std::vector<int64_t> shape,
                      Buffer::Scope scope, bool constant) {
@@ -25,6 +29,33 @@ BufferRef MakeBuffer(std::string name, DType dtype, std::vector<int64_t> shape,
   b->scope = scope;
   b->constant = constant;
   return b;
+}
+
+BufferRef MakeSymbolicBuffer(std::string name, DType dtype, std::vector<Expr> dims,
+                             bool constant) {
+  auto b = std::make_shared<Buffer>();
+  b->name = std::move(name);
+  b->dtype = dtype;
+  b->constant = constant;
+  bool symbolic = false;
+  for (const Expr& d : dims) {
+    bool is_static = d->kind == ExprKind::kIntImm;
+    b->shape.push_back(is_static ? d->int_value : kSymbolicDim);
+    symbolic |= !is_static;
+  }
+  if (symbolic) b->sym_shape = std::move(dims);
+  return b;
+}
+
+Expr BufferDim(const Buffer& buffer, size_t d) {
+  if (buffer.is_symbolic()) return buffer.sym_shape[d];
+  return IntImm(buffer.shape[d]);
+}
+
+std::vector<Expr> BufferDims(const Buffer& buffer) {
+  std::vector<Expr> dims;
+  for (size_t d = 0; d < buffer.shape.size(); ++d) dims.push_back(BufferDim(buffer, d));
+  return dims;
 }
 
 std::vector<BufferRef> PersistentWorkspaces(const Func& func) {

@@ -1,7 +1,9 @@
 // The loop IR: buffers, scalar expressions and loop-nest statements that one fused kernel
 // lowers to. Nodes are immutable and shared (shared_ptr<const ...>); transformations build new
-// trees. All loops start at 0 and have a static extent (Kiln compiles static shapes); a loop
-// may also carry a run-time limit on its iterations (bounded dims).
+// trees. All loops start at 0 and have a static extent; a loop may also carry a run-time limit
+// on its iterations (bounded dims, and symbolic dims: a loop over a dim known only at run time
+// has its upper bound as extent and the dim as limit). A buffer's dims are static, or
+// expressions of symbol values the kernel receives (docs/symbolic-shapes.md).
 #ifndef KILN_COMPILER_CORE_IR_LOOP_LOOP_IR_H_
 #define KILN_COMPILER_CORE_IR_LOOP_LOOP_IR_H_
 
@@ -15,6 +17,17 @@
 
 namespace kiln::loop {
 
+struct ExprNode;
+using Expr = std::shared_ptr<const ExprNode>;
+
+/// Buffer::shape's entry for a dim known only at run time; its expression is in
+/// Buffer::sym_shape.
+inline constexpr int64_t kSymbolicDim = -1;
+/// The extent of a loop over a symbolic dim whose symbols have no upper bound: a count no run
+/// reaches (2^40), so that the loop's `limit` alone stops it and products of a few such
+/// extents stay far from overflow.
+inline constexpr int64_t kUnboundedExtent = int64_t{1} << 40;
+
 /// A multi-dimensional row-major array the kernel reads or writes.
 struct Buffer {
   enum class Scope : uint8_t {
@@ -27,19 +40,36 @@ struct Buffer {
   };
   std::string name;              // unique within a Func; printed as %name
   DType dtype = DType::kFloat32;
-  std::vector<int64_t> shape;    // static; rank 0 is one element
+  std::vector<int64_t> shape;    // static (kSymbolicDim where sym_shape has it); rank 0 is one element
+  /// Empty for a static buffer. Otherwise one i64 expression per dim: an IntImm for a static
+  /// dim, and for a symbolic one (shape[d] == kSymbolicDim) an expression of loads from a
+  /// param that holds the run's symbol values (the kernel's "dims", i64[symbols]), e.g.
+  /// `%dims[0] + %dims[1]`. Element (i0, ..., ik) is at the row-major offset over these dims.
+  /// Only global buffers (params) may be symbolic.
+  std::vector<Expr> sym_shape;
   Scope scope = Scope::kGlobal;
   /// A param whose contents are fixed when the kernel is compiled (a weight): printed
   /// "const"; part of the workload key; a nest that reads only such params and workspaces it
   /// computes from them can run once at load time instead of every call (Func::init).
   bool constant = false;
 
+  /// Whether some dim is symbolic (sym_shape is set).
+  bool is_symbolic() const { return !sym_shape.empty(); }
+  /// The element count and bytes of a static buffer; -1 for a symbolic one.
   int64_t NumElements() const;
   int64_t NumBytes() const;
 };
 using BufferRef = std::shared_ptr<const Buffer>;
 BufferRef MakeBuffer(std::string name, DType dtype, std::vector<int64_t> shape,
                      Buffer::Scope scope = Buffer::Scope::kGlobal, bool constant = false);
+/// A global buffer whose dims are `dims` (i64 expressions; see Buffer::sym_shape). When every
+/// dim is an IntImm the buffer is static (an empty sym_shape).
+BufferRef MakeSymbolicBuffer(std::string name, DType dtype, std::vector<Expr> dims,
+                             bool constant = false);
+/// Dim `d` of `buffer` as an i64 expression (an IntImm for a static dim).
+Expr BufferDim(const Buffer& buffer, size_t d);
+/// Every dim of `buffer` (BufferDim).
+std::vector<Expr> BufferDims(const Buffer& buffer);
 
 /// A loop variable (always i64). Identity is the object; `name` is unique within a Func and is
 /// how schedule primitives refer to the loop that binds it.
@@ -86,9 +116,6 @@ enum class UnaryOp : uint8_t {
   // hyperbolic functions and their inverses.
   kRound, kSin, kCos, kTan, kAsin, kAcos, kAtan, kSinh, kCosh, kAsinh, kAcosh, kAtanh,
 };
-
-struct ExprNode;
-using Expr = std::shared_ptr<const ExprNode>;
 
 /// A scalar expression. One node type with a kind tag (like tinygrad's UOp); which fields are
 /// meaningful depends on `kind`.

@@ -133,11 +133,25 @@ class Parser {
     KILN_RETURN_IF_ERROR(Expect(":"));
     KILN_ASSIGN_OR_RETURN(DType dtype, ParseDTypeToken());
     KILN_RETURN_IF_ERROR(Expect("["));
-    std::vector<int64_t> shape;
+    std::vector<Expr> dims;
     while (!Peek().Is("]")) {
-      if (!shape.empty()) KILN_RETURN_IF_ERROR(Expect(","));
-      KILN_ASSIGN_OR_RETURN(int64_t dim, ParseInt("a dimension"));
-      shape.push_back(dim);
+      if (!dims.empty()) KILN_RETURN_IF_ERROR(Expect(","));
+      if (Peek().kind != TokenKind::kNumber) {
+        // A symbolic dim: an i64 expression of params declared before this buffer.
+        if (scope != Buffer::Scope::kGlobal) {
+          return ErrorAt(Peek(), absl::StrCat("only a global buffer can have a symbolic dim, not %",
+                                              std::string(name.text)));
+        }
+        Token at = Peek();
+        KILN_ASSIGN_OR_RETURN(Expr dim, ParseExpr());
+        if (dim->dtype != DType::kInt64) {
+          return ErrorAt(at, "a symbolic dimension must be an i64 expression");
+        }
+        dims.push_back(std::move(dim));
+      } else {
+        KILN_ASSIGN_OR_RETURN(int64_t dim, ParseInt("a dimension"));
+        dims.push_back(IntImm(dim));
+      }
     }
     Next();
     bool constant = false;
@@ -149,8 +163,10 @@ class Parser {
       Next();
       constant = true;
     }
-    BufferRef buffer =
-        MakeBuffer(std::string(name.text), dtype, std::move(shape), scope, constant);
+    BufferRef buffer = MakeSymbolicBuffer(std::string(name.text), dtype, std::move(dims), constant);
+    if (!buffer->is_symbolic()) {
+      buffer = MakeBuffer(std::string(name.text), dtype, buffer->shape, scope, constant);
+    }
     buffers_.push_back(buffer);
     return buffer;
   }

@@ -23,6 +23,10 @@ namespace kiln::loop {
 ///     }
 ///   }
 ///
+/// A global buffer's dim may be an i64 expression of params declared before it (a symbolic
+/// dim): `func @k(%dims: i64[2], %x: f32[1,%dims[0],(%dims[0] + %dims[1])])`; a loop over one
+/// has a run-time limit: `for i in 0..1099511627776 limit %dims[0] {`.
+///
 /// Names resolve by scope: a loop variable is visible in its loop's body (the innermost loop of
 /// that name wins), an alloc'd buffer (scope kLocal) in its alloc's body, params and workspaces
 /// everywhere. Dtypes come from the text (immediates without a ":dtype" suffix are i64 / f32;

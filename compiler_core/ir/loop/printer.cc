@@ -86,8 +86,15 @@ const char* UnaryOpName(UnaryOp op) {
 
 namespace {
 
+// A symbolic dim prints as its expression: f32[1,%dims[0],64], f32[(%dims[0] + 1),64].
 std::string BufferDecl(const BufferRef& b) {
-  return absl::StrCat("%", b->name, ": ", DTypeName(b->dtype), "[", absl::StrJoin(b->shape, ","),
+  std::vector<std::string> dims;
+  for (size_t d = 0; d < b->shape.size(); ++d) {
+    dims.push_back(b->shape[d] == kSymbolicDim && d < b->sym_shape.size()
+                       ? PrintExpr(b->sym_shape[d])
+                       : absl::StrCat(b->shape[d]));
+  }
+  return absl::StrCat("%", b->name, ": ", DTypeName(b->dtype), "[", absl::StrJoin(dims, ","),
                       "]", b->constant ? " const" : "");
 }
 

@@ -49,6 +49,12 @@ class Verifier final : public Visitor {
     }
     for (const BufferRef& w : PersistentWorkspaces(func_)) persistent_.insert(w.get());
     for (const BufferRef& p : func_.params) params_.insert(p.get());
+    for (const auto* list : {&func_.params, &func_.workspaces}) {
+      for (const BufferRef& b : *list) {
+        CheckSymbolicDims(*b);
+        if (!status_.ok()) return status_;
+      }
+    }
     if (func_.init) {
       in_init_ = true;
       VisitStmt(func_.init);
@@ -267,6 +273,8 @@ class Verifier final : public Visitor {
                            "outside the thread loops)"));
     } else if (FindVisible(b->name)) {
       Fail(s, absl::StrCat("buffer %", b->name, " is already defined"));
+    } else if (b->is_symbolic() || b->NumElements() < 0) {
+      Fail(s, absl::StrCat("alloc'd buffer %", b->name, " has symbolic dims"));
     }
     if (!status_.ok()) return;
     buffers_.push_back(b);
@@ -296,6 +304,47 @@ class Verifier final : public Visitor {
       }
     }
     return true;
+  }
+
+  /// A symbolic buffer: one i64 dim expression per dim, an IntImm equal to the static dim
+  /// where shape has one, reading only params (no loop variable, no other buffer).
+  void CheckSymbolicDims(const Buffer& b) {
+    if (!b.is_symbolic()) {
+      for (int64_t d : b.shape) {
+        if (d < 0) {
+          Fail(nullptr, absl::StrCat("buffer %", b.name, " has a negative dim without an expression"));
+          return;
+        }
+      }
+      return;
+    }
+    if (b.sym_shape.size() != b.shape.size()) {
+      Fail(nullptr, absl::StrCat("buffer %", b.name, " has ", b.sym_shape.size(),
+                                 " dim expressions for rank ", b.shape.size()));
+      return;
+    }
+    for (size_t d = 0; d < b.shape.size(); ++d) {
+      const Expr& e = b.sym_shape[d];
+      if (!e || e->dtype != DType::kInt64) {
+        Fail(nullptr, absl::StrCat("buffer %", b.name, ": dim ", d, " is not an i64 expression"));
+        return;
+      }
+      if (b.shape[d] != kSymbolicDim &&
+          (e->kind != ExprKind::kIntImm || e->int_value != b.shape[d])) {
+        Fail(nullptr, absl::StrCat("buffer %", b.name, ": dim ", d, " is ", b.shape[d],
+                                   " but its expression is ", PrintExpr(e)));
+        return;
+      }
+      bool bad = AnyExpr(e, [&](const Expr& x) {
+        return x->kind == ExprKind::kVar ||
+               (x->kind == ExprKind::kLoad && params_.count(x->buffer.get()) == 0);
+      });
+      if (bad) {
+        Fail(nullptr, absl::StrCat("buffer %", b.name, ": dim ", d, " (", PrintExpr(e),
+                                   ") reads something other than params"));
+        return;
+      }
+    }
   }
 
   const Buffer* FindVisible(const std::string& name) const {

@@ -48,8 +48,10 @@ bool IsBlockableType(DType t) {
 /// channel constants.
 bool IsWordType(DType t) { return t == DType::kFloat32 || t == DType::kInt32; }
 
+/// A static NCHW tensor of a blockable type (symbolic dims keep the plain layout for now).
 bool IsPlainBlockable(const Value* v) {
-  return v != nullptr && IsBlockableType(v->type().dtype) && v->type().rank() == 4;
+  return v != nullptr && IsBlockableType(v->type().dtype) && v->type().rank() == 4 &&
+         v->type().is_static();
 }
 
 bool AllOnes(const Shape& s) {

@@ -1,13 +1,13 @@
 // Tests for the greedy-by-size static memory planner: exact placements in small hand cases and a
 // randomized property test (buffers with intersecting live ranges never overlap in memory).
-#include "compiler_core/pipeline/memory_plan.h"
+#include "compiler_core/runtime/memory_plan.h"
 
 #include <random>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace kiln::pipeline {
+namespace kiln::runtime {
 namespace {
 
 using ::testing::ElementsAre;
@@ -156,4 +156,4 @@ TEST(MemoryPlanTest, RandomizedNoOverlapOfLiveBuffers) {
 }
 
 }  // namespace
-}  // namespace kiln::pipeline
+}  // namespace kiln::runtime

@@ -1,13 +1,15 @@
-// Static memory planning: places every intermediate buffer of a kernel sequence in one arena,
-// reusing the space of buffers whose live ranges have ended.
-#ifndef KILN_COMPILER_CORE_PIPELINE_MEMORY_PLAN_H_
-#define KILN_COMPILER_CORE_PIPELINE_MEMORY_PLAN_H_
+// Memory planning: places every intermediate buffer of a kernel sequence in one arena, reusing
+// the space of buffers whose live ranges have ended. The compiler plans the static arena with
+// it; the runtime places a symbolic artifact's dynamic buffers with it at each run, once their
+// sizes are known.
+#ifndef KILN_COMPILER_CORE_RUNTIME_MEMORY_PLAN_H_
+#define KILN_COMPILER_CORE_RUNTIME_MEMORY_PLAN_H_
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace kiln::pipeline {
+namespace kiln::runtime {
 
 /// A buffer to place: its size and the inclusive range of kernel indices that touch it.
 struct BufferRequest {
@@ -29,6 +31,6 @@ struct MemoryPlan {
 /// planner). Two buffers whose live ranges intersect never overlap in memory.
 MemoryPlan PlanMemory(const std::vector<BufferRequest>& requests);
 
-}  // namespace kiln::pipeline
+}  // namespace kiln::runtime
 
-#endif  // KILN_COMPILER_CORE_PIPELINE_MEMORY_PLAN_H_
+#endif  // KILN_COMPILER_CORE_RUNTIME_MEMORY_PLAN_H_

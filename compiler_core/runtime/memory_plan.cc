@@ -1,12 +1,12 @@
 // Static memory planning: greedy-by-size placement of intermediate buffers in one arena, reusing
 // the space of buffers whose live ranges do not intersect (as TFLite's arena planner does).
-#include "compiler_core/pipeline/memory_plan.h"
+#include "compiler_core/runtime/memory_plan.h"
 
 #include <algorithm>
 #include <cassert>
 #include <numeric>
 
-namespace kiln::pipeline {
+namespace kiln::runtime {
 namespace {
 
 constexpr int64_t kAlignment = 64;
@@ -63,4 +63,4 @@ MemoryPlan PlanMemory(const std::vector<BufferRequest>& requests) {
   return plan;
 }
 
-}  // namespace kiln::pipeline
+}  // namespace kiln::runtime

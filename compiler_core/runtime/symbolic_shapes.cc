@@ -1,0 +1,170 @@
+// SymbolicShapes: the manifest's symbolic dims parsed at load, and the per-call shape program
+// (bind, size, place).
+#include "compiler_core/runtime/symbolic_shapes.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph/tensor_size.h"
+#include "compiler_core/support/status_macros.h"
+
+namespace kiln::runtime {
+namespace {
+
+// The dims of `spec` as expressions over `symbols` (TensorSpec.dims, or its static shape).
+absl::StatusOr<std::vector<sym::Expr>> SpecDims(const kiln::v1::TensorSpec& spec,
+                                                const std::map<std::string, sym::Symbol>& symbols,
+                                                const std::string& what) {
+  std::vector<sym::Expr> dims;
+  if (spec.dims_size() != 0 && spec.dims_size() != spec.shape_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " has ", spec.dims_size(),
+                                                   " symbolic dims for rank ", spec.shape_size()));
+  }
+  for (int d = 0; d < spec.shape_size(); ++d) {
+    const std::string text = spec.dims_size() == 0 ? "" : spec.dims(d);
+    if (text.empty()) {
+      if (spec.shape(d) < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, ": dim ", d, " is ", spec.shape(d), " with no expression"));
+      }
+      dims.push_back(sym::Expr(spec.shape(d)));
+      continue;
+    }
+    if (spec.shape(d) != -1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": dim ", d, " has the expression '", text, "' and the size ",
+                       spec.shape(d), " (a symbolic dim's size is -1)"));
+    }
+    absl::StatusOr<sym::Expr> e = sym::Parse(text, symbols);
+    if (!e.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": dim ", d, ": ", e.status().message()));
+    }
+    dims.push_back(*e);
+  }
+  return dims;
+}
+
+}  // namespace
+
+absl::StatusOr<SymbolicShapes> SymbolicShapes::FromManifest(const kiln::v1::Manifest& m) {
+  SymbolicShapes s;
+  if (m.symbols_size() == 0) {
+    if (m.dynamic_buffers_size() != 0) {
+      return absl::InvalidArgumentError("the manifest has dynamic buffers but no symbols");
+    }
+    return s;
+  }
+  if (m.profiles_size() != 0 || m.bound_symbols_size() != 0) {
+    return absl::InvalidArgumentError(
+        "the manifest has symbols together with shape profiles or bounded dims");
+  }
+  std::map<std::string, sym::Symbol> by_name;
+  for (const kiln::v1::SymbolSpec& spec : m.symbols()) {
+    const int64_t max = spec.max() == -1 ? sym::kUnbounded : spec.max();
+    if (!sym::IsSymbolName(spec.name()) || spec.min() < 0 || max < spec.min()) {
+      return absl::InvalidArgumentError(absl::StrCat("symbol '", spec.name(), "' has range [",
+                                                     spec.min(), ", ", spec.max(),
+                                                     "] or is not an identifier"));
+    }
+    sym::Symbol symbol{spec.name(), spec.min(), max};
+    if (!by_name.emplace(spec.name(), symbol).second) {
+      return absl::InvalidArgumentError(absl::StrCat("symbol '", spec.name(), "' is declared twice"));
+    }
+    s.symbols_.push_back(symbol);
+  }
+  for (int i = 0; i < m.inputs_size(); ++i) {
+    const kiln::v1::TensorSpec& spec = m.inputs(i);
+    KILN_ASSIGN_OR_RETURN(std::vector<sym::Expr> dims,
+                          SpecDims(spec, by_name, absl::StrCat("input ", i, " ('", spec.name(), "')")));
+    s.inputs_.push_back({spec.name(), std::move(dims)});
+  }
+  for (int o = 0; o < m.outputs_size(); ++o) {
+    const kiln::v1::TensorSpec& spec = m.outputs(o);
+    const std::string what = absl::StrCat("output ", o, " ('", spec.name(), "')");
+    KILN_ASSIGN_OR_RETURN(std::vector<sym::Expr> dims, SpecDims(spec, by_name, what));
+    std::optional<DType> dtype = ParseDType(spec.dtype());
+    if (!dtype) return absl::InvalidArgumentError(absl::StrCat(what, " has unknown dtype"));
+    s.outputs_.push_back(TensorType::WithDims(*dtype, dims));
+    s.output_names_.push_back(what);
+  }
+  for (int b = 0; b < m.dynamic_buffers_size(); ++b) {
+    const kiln::v1::DynamicBuffer& d = m.dynamic_buffers(b);
+    absl::StatusOr<sym::Expr> size = sym::Parse(d.size_bytes(), by_name);
+    if (!size.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("dynamic buffer ", b, " ('", d.name(),
+                                                     "'): size: ", size.status().message()));
+    }
+    if (d.first_kernel() < 0 || d.last_kernel() < d.first_kernel() ||
+        d.last_kernel() >= m.kernels_size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dynamic buffer ", b, " ('", d.name(), "') lives over kernels ", d.first_kernel(), "..",
+          d.last_kernel(), " of ", m.kernels_size()));
+    }
+    s.dynamic_sizes_.push_back(*size);
+    s.dynamic_requests_.push_back({d.name(), 0, d.first_kernel(), d.last_kernel()});
+  }
+  // Every symbol must be some input's dim by itself, so that a call can bind it.
+  std::set<std::string> bindable;
+  for (const sym::DeclaredInput& in : s.inputs_) {
+    for (const sym::Expr& d : in.dims) {
+      if (std::optional<sym::Symbol> one = d.AsSymbol()) bindable.insert(one->name);
+    }
+  }
+  for (const sym::Symbol& symbol : s.symbols_) {
+    if (!bindable.count(symbol.name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("symbol '", symbol.name, "' is no input's dim by itself"));
+    }
+  }
+  s.values_.assign(s.symbols_.size(), 0);
+  return s;
+}
+
+absl::Status SymbolicShapes::Bind(const std::vector<std::vector<int64_t>>& fed,
+                                  int64_t max_tensor_bytes) {
+  using ValueMap = std::map<std::string, int64_t>;
+  KILN_ASSIGN_OR_RETURN(const ValueMap bound, sym::BindSymbols(inputs_, fed));
+  for (size_t k = 0; k < symbols_.size(); ++k) {
+    const int64_t v = bound.at(symbols_[k].name);
+    if (v > kMaxSymbolValue) {
+      return absl::ResourceExhaustedError(absl::StrCat("symbol '", symbols_[k].name, "' is ", v,
+                                                       ", more than ", kMaxSymbolValue));
+    }
+    values_[k] = v;
+  }
+  output_shapes_.resize(outputs_.size());
+  for (size_t o = 0; o < outputs_.size(); ++o) {
+    const TensorType& t = outputs_[o];
+    if (t.is_static()) {
+      output_shapes_[o] = t.shape;
+      continue;
+    }
+    KILN_RETURN_IF_ERROR(CheckTensorSizeAt(t, bound, max_tensor_bytes, output_names_[o]).status());
+    std::vector<int64_t> shape(t.shape.size());
+    for (size_t d = 0; d < shape.size(); ++d) {
+      KILN_ASSIGN_OR_RETURN(shape[d], sym::Evaluate(t.dim(d), sym::ValuesOf(bound)));
+    }
+    output_shapes_[o] = std::move(shape);
+  }
+  for (size_t b = 0; b < dynamic_sizes_.size(); ++b) {
+    absl::StatusOr<int64_t> bytes = sym::Evaluate(dynamic_sizes_[b], sym::ValuesOf(bound));
+    const std::string what = absl::StrCat("intermediate '", dynamic_requests_[b].name, "'");
+    if (!bytes.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", bytes.status().message()));
+    if (*bytes < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " would have a negative size (",
+                                                     dynamic_sizes_[b].ToString(), " = ", *bytes,
+                                                     ")"));
+    }
+    if (*bytes > max_tensor_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          what, " takes ", *bytes, " bytes at these input shapes, more than the limit of ",
+          max_tensor_bytes, " (max_tensor_bytes)"));
+    }
+    dynamic_requests_[b].size_bytes = *bytes;
+  }
+  plan_ = PlanMemory(dynamic_requests_);
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::runtime

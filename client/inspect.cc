@@ -39,10 +39,15 @@ std::string HumanFlops(int64_t flops) {
 }
 
 // A tensor spec, e.g. "input: f32[1,3,224,224]"; a bounded dim (TensorSpec.lengths, symbols of
-// `m`) prints as its range, "1..64", or its length in symbols, "4*input:0".
+// `m`) prints as its range, "1..64", or its length in symbols, "4*input:0"; a symbolic dim
+// (TensorSpec.dims) as its expression, "past + seq".
 std::string SpecText(const kiln::v1::TensorSpec& s, const Manifest* m = nullptr) {
   std::vector<std::string> dims;
   for (int d = 0; d < s.shape_size(); ++d) {
+    if (d < s.dims_size() && !s.dims(d).empty()) {  // a symbolic dim: its expression
+      dims.push_back(s.dims(d));
+      continue;
+    }
     const int sym = m != nullptr && d < s.lengths_size() ? s.lengths(d).symbol() : -1;
     if (sym < 0 || sym >= m->bound_symbols_size()) {
       dims.push_back(s.shape(d) < 0 ? "?" : absl::StrCat(s.shape(d)));
@@ -166,6 +171,14 @@ void AppendMemory(const Manifest& m, const std::string& indent, std::string& out
                     absl::StrFormat("  %-48s offset %10d size %10d live kernels %d..%d\n", b.name(),
                                     b.offset(), b.size_bytes(), b.first_kernel(), b.last_kernel()));
   }
+  if (m.dynamic_buffers_size() == 0) return;
+  absl::StrAppend(&out, indent, "dynamic buffers (", m.dynamic_buffers_size(),
+                  ", sized at each run's symbol values and placed after the arena):\n");
+  for (const auto& d : m.dynamic_buffers()) {
+    absl::StrAppend(&out, indent,
+                    absl::StrFormat("  %-48s bytes %s, live kernels %d..%d\n", d.name(),
+                                    d.size_bytes(), d.first_kernel(), d.last_kernel()));
+  }
 }
 
 // Counts of one manifest (a model's or a profile's), for the summary and the JSON.
@@ -283,6 +296,20 @@ std::string InspectText(const runtime::Artifact& artifact, const std::string& pa
     }
     absl::StrAppend(&out, "bounded dims:     ", absl::StrJoin(symbols, " "),
                     " (tensors padded to the maximums; kernels read the lengths at run time)\n");
+  }
+  if (m.symbols_size() > 0) {
+    std::vector<std::string> symbols;
+    for (const auto& s : m.symbols()) {
+      symbols.push_back(absl::StrCat(s.name(), "=[", s.min(), ",",
+                                     s.max() < 0 ? std::string("inf") : absl::StrCat(s.max()),
+                                     "]"));
+    }
+    absl::StrAppend(&out, "symbolic dims:    ", absl::StrJoin(symbols, " "),
+                    " (bound from the input shapes at each run)\n");
+    int64_t static_buffers = m.buffers_size();
+    absl::StrAppend(&out, "shape program:    ", m.dynamic_buffers_size(),
+                    " intermediates sized and placed per run (", static_buffers,
+                    " static ones in the arena); output dims evaluated per run\n");
   }
   if (m.profiles_size() == 0) {
     AppendSummary(m, "", out);

@@ -56,13 +56,14 @@ bool LowersSymbolicDims(const graph::Node& node) {
   switch (node.op()) {
     case OpKind::kMatMul: case OpKind::kSoftmax: case OpKind::kLogSoftmax:
     case OpKind::kTranspose: case OpKind::kConcat: case OpKind::kRange: case OpKind::kExpand:
-    case OpKind::kGather: case OpKind::kSlice:
+    case OpKind::kGather: case OpKind::kSlice: case OpKind::kGemm:
+    case OpKind::kLayerNormalization:
     case OpKind::kReduceSum: case OpKind::kReduceMean: case OpKind::kReduceMax:
     case OpKind::kReduceMin: case OpKind::kReduceProd: case OpKind::kReduceL1:
     case OpKind::kReduceL2: case OpKind::kReduceLogSum: case OpKind::kReduceLogSumExp:
     case OpKind::kReduceSumSquare:
       return true;
-    case OpKind::kConv: case OpKind::kGemm: case OpKind::kMaxPool:
+    case OpKind::kConv: case OpKind::kMaxPool:
     case OpKind::kAveragePool: case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool:
     case OpKind::kLpPool: case OpKind::kGlobalLpPool: case OpKind::kTopK:
     case OpKind::kLayoutTransform: case OpKind::kBitcast: case OpKind::kFlatten:

@@ -77,12 +77,14 @@ absl::StatusOr<std::vector<Stmt>> LowerGemm(KernelBuilder& b, const graph::Node&
   const bool trans_b = attrs.transB;
   const double alpha = attrs.alpha;
   const double beta = attrs.beta;
-  const int64_t k_extent = av->type().shape[trans_a ? 0 : 1];
 
   loop::BufferRef a = b.Input(av);
   loop::BufferRef bm = b.Input(bv);
   loop::BufferRef c = cv != nullptr ? b.Input(cv) : nullptr;
   loop::BufferRef out = b.out();
+  // Dims as i64 expressions (M, N or K may be symbolic).
+  const std::vector<Expr> od = loop::BufferDims(*out);
+  const Expr k_extent = loop::BufferDim(*a, trans_a ? 0 : 1);
   std::vector<Stmt> nests;
   {
     std::vector<loop::Var> vars = b.NewVars("init.", {"i", "j"});
@@ -92,11 +94,11 @@ absl::StatusOr<std::vector<Stmt>> LowerGemm(KernelBuilder& b, const graph::Node&
       value = loop::Load(c, BroadcastIndices(cv->type().shape, idx));
       if (beta != 1) value = Const(beta, dt) * value;
     }
-    nests.push_back(Nest(vars, os, loop::Store(out, idx, value)));
+    nests.push_back(NestDims(vars, od, loop::Store(out, idx, value)));
   }
   if (nr > 0) {
     for (Stmt& s : PackedUpdateNests(
-             b, Idx(os[0]), os[1], Idx(k_extent), nr, bm, out,
+             b, od[0], os[1], k_extent, nr, bm, out,
              [&](Expr i, Expr k) {
                return loop::Load(a, trans_a ? std::vector<Expr>{k, i} : std::vector<Expr>{i, k});
              },
@@ -115,8 +117,8 @@ absl::StatusOr<std::vector<Stmt>> LowerGemm(KernelBuilder& b, const graph::Node&
                 loop::Load(bm, trans_b ? std::vector<Expr>{j, k} : std::vector<Expr>{k, j});
     if (alpha != 1) prod = Const(alpha, dt) * prod;
     Expr value = loop::Load(out, {i, j}) + prod;
-    nests.push_back(Nest(vars, {os[0], os[1], k_extent}, loop::Store(out, {i, j}, value),
-                         {false, false, true}));
+    nests.push_back(NestDims(vars, {od[0], od[1], k_extent}, loop::Store(out, {i, j}, value),
+                             {false, false, true}));
   }
   KILN_ASSIGN_OR_RETURN(Stmt tail, epi.FinalNest(nullptr));
   if (tail) nests.push_back(tail);

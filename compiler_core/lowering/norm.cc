@@ -9,6 +9,8 @@
 // as an unrolled expression of clamped loads under selects.
 // Hardmax / LpNormalization: one nest over the non-axis dims with axis passes "max.a" /
 // "arg.a" / "out.a" (Hardmax) or "norm.a" / "out.a" (LpNormalization) and small workspaces.
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/graph/nn_op_rules.h"
 #include "compiler_core/ir/graph/op_attrs.h"
@@ -93,34 +95,47 @@ absl::StatusOr<std::vector<Stmt>> LowerMeanVarNorm(KernelBuilder& b, const graph
   Split s = SplitDims(b, xs, graph::NormalizedAxes(node));
   int64_t count = 1;
   for (int64_t d : s.reduced) count *= xs[d];
+  // Symbolic dims among the kept ones: the mean and rstd are scalars local to each row.
+  const bool symbolic = !xv->type().is_static();
+  for (int64_t d : s.reduced) {
+    if (xs[d] == kSymbolicDim) return NoLowering(node, "normalizing over a symbolic dim");
+  }
   loop::BufferRef x = b.Input(xv);
   auto param = [&](int i) -> loop::BufferRef {
     return node.input(i) != nullptr ? b.Input(node.input(i)) : nullptr;
   };
   loop::BufferRef scale = param(1), bias = param(2);
   loop::BufferRef out = b.out();
-  loop::BufferRef mean = b.Workspace("mean", dt, s.ws_shape);
-  loop::BufferRef rstd = b.Workspace("rstd", dt, s.ws_shape);
-  Expr mean_v = loop::Load(mean, s.ws_idx), rstd_v = loop::Load(rstd, s.ws_idx);
+  loop::BufferRef mean, rstd;
+  std::vector<Expr> stat_idx = s.ws_idx;
+  if (symbolic) {
+    mean = loop::MakeBuffer("mean", dt, {1}, loop::Buffer::Scope::kLocal);
+    rstd = loop::MakeBuffer("rstd", dt, {1}, loop::Buffer::Scope::kLocal);
+    stat_idx = {Idx(0)};
+  } else {
+    mean = b.Workspace("mean", dt, s.ws_shape);
+    rstd = b.Workspace("rstd", dt, s.ws_shape);
+  }
+  Expr mean_v = loop::Load(mean, stat_idx), rstd_v = loop::Load(rstd, stat_idx);
   const double eps = Epsilon(node);
   const double inv_count = count > 0 ? 1.0 / static_cast<double>(count) : 0.0;
 
   std::vector<Stmt> body;
-  body.push_back(loop::Store(mean, s.ws_idx, Const(0, dt)));
+  body.push_back(loop::Store(mean, stat_idx, Const(0, dt)));
   body.push_back(ReducedLoops(b, s, xs, "mean", true, [&](const std::vector<Expr>& i) {
-    return loop::Store(mean, s.ws_idx, mean_v + loop::Load(x, i));
+    return loop::Store(mean, stat_idx, mean_v + loop::Load(x, i));
   }));
-  body.push_back(loop::Store(mean, s.ws_idx, mean_v * Const(inv_count, dt)));
-  body.push_back(loop::Store(rstd, s.ws_idx, Const(0, dt)));
+  body.push_back(loop::Store(mean, stat_idx, mean_v * Const(inv_count, dt)));
+  body.push_back(loop::Store(rstd, stat_idx, Const(0, dt)));
   body.push_back(ReducedLoops(b, s, xs, "var", true, [&](const std::vector<Expr>& i) {
     Expr d = loop::Load(x, i) - mean_v;
-    return loop::Store(rstd, s.ws_idx, rstd_v + d * d);
+    return loop::Store(rstd, stat_idx, rstd_v + d * d);
   }));
   Expr var = rstd_v * Const(inv_count, dt);
   Expr inv = node.op() == OpKind::kMeanVarianceNormalization
                  ? Div(Const(1, dt), loop::Unary(UnaryOp::kSqrt, var) + Const(1e-9, dt))
                  : Div(Const(1, dt), loop::Unary(UnaryOp::kSqrt, var + Const(eps, dt)));
-  body.push_back(loop::Store(rstd, s.ws_idx, inv));
+  body.push_back(loop::Store(rstd, stat_idx, inv));
   absl::Status status;
   body.push_back(ReducedLoops(b, s, xs, "norm", false, [&](const std::vector<Expr>& i) -> Stmt {
     Expr v = (loop::Load(x, i) - mean_v) * rstd_v;
@@ -135,7 +150,16 @@ absl::StatusOr<std::vector<Stmt>> LowerMeanVarNorm(KernelBuilder& b, const graph
     return loop::Store(out, i, e.ok() ? *e : v);
   }));
   KILN_RETURN_IF_ERROR(status);
-  return std::vector<Stmt>{Nest(s.outer, s.outer_extents, loop::Block(std::move(body)))};
+  Stmt row = loop::Block(std::move(body));
+  if (symbolic) row = loop::Allocate(mean, loop::Allocate(rstd, row));
+  std::vector<Expr> outer_dims;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if (std::find(s.reduced.begin(), s.reduced.end(), static_cast<int64_t>(d)) != s.reduced.end()) {
+      continue;
+    }
+    outer_dims.push_back(loop::BufferDim(*x, d));
+  }
+  return std::vector<Stmt>{NestDims(s.outer, outer_dims, row)};
 }
 
 absl::StatusOr<std::vector<Stmt>> LowerLrn(KernelBuilder& b, const graph::Node& node,

@@ -290,28 +290,29 @@ using ::kiln::testing::Kiln;
 TEST(CliTest, SymbolicInputShapes) {
   const std::string dir = "../shared/models/transformer_encoder_dyn";
   KILN_REQUIRE_PATH_OR_SKIP(dir);
-  // Without --input-shape: the symbolic compile stops at an op with no symbolic lowering yet
-  // (Gemm), so check says why and takes each data set's shapes (three compiles), and compile
-  // names the node and which input needs the flag.
+  // Without --input-shape: the dims stay symbolic, check runs every data set through one
+  // artifact, and inspect shows the dims' expressions and the symbols.
   auto [check_rc, check_out] = Kiln("check " + dir);
   ASSERT_EQ(check_rc, 0) << check_out;
   for (const char* line :
-       {"symbolic dims: symbolic dims not supported yet (node '/layers.0/self_attn/Gemm' (Gemm): "
-        "no lowering for symbolic dims", "): one compile per input shapes\n",
-        "input shapes: input=1,64,256", "input shapes: input=2,16,256",
-        "input shapes: input=3,40,256", "PASS test_data_set_0/output",
-        "PASS test_data_set_1/output", "PASS test_data_set_2/output"}) {
+       {"symbolic dims: one artifact for all 3 data sets, symbols batch=[0,inf], seq=[0,inf] "
+        "(compiled in ", "PASS test_data_set_0/output", "PASS test_data_set_1/output",
+        "PASS test_data_set_2/output"}) {
     EXPECT_NE(check_out.find(line), std::string::npos) << line << "\n" << check_out;
   }
+  EXPECT_EQ(check_out.find("input shapes: "), std::string::npos) << check_out;
   fs::path tmp = fs::temp_directory_path() / ("kiln_cli_shapes_" + std::to_string(getpid()));
   fs::create_directories(tmp);
   const std::string artifact = (tmp / "t.kiln").string();
   auto [plain_rc, plain_out] = Kiln("compile " + dir + "/model.onnx -o " + artifact);
-  EXPECT_EQ(plain_rc, 1);
-  EXPECT_EQ(plain_out,
-            "kiln: UNIMPLEMENTED: node '/layers.0/self_attn/Gemm' (Gemm): no lowering for "
-            "symbolic dims (its lowering reads static shapes); compile this model with fixed "
-            "shapes for now: --input-shape input=D0,D1,256 for [batch,seq,256]\n");
+  ASSERT_EQ(plain_rc, 0) << plain_out;
+  auto [sym_rc, sym_out] = Kiln("inspect " + artifact);
+  for (const char* line : {"input:  input: f32[batch,seq,256]\n",
+                           "output: output: f32[batch,seq,256]\n",
+                           "symbolic dims:    batch=[0,inf] seq=[0,inf] (bound from the input "
+                           "shapes at each run)\n"}) {
+    EXPECT_NE(sym_out.find(line), std::string::npos) << line << "\n" << sym_out;
+  }
   // With it: the artifact has that static shape; check runs only the matching data set.
   auto [rc, out] = Kiln("compile " + dir + "/model.onnx -o " + artifact +
                         " --input-shape input=2,16,256");

@@ -160,7 +160,8 @@ class TensorInfo:
     Attributes:
         name (str); dtype (numpy.dtype, or None for bfloat16); shape (tuple of int, row-major;
         -1 for a dim that varies between runs); min_shape, max_shape (tuples: each dim's range,
-        equal to shape for a fixed dim); max_num_bytes (int: bytes of its largest instance).
+        equal to shape for a fixed dim; max_shape -1 for a symbolic dim with no upper bound);
+        max_num_bytes (int: bytes of its largest instance, 0 when some dim has no bound).
     """
 
     def __init__(self, info):
@@ -251,14 +252,19 @@ class Model:
             arrays.append((array, shape))
             tensors[k] = _Tensor(name.encode(), code, shape, array.ndim,
                                  array.ctypes.data_as(ctypes.c_void_p), array.nbytes)
-        buffers = []
         for info in self.outputs:
             if info.dtype is None:
                 raise KilnError("UNIMPLEMENTED", f"output '{info.name}' is bfloat16, which numpy "
                                 "has no dtype for")
-            buffers.append(np.empty(max(info.max_num_bytes, 1), dtype=np.uint8))
         with self._lock:
             handle = self._live()
+            # Output buffers live across calls: an output without an upper bound (symbolic
+            # dims) grows to twice what a call asked for, so a growing cache reruns O(log n)
+            # calls, not every one.
+            buffers = getattr(self, "_out_buffers", None)
+            if buffers is None:
+                buffers = [np.empty(max(info.max_num_bytes, 1), dtype=np.uint8)
+                           for info in self.outputs]
             for _ in range(2):  # a second try only with the sizes an OUT_OF_RANGE asked for
                 outs = (_Output * max(len(buffers), 1))()
                 for o, (info, buf) in enumerate(zip(self.outputs, buffers)):
@@ -269,8 +275,9 @@ class Model:
                                                   len(buffers))
                 if status != _KILN_OUT_OF_RANGE:
                     break
-                buffers = [np.empty(max(o.num_bytes, b.nbytes), np.uint8)
+                buffers = [b if o.num_bytes <= b.nbytes else np.empty(2 * o.num_bytes, np.uint8)
                            for o, b in zip(outs, buffers)]
+            self._out_buffers = buffers
             _check(self._lib, status)
         result = {}
         for info, buf, out in zip(self.outputs, buffers, outs):

@@ -74,6 +74,20 @@ TensorInfo Describe(const kiln::v1::Manifest& m, int index, SpecsOf specs_of) {
     info.min_shape[d] = m.bound_symbols(l.symbol()).min() * l.mul() / l.div();
     info.shape[d] = -1;
   }
+  // A symbolic dim (Manifest.symbols): its symbol's range when it is one symbol, else from 0
+  // with no upper bound (-1).
+  for (int d = 0; d < spec.dims_size() && d < static_cast<int>(info.shape.size()); ++d) {
+    const std::string& expr = spec.dims(d);
+    if (expr.empty()) continue;
+    info.shape[d] = -1;
+    info.min_shape[d] = 0;
+    info.max_shape[d] = -1;
+    for (const kiln::v1::SymbolSpec& s : m.symbols()) {
+      if (s.name() != expr) continue;
+      info.min_shape[d] = s.min();
+      info.max_shape[d] = s.max();
+    }
+  }
   if (spec.bounded()) {  // a data-dependent shape: each dim anywhere up to its bound
     for (size_t d = 0; d < info.shape.size(); ++d) {
       info.shape[d] = -1;
@@ -82,6 +96,10 @@ TensorInfo Describe(const kiln::v1::Manifest& m, int index, SpecsOf specs_of) {
   }
   int64_t elements = 1;
   for (int64_t v : info.max_shape) elements *= std::max<int64_t>(v, 0);
+  // No upper bound on some dim: unknown (0); a run reports the size it needs (OUT_OF_RANGE).
+  for (int64_t v : info.max_shape) {
+    if (v == -1) elements = 0;
+  }
   info.max_num_bytes = static_cast<size_t>(elements) * kiln_dtype_size(info.dtype);
   return info;
 }

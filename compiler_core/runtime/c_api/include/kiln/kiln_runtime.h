@@ -97,8 +97,10 @@ typedef struct kiln_load_options {
 
 /* What an input or output is (kiln_model_input / kiln_model_output). name and shape point into
  * the model and stay valid until kiln_model_free. A dim of -1 varies between runs: the
- * artifact was compiled for several shapes (shape profiles) or for a range of them (bounded
- * dims), and min_shape / max_shape give each dim's range (equal to shape[d] for a fixed dim). */
+ * artifact was compiled for several shapes (shape profiles), for a range of them (bounded
+ * dims) or for every shape (symbolic dims), and min_shape / max_shape give each dim's range
+ * (equal to shape[d] for a fixed dim; max_shape -1: no upper bound, and max_num_bytes is then
+ * 0: a run with too small an output buffer says the size it needs). */
 typedef struct kiln_tensor_info {
   const char* name;
   kiln_dtype dtype;

@@ -309,6 +309,48 @@ int CheckOnServer(const Args& args) {
   const Tolerance tolerance = ToleranceFor(remote.options.precision);
   (json ? std::cerr : std::cout) << ToleranceNote(remote.options.precision);
   const bool progress = ShowProgress(args);
+  // As a local check: a model with dynamic input dims and no --input-shape is compiled once,
+  // with symbolic dims (one cache entry), and every data set runs through that artifact; a
+  // model whose ops cannot all be compiled so yet is compiled per input shapes, saying why.
+  const bool dynamic = remote.options.shape_profiles.empty() &&
+                       (compiles->size() > 1 || !compiles->front().shape_profiles.empty());
+  if (dynamic) {
+    ProgressLines lines;
+    auto result =
+        remote.client->CompileModel(*model, remote.options, progress ? &lines : nullptr);
+    if (result.ok()) {
+      if (progress) lines.Done(*result);
+      CheckCompile all;
+      for (const CheckCompile& c : *compiles) {
+        all.data_sets.insert(all.data_sets.end(), c.data_sets.begin(), c.data_sets.end());
+      }
+      const std::string note = absl::StrCat("one artifact for all ", all.data_sets.size(),
+                                            " data sets");
+      if (json) {
+        google::protobuf::Struct c = CompileResultJson(*result);
+        SetString(c, "symbolic", note);
+        compiled.push_back(std::move(c));
+      } else {
+        PrintRemoteSummary(*result);
+        std::cout << "symbolic dims: " << note << "\n";
+      }
+      cache.push_back(result->response.cache_hit() ? "hit" : "miss");
+      auto artifact = runtime::ParseArtifact(result->artifact);
+      if (!artifact.ok()) return FailStatus(artifact.status());
+      auto checked = CheckCompiled(all, *artifact, &skipped, tolerance, device);
+      if (!checked.ok()) return FailStatus(checked.status());
+      outputs = std::move(*checked);
+      compiles->clear();
+    } else if (result.status().code() == absl::StatusCode::kUnimplemented) {
+      if (progress) lines.Failed();
+      (json ? std::cerr : std::cout) << "symbolic dims: not supported yet ("
+                                     << result.status().message()
+                                     << "): one compile per input shapes\n";
+    } else {
+      if (progress) lines.Failed();
+      return FailStatus(result.status());
+    }
+  }
   for (const CheckCompile& compile : *compiles) {
     RemoteCompileOptions options = remote.options;
     options.shape_profiles = compile.shape_profiles;

@@ -14,6 +14,9 @@ absl::StatusOr<std::string> ImportAndHash(std::string_view bytes,
                                           int64_t max_tensor_bytes) {
   importer::ImportOptions options{shapes, constants};
   if (max_tensor_bytes > 0) options.max_tensor_bytes = max_tensor_bytes;
+  // As the compile pipeline imports (pipeline::ImportOptionsFor): with no shapes given, dynamic
+  // dims stay symbolic, so that the hash is the symbolic graph's.
+  options.symbolic_dims = true;
   absl::StatusOr<std::unique_ptr<graph::Graph>> graph =
       importer::ImportOnnxBytes(bytes, /*base_dir=*/"", options);
   if (!graph.ok()) return graph.status();

@@ -45,7 +45,7 @@ absl::StatusOr<CompiledArtifact> CompileModelBytes(std::string_view model_bytes,
                             [&](const importer::InputShapes& shapes) {
                               return importer::ImportOnnxBytes(
                                   model_bytes, /*base_dir=*/"",
-                                  {shapes, compile_options.constant_inputs});
+                                  pipeline::ImportOptionsFor(compile_options, shapes));
                             },
                             compile_options));
   CompiledArtifact out;

@@ -307,7 +307,8 @@ std::string InspectText(const runtime::Artifact& artifact, const std::string& pa
     absl::StrAppend(&out, "symbolic dims:    ", absl::StrJoin(symbols, " "),
                     " (bound from the input shapes at each run)\n");
     int64_t static_buffers = m.buffers_size();
-    absl::StrAppend(&out, "shape program:    ", m.dynamic_buffers_size(),
+    absl::StrAppend(&out, "shape program:    ", m.shape_values_size(),
+                    " shape values evaluated on the host, ", m.dynamic_buffers_size(),
                     " intermediates sized and placed per run (", static_buffers,
                     " static ones in the arena); output dims evaluated per run\n");
   }

@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/graph/nn_op_rules.h"
-#include "compiler_core/ir/graph/sym_values.h"
 #include "compiler_core/lowering/kernel_builder.h"
 #include "compiler_core/lowering/op_lowering.h"
 #include "compiler_core/support/status_macros.h"
@@ -76,55 +75,6 @@ bool LowersSymbolicDims(const graph::Node& node) {
   }
 }
 
-// The elements of `v` as expressions of the symbols when they are known (a shape computation:
-// Shape, and Gather, Concat or arithmetic over shapes; ir/graph/sym_values.h) and some element
-// is not a constant; nullopt otherwise. Values a graph pass created carry no sym_value: they
-// are inferred again from their producer's operands.
-std::optional<std::vector<sym::Expr>> ShapeValueOf(const graph::Value& v) {
-  std::optional<std::vector<sym::Expr>> elems = v.sym_value();
-  if (!elems && v.producer() != nullptr) {
-    std::vector<std::optional<std::vector<sym::Expr>>> inferred =
-        graph::InferSymValues(*v.producer());
-    if (static_cast<size_t>(v.output_index()) < inferred.size()) {
-      elems = inferred[static_cast<size_t>(v.output_index())];
-    }
-  }
-  if (!elems || !v.type().is_static() ||
-      static_cast<int64_t>(elems->size()) != v.type().NumElements()) {
-    return std::nullopt;
-  }
-  for (const sym::Expr& e : *elems) {
-    if (e.is_invalid()) return std::nullopt;
-  }
-  for (const sym::Expr& e : *elems) {
-    if (!e.is_constant()) return elems;
-  }
-  return std::nullopt;
-}
-
-// A shape value's kernel: one store per element of the expression of the symbols it holds,
-// whatever ops computed it (the group's result `v`, a small static integer or bool tensor).
-std::vector<loop::Stmt> LowerShapeValue(KernelBuilder& b, const graph::Value& v,
-                                        const std::vector<sym::Expr>& elems) {
-  loop::BufferRef out = b.out();
-  const std::vector<int64_t>& shape = v.type().shape;
-  std::vector<loop::Stmt> stores;
-  for (size_t i = 0; i < elems.size(); ++i) {
-    // Row-major indices of flat element i.
-    std::vector<loop::Expr> idx(shape.size());
-    int64_t rest = static_cast<int64_t>(i);
-    for (size_t d = shape.size(); d-- > 0;) {
-      idx[d] = Idx(rest % shape[d]);
-      rest /= shape[d];
-    }
-    loop::Expr value = b.DimExpr(elems[i]);
-    if (out->dtype != DType::kInt64) value = loop::Cast(out->dtype, value);
-    stores.push_back(loop::Store(out, idx, value));
-  }
-  // One iteration: the stores are scalar.
-  return {loop::For(b.NewVar("shape"), 1, loop::Block(std::move(stores)))};
-}
-
 // Whether some input or output of `node` has a symbolic dim.
 bool HasSymbolicType(const graph::Node& node) {
   for (const graph::Value* v : node.inputs()) {
@@ -150,18 +100,6 @@ absl::StatusOr<LoweredKernel> LowerGroup(const std::vector<const graph::Node*>& 
     }
     if (nodes[i]->output(0)->type().dims() != anchor.output(0)->type().dims()) {
       return NoLowering(*nodes[i], "a fused consumer that changes the shape");
-    }
-  }
-  if (symbols != nullptr) {
-    const graph::Value& result = *nodes.back()->output(0);
-    if (std::optional<std::vector<sym::Expr>> elems = ShapeValueOf(result);
-        elems && !IsFloat(result.type().dtype) &&
-        nodes.back()->outputs().size() == 1) {
-      KernelBuilder b(kernel_name, anchor.op(), symbols);
-      b.Output(&result);
-      std::vector<loop::Stmt> nests = LowerShapeValue(b, result, *elems);
-      KILN_RETURN_IF_ERROR(b.SymbolStatus());
-      return b.Finish(std::move(nests));
     }
   }
   if (HasSymbolicType(anchor) && !LowersSymbolicDims(anchor)) {

@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler_core/ir/graph/op_attrs.h"
+#include "compiler_core/ir/graph/sym_values.h"
 #include "compiler_core/ir/loop/printer.h"
 #include "compiler_core/lowering/lower.h"
 #include "compiler_core/runtime/abi.h"
@@ -156,6 +158,20 @@ class Planner {
       if (group_nodes.size() == 1 && graph::IsViewOp(anchor->op())) {
         view_source_[anchor->output(0)] = anchor->input(0);
         continue;
+      }
+      if (symbols_.dims != nullptr && group_nodes.back()->outputs().size() == 1) {
+        // A shape computed from the symbols: the run's shape program evaluates it on the host.
+        const Value* result = group_nodes.back()->output(0);
+        if (std::optional<std::vector<sym::Expr>> elems = graph::SymbolicShapeValue(*result)) {
+          kiln::v1::ShapeValue sv;
+          sv.set_name(BufferName(*result));
+          sv.set_dtype(DTypeName(result->type().dtype));
+          for (int64_t d : result->type().shape) sv.add_shape(d);
+          for (const sym::Expr& e : *elems) sv.add_elements(e.ToString());
+          shape_value_index_[result] = shape_values_.size();
+          shape_values_.push_back(std::move(sv));
+          continue;
+        }
       }
       std::string name = absl::StrCat("kernel_", kernels_.size());
       std::vector<std::string> ops;
@@ -412,7 +428,7 @@ class Planner {
 
   bool InArena(const Value* root) const {
     return !root->is_constant() && !input_index_.count(root) && !output_index_.count(root) &&
-           !IsDims(root);
+           !IsDims(root) && !shape_value_index_.count(root);
   }
 
   void PlanArena() {
@@ -488,6 +504,9 @@ class Planner {
     } else if (auto it = dynamic_index_.find(r); it != dynamic_index_.end()) {
       b.set_kind(kiln::v1::Binding::DYNAMIC);
       b.set_index(static_cast<int64_t>(it->second));
+    } else if (auto sv = shape_value_index_.find(r); sv != shape_value_index_.end()) {
+      b.set_kind(kiln::v1::Binding::SHAPE_VALUE);
+      b.set_index(static_cast<int64_t>(sv->second));
     } else if (auto it = input_index_.find(r); it != input_index_.end()) {
       b.set_kind(kiln::v1::Binding::INPUT);
       b.set_index(static_cast<int64_t>(it->second));
@@ -541,6 +560,7 @@ class Planner {
       spec->set_max(s.max == sym::kUnbounded ? -1 : s.max);
     }
     for (const kiln::v1::DynamicBuffer& d : dynamic_) *m.add_dynamic_buffers() = d;
+    for (const kiln::v1::ShapeValue& sv : shape_values_) *m.add_shape_values() = sv;
     for (size_t k = 0; k < kernels_.size(); ++k) {
       Kernel& kernel = kernels_[k];
       kiln::v1::KernelCall* call = m.add_kernels();
@@ -667,6 +687,8 @@ class Planner {
   lowering::KernelSymbols symbols_;
   std::vector<kiln::v1::DynamicBuffer> dynamic_;
   std::unordered_map<const Value*, size_t> dynamic_index_;
+  std::vector<kiln::v1::ShapeValue> shape_values_;
+  std::unordered_map<const Value*, size_t> shape_value_index_;
 
   std::vector<Kernel> kernels_;
   std::unordered_map<const Value*, const Value*> view_source_;

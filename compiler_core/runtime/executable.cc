@@ -168,6 +168,8 @@ struct Executable::Impl {
       case kiln::v1::Binding::DIMS:
         return const_cast<int64_t*>(shapes.empty() ? symbol_values.data()
                                                    : shapes.values().data());
+      case kiln::v1::Binding::SHAPE_VALUE:
+        return const_cast<SymbolicShapes&>(shapes).shape_value(static_cast<size_t>(b.index()));
       case kiln::v1::Binding::DYNAMIC:
         // Placed by the call's shape program (null at load: no init reads one).
         return dynamic_arena == nullptr

@@ -194,6 +194,13 @@ absl::Status ValidateManifest(const kiln::v1::Manifest& m, int64_t weights_size,
           }
           break;
         }
+        case kiln::v1::Binding::SHAPE_VALUE:
+          if (b.index() < 0 || b.index() >= m.shape_values_size()) {
+            return absl::InvalidArgumentError(absl::StrCat(where, " binds shape value ",
+                                                           b.index(), " but the model has ",
+                                                           m.shape_values_size()));
+          }
+          break;
         case kiln::v1::Binding::DYNAMIC:
           if (b.index() < 0 || b.index() >= m.dynamic_buffers_size()) {
             return absl::InvalidArgumentError(absl::StrCat(where, " binds dynamic buffer ",

@@ -2,6 +2,7 @@
 // (bind, size, place).
 #include "compiler_core/runtime/symbolic_shapes.h"
 
+#include <cstring>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -50,8 +51,9 @@ absl::StatusOr<std::vector<sym::Expr>> SpecDims(const kiln::v1::TensorSpec& spec
 absl::StatusOr<SymbolicShapes> SymbolicShapes::FromManifest(const kiln::v1::Manifest& m) {
   SymbolicShapes s;
   if (m.symbols_size() == 0) {
-    if (m.dynamic_buffers_size() != 0) {
-      return absl::InvalidArgumentError("the manifest has dynamic buffers but no symbols");
+    if (m.dynamic_buffers_size() != 0 || m.shape_values_size() != 0) {
+      return absl::InvalidArgumentError(
+          "the manifest has dynamic buffers or shape values but no symbols");
     }
     return s;
   }
@@ -103,6 +105,32 @@ absl::StatusOr<SymbolicShapes> SymbolicShapes::FromManifest(const kiln::v1::Mani
     }
     s.dynamic_sizes_.push_back(*size);
     s.dynamic_requests_.push_back({d.name(), 0, d.first_kernel(), d.last_kernel()});
+  }
+  for (int v = 0; v < m.shape_values_size(); ++v) {
+    const kiln::v1::ShapeValue& sv = m.shape_values(v);
+    const std::string what = absl::StrCat("shape value ", v, " ('", sv.name(), "')");
+    std::optional<DType> dtype = ParseDType(sv.dtype());
+    if (!dtype || IsFloat(*dtype) || DTypeSize(*dtype) > 8) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " has dtype '", sv.dtype(),
+                                                     "', not an integer or bool"));
+    }
+    int64_t count = 1;
+    for (int64_t d : sv.shape()) count = d < 0 ? -1 : count * d;
+    if (count != sv.elements_size()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " has ", sv.elements_size(),
+                                                     " elements for its shape"));
+    }
+    ShapeValue parsed{*dtype, {}};
+    for (const std::string& text : sv.elements()) {
+      absl::StatusOr<sym::Expr> e = sym::Parse(text, by_name);
+      if (!e.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": ", e.status().message()));
+      }
+      parsed.elements.push_back(*e);
+    }
+    const size_t bytes = static_cast<size_t>(count) * DTypeSize(*dtype);
+    s.shape_value_data_.emplace_back((bytes + 7) / 8 + 1, 0);
+    s.shape_values_.push_back(std::move(parsed));
   }
   // Every symbol must be some input's dim by itself, so that a call can bind it.
   std::set<std::string> bindable;
@@ -164,6 +192,18 @@ absl::Status SymbolicShapes::Bind(const std::vector<std::vector<int64_t>>& fed,
     dynamic_requests_[b].size_bytes = *bytes;
   }
   plan_ = PlanMemory(dynamic_requests_);
+  for (size_t v = 0; v < shape_values_.size(); ++v) {
+    const ShapeValue& sv = shape_values_[v];
+    auto* bytes = reinterpret_cast<uint8_t*>(shape_value_data_[v].data());
+    const size_t size = DTypeSize(sv.dtype);
+    for (size_t i = 0; i < sv.elements.size(); ++i) {
+      KILN_ASSIGN_OR_RETURN(int64_t x, sym::Evaluate(sv.elements[i], sym::ValuesOf(bound)));
+      if (sv.dtype == DType::kBool) x = x != 0 ? 1 : 0;
+      // Little-endian: the low `size` bytes are the value in a narrower integer type (wrapped,
+      // as the kernel's cast would).
+      std::memcpy(bytes + i * size, &x, size);
+    }
+  }
   return absl::OkStatus();
 }
 

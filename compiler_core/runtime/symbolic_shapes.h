@@ -31,7 +31,9 @@ class SymbolicShapes {
   /// (kInvalidArgument): a symbol with a bad range or name, or declared twice; dims that do not
   /// match the spec's shape (one entry per dim, "" exactly where the dim is static) or do not
   /// parse over the symbols; a dynamic buffer whose size does not parse or whose live range is
-  /// outside the kernel calls; symbols together with shape profiles or bounded dims.
+  /// outside the kernel calls; a shape value whose elements do not parse or do not fill its
+  /// shape, or whose dtype is not an integer or bool; symbols together with shape profiles or
+  /// bounded dims.
   static absl::StatusOr<SymbolicShapes> FromManifest(const kiln::v1::Manifest& m);
 
   /// Whether the manifest has symbols.
@@ -42,8 +44,8 @@ class SymbolicShapes {
   /// input, dim and symbol), then sizes each output and dynamic buffer. Errors:
   /// kResourceExhausted when one of them would take more than `max_tensor_bytes` bytes or a
   /// symbol exceeds kMaxSymbolValue; kInvalidArgument when a dim evaluates negative (an input
-  /// shorter than a window, say). On success values(), output_shapes(), dynamic_offsets() and
-  /// dynamic_bytes() describe this call.
+  /// shorter than a window, say). On success values(), output_shapes(), dynamic_offsets(),
+  /// dynamic_bytes() and shape_value() describe this call.
   absl::Status Bind(const std::vector<std::vector<int64_t>>& fed, int64_t max_tensor_bytes);
 
   /// The symbols' values, in Manifest.symbols order (what Binding.DIMS points at).
@@ -54,6 +56,8 @@ class SymbolicShapes {
   const std::vector<int64_t>& dynamic_offsets() const { return plan_.offsets; }
   /// The bytes the dynamic arena needs for this call.
   int64_t dynamic_bytes() const { return plan_.arena_bytes; }
+  /// Manifest.shape_values[i] at this call's values, in its dtype (8-byte aligned storage).
+  void* shape_value(size_t i) { return shape_value_data_[i].data(); }
 
  private:
   std::vector<sym::Symbol> symbols_;
@@ -62,6 +66,12 @@ class SymbolicShapes {
   std::vector<std::string> output_names_;
   std::vector<sym::Expr> dynamic_sizes_;         // bytes
   std::vector<BufferRequest> dynamic_requests_;  // sizes filled per call
+  struct ShapeValue {
+    DType dtype;
+    std::vector<sym::Expr> elements;
+  };
+  std::vector<ShapeValue> shape_values_;
+  std::vector<std::vector<int64_t>> shape_value_data_;  // per shape value, int64 words
   std::vector<int64_t> values_;
   std::vector<std::vector<int64_t>> output_shapes_;
   MemoryPlan plan_;

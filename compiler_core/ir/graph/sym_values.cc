@@ -220,4 +220,25 @@ std::vector<std::optional<std::vector<sym::Expr>>> InferSymValues(const Node& no
   return out;
 }
 
+std::optional<std::vector<sym::Expr>> SymbolicShapeValue(const Value& v) {
+  if (IsFloat(v.type().dtype) || !v.type().is_static()) return std::nullopt;
+  std::optional<std::vector<sym::Expr>> elems = v.sym_value();
+  if (!elems && v.producer() != nullptr) {
+    std::vector<std::optional<std::vector<sym::Expr>>> inferred = InferSymValues(*v.producer());
+    if (static_cast<size_t>(v.output_index()) < inferred.size()) {
+      elems = inferred[static_cast<size_t>(v.output_index())];
+    }
+  }
+  if (!elems || static_cast<int64_t>(elems->size()) != v.type().NumElements()) {
+    return std::nullopt;
+  }
+  bool symbolic = false;
+  for (const sym::Expr& e : *elems) {
+    if (e.is_invalid()) return std::nullopt;
+    symbolic |= !e.is_constant();
+  }
+  if (!symbolic) return std::nullopt;
+  return elems;
+}
+
 }  // namespace kiln::graph

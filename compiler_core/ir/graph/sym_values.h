@@ -38,6 +38,13 @@ std::optional<std::vector<sym::Expr>> SymElements(const Value* v);
 /// then makes the output a constant.
 std::vector<std::optional<std::vector<sym::Expr>>> InferSymValues(const Node& node);
 
+/// The elements of `v` (row-major) when they are all known expressions of the symbols and some
+/// element is not a constant: a shape the model computes (Shape, and Gather, Concat or
+/// arithmetic over shapes), which the runtime's shape program evaluates on the host instead of
+/// a kernel. nullopt otherwise, and for a float or symbolic-typed `v`. A value a graph pass
+/// created carries no sym_value: it is inferred again from its producer's operands.
+std::optional<std::vector<sym::Expr>> SymbolicShapeValue(const Value& v);
+
 }  // namespace kiln::graph
 
 #endif  // KILN_COMPILER_CORE_IR_GRAPH_SYM_VALUES_H_

@@ -162,6 +162,19 @@ absl::StatusOr<std::vector<OutputComparison>> CheckCompiled(const CheckCompile& 
   return CheckDataSets(matching, artifact, tolerance, device);
 }
 
+std::optional<CheckCompile> SymbolicCheckCompile(const std::vector<CheckCompile>& compiles,
+                                                 const importer::ShapeProfiles& given) {
+  if (!given.empty() || compiles.empty() ||
+      (compiles.size() == 1 && compiles.front().shape_profiles.empty())) {
+    return std::nullopt;
+  }
+  CheckCompile all;
+  for (const CheckCompile& c : compiles) {
+    all.data_sets.insert(all.data_sets.end(), c.data_sets.begin(), c.data_sets.end());
+  }
+  return all;
+}
+
 absl::StatusOr<CheckReport> CheckModelDir(const std::string& dir,
                                           const pipeline::CompileOptions& options,
                                           const Tolerance& tolerance, const std::string& device) {
@@ -169,27 +182,20 @@ absl::StatusOr<CheckReport> CheckModelDir(const std::string& dir,
                         PlanCheckCompiles(dir, options.shape_profiles, options.constant_inputs));
   const std::string model = (fs::path(dir) / "model.onnx").string();
   CheckReport report;
-  const bool dynamic = options.shape_profiles.empty() &&
-                       (compiles.size() > 1 || !compiles.front().shape_profiles.empty());
-  if (dynamic) {
+  if (std::optional<CheckCompile> all = SymbolicCheckCompile(compiles, options.shape_profiles)) {
     // Symbolic dims: one compile, every data set through that one artifact. A model whose ops
     // do not all handle symbolic dims yet is compiled once per input shapes instead, saying why.
     absl::StatusOr<pipeline::CompileResult> compiled = pipeline::CompileModelFile(model, options);
     if (compiled.ok()) {
-      CheckCompile all;
-      for (const CheckCompile& c : compiles) {
-        all.data_sets.insert(all.data_sets.end(), c.data_sets.begin(), c.data_sets.end());
-      }
       std::vector<std::string> symbols;
       for (const kiln::v1::SymbolSpec& s : compiled->artifact.manifest.symbols()) {
-        symbols.push_back(absl::StrCat(s.name(), "=[", s.min(), ",",
-                                       s.max() < 0 ? "inf" : absl::StrCat(s.max()), "]"));
+        symbols.push_back(runtime::SymbolText(s));
       }
-      KILN_ASSIGN_OR_RETURN(report.outputs, CheckCompiled(all, compiled->artifact, &report.skipped,
-                                                          tolerance, device));
+      KILN_ASSIGN_OR_RETURN(report.outputs, CheckCompiled(*all, compiled->artifact,
+                                                          &report.skipped, tolerance, device));
       report.symbolic = absl::StrFormat(
           "one artifact for all %d data sets, symbols %s (compiled in %.0f ms, graph %s)",
-          static_cast<int>(all.data_sets.size()), absl::StrJoin(symbols, ", "),
+          static_cast<int>(all->data_sets.size()), absl::StrJoin(symbols, ", "),
           compiled->timings.total_ms, compiled->graph_hash.substr(0, 16));
       report.compile = std::move(*compiled);
       report.all_pass = true;

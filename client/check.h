@@ -4,6 +4,7 @@
 #define KILN_CLIENT_CHECK_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,12 @@ struct CheckCompile {
 /// model.onnx, no data set), those of reading the model and the data sets' inputs.
 /// Inputs named in `constants` (compiled with --constant-input) take no shape from the data
 /// sets.
+/// The one compile of every data set of `compiles` (PlanCheckCompiles' result with no given
+/// shape profiles) when the model has dynamic input dims, for a compile with symbolic dims;
+/// nullopt for a static model or when shapes were given.
+std::optional<CheckCompile> SymbolicCheckCompile(const std::vector<CheckCompile>& compiles,
+                                                 const importer::ShapeProfiles& given);
+
 absl::StatusOr<std::vector<CheckCompile>> PlanCheckCompiles(
     const std::string& dir, const importer::ShapeProfiles& given,
     const std::map<std::string, std::string>& constants = {});

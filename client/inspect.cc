@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "compiler_core/runtime/manifest_check.h"
 #include "compiler_core/support/target.h"
 
 namespace kiln::client {
@@ -299,17 +300,12 @@ std::string InspectText(const runtime::Artifact& artifact, const std::string& pa
   }
   if (m.symbols_size() > 0) {
     std::vector<std::string> symbols;
-    for (const auto& s : m.symbols()) {
-      symbols.push_back(absl::StrCat(s.name(), "=[", s.min(), ",",
-                                     s.max() < 0 ? std::string("inf") : absl::StrCat(s.max()),
-                                     "]"));
-    }
+    for (const auto& s : m.symbols()) symbols.push_back(runtime::SymbolText(s));
     absl::StrAppend(&out, "symbolic dims:    ", absl::StrJoin(symbols, " "),
                     " (bound from the input shapes at each run)\n");
-    int64_t static_buffers = m.buffers_size();
     absl::StrAppend(&out, "shape program:    ", m.shape_values_size(),
                     " shape values evaluated on the host, ", m.dynamic_buffers_size(),
-                    " intermediates sized and placed per run (", static_buffers,
+                    " intermediates sized and placed per run (", m.buffers_size(),
                     " static ones in the arena); output dims evaluated per run\n");
   }
   if (m.profiles_size() == 0) {

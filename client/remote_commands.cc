@@ -312,19 +312,14 @@ int CheckOnServer(const Args& args) {
   // As a local check: a model with dynamic input dims and no --input-shape is compiled once,
   // with symbolic dims (one cache entry), and every data set runs through that artifact; a
   // model whose ops cannot all be compiled so yet is compiled per input shapes, saying why.
-  const bool dynamic = remote.options.shape_profiles.empty() &&
-                       (compiles->size() > 1 || !compiles->front().shape_profiles.empty());
-  if (dynamic) {
+  if (std::optional<CheckCompile> all =
+          SymbolicCheckCompile(*compiles, remote.options.shape_profiles)) {
     ProgressLines lines;
     auto result =
         remote.client->CompileModel(*model, remote.options, progress ? &lines : nullptr);
     if (result.ok()) {
       if (progress) lines.Done(*result);
-      CheckCompile all;
-      for (const CheckCompile& c : *compiles) {
-        all.data_sets.insert(all.data_sets.end(), c.data_sets.begin(), c.data_sets.end());
-      }
-      const std::string note = absl::StrCat("one artifact for all ", all.data_sets.size(),
+      const std::string note = absl::StrCat("one artifact for all ", all->data_sets.size(),
                                             " data sets");
       if (json) {
         google::protobuf::Struct c = CompileResultJson(*result);
@@ -337,7 +332,7 @@ int CheckOnServer(const Args& args) {
       cache.push_back(result->response.cache_hit() ? "hit" : "miss");
       auto artifact = runtime::ParseArtifact(result->artifact);
       if (!artifact.ok()) return FailStatus(artifact.status());
-      auto checked = CheckCompiled(all, *artifact, &skipped, tolerance, device);
+      auto checked = CheckCompiled(*all, *artifact, &skipped, tolerance, device);
       if (!checked.ok()) return FailStatus(checked.status());
       outputs = std::move(*checked);
       compiles->clear();

@@ -203,11 +203,9 @@ std::vector<std::string> SpatialNames(const std::string& prefix, size_t n) {
 
 Stmt Nest(const std::vector<Var>& vars, const std::vector<int64_t>& extents, Stmt body,
           const std::vector<bool>& reduction) {
-  for (int i = static_cast<int>(vars.size()) - 1; i >= 0; --i) {
-    bool red = i < static_cast<int>(reduction.size()) && reduction[i];
-    body = loop::For(vars[i], extents[i], std::move(body), loop::ForKind::kSerial, red);
-  }
-  return body;
+  std::vector<Expr> dims;
+  for (int64_t e : extents) dims.push_back(Idx(e));
+  return NestDims(vars, dims, std::move(body), reduction);
 }
 
 Stmt NestDims(const std::vector<Var>& vars, const std::vector<Expr>& extents, Stmt body,

@@ -137,12 +137,10 @@ std::vector<Expr> OperandIndices(const std::vector<int64_t>& shape, const std::v
   return idx;
 }
 
-bool IsOne(const Expr& e) { return IsIntImm(e, 1); }
-
 /// a * b for dims (i64 expressions), folding constants and ones.
 Expr MulDims(const Expr& a, const Expr& b) {
-  if (IsOne(a)) return b;
-  if (IsOne(b)) return a;
+  if (IsIntImm(a, 1)) return b;
+  if (IsIntImm(b, 1)) return a;
   if (a->kind == loop::ExprKind::kIntImm && b->kind == loop::ExprKind::kIntImm) {
     return Idx(a->int_value * b->int_value);
   }
@@ -156,12 +154,12 @@ std::vector<Expr> Unflatten(const std::vector<Expr>& dims, const Expr& flat) {
   std::vector<Expr> idx(dims.size());
   Expr stride = Idx(1);
   for (size_t d = dims.size(); d-- > 0;) {
-    if (IsOne(dims[d])) {
+    if (IsIntImm(dims[d], 1)) {
       idx[d] = loop::IntImm(0);
     } else {
-      Expr e = IsOne(stride) ? flat : loop::Binary(loop::BinaryOp::kFloorDiv, flat, stride);
+      Expr e = IsIntImm(stride, 1) ? flat : loop::Binary(loop::BinaryOp::kFloorDiv, flat, stride);
       bool outer_ones = true;
-      for (size_t o = 0; o < d; ++o) outer_ones &= IsOne(dims[o]);
+      for (size_t o = 0; o < d; ++o) outer_ones &= IsIntImm(dims[o], 1);
       idx[d] = outer_ones ? e : loop::Binary(loop::BinaryOp::kFloorMod, e, dims[d]);
     }
     stride = MulDims(stride, dims[d]);

@@ -579,9 +579,9 @@ class Planner {
       call->set_schedule(kernel.schedule);
       call->set_workload_key(kernel.workload_key);
       // A kernel over symbolic dims does work in proportion to the run's values: no count.
-      bool symbolic = false;
-      for (const loop::BufferRef& p : kernel.lowered.func.params) symbolic |= p->is_symbolic();
-      call->set_flops(symbolic ? 0 : tuning::CountFlops(kernel.lowered.func));
+      call->set_flops(loop::HasSymbolicParams(kernel.lowered.func)
+                          ? 0
+                          : tuning::CountFlops(kernel.lowered.func));
       if (!kernel.record_digest.empty()) {
         call->set_tuned(kernel.tuned);
         call->set_tuned_median_ms(kernel.tuned_median_ms);

@@ -48,9 +48,7 @@ absl::StatusOr<std::vector<ModelWorkload>> Extract(
   for (size_t i = 0; i < recorder.seen_.size() && i < calls.size(); ++i) {
     const auto& [key, lowered] = recorder.seen_[i];
     // A kernel over symbolic dims has no one shape to measure at: not tunable yet.
-    bool symbolic = false;
-    for (const loop::BufferRef& p : lowered.params) symbolic |= p->is_symbolic();
-    if (symbolic) continue;
+    if (loop::HasSymbolicParams(lowered)) continue;
     auto [it, inserted] = index.try_emplace(key, out.size());
     if (inserted) {
       ModelWorkload w;

@@ -257,6 +257,11 @@ std::string SymbolText(const kiln::v1::BoundSymbol& s) {
   return absl::StrCat(s.name(), " (", s.min(), "..", s.max(), ")");
 }
 
+std::string SymbolText(const kiln::v1::SymbolSpec& s) {
+  return absl::StrCat(s.name(), "=[", s.min(), ",",
+                      s.max() < 0 ? std::string("inf") : absl::StrCat(s.max()), "]");
+}
+
 // The first of `call`'s shape checks whose run-time shape (written by the call into its
 // workspace argument) differs from the compiled one, as kInvalidArgument; OK if all agree. A
 // bounded check's shape is appended to `trims` instead (an error if outside the bound).

@@ -66,6 +66,8 @@ void TrimToShape(Tensor& t, const std::vector<int64_t>& shape);
 void PadToBound(const Tensor& t, const std::vector<int64_t>& bound, Tensor& padded);
 /// "name (min..max)" for messages.
 std::string SymbolText(const kiln::v1::BoundSymbol& s);
+/// "seq=[1,4096]", "past=[0,inf]": a symbolic dim's symbol and range (Manifest.symbols).
+std::string SymbolText(const kiln::v1::SymbolSpec& s);
 
 }  // namespace kiln::runtime
 

@@ -58,6 +58,13 @@ std::vector<Expr> BufferDims(const Buffer& buffer) {
   return dims;
 }
 
+bool HasSymbolicParams(const Func& func) {
+  for (const BufferRef& p : func.params) {
+    if (p->is_symbolic()) return true;
+  }
+  return false;
+}
+
 std::vector<BufferRef> PersistentWorkspaces(const Func& func) {
   if (!func.init) return {};
   std::set<const Buffer*> stored;

@@ -303,6 +303,10 @@ struct Func {
   graph::OpKind anchor = graph::OpKind::kIdentity;
 };
 
+/// Whether some param of `func` has symbolic dims (the kernel's work follows the run's
+/// symbol values).
+bool HasSymbolicParams(const Func& func);
+
 /// The workspaces `func.init` stores to, in `func.workspaces` order (empty without init).
 std::vector<BufferRef> PersistentWorkspaces(const Func& func);
 

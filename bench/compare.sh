@@ -9,31 +9,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ORT_VERSION=1.30.0
-ORT_DIR=bench/.ort
 BUILD_DIR=${KILN_BUILD_DIR:-build}
 BIN="$BUILD_DIR/bin/kiln-bench-model"
-
-command -v node >/dev/null || { echo "compare.sh: node is required (apt-get install nodejs npm)" >&2; exit 1; }
-
-if [[ ! -x "$BIN" ]]; then
-  echo "compare.sh: building kiln-bench-model in $BUILD_DIR" >&2
-  [[ -f "$BUILD_DIR/CMakeCache.txt" ]] || cmake -S . -B "$BUILD_DIR" -G Ninja -DKILN_BUILD_SERVER=OFF >/dev/null
-  cmake --build "$BUILD_DIR" --target kiln-bench-model >&2
-fi
-
-installed_version() {
-  node -p "require('./$ORT_DIR/node_modules/onnxruntime-node/package.json').version" 2>/dev/null || true
-}
-if [[ "$(installed_version)" != "$ORT_VERSION" ]]; then
-  echo "compare.sh: installing onnxruntime-node@$ORT_VERSION into $ORT_DIR" >&2
-  mkdir -p "$ORT_DIR"
-  [[ -f "$ORT_DIR/package.json" ]] || echo '{"name":"kiln-bench-ort","private":true}' > "$ORT_DIR/package.json"
-  # --ignore-scripts: the package's install script downloads GPU libraries (and fails offline);
-  # the CPU library ships inside the package.
-  (cd "$ORT_DIR" && npm install --ignore-scripts --no-audit --no-fund --loglevel=error \
-     "onnxruntime-node@$ORT_VERSION" >&2)
-fi
+source bench/ort_env.sh  # builds $BIN if missing, installs ONNX Runtime into $ORT_DIR
 
 # The int8 row: an int8 QDQ ResNet-18 made from ../shared/models/resnet18 with the calibration
 # ranges of tests/data/resnet18_int8 (scripts/qdq_quantize.py), run by both on the same file

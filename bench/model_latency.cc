@@ -8,12 +8,23 @@
 //   untuned. The output names how many kernels got a record's schedule ("tuned_kernels").
 // --profile: times every kernel call over the runs and prints the TOP (default 15) kernels by
 //   median time, with their fused ops and schedule.
+// --symbolic: compiles with no input shapes, so a model with symbolic dims is one artifact for
+//   every shape (docs/symbolic-shapes.md), timed at the data set's shapes.
+// --decode: each run is one greedy generation through the symbolic artifact (implies
+//   --symbolic), as examples/decode does with DIR/greedy.txt: the prompt with an empty cache
+//   (every past_* input's symbolic dims 0), then one step per further expected token, each
+//   feeding the token chosen (argmax of the last logits row) and the present_* outputs as the
+//   next past_*. The first generation must give greedy.txt's tokens. Timed: the whole
+//   generation ("ms"), its prompt step ("prompt_ms") and its mean decode step ("step_ms").
 // --serve: for bench/compare, which interleaves Kiln's runs with ONNX Runtime's. After compiling
 //   and warming up, prints one JSON line {"ready":...,"compile_ms":...}, then for each line "N"
-//   read from stdin runs N times and prints {"ms":[...]}; exits at end of input or on "q".
+//   read from stdin runs N times and prints {"ms":[...]} (with --decode also "prompt_ms" and
+//   "step_ms"); exits at end of input or on "q".
 //   Errors are printed as one JSON line {"error":"..."} (and exit status 1).
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <optional>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -121,10 +132,171 @@ int TunedKernels(const kiln::v1::Manifest& m) {
   return n;
 }
 
+/// One greedy generation (--decode) through a symbolic artifact.
+class Generation {
+ public:
+  /// Reads DIR/greedy.txt ("prompt ID ..." and "tokens ID ..." lines) and finds the token
+  /// input (the int64 input not named past*), the logits output (named "logits", else the
+  /// first) and each past_X input's present_X output. Errors: kInvalidArgument.
+  static absl::StatusOr<Generation> Make(const std::string& dir, const kiln::v1::Manifest& m) {
+    Generation g;
+    std::ifstream in(dir + "/greedy.txt");
+    if (!in) return absl::NotFoundError(dir + "/greedy.txt cannot be read");
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string key;
+      fields >> key;
+      std::vector<int64_t>* to = key == "prompt" ? &g.prompt_ : key == "tokens" ? &g.expected_ : nullptr;
+      for (int64_t t; to != nullptr && fields >> t;) to->push_back(t);
+    }
+    if (g.prompt_.empty() || g.expected_.empty()) {
+      return absl::InvalidArgumentError(dir + "/greedy.txt has no prompt or no tokens line");
+    }
+    std::map<std::string, int> outputs;
+    for (int o = 0; o < m.outputs_size(); ++o) outputs[m.outputs(o).name()] = o;
+    g.logits_ = outputs.count("logits") ? outputs["logits"] : 0;
+    for (int i = 0; i < m.inputs_size(); ++i) {
+      const kiln::v1::TensorSpec& spec = m.inputs(i);
+      if (spec.name().rfind("past", 0) != 0) {
+        if (kiln::ParseDType(spec.dtype()) != kiln::DType::kInt64 || g.ids_ >= 0) {
+          return absl::InvalidArgumentError("input '" + spec.name() +
+                                            "' is neither past* nor the one int64 token input");
+        }
+        g.ids_ = i;
+        continue;
+      }
+      const std::string present = "present" + spec.name().substr(4);
+      if (!outputs.count(present)) {
+        return absl::InvalidArgumentError("input '" + spec.name() + "' has no output '" + present + "'");
+      }
+      std::optional<kiln::DType> dtype = kiln::ParseDType(spec.dtype());
+      if (!dtype) return absl::InvalidArgumentError("input '" + spec.name() + "' has an unknown dtype");
+      kiln::Tensor empty;
+      empty.type.dtype = *dtype;
+      for (int64_t d : spec.shape()) empty.type.shape.push_back(d < 0 ? 0 : d);
+      empty.bytes.assign(static_cast<size_t>(empty.type.NumBytes()), 0);
+      g.past_.push_back({i, outputs[present], std::move(empty)});
+    }
+    if (g.ids_ < 0) return absl::InvalidArgumentError("the model has no int64 token input");
+    return g;
+  }
+
+  /// Generates greedy.txt's number of tokens; `prompt_ms` is the first step's time and
+  /// `step_ms` the mean of the others'. Errors: a failed run, or (with `check`) tokens other
+  /// than greedy.txt's (kDataLoss, naming the first that differs).
+  absl::Status Run(kiln::runtime::Executable& exe, bool check, double& prompt_ms, double& step_ms) {
+    std::vector<kiln::Tensor> feeds(past_.size() + 1);
+    for (size_t p = 0; p < past_.size(); ++p) feeds[static_cast<size_t>(past_[p].input)] = past_[p].empty;
+    std::vector<int64_t> ids = prompt_;
+    double steps_ms = 0;
+    for (size_t step = 0; step < expected_.size(); ++step) {
+      kiln::Tensor& t = feeds[static_cast<size_t>(ids_)];
+      t.type = kiln::TensorType{kiln::DType::kInt64, {1, static_cast<int64_t>(ids.size())}};
+      t.bytes.resize(ids.size() * sizeof(int64_t));
+      std::memcpy(t.bytes.data(), ids.data(), t.bytes.size());
+      std::vector<const kiln::Tensor*> ptrs;
+      for (const kiln::Tensor& f : feeds) ptrs.push_back(&f);
+      auto start = std::chrono::steady_clock::now();
+      absl::StatusOr<std::vector<kiln::Tensor>> out = exe.Run(ptrs);
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      if (!out.ok()) return out.status();
+      if (step == 0) {
+        prompt_ms = ms;
+      } else {
+        steps_ms += ms;
+      }
+      const kiln::Tensor& logits = (*out)[static_cast<size_t>(logits_)];
+      const int64_t vocab = logits.type.shape.back();
+      const float* last = logits.data<float>() + logits.type.NumElements() - vocab;
+      const int64_t token = std::max_element(last, last + vocab) - last;
+      if (check && token != expected_[step]) {
+        return absl::DataLossError(absl::StrCat("token ", step, " is ", token, ", greedy.txt says ",
+                                                expected_[step]));
+      }
+      for (const Past& p : past_) {
+        feeds[static_cast<size_t>(p.input)] = std::move((*out)[static_cast<size_t>(p.output)]);
+      }
+      ids = {token};
+    }
+    step_ms = expected_.size() > 1 ? steps_ms / static_cast<double>(expected_.size() - 1) : 0;
+    return absl::OkStatus();
+  }
+
+ private:
+  struct Past {
+    int input;
+    int output;
+    kiln::Tensor empty;
+  };
+  std::vector<int64_t> prompt_, expected_;
+  int ids_ = -1, logits_ = 0;
+  std::vector<Past> past_;
+};
+
 double Percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   size_t i = static_cast<size_t>(p * (v.size() - 1) + 0.5);
   return v[std::min(i, v.size() - 1)];
+}
+
+/// --decode: warm-up generations (the first checked against greedy.txt), then timed ones, or
+/// the --serve protocol with prompt_ms and step_ms beside ms.
+int Decode(const std::string& dir, kiln::runtime::Executable& exe, int threads, double compile_ms,
+           int warmup, int runs) {
+  absl::StatusOr<Generation> gen = Generation::Make(dir, exe.manifest());
+  if (!gen.ok()) return Fail(std::string(gen.status().message()));
+  double prompt_ms = 0, step_ms = 0;
+  for (int i = 0; i < std::max(1, warmup); ++i) {
+    if (absl::Status st = gen->Run(exe, i == 0, prompt_ms, step_ms); !st.ok()) {
+      return Fail(std::string(st.message()));
+    }
+  }
+  auto timed = [&](std::vector<double>& total, std::vector<double>& prompt,
+                   std::vector<double>& step) -> absl::Status {
+    auto start = std::chrono::steady_clock::now();
+    if (absl::Status st = gen->Run(exe, false, prompt_ms, step_ms); !st.ok()) return st;
+    total.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    prompt.push_back(prompt_ms);
+    step.push_back(step_ms);
+    return absl::OkStatus();
+  };
+  if (g_serve) {
+    std::printf("{\"ready\":true,\"model\":\"%s\",\"threads\":%d,\"compile_ms\":%.1f,\"kernels\":%d}\n",
+                std::filesystem::path(dir).filename().c_str(), threads, compile_ms,
+                exe.manifest().kernels_size());
+    std::fflush(stdout);
+    char line[64];
+    while (std::fgets(line, sizeof line, stdin) != nullptr) {
+      int n = 0;
+      if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &n) || n <= 0) break;
+      std::vector<double> total, prompt, step;
+      for (int i = 0; i < n; ++i) {
+        if (absl::Status st = timed(total, prompt, step); !st.ok()) return Fail(std::string(st.message()));
+      }
+      auto list = [](const std::vector<double>& v) {
+        std::string s;
+        for (size_t i = 0; i < v.size(); ++i) absl::StrAppend(&s, i ? "," : "", absl::StrFormat("%.5f", v[i]));
+        return s;
+      };
+      std::printf("{\"ms\":[%s],\"prompt_ms\":[%s],\"step_ms\":[%s]}\n", list(total).c_str(),
+                  list(prompt).c_str(), list(step).c_str());
+      std::fflush(stdout);
+    }
+    return 0;
+  }
+  std::vector<double> total, prompt, step;
+  for (int i = 0; i < runs; ++i) {
+    if (absl::Status st = timed(total, prompt, step); !st.ok()) return Fail(std::string(st.message()));
+  }
+  const double step_p50 = Percentile(step, 0.5);
+  std::printf("%s: one artifact, compile %.0f ms, threads %d: generation median %.3f ms, prompt "
+              "median %.3f ms, decode step median %.3f ms (%.1f tokens/s) over %d generations\n",
+              dir.c_str(), compile_ms, threads, Percentile(total, 0.5), Percentile(prompt, 0.5),
+              step_p50, step_p50 > 0 ? 1000.0 / step_p50 : 0.0, runs);
+  return 0;
 }
 
 }  // namespace
@@ -134,11 +306,11 @@ int main(int argc, char** argv) {
     return Fail(
         "usage: kiln-bench-model DIR [--threads N] [--warmup W] [--runs R] [--target T] "
         "[--json] [--records FILE.jsonl] [--profile [TOP]] [--serve] [--data-set N] "
-        "[--input-shape NAME=D0,D1,... (a dim may be MIN..MAX)]");
+        "[--input-shape NAME=D0,D1,... (a dim may be MIN..MAX)] [--symbolic] [--decode]");
   }
   std::string dir = argv[1];
   int threads = 0, warmup = 10, runs = 50;
-  bool json = false, profile = false;
+  bool json = false, profile = false, symbolic = false, decode = false;
   int top = 15;
   std::string records_path;
   kiln::pipeline::CompileOptions options;
@@ -161,6 +333,8 @@ int main(int argc, char** argv) {
       continue;
     }
     if (a == "--serve") { g_serve = true; continue; }
+    if (a == "--symbolic") { symbolic = true; continue; }
+    if (a == "--decode") { symbolic = decode = true; continue; }
     if (a == "--profile") {
       profile = true;
       if (i + 1 < argc && absl::SimpleAtoi(argv[i + 1], &top)) ++i;
@@ -182,7 +356,9 @@ int main(int argc, char** argv) {
   if (!signatures.ok()) return Fail(std::string(signatures.status().message()));
   auto shapes = kiln::importer::DataSetInputShapes(*signatures, data_dir);
   if (!shapes.ok()) return Fail(std::string(shapes.status().message()));
-  if (!given_shapes.empty()) {
+  if (symbolic) {
+    if (!given_shapes.empty()) return Fail("--symbolic and --input-shape exclude each other");
+  } else if (!given_shapes.empty()) {
     auto profiles = kiln::importer::BoundedProfilesOf(given_shapes, options.bounded_min_shapes);
     if (!profiles.ok()) return Fail(std::string(profiles.status().message()));
     options.shape_profiles = *profiles;
@@ -202,6 +378,7 @@ int main(int argc, char** argv) {
   }
   std::vector<const kiln::Tensor*> ptrs;
   for (const auto& t : inputs) ptrs.push_back(&t.tensor);
+  if (decode) return Decode(dir, **exe, threads, compile_ms, warmup, runs);
   for (int i = 0; i < warmup; ++i) {
     auto out = (*exe)->Run(ptrs);
     if (!out.ok()) return Fail(std::string(out.status().message()));

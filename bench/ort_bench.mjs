@@ -28,6 +28,15 @@
 // by default) would otherwise steal the cores the measured runtime is using. Kiln times
 // Executable::Run in C++; ORT times `await session.run()` (a few µs of N-API overhead).
 // --runs is capped so that one runtime's runs of one model take about --budget-ms.
+//
+// --decode DIR (bench/decode.sh): a language model with a KV cache (symbolic dims, DIR/greedy.txt)
+// through one Kiln artifact and through ORT, both running the same greedy loop in their own
+// process (`kiln-bench-model DIR --decode --serve`; --serve-ort-decode here): the prompt with an
+// empty cache, then one step per token, each feeding the token chosen and the present_* outputs
+// back as past_*; the first generation of each must give greedy.txt's tokens. Per thread count:
+// prompt latency, decode step latency and tokens/s, Kiln/ORT ratios. Then per data set of DIR:
+// one decode step (or prompt) at that set's shapes through the one symbolic artifact, a per-shape
+// compile and ORT, with the ratios symbolic/per-shape and symbolic/ORT.
 
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -53,6 +62,8 @@ const opts = {
   geomeanModels: ['squeezenet1_1', 'mobilenet_v2', 'resnet18', 'transformer_encoder'],
   listModels: false,
   ortProfile: null,
+  decode: null,  // --decode DIR
+  dataSet: 0,    // --data-set N: the test_data_set_N inputs --serve-ort runs
 };
 {
   const argv = process.argv.slice(2);
@@ -76,6 +87,9 @@ const opts = {
     else if (a === '--list-models') opts.listModels = true;
     else if (a === '--ort-profile') opts.ortProfile = v();
     else if (a === '--serve-ort') opts.serveOrt = [v(), Number(v()), Number(v())];
+    else if (a === '--serve-ort-decode') opts.serveOrtDecode = [v(), Number(v()), Number(v())];
+    else if (a === '--data-set') opts.dataSet = Number(v());
+    else if (a === '--decode') opts.decode = v();
     else {
       console.error(`ort_bench.mjs: unknown argument ${a}`);
       process.exit(2);
@@ -224,10 +238,14 @@ class BenchServer {
     }
   }
   async run(n) {
+    return (await this.reply(n)).ms;
+  }
+  // The whole reply to a batch of n: {ms: [...]} and whatever else the server times.
+  async reply(n) {
     this.child.stdin.write(`${n}\n`);
     const m = await this.message();
     if (m.error) throw new Error(m.error);
-    return m.ms;
+    return m;
   }
   // Freezes / thaws the whole process (all its threads).
   pause() {
@@ -243,24 +261,40 @@ class BenchServer {
 }
 
 // ---- ONNX Runtime child process (--serve-ort DIR THREADS WARMUP) -----------------------------
+// The session options of every ORT run here: CPU EP, `threads` intra-op threads, one inter-op
+// thread, all graph optimizations, sequential execution (plus `extra`).
+const sessionOptions = (threads, extra = {}) => ({
+  executionProviders: ['cpu'],
+  intraOpNumThreads: threads,
+  interOpNumThreads: 1,
+  graphOptimizationLevel: 'all',
+  executionMode: 'sequential',
+  ...extra,
+});
+
+// The --serve protocol after the ready line: for each line "N" replies with `batch(N)` as one
+// JSON line; "q" or the end of input ends it.
+async function serveBatches(batch) {
+  const rl = readline.createInterface({ input: process.stdin });
+  for await (const line of rl) {
+    if (line === 'q') break;
+    process.stdout.write(JSON.stringify(await batch(Number(line))) + '\n');
+  }
+}
+
 async function serveOrt(dir, threads, warmup) {
   const reply = (o) => process.stdout.write(JSON.stringify(o) + '\n');
   let session;
   let feeds;
   try {
+    const setDir = path.join(dir, `test_data_set_${opts.dataSet}`);
     const inputFiles = fs
-      .readdirSync(path.join(dir, 'test_data_set_0'))
+      .readdirSync(setDir)
       .filter((f) => /^input_\d+\.pb$/.test(f))
       .sort((a, b) => Number(a.match(/\d+/)[0]) - Number(b.match(/\d+/)[0]));
-    const inputs = inputFiles.map((f) => readTensorProto(path.join(dir, 'test_data_set_0', f)));
+    const inputs = inputFiles.map((f) => readTensorProto(path.join(setDir, f)));
     const t0 = performance.now();
-    session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'), {
-      executionProviders: ['cpu'],
-      intraOpNumThreads: threads,
-      interOpNumThreads: 1,
-      graphOptimizationLevel: 'all',
-      executionMode: 'sequential',
-    });
+    session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'), sessionOptions(threads));
     const createMs = performance.now() - t0;
     feeds = {};
     session.inputNames.forEach((name, i) => {
@@ -273,18 +307,98 @@ async function serveOrt(dir, threads, warmup) {
     reply({ error: String(e.message || e).split('\n')[0] });
     return;
   }
-  const rl = readline.createInterface({ input: process.stdin });
-  for await (const line of rl) {
-    if (line === 'q') break;
-    const n = Number(line);
+  await serveBatches(async (n) => {
     const ms = [];
     for (let i = 0; i < n; i++) {
       const s = performance.now();
       await session.run(feeds);
       ms.push(performance.now() - s);
     }
-    reply({ ms });
+    return { ms };
+  });
+  if (session.release) await session.release();
+}
+
+// ---- ONNX Runtime greedy decoding (--serve-ort-decode DIR THREADS WARMUP) --------------------
+// The loop of `kiln-bench-model --decode`: DIR/greedy.txt's prompt with every past* input empty
+// (its symbolic dims 0), then one step per expected token, feeding the argmax of the last logits
+// row and each present* output as the matching past* input.
+async function serveOrtDecode(dir, threads, warmup) {
+  const reply = (o) => process.stdout.write(JSON.stringify(o) + '\n');
+  const fields = {};
+  for (const line of fs.readFileSync(path.join(dir, 'greedy.txt'), 'utf8').split('\n')) {
+    const parts = line.trim().split(/\s+/);
+    if (parts[0]) fields[parts[0]] = parts.slice(1).map(Number);
   }
+  const prompt = fields.prompt ?? [];
+  const expected = fields.tokens ?? [];
+  let session;
+  let createMs = 0;
+  try {
+    const t0 = performance.now();
+    session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'), sessionOptions(threads));
+    createMs = performance.now() - t0;
+  } catch (e) {
+    reply({ error: String(e.message || e).split('\n')[0] });
+    return;
+  }
+  const pastNames = session.inputNames.filter((n) => n.startsWith('past'));
+  const idsName = session.inputNames.find((n) => !n.startsWith('past'));
+  const logitsName = session.outputNames.includes('logits') ? 'logits' : session.outputNames[0];
+  // Empty caches: the model's declared dims with every symbolic dim 0.
+  const declared = {};
+  for (const m of session.inputMetadata ?? []) declared[m.name] = m.shape;
+  const empty = {};
+  for (const name of pastNames) {
+    const dims = (declared[name] ?? []).map((d) => (typeof d === 'number' && d >= 0 ? d : 0));
+    empty[name] = new ort.Tensor('float32', new Float32Array(0), dims);
+  }
+  const generate = async (check) => {
+    let feeds = { ...empty };
+    let ids = prompt;
+    let promptMs = 0;
+    let stepsMs = 0;
+    for (let step = 0; step < expected.length; step++) {
+      feeds[idsName] = new ort.Tensor('int64', BigInt64Array.from(ids.map(BigInt)), [1, ids.length]);
+      const s = performance.now();
+      const out = await session.run(feeds);
+      const ms = performance.now() - s;
+      if (step === 0) promptMs = ms;
+      else stepsMs += ms;
+      const logits = out[logitsName];
+      const vocab = logits.dims[logits.dims.length - 1];
+      const last = logits.data.subarray(logits.data.length - vocab);
+      let token = 0;
+      for (let v = 1; v < vocab; v++) if (last[v] > last[token]) token = v;
+      if (check && token !== expected[step]) {
+        throw new Error(`ORT token ${step} is ${token}, greedy.txt says ${expected[step]}`);
+      }
+      const next = {};
+      for (const name of pastNames) next[name] = out['present' + name.slice(4)];
+      feeds = next;
+      ids = [token];
+    }
+    return { promptMs, stepMs: expected.length > 1 ? stepsMs / (expected.length - 1) : 0 };
+  };
+  try {
+    if (!idsName || !prompt.length || !expected.length) throw new Error(`${dir}: no token input or no greedy.txt prompt/tokens`);
+    for (let i = 0; i < Math.max(1, warmup); i++) await generate(i === 0);
+    reply({ ready: true, compile_ms: createMs });
+  } catch (e) {
+    reply({ error: String(e.message || e).split('\n')[0] });
+    return;
+  }
+  await serveBatches(async (n) => {
+    const r = { ms: [], prompt_ms: [], step_ms: [] };
+    for (let i = 0; i < n; i++) {
+      const s = performance.now();
+      const g = await generate(false);
+      r.ms.push(performance.now() - s);
+      r.prompt_ms.push(g.promptMs);
+      r.step_ms.push(g.stepMs);
+    }
+    return r;
+  });
   if (session.release) await session.release();
 }
 
@@ -305,15 +419,10 @@ function loadFeeds(dir, session) {
 
 async function profileOrt(dir, threads, warmup, runs) {
   const prefix = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ort-profile-')), 'profile');
-  const session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'), {
-    executionProviders: ['cpu'],
-    intraOpNumThreads: threads,
-    interOpNumThreads: 1,
-    graphOptimizationLevel: 'all',
-    executionMode: 'sequential',
-    enableProfiling: true,
-    profileFilePrefix: prefix,
-  });
+  const session = await ort.InferenceSession.create(
+    path.join(dir, 'model.onnx'),
+    sessionOptions(threads, { enableProfiling: true, profileFilePrefix: prefix }),
+  );
   const feeds = loadFeeds(dir, session);
   for (let i = 0; i < warmup + runs; i++) await session.run(feeds);
   session.endProfiling();
@@ -347,6 +456,42 @@ const short = (s, n = 70) => (s.length > n ? s.slice(0, n - 1) + '…' : s);
 // The records file of a model at a thread count under --records-dir (`kiln tune --local
 // --threads N --records-out` writes it; bench/tune.sh names them so).
 const recordsFile = (model, threads) => path.join(opts.recordsDir, `${model}.t${threads}.jsonl`);
+
+// Measures every runtime of `active` (a subset of `runtimes`, each {key, server}) in alternating
+// batches, every other runtime of `runtimes` frozen during a batch, the order reversed every
+// round (A B C, C B A, ...): about opts.budgetMs per runtime, at most opts.runs runs, at least 10.
+// Leaves each runtime's replies in rt.timed (each field's values concatenated: ms, and what else
+// the server times); returns the runs per runtime. A failure is thrown with e.runtime set.
+async function alternate(runtimes, active) {
+  const batchOf = async (rt, n) => {
+    for (const other of runtimes) if (other !== rt) other.server.pause();
+    rt.server.resume();
+    try {
+      return await rt.server.reply(n);
+    } catch (e) {
+      e.runtime = rt.key;
+      throw e;
+    } finally {
+      for (const other of runtimes) if (other !== rt) other.server.resume();
+    }
+  };
+  let per = 0;
+  for (const rt of active) per = Math.max(per, percentile((await batchOf(rt, 3)).ms, 0.5));
+  const runs = Math.max(10, Math.min(opts.runs, Math.floor(opts.budgetMs / Math.max(per, 1e-3))));
+  const batch = Math.max(1, Math.round(runs / 10));
+  for (const rt of active) rt.timed = { ms: [] };
+  const more = () => active.some((rt) => rt.timed.ms.length < runs);
+  for (let round = 0; more(); round++) {
+    const order = round % 2 === 0 ? active : [...active].reverse();
+    for (const rt of order) {
+      const r = await batchOf(rt, batch);
+      for (const [field, values] of Object.entries(r)) {
+        if (Array.isArray(values)) (rt.timed[field] ??= []).push(...values);
+      }
+    }
+  }
+  return runs;
+}
 
 async function benchOne(dir, threads) {
   const row = { model: path.basename(dir), threads };
@@ -390,36 +535,11 @@ async function benchOne(dir, threads) {
   }
   const active = runtimes.filter((rt) => !row[`${rt.key}Error`]);
 
-  // Runs a batch of `rt` with every other runtime frozen.
-  const batchOf = async (rt, n) => {
-    for (const other of runtimes) if (other !== rt) other.server.pause();
-    rt.server.resume();
-    try {
-      return await rt.server.run(n);
-    } catch (e) {
-      e.runtime = rt.key;
-      throw e;
-    } finally {
-      for (const other of runtimes) if (other !== rt) other.server.resume();
-    }
-  };
   try {
-    // Size the measurement: about budgetMs per runtime, at most opts.runs, at least 10 runs.
-    let per = 0;
-    for (const rt of active) per = Math.max(per, percentile(await batchOf(rt, 3), 0.5));
-    const runs = Math.max(10, Math.min(opts.runs, Math.floor(opts.budgetMs / Math.max(per, 1e-3))));
-    const batch = Math.max(1, Math.round(runs / 10));
-    for (const rt of active) rt.ms = [];
-    const more = () => active.some((rt) => rt.ms.length < runs);
-    // Alternating batches, the order reversed every round (A B C, C B A, ...).
-    for (let round = 0; more(); round++) {
-      const order = round % 2 === 0 ? active : [...active].reverse();
-      for (const rt of order) rt.ms.push(...(await batchOf(rt, batch)));
-    }
-    row.runs = runs;
+    row.runs = await alternate(runtimes, active);
     for (const rt of active) {
-      row[`${rt.key}P50`] = percentile(rt.ms, 0.5);
-      row[`${rt.key}P90`] = percentile(rt.ms, 0.9);
+      row[`${rt.key}P50`] = percentile(rt.timed.ms, 0.5);
+      row[`${rt.key}P90`] = percentile(rt.timed.ms, 0.9);
     }
   } catch (e) {
     const key = e.runtime ?? 'kiln';
@@ -538,11 +658,95 @@ async function main() {
   console.log(`\nload average at end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
 }
 
+// ---- --decode DIR ---------------------------------------------------------------------------
+// Starts one server per spec ({key, args} for kiln-bench-model, {key, ort: [mode args]} for ORT
+// in this script), waits for each one's ready line, measures those that started (alternate),
+// and stops them all. Returns the runtimes (each with .timed), the runs per runtime ('-' when
+// none ran) and notes naming each runtime that failed to start or failed while measured.
+async function measureAll(specs) {
+  const runtimes = specs.map((sp) => ({
+    key: sp.key,
+    server: sp.ort
+      ? new BenchServer(process.execPath, [fileURLToPath(import.meta.url), '--ort-dir', opts.ortDir, ...sp.ort])
+      : new BenchServer(opts.kilnBin, sp.args),
+  }));
+  const notes = [];
+  for (const rt of runtimes) {
+    const m = await rt.server.message();
+    if (m.error) notes.push(`${rt.key}: ${short(m.error, 100)}`);
+    else rt.ready = m;
+  }
+  const active = runtimes.filter((rt) => rt.ready);
+  let runs = '-';
+  try {
+    if (active.length) runs = await alternate(runtimes, active);
+  } catch (e) {
+    notes.push(`${e.runtime}: ${short(String(e.message || e), 100)}`);
+  } finally {
+    for (const rt of runtimes) rt.server.close();
+  }
+  return { runtimes, runs, notes };
+}
+
+async function decodeMain() {
+  const dir = opts.decode;
+  const cpus = os.cpus();
+  console.log(`Greedy decoding with a KV cache: Kiln (one artifact, symbolic dims) vs ONNX Runtime ${ort.env.versions?.common ?? ''}, ${path.basename(dir)}`);
+  console.log(`host: ${cpus.length} x ${cpus[0]?.model ?? '?'}; load average at start ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  const greedy = fs.readFileSync(path.join(dir, 'greedy.txt'), 'utf8');
+  const count = (key) => (greedy.match(new RegExp(`^${key}\\s+(.*)$`, 'm'))?.[1].trim().split(/\s+/).length ?? 0);
+  console.log(`generation: a prompt of ${count('prompt')} tokens, then ${count('tokens') - 1} decode steps (greedy.txt's tokens checked in each runtime's first generation)\n`);
+  const head = `${'thr'.padStart(3)} | ${'Kiln prompt'.padStart(11)} ${'ORT prompt'.padStart(10)} ${'ratio'.padStart(6)} | ${'Kiln step'.padStart(9)} ${'ORT step'.padStart(9)} ${'ratio'.padStart(6)} | ${'Kiln tok/s'.padStart(10)} ${'ORT tok/s'.padStart(9)} | ${'runs'.padStart(4)}  (p50 ms)`;
+  console.log(head);
+  console.log('-'.repeat(head.length));
+  for (const threads of opts.threads) {
+    const t = String(threads);
+    const w = String(opts.warmup);
+    const { runtimes, runs, notes } = await measureAll([
+      { key: 'kiln', args: [dir, '--decode', '--serve', '--threads', t, '--warmup', w] },
+      { key: 'ort', ort: ['--serve-ort-decode', dir, t, w] },
+    ]);
+    const [k, o] = runtimes.map((rt) => rt.timed ?? {});
+    const p = (x, f) => (x[f]?.length ? percentile(x[f], 0.5) : NaN);
+    const kp = p(k, 'prompt_ms'), op = p(o, 'prompt_ms'), ks = p(k, 'step_ms'), os_ = p(o, 'step_ms');
+    console.log(`${t.padStart(3)} | ${fmt(kp, 11)} ${fmt(op, 10)} ${fmt(kp / op, 6)} | ${fmt(ks, 9)} ${fmt(os_, 9)} ${fmt(ks / os_, 6)} | ${fmt(1000 / ks, 10)} ${fmt(1000 / os_, 9)} | ${String(runs).padStart(4)}  ${notes.join('; ')}`);
+  }
+
+  // One step at each data set's shapes: the symbolic artifact, a per-shape compile, ORT.
+  const sets = fs.readdirSync(dir).filter((f) => /^test_data_set_\d+$/.test(f)).map((f) => Number(f.match(/\d+/)[0])).sort((a, b) => a - b);
+  console.log(`\nOne step per data set: the symbolic artifact (sym), a compile at that set's shapes (shape), ORT`);
+  const head2 = `${'set'.padStart(3)} ${'input shapes'.padEnd(28)} ${'thr'.padStart(3)} | ${'sym'.padStart(7)} ${'shape'.padStart(7)} ${'ORT'.padStart(7)} | ${'sym/shape'.padStart(9)} ${'sym/ORT'.padStart(7)} | ${'runs'.padStart(4)}  (p50 ms)`;
+  console.log(head2);
+  console.log('-'.repeat(head2.length));
+  for (const set of sets) {
+    const setDir = path.join(dir, `test_data_set_${set}`);
+    const shapes = fs.readdirSync(setDir).filter((f) => /^input_\d+\.pb$/.test(f)).sort((a, b) => Number(a.match(/\d+/)[0]) - Number(b.match(/\d+/)[0]))
+      .slice(0, 2).map((f) => `[${readTensorProto(path.join(setDir, f)).dims.join(',')}]`).join(' ');
+    for (const threads of opts.threads) {
+      const t = String(threads);
+      const w = String(opts.warmup);
+      const common = [dir, '--data-set', String(set), '--serve', '--threads', t, '--warmup', w];
+      const { runtimes, runs, notes } = await measureAll([
+        { key: 'sym', args: [...common, '--symbolic'] },
+        { key: 'shape', args: common },
+        { key: 'ort', ort: ['--data-set', String(set), '--serve-ort', dir, t, w] },
+      ]);
+      const [s, sh, o] = runtimes.map((rt) => (rt.timed?.ms?.length ? percentile(rt.timed.ms, 0.5) : NaN));
+      console.log(`${String(set).padStart(3)} ${short(shapes, 28).padEnd(28)} ${t.padStart(3)} | ${fmt(s, 7)} ${fmt(sh, 7)} ${fmt(o, 7)} | ${fmt(s / sh, 9)} ${fmt(s / o, 7)} | ${String(runs).padStart(4)}  ${notes.join('; ')}`);
+    }
+  }
+  console.log(`\nload average at end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+}
+
 (opts.serveOrt
   ? serveOrt(...opts.serveOrt)
-  : opts.ortProfile
-    ? profileOrt(opts.ortProfile, opts.threads[0] ?? 1, opts.warmup, Math.min(opts.runs, 50))
-    : main()
+  : opts.serveOrtDecode
+    ? serveOrtDecode(...opts.serveOrtDecode)
+    : opts.decode
+      ? decodeMain()
+      : opts.ortProfile
+        ? profileOrt(opts.ortProfile, opts.threads[0] ?? 1, opts.warmup, Math.min(opts.runs, 50))
+        : main()
 ).catch((e) => {
   console.error(e);
   process.exit(1);

@@ -119,7 +119,18 @@ absl::StatusOr<Expr> Compute(KernelBuilder& b, const graph::Node& node,
     }
     case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv:
     case OpKind::kPow: {
-      Expr a = x(), c = Operand(b, node, 1, out_idx, computed);
+      Expr a = x();
+      if (node.op() == OpKind::kPow && IsFloat(a->dtype)) {
+        // A constant exponent of 2 (RMSNorm's x^2) is one multiply: exact where powf rounds
+        // the same product, and vectorizable where powf is a scalar libm call.
+        const graph::Value* e = node.input(1);
+        if (e->is_constant() && e->type().NumElements() == 1) {
+          const double p = e->constant()->GetAsDouble(0);
+          if (p == 2) return a * a;
+          if (p == 1) return a;
+        }
+      }
+      Expr c = Operand(b, node, 1, out_idx, computed);
       if (node.op() == OpKind::kPow && !IsFloat(a->dtype)) {
         // Integer Pow in f64: exact while the result fits in 53 bits.
         Expr e = loop::Cast(DType::kFloat64, c);

@@ -48,6 +48,18 @@ absl::StatusOr<std::vector<sym::Expr>> SpecDims(const kiln::v1::TensorSpec& spec
 
 }  // namespace
 
+absl::StatusOr<size_t> SymbolicShapes::Intern(const sym::Expr& e, const std::string& what) {
+  auto [it, added] = expr_index_.emplace(e.ToString(), exprs_.size());
+  if (!added) return it->second;
+  absl::StatusOr<sym::CompiledExpr> c = sym::CompiledExpr::Compile(e, symbols_);
+  if (!c.ok()) {
+    expr_index_.erase(it);
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", c.status().message()));
+  }
+  exprs_.push_back(*std::move(c));
+  return exprs_.size() - 1;
+}
+
 absl::StatusOr<SymbolicShapes> SymbolicShapes::FromManifest(const kiln::v1::Manifest& m) {
   SymbolicShapes s;
   if (m.symbols_size() == 0) {
@@ -87,7 +99,13 @@ absl::StatusOr<SymbolicShapes> SymbolicShapes::FromManifest(const kiln::v1::Mani
     KILN_ASSIGN_OR_RETURN(std::vector<sym::Expr> dims, SpecDims(spec, by_name, what));
     std::optional<DType> dtype = ParseDType(spec.dtype());
     if (!dtype) return absl::InvalidArgumentError(absl::StrCat(what, " has unknown dtype"));
+    std::vector<size_t> code;
+    for (const sym::Expr& d : dims) {
+      KILN_ASSIGN_OR_RETURN(size_t c, s.Intern(d, what));
+      code.push_back(c);
+    }
     s.outputs_.push_back(TensorType::WithDims(*dtype, dims));
+    s.output_dims_.push_back(std::move(code));
     s.output_names_.push_back(what);
   }
   for (int b = 0; b < m.dynamic_buffers_size(); ++b) {
@@ -103,7 +121,9 @@ absl::StatusOr<SymbolicShapes> SymbolicShapes::FromManifest(const kiln::v1::Mani
           "dynamic buffer ", b, " ('", d.name(), "') lives over kernels ", d.first_kernel(), "..",
           d.last_kernel(), " of ", m.kernels_size()));
     }
-    s.dynamic_sizes_.push_back(*size);
+    KILN_ASSIGN_OR_RETURN(
+        size_t code, s.Intern(*size, absl::StrCat("dynamic buffer ", b, " ('", d.name(), "')")));
+    s.dynamic_sizes_.push_back(code);
     s.dynamic_requests_.push_back({d.name(), 0, d.first_kernel(), d.last_kernel()});
   }
   for (int v = 0; v < m.shape_values_size(); ++v) {
@@ -126,7 +146,8 @@ absl::StatusOr<SymbolicShapes> SymbolicShapes::FromManifest(const kiln::v1::Mani
       if (!e.ok()) {
         return absl::InvalidArgumentError(absl::StrCat(what, ": ", e.status().message()));
       }
-      parsed.elements.push_back(*e);
+      KILN_ASSIGN_OR_RETURN(size_t code, s.Intern(*e, what));
+      parsed.elements.push_back(code);
     }
     const size_t bytes = static_cast<size_t>(count) * DTypeSize(*dtype);
     s.shape_value_data_.emplace_back((bytes + 7) / 8 + 1, 0);
@@ -146,6 +167,7 @@ absl::StatusOr<SymbolicShapes> SymbolicShapes::FromManifest(const kiln::v1::Mani
     }
   }
   s.values_.assign(s.symbols_.size(), 0);
+  s.expr_values_.assign(s.exprs_.size(), std::nullopt);
   return s;
 }
 
@@ -161,6 +183,13 @@ absl::Status SymbolicShapes::Bind(const std::vector<std::vector<int64_t>>& fed,
     }
     values_[k] = v;
   }
+  // Every distinct expression once, compiled; where one fails (overflow, division by zero)
+  // sym::Evaluate gives the error with its message when a size uses it.
+  for (size_t e = 0; e < exprs_.size(); ++e) expr_values_[e] = exprs_[e].Run(values_.data());
+  auto eval = [&](size_t e) -> absl::StatusOr<int64_t> {
+    if (expr_values_[e]) return *expr_values_[e];
+    return sym::Evaluate(exprs_[e].expr(), sym::ValuesOf(bound));
+  };
   output_shapes_.resize(outputs_.size());
   for (size_t o = 0; o < outputs_.size(); ++o) {
     const TensorType& t = outputs_[o];
@@ -168,36 +197,52 @@ absl::Status SymbolicShapes::Bind(const std::vector<std::vector<int64_t>>& fed,
       output_shapes_[o] = t.shape;
       continue;
     }
-    KILN_RETURN_IF_ERROR(CheckTensorSizeAt(t, bound, max_tensor_bytes, output_names_[o]).status());
-    std::vector<int64_t> shape(t.shape.size());
+    std::vector<int64_t>& shape = output_shapes_[o];
+    shape.resize(t.shape.size());
+    std::optional<int64_t> bytes = static_cast<int64_t>(DTypeSize(t.dtype));
     for (size_t d = 0; d < shape.size(); ++d) {
-      KILN_ASSIGN_OR_RETURN(shape[d], sym::Evaluate(t.dim(d), sym::ValuesOf(bound)));
+      absl::StatusOr<int64_t> v = eval(output_dims_[o][d]);
+      if (!v.ok() || *v < 0) {
+        bytes.reset();
+        break;
+      }
+      shape[d] = *v;
+      if (bytes) bytes = CheckedMul(*bytes, *v);
     }
-    output_shapes_[o] = std::move(shape);
+    if (!bytes || *bytes > max_tensor_bytes) {
+      // The size check's own error, naming the output, its type and the symbols' values.
+      KILN_RETURN_IF_ERROR(
+          CheckTensorSizeAt(t, bound, max_tensor_bytes, output_names_[o]).status());
+    }
   }
+  bool replan = plan_.offsets.size() != dynamic_requests_.size();
   for (size_t b = 0; b < dynamic_sizes_.size(); ++b) {
-    absl::StatusOr<int64_t> bytes = sym::Evaluate(dynamic_sizes_[b], sym::ValuesOf(bound));
-    const std::string what = absl::StrCat("intermediate '", dynamic_requests_[b].name, "'");
-    if (!bytes.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", bytes.status().message()));
-    if (*bytes < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " would have a negative size (",
-                                                     dynamic_sizes_[b].ToString(), " = ", *bytes,
-                                                     ")"));
-    }
-    if (*bytes > max_tensor_bytes) {
+    absl::StatusOr<int64_t> bytes = eval(dynamic_sizes_[b]);
+    if (!bytes.ok() || *bytes < 0 || *bytes > max_tensor_bytes) {
+      const std::string what = absl::StrCat("intermediate '", dynamic_requests_[b].name, "'");
+      if (!bytes.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": ", bytes.status().message()));
+      }
+      if (*bytes < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(what, " would have a negative size (",
+                                                       exprs_[dynamic_sizes_[b]].expr().ToString(), " = ",
+                                                       *bytes, ")"));
+      }
       return absl::ResourceExhaustedError(absl::StrCat(
           what, " takes ", *bytes, " bytes at these input shapes, more than the limit of ",
           max_tensor_bytes, " (max_tensor_bytes)"));
     }
+    replan = replan || dynamic_requests_[b].size_bytes != *bytes;
     dynamic_requests_[b].size_bytes = *bytes;
   }
-  plan_ = PlanMemory(dynamic_requests_);
+  // The same sizes as the last call (a batch of equal requests) keep its placement.
+  if (replan) plan_ = PlanMemory(dynamic_requests_);
   for (size_t v = 0; v < shape_values_.size(); ++v) {
     const ShapeValue& sv = shape_values_[v];
     auto* bytes = reinterpret_cast<uint8_t*>(shape_value_data_[v].data());
     const size_t size = DTypeSize(sv.dtype);
     for (size_t i = 0; i < sv.elements.size(); ++i) {
-      KILN_ASSIGN_OR_RETURN(int64_t x, sym::Evaluate(sv.elements[i], sym::ValuesOf(bound)));
+      KILN_ASSIGN_OR_RETURN(int64_t x, eval(sv.elements[i]));
       if (sv.dtype == DType::kBool) x = x != 0 ? 1 : 0;
       // Little-endian: the low `size` bytes are the value in a narrower integer type (wrapped,
       // as the kernel's cast would).

@@ -8,12 +8,14 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "compiler_core/ir/graph/tensor.h"
 #include "compiler_core/ir/sym/bind.h"
+#include "compiler_core/ir/sym/compiled.h"
 #include "compiler_core/ir/sym/expr.h"
 #include "compiler_core/runtime/memory_plan.h"
 #include "kiln/v1/artifact.pb.h"
@@ -60,15 +62,23 @@ class SymbolicShapes {
   void* shape_value(size_t i) { return shape_value_data_[i].data(); }
 
  private:
+  /// The index of `e` in exprs_, compiled on first sight. Errors: what CompiledExpr::Compile
+  /// refuses, prefixed with `what`.
+  absl::StatusOr<size_t> Intern(const sym::Expr& e, const std::string& what);
+
   std::vector<sym::Symbol> symbols_;
+  std::vector<sym::CompiledExpr> exprs_;                  // each distinct dim or size once
+  std::map<std::string, size_t> expr_index_;              // canonical form -> exprs_ index
+  std::vector<std::optional<int64_t>> expr_values_;       // per call; nullopt where Run failed
   std::vector<sym::DeclaredInput> inputs_;
   std::vector<TensorType> outputs_;              // symbolic where the manifest's are
+  std::vector<std::vector<size_t>> output_dims_;  // per output, per dim: into exprs_
   std::vector<std::string> output_names_;
-  std::vector<sym::Expr> dynamic_sizes_;         // bytes
+  std::vector<size_t> dynamic_sizes_;            // bytes: into exprs_
   std::vector<BufferRequest> dynamic_requests_;  // sizes filled per call
   struct ShapeValue {
     DType dtype;
-    std::vector<sym::Expr> elements;
+    std::vector<size_t> elements;  // into exprs_
   };
   std::vector<ShapeValue> shape_values_;
   std::vector<std::vector<int64_t>> shape_value_data_;  // per shape value, int64 words

@@ -34,8 +34,6 @@ using graph::OpKind;
 using loop::Stmt;
 using Kind = Primitive::Kind;
 
-/// Nests with at least this many loop iterations run their outer loop in parallel.
-constexpr int64_t kParallelThreshold = 16384;
 /// Output-channel register block of contraction nests.
 constexpr int64_t kBlock = 4;
 

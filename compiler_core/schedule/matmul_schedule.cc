@@ -124,6 +124,10 @@ std::vector<Primitive> MatMulUpdateSchedule(const loop::Stmt& nest, graph::OpKin
   // Knobs around the rule's tile: rows up to the accumulator budget, vectors per row (not for a
   // packed panel), k blocks of 64..512 or none.
   const int64_t acc = target.vector_bits >= 512 ? 16 : 12;
+  // A symbolic j (attention's past + seq columns) takes one vector per row by default: its
+  // tail columns run scalar, so a narrower panel leaves fewer of them (past 7 + seq 1 is one
+  // vector, where two would leave all 8 to the tail).
+  if (!packed && lj->limit != nullptr) tile.nr = lanes;
   if (!packed) {
     std::vector<int64_t> vec_choices;
     for (int64_t v = 1; v <= 4 && (v == 1 || (v - 1) * lanes < n); ++v) vec_choices.push_back(v);
@@ -139,6 +143,9 @@ std::vector<Primitive> MatMulUpdateSchedule(const loop::Stmt& nest, graph::OpKin
   for (int64_t kc : {64, 128, 256, 512}) {
     if (kc < k_ext) kc_choices.push_back(kc);
   }
+  // A symbolic k (attention's past + seq) is not blocked by default: its extent is the
+  // unbounded placeholder, and a block loop would run with a run-time tail every call.
+  if (lk->limit != nullptr) tile.kc = 0;
   tile.kc = knobs.Choose(prefix + "mm.kc", kc_choices, tile.kc);
 
   std::vector<Primitive> steps;
@@ -182,11 +189,14 @@ std::vector<Primitive> MatMulUpdateSchedule(const loop::Stmt& nest, graph::OpKin
   if (split_i) {
     steps.push_back(Step(Kind::kSplit, {i}, tile.mr));
     rows = {i + ".i"};
-    // A symbolic i (a run-time limit) always has a tail, of run-time length: placed like the
-    // static one, but not unrolled.
+    // A symbolic i (a run-time limit) always has a tail, of run-time length (not unrolled).
     if (m % tile.mr != 0 || li->limit != nullptr) rows.push_back(i + ".t");
   }
+  // A symbolic i's tail stays above kin: its rows of run-time count each keep their nr
+  // accumulators in registers across k (below k they would go through memory every step).
+  const std::string sym_tail = li->limit != nullptr ? i + ".t" : "";
   for (const std::string& r : rows) {
+    if (r == sym_tail) continue;
     for (const std::string& kl : kin) steps.push_back(Step(Kind::kReorder, {kl, r}));
   }
   for (const std::string& r : rows) {

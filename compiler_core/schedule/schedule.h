@@ -72,6 +72,11 @@ struct Schedule {
 /// e.g. winograd's weight transform runs once at load time, not every call.
 absl::Status ApplySchedule(const Schedule& schedule, loop::Func& func);
 
+/// Nests with at least this many leaf statements (loop iterations) run their outer loop in
+/// parallel under the default schedule; in a kernel of symbolic dims, codegen runs a parallel
+/// loop inline when its work at the run's sizes is below it.
+inline constexpr int64_t kParallelThreshold = 16384;
+
 /// The default schedule for a lowered kernel on `target`: on a CPU, tiles and vectorizes the
 /// innermost spatial loops to the target's f32 lanes, and parallelizes the outermost spatial
 /// loop; on a GPU, binds each nest's leading spatial loops to blocks and threads

@@ -5,7 +5,7 @@
 //
 //   kiln-opt [-passes=a,b,c] [-split-input-file] [-print-ir-after=a,b|all] [-verify-each=0|1]
 //            [-int8-dot4=0|1] [-symbolic-dims] [-schedule=FILE] [-schedule-text=STEPS]
-//            [-target=T [-default-schedule] [-emit=llvm|ptx]] [FILE|-]
+//            [-target=T [-default-schedule] [-emit=llvm|llvm-unoptimized|ptx]] [FILE|-]
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -54,7 +54,8 @@ constexpr char kUsage[] =
     "  -default-schedule      loop IR: apply the target's default schedule first\n"
     "  -precision=P           loop IR, cuda target: fp32 (default), tf32, fp16 or bf16\n"
     "  -emit=llvm|ptx         loop IR: print the scheduled func's optimized LLVM IR, or its PTX\n"
-    "                         (a cuda target), instead of the loop IR\n"
+    "                         (a cuda target), instead of the loop IR; llvm-unoptimized: the\n"
+    "                         LLVM IR as emitted, to replay with opt -pass-remarks-missed\n"
     "Loop IR input (a part whose first line is 'func ...') is parsed, verified, scheduled\n"
     "(the flags' steps, then the part's own '// SCHEDULE: STEPS' lines), verified and printed.\n"
     "  -list-passes           print the registered pass names\n";
@@ -113,9 +114,9 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
       } else if (absl::ConsumePrefix(&arg, "target=")) {
         options.target = std::string(arg);
       } else if (absl::ConsumePrefix(&arg, "emit=")) {
-        if (arg != "llvm" && arg != "ptx") {
+        if (arg != "llvm" && arg != "llvm-unoptimized" && arg != "ptx") {
           return absl::InvalidArgumentError(absl::StrCat("bad value in -", flag,
-                                                         " (expected llvm or ptx)"));
+                                                         " (expected llvm, llvm-unoptimized or ptx)"));
         }
         options.emit = std::string(arg);
       } else if (absl::ConsumePrefix(&arg, "precision=")) {
@@ -278,6 +279,9 @@ absl::StatusOr<std::string> RunOnLoopIr(const std::string& part, const Options& 
   }
   if (options.emit == "ptx") return codegen::CompileToPtx({*func}, *target);
   if (options.emit == "llvm") return codegen::EmitLlvmIr({*func}, *target);
+  if (options.emit == "llvm-unoptimized") {
+    return codegen::EmitLlvmIr({*func}, *target, /*optimize=*/false);
+  }
   if (options.default_schedule) {
     return absl::StrCat("// SCHEDULE: ", absl::StrReplaceAll(sched.ToString(), {{"\n", "; "}}),
                         "\n", loop::PrintFunc(*func));

@@ -52,12 +52,14 @@ absl::Status CheckKernelNames(const std::vector<loop::Func>& funcs) {
   return absl::OkStatus();
 }
 
-// Builds, verifies and optimizes one module holding `funcs` (each kernel and its init entry
-// point). `suffix` follows the module-wide stage names ("" or " shard K/N (M kernels)").
+// Builds, verifies and (unless `optimize` is false) optimizes one module holding `funcs` (each
+// kernel and its init entry point). `suffix` follows the module-wide stage names ("" or
+// " shard K/N (M kernels)").
 absl::StatusOr<ModuleBundle> BuildOptimizedModule(const std::vector<const loop::Func*>& funcs,
                                                   const Target& target,
                                                   const StageTimeFn& on_stage = {},
-                                                  const std::string& suffix = "") {
+                                                  const std::string& suffix = "",
+                                                  bool optimize = true) {
   ModuleBundle bundle;
   KILN_ASSIGN_OR_RETURN(bundle.machine, CreateTargetMachine(target));
   bundle.module = std::make_unique<llvm::Module>("kiln_kernels", *bundle.context);
@@ -83,6 +85,7 @@ absl::StatusOr<ModuleBundle> BuildOptimizedModule(const std::vector<const loop::
     return absl::InternalError(absl::StrCat("codegen produced invalid LLVM IR: ", problems));
   }
   verify_timer.Stop();
+  if (!optimize) return bundle;
   ScopedStageTimer optimize_timer(on_stage, "codegen: optimize (LLVM O3)" + suffix);
   OptimizeModule(*bundle.module, *bundle.machine);
   return bundle;
@@ -137,11 +140,11 @@ std::vector<std::vector<size_t>> PartitionIntoShards(const std::vector<loop::Fun
 }
 
 absl::StatusOr<std::string> EmitLlvmIr(const std::vector<loop::Func>& funcs,
-                                       const Target& target) {
+                                       const Target& target, bool optimize) {
   KILN_RETURN_IF_ERROR(CheckKernelNames(funcs));
   std::vector<const loop::Func*> all;
   for (const loop::Func& func : funcs) all.push_back(&func);
-  KILN_ASSIGN_OR_RETURN(ModuleBundle bundle, BuildOptimizedModule(all, target));
+  KILN_ASSIGN_OR_RETURN(ModuleBundle bundle, BuildOptimizedModule(all, target, {}, "", optimize));
   std::string text;
   llvm::raw_string_ostream os(text);
   bundle.module->print(os, nullptr);

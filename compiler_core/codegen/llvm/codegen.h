@@ -15,9 +15,12 @@
 namespace kiln::codegen {
 
 /// Emits one LLVM module holding every func as an exported C-ABI kernel (runtime/abi.h) and
-/// returns its textual LLVM IR after optimization (O3 for the target). A func with an init
-/// also exports loop::InitSymbol(name), with the same arguments, running the init statements.
-absl::StatusOr<std::string> EmitLlvmIr(const std::vector<loop::Func>& funcs, const Target& target);
+/// returns its textual LLVM IR after optimization (O3 for the target), or as emitted with
+/// `optimize` false (to replay LLVM's pipeline with `opt -passes='default<O3>' -pass-remarks-missed=.`).
+/// A func with an init also exports loop::InitSymbol(name), with the same arguments, running
+/// the init statements.
+absl::StatusOr<std::string> EmitLlvmIr(const std::vector<loop::Func>& funcs, const Target& target,
+                                       bool optimize = true);
 
 /// Loop IR size (statements plus expressions) at which PartitionIntoShards closes a shard.
 inline constexpr size_t kShardSize = 4000;

@@ -12,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "compiler_core/codegen/llvm/test_util.h"
 #include "compiler_core/codegen/llvm/vector_analysis.h"
+#include "compiler_core/ir/loop/parser.h"
+#include "compiler_core/schedule/schedule.h"
 #include "gtest/gtest.h"
 
 namespace kiln::codegen {
@@ -135,6 +137,47 @@ TEST(CodegenTest, MatmulSplitParallelVectorized) {
       ASSERT_NEAR(c[r * N + col], ref, 1e-4) << r << "," << col;
     }
   }
+}
+
+// A parallel loop over a symbolic dim decides at run time: below schedule::kParallelThreshold
+// leaf statements the task runs inline (no parallel_for call), above it the pool gets it; the
+// result is the same either way. A static parallel loop always launches (its schedule decided).
+TEST(CodegenTest, SymbolicParallelLoopLaunchesOnlyWithEnoughWork) {
+  absl::StatusOr<Func> f = loop::ParseFunc(R"(func @scale(%dims: i64[1], %in0: f32[%dims[0],4], %out: f32[%dims[0],4]) anchor=Mul {
+  parallel for i in 0..1099511627776 limit %dims[0] {
+    for j in 0..4 {
+      %out[i, j] = (%in0[i, j] * 2.0)
+    }
+  }
+})");
+  ASSERT_TRUE(f.ok()) << f.status();
+  absl::StatusOr<Func> fixed = loop::ParseFunc(R"(func @fixed(%in0: f32[3,4], %out: f32[3,4]) anchor=Mul {
+  parallel for i in 0..3 {
+    for j in 0..4 {
+      %out[i, j] = (%in0[i, j] * 2.0)
+    }
+  }
+})");
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  auto lib = CompileAndLoad({*f, *fixed});
+  ASSERT_TRUE(lib.ok()) << lib.status();
+  // 4 * rows leaf stores: 3 and 4095 rows stay below the threshold, 4096 and 10000 reach it.
+  for (int64_t rows : {int64_t{3}, int64_t{4095}, int64_t{4096}, int64_t{10000}}) {
+    SCOPED_TRACE(rows);
+    std::vector<int64_t> dims = {rows};
+    std::vector<float> in = RandomFloats(rows * 4, -1, 1, 7);
+    std::vector<float> out(static_cast<size_t>(rows * 4), 0.0f);
+    const int before = testing::parallel_for_calls.load();
+    CallKernel((*lib)->Get("scale"), {dims.data(), in.data(), out.data()});
+    EXPECT_EQ(testing::parallel_for_calls.load() - before,
+              4 * rows >= schedule::kParallelThreshold ? 1 : 0);
+    for (size_t e = 0; e < out.size(); ++e) ASSERT_EQ(out[e], 2 * in[e]) << e;
+  }
+  std::vector<float> in = RandomFloats(12, -1, 1, 8), out(12, 0.0f);
+  const int before = testing::parallel_for_calls.load();
+  CallKernel((*lib)->Get("fixed"), {in.data(), out.data()});
+  EXPECT_EQ(testing::parallel_for_calls.load() - before, 1);
+  for (size_t e = 0; e < out.size(); ++e) ASSERT_EQ(out[e], 2 * in[e]) << e;
 }
 
 // out[i] = sum_j x[i, j] through a stack accumulator; the row loop is parallel.

@@ -3,10 +3,13 @@
 // outlining of parallel loops into kiln_task_fn callbacks run by ctx->parallel_for.
 #include "compiler_core/codegen/llvm/cpu_emitter.h"
 
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/loop/printer.h"
+#include "compiler_core/ir/loop/visitor.h"
+#include "compiler_core/schedule/schedule.h"
 
 namespace kiln::codegen {
 namespace {
@@ -40,6 +43,60 @@ struct UseCollector {
     for (const loop::Stmt& c : s->stmts) Visit(c);
   }
 };
+
+/// Caps each factor and sum of RunTimeWork, so that no product overflows int64; far above
+/// schedule::kParallelThreshold, which is all the count is compared with.
+constexpr int64_t kWorkCap = int64_t{1} << 24;
+
+/// The leaf statements `s` runs (stores and MMAs), as an i64 expression of what is in scope
+/// before it (`in_scope`: the enclosing loops' vars; the kernel's params always are): a loop
+/// with a run-time limit counts the limit, clamped to [0, extent], when the limit reads only
+/// vars in scope, else its extent; every factor and sum is capped at kWorkCap.
+loop::Expr RunTimeWork(const loop::StmtNode* s, const std::set<const loop::VarNode*>& in_scope) {
+  using loop::BinaryOp;
+  auto cap = [](loop::Expr e) {
+    return loop::Binary(BinaryOp::kMin, std::move(e), loop::IntImm(kWorkCap));
+  };
+  if (!s) return loop::IntImm(0);
+  switch (s->kind) {
+    case loop::StmtKind::kFor: {
+      loop::Expr trip = loop::IntImm(std::min(s->extent, kWorkCap));
+      const bool local = s->limit && !loop::AnyExpr(s->limit, [&](const loop::Expr& e) {
+        return e->kind == loop::ExprKind::kVar && !in_scope.count(e->var.get());
+      });
+      if (local) {
+        trip = loop::Binary(BinaryOp::kMax, cap(s->limit), loop::IntImm(0));
+        trip = loop::Binary(BinaryOp::kMin, trip, loop::IntImm(s->extent));
+      }
+      return cap(trip * RunTimeWork(s->body.get(), in_scope));
+    }
+    case loop::StmtKind::kAllocate:
+      return RunTimeWork(s->body.get(), in_scope);
+    case loop::StmtKind::kIf:
+      return loop::Binary(BinaryOp::kMax, RunTimeWork(s->then_body.get(), in_scope),
+                          RunTimeWork(s->else_body.get(), in_scope));
+    case loop::StmtKind::kBlock: {
+      loop::Expr total = loop::IntImm(0);
+      for (const loop::Stmt& c : s->stmts) total = cap(total + RunTimeWork(c.get(), in_scope));
+      return total;
+    }
+    case loop::StmtKind::kStore:
+    case loop::StmtKind::kMma:
+    case loop::StmtKind::kAsyncCopy:
+      return loop::IntImm(1);
+    default:
+      return loop::IntImm(0);
+  }
+}
+
+/// Whether the loop `s` or a loop inside it has a run-time limit.
+bool HasLimitedLoop(const loop::StmtNode& s) {
+  bool found = s.limit != nullptr;
+  loop::VisitStmts(s.body, [&](const loop::Stmt& t) {
+    found = found || (t->kind == loop::StmtKind::kFor && t->limit != nullptr);
+  });
+  return found;
+}
 
 }  // namespace
 
@@ -182,7 +239,29 @@ void CpuKernelEmitter::EmitParallelFor(const loop::StmtNode& s) {
   llvm::Value* pool = b_.CreateLoad(b_.getPtrTy(), b_.CreateStructGEP(ctx_ty, fs_.ctx, 1));
   llvm::FunctionType* pf_ty = llvm::FunctionType::get(
       b_.getVoidTy(), {b_.getPtrTy(), b_.getPtrTy(), b_.getPtrTy(), b_.getInt64Ty()}, false);
-  b_.CreateCall(pf_ty, pf, {pool, task, closure, LoopEnd(s)});
+  llvm::Value* trip = LoopEnd(s);
+  if (HasLimitedLoop(s)) {
+    // A kernel of symbolic dims decided to go parallel without its sizes: at run time, a launch
+    // with less work than the default schedule's threshold for static nests runs the task
+    // inline instead (a decoding step's seq = 1 rows), as OpenMP's `if` clause would.
+    std::set<const loop::VarNode*> in_scope;
+    for (const auto& [var, value] : fs_.vars) in_scope.insert(var);
+    llvm::Value* work = EmitExpr(RunTimeWork(&s, in_scope));
+    llvm::BasicBlock* inline_bb = llvm::BasicBlock::Create(ctx_, "par.inline", fs_.fn);
+    llvm::BasicBlock* launch_bb = llvm::BasicBlock::Create(ctx_, "par.launch", fs_.fn);
+    llvm::BasicBlock* join_bb = llvm::BasicBlock::Create(ctx_, "par.join", fs_.fn);
+    b_.CreateCondBr(b_.CreateICmpSLT(work, b_.getInt64(schedule::kParallelThreshold)), inline_bb,
+                    launch_bb);
+    b_.SetInsertPoint(inline_bb);
+    b_.CreateCall(task, {closure, b_.getInt64(0), trip});
+    b_.CreateBr(join_bb);
+    b_.SetInsertPoint(launch_bb);
+    b_.CreateCall(pf_ty, pf, {pool, task, closure, trip});
+    b_.CreateBr(join_bb);
+    b_.SetInsertPoint(join_bb);
+  } else {
+    b_.CreateCall(pf_ty, pf, {pool, task, closure, trip});
+  }
   llvm::IRBuilderBase::InsertPoint caller_ip = b_.saveIP();
 
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", task));

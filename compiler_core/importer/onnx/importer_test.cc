@@ -572,10 +572,19 @@ TEST(InputShapesTest, ParseAndFormat) {
             "--input-shape 'x': no '=' (expected NAME=D0,D1,...)");
   EXPECT_EQ(ParseInputShape("=1,2", given).message(),
             "--input-shape '=1,2': empty input name (expected NAME=D0,D1,...)");
-  EXPECT_EQ(ParseInputShape("y=1,0", given).message(),
-            "--input-shape 'y=1,0': dim '0' is not an integer >= 1 (expected NAME=D0,D1,...)");
+  EXPECT_EQ(ParseInputShape("y=1,-1", given).message(),
+            "--input-shape 'y=1,-1': dim '-1' is not an integer >= 0 (expected NAME=D0,D1,...)");
   EXPECT_EQ(ParseInputShape("y=1,b", given).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(given.size(), 3u);  // failed specs add nothing
+}
+
+// A fixed dim may be 0: an empty KV cache on a language model's first decoding step.
+TEST(InputShapesTest, ZeroDimIsAFixedSize) {
+  std::vector<NamedShape> given;
+  ASSERT_TRUE(ParseInputShape("past_key_0=1,2,0,32", given).ok());
+  auto one = ProfilesOf(given);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(FormatInputShapes(one->front()), "past_key_0=1,2,0,32");
 }
 
 // Bounded dims: MIN..MAX dims record their minimums (a fixed dim its value); ranges need a

@@ -47,8 +47,9 @@ absl::Status ParseInputShape(std::string_view spec_view, std::vector<NamedShape>
                                   "1 <= MIN <= MAX"));
         }
         bounded = bounded || lo < hi;
-      } else if (!absl::SimpleAtoi(part, &hi) || hi < 1) {
-        return bad(absl::StrCat("dim '", part, "' is not an integer >= 1"));
+      } else if (!absl::SimpleAtoi(part, &hi) || hi < 0) {
+        // 0 is a size like any other: an empty KV cache on the first decoding step.
+        return bad(absl::StrCat("dim '", part, "' is not an integer >= 0"));
       } else {
         lo = hi;
       }

@@ -128,9 +128,11 @@ TEST_F(SymbolicKernelsTest, EveryNodeMatchesTheReferenceAtEveryLength) {
   ASSERT_TRUE(lib.ok()) << lib.status();
 
   // seq = 1 with an empty and a long cache (decode steps), a prompt with no cache, and
-  // lengths that are not multiples of any vector width or row tile.
-  const std::vector<std::pair<int64_t, int64_t>> cases = {{1, 0}, {1, 7}, {5, 0}, {3, 11},
-                                                          {17, 2}, {1, 63}};
+  // lengths that are not multiples of any vector width or row tile: every combination of a
+  // symbolic row tail's blocks (4, 2 and 1 rows below full tiles of up to 8).
+  const std::vector<std::pair<int64_t, int64_t>> cases = {{1, 0},  {1, 7},  {5, 0}, {3, 11},
+                                                          {17, 2}, {1, 63}, {4, 9}, {8, 3},
+                                                          {14, 1}};
   for (auto [seq, past] : cases) {
     SCOPED_TRACE(absl::StrCat("seq=", seq, " past=", past));
     std::unique_ptr<graph::Graph> fixed = StaticGraph(seq, past);

@@ -138,6 +138,8 @@ std::vector<Primitive> MatMulUpdateSchedule(const loop::Stmt& nest, graph::OpKin
   for (int64_t r = 1; r <= std::min<int64_t>(m, std::max<int64_t>(1, acc / vecs)); ++r) {
     mr_choices.push_back(r);
   }
+  // A symbolic i takes the most rows the accumulators allow: its tail is decomposed below.
+  if (li->limit != nullptr) tile.mr = mr_choices.back();
   tile.mr = knobs.Choose(prefix + "mm.mr", mr_choices, tile.mr);
   std::vector<int64_t> kc_choices = {0};
   for (int64_t kc : {64, 128, 256, 512}) {
@@ -185,23 +187,31 @@ std::vector<Primitive> MatMulUpdateSchedule(const loop::Stmt& nest, graph::OpKin
   }
   // Row tiles: i.o { kin { i.i { jv } } }, and the row tail i.t likewise below kin.
   std::vector<std::string> rows = {i};
+  std::string sym_tail;
   const bool split_i = m > tile.mr;
   if (split_i) {
     steps.push_back(Step(Kind::kSplit, {i}, tile.mr));
     rows = {i + ".i"};
-    // A symbolic i (a run-time limit) always has a tail, of run-time length (not unrolled).
-    if (m % tile.mr != 0 || li->limit != nullptr) rows.push_back(i + ".t");
+    if (li->limit != nullptr) {
+      // A symbolic i always has a tail, of run-time length r < mr: its rows go in blocks of
+      // halving height (r = 5 of mr = 6: a block of 4, then one row), each a register block
+      // like i.i. The last single row stays above kin, so that it too keeps its accumulators
+      // in registers across k (below k they would go through memory every step).
+      sym_tail = i + ".t";
+      for (int64_t block = 4; block >= 2; block /= 2) {
+        if (block >= tile.mr) continue;
+        steps.push_back(Step(Kind::kSplit, {sym_tail}, block));
+        rows.push_back(sym_tail + ".i");
+        sym_tail += ".t";
+      }
+    } else if (m % tile.mr != 0) {
+      rows.push_back(i + ".t");
+    }
   }
-  // A symbolic i's tail stays above kin: its rows of run-time count each keep their nr
-  // accumulators in registers across k (below k they would go through memory every step).
-  const std::string sym_tail = li->limit != nullptr ? i + ".t" : "";
   for (const std::string& r : rows) {
-    if (r == sym_tail) continue;
     for (const std::string& kl : kin) steps.push_back(Step(Kind::kReorder, {kl, r}));
   }
-  for (const std::string& r : rows) {
-    if (li->limit == nullptr || r != i + ".t") steps.push_back(Step(Kind::kUnroll, {r}));
-  }
+  for (const std::string& r : rows) steps.push_back(Step(Kind::kUnroll, {r}));
   steps.push_back(Step(Kind::kVectorize, {jv}));
   if (j_tail) steps.push_back(Step(Kind::kVectorize, {j + ".t"}));
 

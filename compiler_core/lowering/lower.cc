@@ -48,32 +48,6 @@ absl::StatusOr<std::vector<loop::Stmt>> LowerAnchor(KernelBuilder& b, const grap
   }
 }
 
-// Whether the lowering of anchor `node` reads its types' dims as expressions (so that a
-// symbolic type gets loops with run-time limits), rather than as static extents.
-// TODO(issue 32): one registry entry per op (DESIGN.md's op registry) should hold this.
-bool LowersSymbolicDims(const graph::Node& node) {
-  switch (node.op()) {
-    case OpKind::kMatMul: case OpKind::kSoftmax: case OpKind::kLogSoftmax:
-    case OpKind::kTranspose: case OpKind::kConcat: case OpKind::kRange: case OpKind::kExpand:
-    case OpKind::kGather: case OpKind::kSlice: case OpKind::kGemm:
-    case OpKind::kLayerNormalization:
-    case OpKind::kReduceSum: case OpKind::kReduceMean: case OpKind::kReduceMax:
-    case OpKind::kReduceMin: case OpKind::kReduceProd: case OpKind::kReduceL1:
-    case OpKind::kReduceL2: case OpKind::kReduceLogSum: case OpKind::kReduceLogSumExp:
-    case OpKind::kReduceSumSquare:
-      return true;
-    case OpKind::kConv: case OpKind::kMaxPool:
-    case OpKind::kAveragePool: case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool:
-    case OpKind::kLpPool: case OpKind::kGlobalLpPool: case OpKind::kTopK:
-    case OpKind::kLayoutTransform: case OpKind::kBitcast: case OpKind::kFlatten:
-    case OpKind::kReshape: case OpKind::kSqueeze: case OpKind::kUnsqueeze: case OpKind::kPad:
-    case OpKind::kBoundMask:
-      return false;
-    default:
-      return node.info().fusion_class == FusionClass::kElementwise ||
-             node.info().fusion_class == FusionClass::kBroadcast;
-  }
-}
 
 // Whether some input or output of `node` has a symbolic dim.
 bool HasSymbolicType(const graph::Node& node) {
@@ -102,7 +76,7 @@ absl::StatusOr<LoweredKernel> LowerGroup(const std::vector<const graph::Node*>& 
       return NoLowering(*nodes[i], "a fused consumer that changes the shape");
     }
   }
-  if (HasSymbolicType(anchor) && !LowersSymbolicDims(anchor)) {
+  if (HasSymbolicType(anchor) && !graph::SupportsSymbolic(anchor.op(), graph::kSymLower)) {
     return NoLowering(anchor, "symbolic dims (its lowering reads static shapes)");
   }
   for (const graph::Node* n : nodes) {

@@ -45,9 +45,9 @@ struct DefOp {
 // ops.def, in its order, with the section each entry is in.
 const std::vector<DefOp>& DefOps() {
   static const std::vector<DefOp> ops = {
-#define KILN_OP(kind, name, fusion, min_in, max_in, n_out) {graph::OpKind::kind, "core"},
-#define KILN_TENSOR_OP(kind, name, fusion, min_in, max_in, n_out) {graph::OpKind::kind, "tensor"},
-#define KILN_NN_OP(kind, name, fusion, min_in, max_in, n_out) {graph::OpKind::kind, "nn"},
+#define KILN_OP(kind, name, fusion, min_in, max_in, n_out, sym) {graph::OpKind::kind, "core"},
+#define KILN_TENSOR_OP(kind, name, fusion, min_in, max_in, n_out, sym) {graph::OpKind::kind, "tensor"},
+#define KILN_NN_OP(kind, name, fusion, min_in, max_in, n_out, sym) {graph::OpKind::kind, "nn"},
 #include "compiler_core/ir/graph/ops.def"
 #undef KILN_NN_OP
 #undef KILN_TENSOR_OP

@@ -330,34 +330,6 @@ absl::StatusOr<BuiltOutputs> BuildGeneric(ImportContext& ctx, const OnnxNode& no
 
 }  // namespace
 
-// Whether the builder of `node`'s op handles inputs with symbolic dims and shape values
-// (Value::sym_value): checked op by op, since a builder that computes with a static shape
-// would read kSymbolicDim. The builders' own checks refuse the cases they cannot handle (SAME
-// auto_pad over a symbolic dim, Squeeze without axes, pre-13 Softmax over a symbolic dim).
-bool BuilderHandlesSymbolicDims(OpKind op) {
-  switch (op) {
-    case OpKind::kRelu: case OpKind::kSigmoid: case OpKind::kTanh: case OpKind::kExp:
-    case OpKind::kLog: case OpKind::kSqrt: case OpKind::kNeg: case OpKind::kAbs:
-    case OpKind::kReciprocal: case OpKind::kIdentity: case OpKind::kErf: case OpKind::kCast:
-    case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv:
-    case OpKind::kPow: case OpKind::kMax: case OpKind::kMin:
-    case OpKind::kEqual: case OpKind::kLess: case OpKind::kLessOrEqual: case OpKind::kGreater:
-    case OpKind::kGreaterOrEqual: case OpKind::kAnd: case OpKind::kOr: case OpKind::kNot:
-    case OpKind::kWhere: case OpKind::kSin: case OpKind::kCos:
-    case OpKind::kConv: case OpKind::kMaxPool: case OpKind::kAveragePool:
-    case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool:
-    case OpKind::kFlatten: case OpKind::kReshape: case OpKind::kSqueeze:
-    case OpKind::kUnsqueeze: case OpKind::kTranspose: case OpKind::kConcat:
-    case OpKind::kShape: case OpKind::kGather: case OpKind::kSlice:
-    case OpKind::kGemm: case OpKind::kMatMul: case OpKind::kSoftmax: case OpKind::kLogSoftmax:
-    case OpKind::kReduceMean: case OpKind::kReduceSum: case OpKind::kReduceMax:
-    case OpKind::kRange: case OpKind::kExpand: case OpKind::kConstantOfShape:
-    case OpKind::kLayerNormalization: case OpKind::kDropout:
-      return true;
-    default:
-      return false;
-  }
-}
 
 // kUnimplemented naming the first input of `node` with symbolic dims or a shape value, when
 // its op's builder does not handle them; OK otherwise.
@@ -365,7 +337,7 @@ absl::Status CheckSymbolicInputs(const OnnxNode& node) {
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const Value* v = node.inputs[i];
     if (v == nullptr || (v->type().is_static() && !v->sym_value().has_value())) continue;
-    if (BuilderHandlesSymbolicDims(node.op)) return absl::OkStatus();
+    if (graph::SupportsSymbolic(node.op, graph::kSymBuild)) return absl::OkStatus();
     return absl::UnimplementedError(
         node.Prefix() + absl::StrCat("input ", i, " has symbolic dims (", v->type().ToString(),
                                      v->type().is_static() ? ", computed from symbolic dims" : "",

@@ -192,5 +192,28 @@ TEST(GraphTest, SharedValueWithHundredThousandUses) {
   EXPECT_THAT(g.Users(x), UnorderedElementsAre());
 }
 
+// ops.def's symbolic column: a builder or lowering that takes symbolic dims is only reachable
+// through a shape rule that reads them, and MatMul (llama's decoder) has all three while Conv's
+// lowering has none yet (docs/symbolic-shapes.md).
+TEST(OpTableTest, SymbolicSupportNeedsTheShapeRule) {
+  const std::vector<OpKind> kinds = {
+#define KILN_OP(kind, name, fusion, min_in, max_in, n_out, sym) OpKind::kind,
+#include "compiler_core/ir/graph/ops.def"
+#undef KILN_OP
+  };
+  ASSERT_GT(kinds.size(), 100u);
+  for (OpKind k : kinds) {
+    const OpInfo& info = GetOpInfo(k);
+    EXPECT_EQ(info.kind, k);
+    if ((info.symbolic & (kSymBuild | kSymLower)) != 0) {
+      EXPECT_TRUE(SupportsSymbolic(k, kSymRule)) << info.name;
+    }
+  }
+  EXPECT_TRUE(SupportsSymbolic(OpKind::kMatMul, kSymAll));
+  EXPECT_TRUE(SupportsSymbolic(OpKind::kConv, kSymRuleBuild));
+  EXPECT_FALSE(SupportsSymbolic(OpKind::kConv, kSymLower));
+  EXPECT_FALSE(SupportsSymbolic(OpKind::kTopK, kSymRule));
+}
+
 }  // namespace
 }  // namespace kiln::graph

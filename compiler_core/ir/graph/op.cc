@@ -7,8 +7,8 @@ namespace kiln::graph {
 namespace {
 
 constexpr OpInfo kOpInfos[] = {
-#define KILN_OP(kind, name, fusion, min_in, max_in, n_out) \
-  {OpKind::kind, name, FusionClass::fusion, min_in, max_in, n_out},
+#define KILN_OP(kind, name, fusion, min_in, max_in, n_out, sym) \
+  {OpKind::kind, name, FusionClass::fusion, min_in, max_in, n_out, sym},
 #include "compiler_core/ir/graph/ops.def"
 #undef KILN_OP
 };
@@ -16,6 +16,10 @@ constexpr OpInfo kOpInfos[] = {
 }  // namespace
 
 const OpInfo& GetOpInfo(OpKind kind) { return kOpInfos[static_cast<int>(kind)]; }
+
+bool SupportsSymbolic(OpKind kind, SymbolicSupport support) {
+  return (GetOpInfo(kind).symbolic & support) == support;
+}
 
 std::optional<OpKind> OpKindFromName(std::string_view name) {
   for (const OpInfo& info : kOpInfos) {
@@ -31,9 +35,9 @@ bool IsViewOp(OpKind kind) {
 
 bool IsTensorOp(OpKind kind) {
   switch (kind) {
-#define KILN_OP(kind, name, fusion, min_in, max_in, n_out)
-#define KILN_NN_OP(kind, name, fusion, min_in, max_in, n_out)
-#define KILN_TENSOR_OP(kind, name, fusion, min_in, max_in, n_out) case OpKind::kind:
+#define KILN_OP(kind, name, fusion, min_in, max_in, n_out, sym)
+#define KILN_NN_OP(kind, name, fusion, min_in, max_in, n_out, sym)
+#define KILN_TENSOR_OP(kind, name, fusion, min_in, max_in, n_out, sym) case OpKind::kind:
 #include "compiler_core/ir/graph/ops.def"
 #undef KILN_TENSOR_OP
 #undef KILN_NN_OP
@@ -46,9 +50,9 @@ bool IsTensorOp(OpKind kind) {
 
 bool IsNnOp(OpKind kind) {
   switch (kind) {
-#define KILN_OP(kind, name, fusion, min_in, max_in, n_out)
-#define KILN_TENSOR_OP(kind, name, fusion, min_in, max_in, n_out)
-#define KILN_NN_OP(kind, name, fusion, min_in, max_in, n_out) case OpKind::kind:
+#define KILN_OP(kind, name, fusion, min_in, max_in, n_out, sym)
+#define KILN_TENSOR_OP(kind, name, fusion, min_in, max_in, n_out, sym)
+#define KILN_NN_OP(kind, name, fusion, min_in, max_in, n_out, sym) case OpKind::kind:
 #include "compiler_core/ir/graph/ops.def"
 #undef KILN_NN_OP
 #undef KILN_TENSOR_OP

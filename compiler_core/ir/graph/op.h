@@ -9,7 +9,7 @@
 namespace kiln::graph {
 
 enum class OpKind : uint16_t {
-#define KILN_OP(kind, name, fusion, min_in, max_in, n_out) kind,
+#define KILN_OP(kind, name, fusion, min_in, max_in, n_out, sym) kind,
 #include "compiler_core/ir/graph/ops.def"
 #undef KILN_OP
 };
@@ -25,6 +25,21 @@ enum class FusionClass : uint8_t {
 };
 
 /// Static facts about one operator, from ops.def.
+/// What an op supports over symbolic dims (docs/symbolic-shapes.md), the last column of
+/// ops.def: kSymRule, its shape rule reads dims as expressions, so its inputs may have symbolic
+/// dims (the shape inference refuses them for other ops); kSymBuild, the ONNX importer's
+/// builder handles symbolic inputs and shape values (Value::sym_value); kSymLower, lowering/
+/// builds its kernel over symbolic dims (the compile says which node is missing otherwise).
+enum SymbolicSupport : uint8_t {
+  kSymNone = 0,
+  kSymRule = 1,
+  kSymBuild = 2,
+  kSymLower = 4,
+  kSymRuleBuild = kSymRule | kSymBuild,
+  kSymRuleLower = kSymRule | kSymLower,
+  kSymAll = kSymRule | kSymBuild | kSymLower,
+};
+
 struct OpInfo {
   OpKind kind;
   const char* name;  // ONNX op_type, also the printed name
@@ -32,7 +47,11 @@ struct OpInfo {
   int min_inputs;
   int max_inputs;
   int num_outputs;  // the maximum number of outputs; optional trailing outputs may be absent
+  uint8_t symbolic;  // SymbolicSupport bits
 };
+
+/// Whether `kind`'s ops.def entry has every bit of `support`.
+bool SupportsSymbolic(OpKind kind, SymbolicSupport support);
 
 const OpInfo& GetOpInfo(OpKind kind);
 inline const char* OpName(OpKind kind) { return GetOpInfo(kind).name; }

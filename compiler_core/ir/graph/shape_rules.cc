@@ -34,47 +34,6 @@ using rules::Mul;
 using rules::Prefix;
 using rules::ShapeStr;
 
-// The ops whose rules read dims as expressions (TensorType::dims()), so that their inputs may
-// have symbolic dims; the other rules read static shapes.
-bool HandlesSymbolicDims(OpKind op) {
-  switch (op) {
-    case OpKind::kRelu: case OpKind::kLeakyRelu: case OpKind::kSigmoid: case OpKind::kTanh:
-    case OpKind::kExp: case OpKind::kLog: case OpKind::kSqrt: case OpKind::kNeg:
-    case OpKind::kAbs: case OpKind::kReciprocal: case OpKind::kIdentity: case OpKind::kErf:
-    case OpKind::kCast: case OpKind::kDropout:
-    case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv:
-    case OpKind::kPow: case OpKind::kMax: case OpKind::kMin: case OpKind::kSum:
-    case OpKind::kConv: case OpKind::kGemm: case OpKind::kMatMul:
-    case OpKind::kMaxPool: case OpKind::kAveragePool: case OpKind::kLpPool:
-    case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool: case OpKind::kGlobalLpPool:
-    case OpKind::kSoftmax: case OpKind::kLogSoftmax:
-    case OpKind::kFlatten: case OpKind::kReshape: case OpKind::kSqueeze:
-    case OpKind::kUnsqueeze: case OpKind::kTranspose: case OpKind::kConcat:
-    case OpKind::kShape: case OpKind::kGather: case OpKind::kSlice: case OpKind::kConstant:
-    // nn_op_rules.cc
-    case OpKind::kElu: case OpKind::kSelu: case OpKind::kCelu: case OpKind::kHardSigmoid:
-    case OpKind::kHardSwish: case OpKind::kSoftplus: case OpKind::kSoftsign:
-    case OpKind::kThresholdedRelu: case OpKind::kMish: case OpKind::kGelu:
-    case OpKind::kLayerNormalization: case OpKind::kMeanVarianceNormalization:
-    // tensor_op_rules.cc
-    case OpKind::kEqual: case OpKind::kLess: case OpKind::kLessOrEqual: case OpKind::kGreater:
-    case OpKind::kGreaterOrEqual: case OpKind::kAnd: case OpKind::kOr: case OpKind::kXor:
-    case OpKind::kNot: case OpKind::kIsNaN: case OpKind::kIsInf: case OpKind::kWhere:
-    case OpKind::kMod: case OpKind::kBitShift: case OpKind::kMean:
-    case OpKind::kSign: case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound:
-    case OpKind::kSin: case OpKind::kCos: case OpKind::kTan: case OpKind::kAsin:
-    case OpKind::kAcos: case OpKind::kAtan: case OpKind::kSinh: case OpKind::kCosh:
-    case OpKind::kAsinh: case OpKind::kAcosh: case OpKind::kAtanh: case OpKind::kCastLike:
-    case OpKind::kReduceSum: case OpKind::kReduceMean: case OpKind::kReduceMax:
-    case OpKind::kReduceMin: case OpKind::kReduceProd: case OpKind::kReduceL1:
-    case OpKind::kReduceL2: case OpKind::kReduceLogSum: case OpKind::kReduceLogSumExp:
-    case OpKind::kReduceSumSquare: case OpKind::kConstantOfShape: case OpKind::kRange:
-    case OpKind::kExpand:
-      return true;
-    default:
-      return false;
-  }
-}
 
 absl::Status ExpectRank(const Node& node, int i, const TensorType& t, int64_t rank) {
   if (t.rank() != rank) {
@@ -944,7 +903,7 @@ absl::StatusOr<std::vector<TensorType>> InferOutputTypes(const Node& node) {
   KILN_RETURN_IF_ERROR(VerifyAttrs(node));
   // LayoutTransform and blocked Conv/pool nodes (graph/layout_rules.h).
   if (IsLayoutNode(node)) return InferLayoutTypes(node);
-  if (!HandlesSymbolicDims(node.op())) {
+  if (!SupportsSymbolic(node.op(), kSymRule)) {
     for (int i = 0; i < n; ++i) {
       const Value* v = node.input(i);
       if (v != nullptr && !v->type().is_static()) {

@@ -370,6 +370,7 @@ int main(int argc, char** argv) {
   double compile_ms = compiled->timings.total_ms;
   auto exe = kiln::runtime::Executable::Load(std::move(compiled->artifact), threads);
   if (!exe.ok()) return Fail(std::string(exe.status().message()));
+  if (decode) return Decode(dir, **exe, threads, compile_ms, warmup, runs);
   std::vector<kiln::importer::NamedTensor> inputs;
   for (int i = 0; i < (*exe)->manifest().inputs_size(); ++i) {
     auto t = kiln::importer::ReadTensorFile(data_dir + "/input_" + std::to_string(i) + ".pb");
@@ -378,7 +379,6 @@ int main(int argc, char** argv) {
   }
   std::vector<const kiln::Tensor*> ptrs;
   for (const auto& t : inputs) ptrs.push_back(&t.tensor);
-  if (decode) return Decode(dir, **exe, threads, compile_ms, warmup, runs);
   for (int i = 0; i < warmup; ++i) {
     auto out = (*exe)->Run(ptrs);
     if (!out.ok()) return Fail(std::string(out.status().message()));

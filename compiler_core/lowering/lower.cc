@@ -48,7 +48,6 @@ absl::StatusOr<std::vector<loop::Stmt>> LowerAnchor(KernelBuilder& b, const grap
   }
 }
 
-
 // Whether some input or output of `node` has a symbolic dim.
 bool HasSymbolicType(const graph::Node& node) {
   for (const graph::Value* v : node.inputs()) {

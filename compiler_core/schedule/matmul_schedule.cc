@@ -187,7 +187,6 @@ std::vector<Primitive> MatMulUpdateSchedule(const loop::Stmt& nest, graph::OpKin
   }
   // Row tiles: i.o { kin { i.i { jv } } }, and the row tail i.t likewise below kin.
   std::vector<std::string> rows = {i};
-  std::string sym_tail;
   const bool split_i = m > tile.mr;
   if (split_i) {
     steps.push_back(Step(Kind::kSplit, {i}, tile.mr));
@@ -197,12 +196,12 @@ std::vector<Primitive> MatMulUpdateSchedule(const loop::Stmt& nest, graph::OpKin
       // halving height (r = 5 of mr = 6: a block of 4, then one row), each a register block
       // like i.i. The last single row stays above kin, so that it too keeps its accumulators
       // in registers across k (below k they would go through memory every step).
-      sym_tail = i + ".t";
+      std::string tail = i + ".t";
       for (int64_t block = 4; block >= 2; block /= 2) {
         if (block >= tile.mr) continue;
-        steps.push_back(Step(Kind::kSplit, {sym_tail}, block));
-        rows.push_back(sym_tail + ".i");
-        sym_tail += ".t";
+        steps.push_back(Step(Kind::kSplit, {tail}, block));
+        rows.push_back(tail + ".i");
+        tail += ".t";
       }
     } else if (m % tile.mr != 0) {
       rows.push_back(i + ".t");

@@ -330,7 +330,6 @@ absl::StatusOr<BuiltOutputs> BuildGeneric(ImportContext& ctx, const OnnxNode& no
 
 }  // namespace
 
-
 // kUnimplemented naming the first input of `node` with symbolic dims or a shape value, when
 // its op's builder does not handle them; OK otherwise.
 absl::Status CheckSymbolicInputs(const OnnxNode& node) {

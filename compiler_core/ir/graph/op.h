@@ -24,7 +24,6 @@ enum class FusionClass : uint8_t {
   kOpaque,            // never fused
 };
 
-/// Static facts about one operator, from ops.def.
 /// What an op supports over symbolic dims (docs/symbolic-shapes.md), the last column of
 /// ops.def: kSymRule, its shape rule reads dims as expressions, so its inputs may have symbolic
 /// dims (the shape inference refuses them for other ops); kSymBuild, the ONNX importer's
@@ -40,6 +39,7 @@ enum SymbolicSupport : uint8_t {
   kSymAll = kSymRule | kSymBuild | kSymLower,
 };
 
+/// Static facts about one operator, from ops.def.
 struct OpInfo {
   OpKind kind;
   const char* name;  // ONNX op_type, also the printed name

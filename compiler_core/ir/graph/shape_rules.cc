@@ -34,7 +34,6 @@ using rules::Mul;
 using rules::Prefix;
 using rules::ShapeStr;
 
-
 absl::Status ExpectRank(const Node& node, int i, const TensorType& t, int64_t rank) {
   if (t.rank() != rank) {
     return Invalid(node, absl::StrCat("input ", i, " has rank ", t.rank(), ", expected ", rank));

@@ -6,11 +6,15 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -41,6 +45,46 @@
 
 namespace kiln::server {
 namespace {
+
+/// Bounds kilnd's shutdown: if Done() is not called within `limit` of construction, logs
+/// `kilnd.shutdown_stuck` with the stage last named and exits the process with status 70
+/// (EX_SOFTWARE).
+class ShutdownWatchdog {
+ public:
+  explicit ShutdownWatchdog(absl::Duration limit)
+      : thread_([this, limit] {
+          std::unique_lock<std::mutex> lock(mu_);
+          if (cv_.wait_for(lock, absl::ToChronoMilliseconds(limit), [this] { return done_; })) {
+            return;
+          }
+          LogError("kilnd.shutdown_stuck",
+                   {{"stage", stage_}, {"after_ms", absl::ToInt64Milliseconds(limit)}});
+          std::_Exit(70);
+        }) {}
+  ~ShutdownWatchdog() { Done(); }
+
+  void Stage(const char* stage) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stage_ = stage;
+  }
+
+  void Done() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  const char* stage_ = "starting";
+  bool done_ = false;
+  std::thread thread_;  // last: starts once the members it reads exist
+};
+
 
 // kiln_build_info's labels: the release is what kCompilerVersion names between "kiln-" and "+".
 metrics::BuildInfo KilndBuildInfo() {
@@ -388,19 +432,29 @@ int RunDaemon(const DaemonOptions& options) {
   }
   LogInfo("kilnd.shutdown", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
                              {"grace_ms", absl::ToInt64Milliseconds(options.shutdown_grace)}});
+  // Every stage below is bounded; should one hang all the same (an RPC that never finishes
+  // holds up the gRPC server's Shutdown forever), the watchdog names it and exits 70 rather
+  // than leave a supervisor's SIGKILL to end an unexplained hang.
+  ShutdownWatchdog watchdog(options.shutdown_grace + absl::Seconds(30));
+  watchdog.Stage("draining the scheduler");
   ctx.draining = true;
   server->GetHealthCheckService()->SetServingStatus(false);
   if (health_server) health_server->GetHealthCheckService()->SetServingStatus(false);
   scheduler.Drain(options.shutdown_grace);
+  watchdog.Stage("stopping the tune runs");
   tune_handler.StopAll();  // now, not only at stop_tunes: before the workers are stopped
+  watchdog.Stage("stopping the local workers");
   if (supervisor) supervisor->Stop();  // still in local_workers: Stop keeps the object alive
   if (measure_supervisor) measure_supervisor->Stop();
+  watchdog.Stage("shutting down the gRPC servers");
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (hub_server) hub_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (health_server) health_server->Shutdown(std::chrono::system_clock::now());
+  watchdog.Stage("stopping the scrubber and the executors");
   scrubber.Stop();
   prepare_executor.Shutdown();
   executor.Shutdown();
+  watchdog.Done();
   for (const char* name : {"kilnd.port", "kilnd.worker_port", "worker.token"}) {
     std::remove(absl::StrCat(options.data_dir, "/", name).c_str());
   }

@@ -21,6 +21,7 @@ struct WatchState {
   std::deque<v1::JobEvent> queue;   // front is being written while `writing`
   bool writing = false;
   bool finish_after_queue = false;
+  bool cancelled = false;  // OnCancel ran: the stream finishes once no write is in flight
   std::string job_id;
   uint64_t watch_id = 0;
   auth::Principal principal;
@@ -42,14 +43,20 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
     std::lock_guard<std::mutex> lock(state_->mu);
     state_->writing = false;
     if (!state_->queue.empty()) state_->queue.pop_front();
-    if (!ok) return FinishLocked(*state_, absl::CancelledError("the client went away"));
+    // A write that completed as the call was cancelled reports ok: the cancellation still
+    // finishes the stream, here, since OnCancel left it to the write in flight.
+    if (!ok || state_->cancelled) {
+      return FinishLocked(*state_, absl::CancelledError("the client went away"));
+    }
     Pump(*state_);
   }
 
   void OnCancel() override {
     ctx_->scheduler->Unwatch(state_->job_id, state_->watch_id);
     std::lock_guard<std::mutex> lock(state_->mu);
-    // With a write in flight, its failure finishes the stream (OnWriteDone).
+    state_->cancelled = true;
+    // With a write in flight, its completion finishes the stream (OnWriteDone), whether the
+    // write failed or got out just before the cancellation.
     if (!state_->writing) FinishLocked(*state_, absl::CancelledError("the client went away"));
   }
 

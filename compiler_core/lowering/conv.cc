@@ -44,6 +44,12 @@ absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph
     return NoLowering(node, absl::StrCat("a quant=\"", std::string(graph::AttrEnumName(a.quant)),
                                          "\" conv of these operands"));
   }
+  // Symbolic batch or spatial dims: the loops run to the dims the kernel receives, and padding
+  // is a select in the update nest (a workspace has a static size).
+  const bool symbolic = !xv->type().is_static() || !node.output(0)->type().is_static();
+  if (symbolic && b.out()->dtype != dt) {
+    return NoLowering(node, "a requantizing epilogue with symbolic dims");
+  }
   const DType xt = xv->type().dtype;  // the input's (and padded workspace's) dtype
   const Expr pad_value = Const(static_cast<double>(a.pad_value), xt);
   std::vector<int64_t> strides = graph::OrFill(a.strides, 2, 1);
@@ -56,11 +62,13 @@ absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph
   // The epilogue may change the dtype (an int8 conv's requantization to uint8): the conv then
   // accumulates into a workspace of its own dtype that the epilogue nest reads.
   loop::BufferRef out = b.out()->dtype == dt ? b.out() : b.Workspace("acc", dt, os);
+  const std::vector<Expr> xd = loop::BufferDims(*x), od = loop::BufferDims(*out);
   std::vector<Stmt> nests;
 
   // Pad nest over the padded input: xpad[n, c, ph, pw(, cv)] = in bounds ? x[...] : 0.
   loop::BufferRef src = x;
-  if (pads[0] != 0 || pads[1] != 0 || pads[2] != 0 || pads[3] != 0) {
+  const bool padded = pads[0] != 0 || pads[1] != 0 || pads[2] != 0 || pads[3] != 0;
+  if (padded && !symbolic) {
     std::vector<int64_t> ps = xs;
     ps[2] += pads[0] + pads[2];
     ps[3] += pads[1] + pads[3];
@@ -86,15 +94,15 @@ absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph
     std::vector<loop::Var> vars = b.NewVars("init.", onames);
     std::vector<Expr> idx = Refs(vars);
     Expr value = bias ? loop::Load(bias, {IdxAdd(IdxMul(idx[1], os[4]), idx[4])}) : Const(0, dt);
-    nests.push_back(Nest(vars, os, loop::Store(out, idx, value)));
+    nests.push_back(NestDims(vars, od, loop::Store(out, idx, value)));
   }
   {
     std::vector<std::string> names = onames;
-    std::vector<int64_t> extents = os;
+    std::vector<Expr> extents = od;
     std::vector<bool> reduction(5, false);
     auto add_red = [&](const std::string& name, int64_t extent) {
       names.push_back(name);
-      extents.push_back(extent);
+      extents.push_back(Idx(extent));
       reduction.push_back(true);
     };
     const bool has_icb = blocked_in && !depthwise;
@@ -110,6 +118,18 @@ absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph
     Expr ic = depthwise ? Idx(0) : idx.back();
     Expr ih = IdxAdd(IdxMul(idx[2], strides[0]), IdxMul(kh, dilations[0]));
     Expr iw = IdxAdd(IdxMul(idx[3], strides[1]), IdxMul(kw, dilations[1]));
+    // Symbolic with pads: x at the unpadded position where in bounds, else the pad value.
+    Expr cond;
+    if (padded && symbolic) {
+      Expr* pos[2] = {&ih, &iw};
+      for (size_t d = 0; d < 2; ++d) {
+        if (pads[d] == 0 && pads[2 + d] == 0) continue;
+        Expr p = IdxAdd(*pos[d], -pads[d]);
+        cond = AndCond(cond, loop::Binary(BinaryOp::kGe, p, Idx(0)));
+        cond = AndCond(cond, loop::Binary(BinaryOp::kLt, p, xd[2 + d]));
+        *pos[d] = IdxClampDim(p, xd[2 + d]);
+      }
+    }
     std::vector<Expr> out_idx(idx.begin(), idx.begin() + 5);
     std::vector<Expr> in_idx;
     if (depthwise) {
@@ -121,11 +141,12 @@ absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph
     }
     std::vector<Expr> w_idx = {idx[1], icb, kh, kw, ic, idx[4]};
     Expr in_value = loop::Load(src, in_idx);
+    if (cond) in_value = loop::Select(cond, in_value, pad_value);
     if (u8) in_value = loop::Cast(DType::kInt32, in_value);
     Expr product = u8s8 ? loop::Binary(BinaryOp::kDot4U8S8, in_value, loop::Load(w, w_idx))
                         : in_value * loop::Load(w, w_idx);
     Expr value = loop::Load(out, out_idx) + product;
-    nests.push_back(Nest(vars, extents, loop::Store(out, out_idx, value), reduction));
+    nests.push_back(NestDims(vars, extents, loop::Store(out, out_idx, value), reduction));
   }
   KILN_ASSIGN_OR_RETURN(Stmt tail, epi.FinalNest(nullptr, out));
   if (tail) nests.push_back(tail);
@@ -154,6 +175,13 @@ absl::StatusOr<std::vector<Stmt>> LowerConv(KernelBuilder& b, const graph::Node&
   std::vector<int64_t> dilations = graph::OrFill(a.dilations, nsp, 1);
   std::vector<int64_t> pads = graph::OrFill(a.pads, 2 * nsp, 0);
   int64_t group = a.group;
+  // Symbolic batch or spatial dims (the channels come from the weights): the loops run to the
+  // dims the kernel receives, and padding is a select in the update nest (a workspace has a
+  // static size).
+  const bool symbolic = !xv->type().is_static() || !node.output(0)->type().is_static();
+  if (symbolic && (xs[1] == kSymbolicDim || os[1] == kSymbolicDim)) {
+    return NoLowering(node, "a symbolic channel count");
+  }
   if (strides.size() != nsp || dilations.size() != nsp || pads.size() != 2 * nsp || group < 1 ||
       os[1] % group != 0 || ws[1] * group != xs[1]) {
     return NoLowering(node, "these strides/dilations/pads/group attributes");
@@ -165,6 +193,7 @@ absl::StatusOr<std::vector<Stmt>> LowerConv(KernelBuilder& b, const graph::Node&
   loop::BufferRef w = b.Input(wv);
   loop::BufferRef bias = bv != nullptr ? b.Input(bv) : nullptr;
   loop::BufferRef out = b.out();
+  const std::vector<Expr> xd = loop::BufferDims(*x), od = loop::BufferDims(*out);
   std::vector<Stmt> nests;
 
   // Pad nest: xpad[n, c, p...] = in bounds ? x[n, c, clamp(p - pad)...] : 0.
@@ -175,13 +204,14 @@ absl::StatusOr<std::vector<Stmt>> LowerConv(KernelBuilder& b, const graph::Node&
     ps[2 + d] += pads[d] + pads[nsp + d];
     padded |= pads[d] != 0 || pads[nsp + d] != 0;
   }
-  for (size_t d = 0; d < nsp; ++d) {
+  for (size_t d = 0; d < nsp && !symbolic; ++d) {
     if ((os[2 + d] - 1) * strides[d] + (ws[2 + d] - 1) * dilations[d] >= ps[2 + d]) {
       return absl::InvalidArgumentError(absl::StrCat(
           "node '", node.name(), "' (Conv): output spatial dim ", d, " reads past the input"));
     }
   }
-  if (padded) {
+  const bool inline_pad = padded && symbolic;
+  if (padded && !symbolic) {
     src = b.Workspace("xpad", dt, ps);
     std::vector<std::string> names = {"n", "c"};
     for (const std::string& s : SpatialNames("", nsp)) names.push_back(s);
@@ -206,22 +236,23 @@ absl::StatusOr<std::vector<Stmt>> LowerConv(KernelBuilder& b, const graph::Node&
     std::vector<loop::Var> vars = b.NewVars("init.", onames);
     std::vector<Expr> idx = Refs(vars);
     Expr value = bias ? loop::Load(bias, {idx[1]}) : Const(0, dt);
-    nests.push_back(Nest(vars, os, loop::Store(out, idx, value)));
+    nests.push_back(NestDims(vars, od, loop::Store(out, idx, value)));
   }
 
-  // Update nest: out[n, oc, o...] += src[n, g*cpg + ic, o*s + k*d ...] * w[oc, ic, k...].
+  // Update nest: out[n, oc, o...] += src[n, g*cpg + ic, o*s + k*d ...] * w[oc, ic, k...]
+  // (symbolic with pads: x at o*s + k*d - pad where in bounds, else 0).
   {
     std::vector<std::string> names = onames;
     names.push_back("ic");
     for (const std::string& s : SpatialNames("k", nsp)) names.push_back(s);
     std::vector<loop::Var> vars = b.NewVars("", names);
     std::vector<Expr> idx = Refs(vars);
-    std::vector<int64_t> extents = os;
-    extents.push_back(cpg);
+    std::vector<Expr> extents = od;
+    extents.push_back(Idx(cpg));
     std::vector<bool> reduction(os.size(), false);
     reduction.push_back(true);
     for (size_t d = 0; d < nsp; ++d) {
-      extents.push_back(ws[2 + d]);
+      extents.push_back(Idx(ws[2 + d]));
       reduction.push_back(true);
     }
     Expr oc = idx[1], ic = idx[os.size()];
@@ -233,13 +264,23 @@ absl::StatusOr<std::vector<Stmt>> LowerConv(KernelBuilder& b, const graph::Node&
     std::vector<Expr> out_idx(idx.begin(), idx.begin() + os.size());
     std::vector<Expr> in_idx = {idx[0], in_c};
     std::vector<Expr> w_idx = {oc, ic};
+    Expr cond;
     for (size_t d = 0; d < nsp; ++d) {
       Expr k = idx[os.size() + 1 + d];
-      in_idx.push_back(IdxAdd(IdxMul(idx[2 + d], strides[d]), IdxMul(k, dilations[d])));
+      Expr pos = IdxAdd(IdxMul(idx[2 + d], strides[d]), IdxMul(k, dilations[d]));
+      if (inline_pad && (pads[d] != 0 || pads[nsp + d] != 0)) {
+        pos = IdxAdd(pos, -pads[d]);
+        cond = AndCond(cond, loop::Binary(BinaryOp::kGe, pos, Idx(0)));
+        cond = AndCond(cond, loop::Binary(BinaryOp::kLt, pos, xd[2 + d]));
+        pos = IdxClampDim(pos, xd[2 + d]);
+      }
+      in_idx.push_back(pos);
       w_idx.push_back(k);
     }
-    Expr value = loop::Load(out, out_idx) + loop::Load(src, in_idx) * loop::Load(w, w_idx);
-    nests.push_back(Nest(vars, extents, loop::Store(out, out_idx, value), reduction));
+    Expr in_value = loop::Load(src, in_idx);
+    if (cond) in_value = loop::Select(cond, in_value, Const(0, dt));
+    Expr value = loop::Load(out, out_idx) + in_value * loop::Load(w, w_idx);
+    nests.push_back(NestDims(vars, extents, loop::Store(out, out_idx, value), reduction));
   }
 
   KILN_ASSIGN_OR_RETURN(Stmt tail, epi.FinalNest(nullptr));

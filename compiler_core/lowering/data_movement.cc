@@ -251,11 +251,13 @@ absl::StatusOr<std::vector<Stmt>> LowerPad(KernelBuilder& b, const graph::Node& 
     fill = cv->constant()->GetAsDouble(0);
   }
   loop::BufferRef x = b.Input(xv);
+  // Dims as i64 expressions: symbolic ones are read from the kernel's dims.
+  const std::vector<Expr> xd = loop::BufferDims(*x);
   auto value = [&](const std::vector<Expr>& idx) {
     std::vector<Expr> in_idx;
     Expr cond;
     for (size_t d = 0; d < rank; ++d) {
-      const int64_t n = xs[d];
+      const Expr& n = xd[d];
       Expr j = IdxAdd(idx[d], -pads[d]);
       if (pads[d] == 0 && pads[rank + d] <= 0) {
         in_idx.push_back(j);
@@ -263,16 +265,21 @@ absl::StatusOr<std::vector<Stmt>> LowerPad(KernelBuilder& b, const graph::Node& 
       }
       if (mode == PadMode::kConstant) {
         cond = AndCond(cond, loop::Binary(BinaryOp::kGe, j, Idx(0)));
-        cond = AndCond(cond, loop::Binary(BinaryOp::kLt, j, Idx(n)));
+        cond = AndCond(cond, loop::Binary(BinaryOp::kLt, j, n));
       } else if (mode == PadMode::kReflect) {
         j = loop::Select(loop::Binary(BinaryOp::kLt, j, Idx(0)), Idx(0) - j, j);
-        j = loop::Select(loop::Binary(BinaryOp::kGe, j, Idx(n)), Idx(2 * (n - 1)) - j, j);
+        j = loop::Select(loop::Binary(BinaryOp::kGe, j, n), IdxAdd(IdxMul(n, 2), -2) - j, j);
       }
-      in_idx.push_back(IdxClamp(j, n));
+      in_idx.push_back(IdxClampDim(j, n));
     }
     Expr v = loop::Load(x, in_idx);
     return cond ? loop::Select(cond, v, Const(fill, dt)) : v;
   };
+  if (!node.output(0)->type().is_static()) {
+    KILN_ASSIGN_OR_RETURN(Stmt nest, CopyNest(b, epi, "", loop::BufferDims(*b.out()), nullptr,
+                                              value));
+    return std::vector<Stmt>{nest};
+  }
   KILN_ASSIGN_OR_RETURN(Stmt nest, CopyNest(b, epi, "", node.output(0)->type().shape, nullptr,
                                             value));
   return std::vector<Stmt>{nest};
@@ -366,6 +373,9 @@ absl::StatusOr<std::vector<Stmt>> LowerDataMovement(KernelBuilder& b, const grap
   switch (node.op()) {
     case OpKind::kConcat: return LowerConcat(b, node, epi);
     case OpKind::kPad:
+      if (HasRuntimeOperand(node, 1, 2) && !node.input(0)->type().is_static()) {
+        return NoLowering(node, "pads computed at run time over symbolic dims");
+      }
       return HasRuntimeOperand(node, 1, 2) ? LowerRuntimePad(b, node, epi) : LowerPad(b, node, epi);
     case OpKind::kGather: return LowerGather(b, node, epi);
     case OpKind::kSlice:

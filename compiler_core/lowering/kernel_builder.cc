@@ -265,6 +265,25 @@ Expr IdxClamp(Expr a, int64_t extent) {
   return loop::Min(loop::Max(std::move(a), Idx(0)), Idx(extent - 1));
 }
 
+Expr IdxClampDim(Expr a, const Expr& extent) {
+  if (extent->kind == loop::ExprKind::kIntImm) return IdxClamp(std::move(a), extent->int_value);
+  return loop::Min(loop::Max(std::move(a), Idx(0)), IdxAdd(extent, -1));
+}
+
+Expr DimProduct(const std::vector<Expr>& dims) {
+  int64_t folded = 1;
+  Expr product;
+  for (const Expr& d : dims) {
+    if (d->kind == loop::ExprKind::kIntImm) {
+      folded *= d->int_value;
+    } else {
+      product = product ? product * d : d;
+    }
+  }
+  if (!product) return Idx(folded);
+  return IdxMul(product, folded);
+}
+
 Expr Bin(loop::BinaryOp op, Expr a, Expr b) { return loop::Binary(op, std::move(a), std::move(b)); }
 
 Expr AndCond(Expr a, Expr b) {

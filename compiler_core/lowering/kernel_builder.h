@@ -114,6 +114,11 @@ loop::Expr IdxMul(loop::Expr a, int64_t c);
 loop::Expr Idx(int64_t c);
 /// Clamps an index to [0, extent-1].
 loop::Expr IdxClamp(loop::Expr a, int64_t extent);
+/// Clamps an index to [0, extent-1] for an extent given as an i64 expression (a symbolic dim;
+/// an IntImm gives IdxClamp's expression).
+loop::Expr IdxClampDim(loop::Expr a, const loop::Expr& extent);
+/// The product of i64 dim expressions, folding immediates (1 for none).
+loop::Expr DimProduct(const std::vector<loop::Expr>& dims);
 /// loop::Binary, short.
 loop::Expr Bin(loop::BinaryOp op, loop::Expr a, loop::Expr b);
 /// a && b, folding a null `a`.

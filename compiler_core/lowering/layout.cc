@@ -1,6 +1,7 @@
 // LayoutTransform between NC[spatial] and the blocked NC[spatial]<x>c layout: one nest over the
 // output. Blocking reads channel cb*x + c through a clamped index under a select (zeros for the
 // padded channels, never an out-of-bounds load); unblocking reads lane c % x of block c / x.
+// N and the spatial dims may be symbolic (the loops run to the dims the kernel receives).
 // Bitcast of 8-bit elements to i32 words (a view unless it must be copied) assembles each word.
 #include "absl/strings/str_cat.h"
 #include "compiler_core/ir/graph/layout_rules.h"
@@ -18,7 +19,6 @@ absl::StatusOr<std::vector<loop::Stmt>> LowerLayoutTransform(KernelBuilder& b,
                                                              const Epilogue& epi) {
   KILN_RETURN_IF_ERROR(epi.CheckSameDType(node));
   const std::vector<int64_t>& xs = node.input(0)->type().shape;
-  const std::vector<int64_t>& os = node.output(0)->type().shape;
   const DType dt = node.output(0)->type().dtype;
   const int64_t dst = graph::LayoutBlock(graph::LayoutTransformAttrs::Of(node).dst_layout);
   loop::BufferRef x = b.Input(node.input(0));
@@ -48,7 +48,7 @@ absl::StatusOr<std::vector<loop::Stmt>> LowerLayoutTransform(KernelBuilder& b,
     value = loop::Load(x, in_idx);
   }
   KILN_ASSIGN_OR_RETURN(value, epi.Apply(value, idx));
-  return std::vector<loop::Stmt>{Nest(vars, os, loop::Store(out, idx, value))};
+  return std::vector<loop::Stmt>{NestDims(vars, loop::BufferDims(*out), loop::Store(out, idx, value))};
 }
 
 absl::StatusOr<std::vector<loop::Stmt>> LowerBitcast(KernelBuilder& b, const graph::Node& node,

@@ -100,8 +100,16 @@ absl::StatusOr<LoweredKernel> LowerCopy(const graph::Value* source, const graph:
                                         const std::string& kernel_name,
                                         const KernelSymbols* symbols) {
   if (!source->type().is_static() || !result->type().is_static()) {
-    // Symbolic: a copy of the same dims (an output that is an input or listed twice).
-    if (source->type().dims() != result->type().dims() ||
+    // Symbolic: a copy of the same dims up to size-1 dims (an output that is an input, listed
+    // twice, or a view that only drops or adds 1s, such as Flatten after a global pool).
+    auto non_unit = [](const TensorType& t) {
+      std::vector<sym::Expr> kept;
+      for (size_t d = 0; d < t.shape.size(); ++d) {
+        if (t.shape[d] != 1) kept.push_back(t.dims()[d]);
+      }
+      return kept;
+    };
+    if (non_unit(source->type()) != non_unit(result->type()) ||
         source->type().dtype != result->type().dtype) {
       return absl::UnimplementedError(absl::StrCat("cannot copy ", source->type().ToString(),
                                                    " into ", result->type().ToString(),
@@ -112,7 +120,18 @@ absl::StatusOr<LoweredKernel> LowerCopy(const graph::Value* source, const graph:
     loop::BufferRef in = b.Input(source);
     std::vector<loop::Var> vars = b.NewVars("", AxisNames(out->shape.size()));
     std::vector<loop::Expr> idx = Refs(vars);
-    loop::Stmt nest = NestDims(vars, loop::BufferDims(*out), loop::Store(out, idx, loop::Load(in, idx)));
+    std::vector<loop::Expr> in_idx;
+    size_t next = 0;  // the output's next dim that is not a static 1
+    for (int64_t n : source->type().shape) {
+      if (n == 1) {
+        in_idx.push_back(Idx(0));
+        continue;
+      }
+      while (result->type().shape[next] == 1) ++next;
+      in_idx.push_back(idx[next++]);
+    }
+    loop::Stmt nest = NestDims(vars, loop::BufferDims(*out),
+                               loop::Store(out, idx, loop::Load(in, in_idx)));
     KILN_RETURN_IF_ERROR(b.SymbolStatus());
     return b.Finish({nest});
   }

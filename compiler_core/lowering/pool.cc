@@ -20,13 +20,14 @@ using loop::BinaryOp;
 using loop::Expr;
 using loop::Stmt;
 
-/// Number of k in [0, kernel) with lo <= start + k*dil < hi, where start = o*stride - pad_begin.
+/// Number of k in [0, kernel) with lo <= start + k*dil < hi, where start = o*stride - pad_begin
+/// (`hi` an i64 expression: a symbolic input dim, plus the end pad when it counts).
 Expr WindowCount(Expr o, int64_t stride, int64_t pad_begin, int64_t dil, int64_t kernel,
-                 int64_t lo, int64_t hi) {
+                 int64_t lo, const Expr& hi) {
   // lo - start = (lo + pad_begin) - o*stride; hi - 1 - start = (hi - 1 + pad_begin) - o*stride.
   Expr os = IdxMul(o, stride);
   Expr below = Idx(lo + pad_begin) - os;
-  Expr above = Idx(hi - 1 + pad_begin) - os;
+  Expr above = IdxAdd(hi, pad_begin - 1) - os;
   Expr kmin, kmax;
   if (dil == 1) {
     kmin = below;
@@ -89,9 +90,15 @@ absl::StatusOr<std::vector<Stmt>> LowerWindowPool(KernelBuilder& b, const graph:
     return NoLowering(node, "the Indices output in a blocked layout or with fused consumers");
   }
   const bool column_major = a.storage_order != 0;
+  // Symbolic batch or spatial dims: the loops run to the dims the kernel receives.
+  const bool symbolic = !xv->type().is_static() || !node.output(0)->type().is_static();
+  if (symbolic && indices_value != nullptr) {
+    return NoLowering(node, "the Indices output with symbolic dims");
+  }
 
   loop::BufferRef x = b.Input(xv);
   loop::BufferRef out = b.out();
+  const std::vector<Expr> xd = loop::BufferDims(*x), od = loop::BufferDims(*out);
   // MaxPool's Indices: flattened NC[spatial] index of the (first) maximum.
   loop::BufferRef ind = indices_value != nullptr ? b.ExtraOutput(indices_value) : nullptr;
   Expr identity = is_max ? Lowest(dt) : Const(0, dt);
@@ -103,7 +110,7 @@ absl::StatusOr<std::vector<Stmt>> LowerWindowPool(KernelBuilder& b, const graph:
     std::vector<loop::Var> vars = b.NewVars("init.", onames);
     Stmt init = loop::Store(out, Refs(vars), identity);
     if (ind) init = loop::Block({init, loop::Store(ind, Refs(vars), Idx(0))});
-    nests.push_back(Nest(vars, os, init));
+    nests.push_back(NestDims(vars, od, init));
   }
   {
     std::vector<std::string> names = onames;
@@ -112,16 +119,16 @@ absl::StatusOr<std::vector<Stmt>> LowerWindowPool(KernelBuilder& b, const graph:
     std::vector<Expr> idx = Refs(vars);
     std::vector<Expr> out_idx(idx.begin(), idx.begin() + os.size());
     std::vector<Expr> in_idx = {idx[0], idx[1]};
-    std::vector<int64_t> extents = os;
+    std::vector<Expr> extents = od;
     std::vector<bool> reduction(os.size(), false);
     Expr cond;
     for (size_t d = 0; d < nsp; ++d) {
       Expr k = idx[os.size() + d];
       Expr pos = IdxAdd(IdxAdd(IdxMul(idx[2 + d], strides[d]), IdxMul(k, dilations[d])), -pads[d]);
       cond = AndCond(cond, loop::Binary(BinaryOp::kGe, pos, Idx(0)));
-      cond = AndCond(cond, loop::Binary(BinaryOp::kLt, pos, Idx(xs[2 + d])));
-      in_idx.push_back(IdxClamp(pos, xs[2 + d]));
-      extents.push_back(kernel[d]);
+      cond = AndCond(cond, loop::Binary(BinaryOp::kLt, pos, xd[2 + d]));
+      in_idx.push_back(IdxClampDim(pos, xd[2 + d]));
+      extents.push_back(Idx(kernel[d]));
       reduction.push_back(true);
     }
     if (lane) in_idx.push_back(idx[2 + nsp]);
@@ -146,7 +153,7 @@ absl::StatusOr<std::vector<Stmt>> LowerWindowPool(KernelBuilder& b, const graph:
                                         loop::Select(better, flat, loop::Load(ind, out_idx))),
                             update});
     }
-    nests.push_back(Nest(vars, extents, update, reduction));
+    nests.push_back(NestDims(vars, extents, update, reduction));
   }
   std::function<Expr(Expr, const std::vector<Expr>&)> divide;
   if (is_lp) {
@@ -156,7 +163,7 @@ absl::StatusOr<std::vector<Stmt>> LowerWindowPool(KernelBuilder& b, const graph:
       Expr count;
       for (size_t d = 0; d < nsp; ++d) {
         int64_t lo = include_pad ? -pads[d] : 0;
-        int64_t hi = include_pad ? xs[2 + d] + pads[nsp + d] : xs[2 + d];
+        Expr hi = include_pad ? IdxAdd(xd[2 + d], pads[nsp + d]) : xd[2 + d];
         Expr c = WindowCount(idx[2 + d], strides[d], pads[d], dilations[d], kernel[d], lo, hi);
         count = count ? count * c : c;
       }
@@ -182,8 +189,12 @@ absl::StatusOr<std::vector<Stmt>> LowerGlobalPool(KernelBuilder& b, const graph:
   const size_t lane = node.attrs().Has("layout") ? 1 : 0;
   if (xs.size() < 3 + lane) return NoLowering(node, absl::StrCat("input rank ", xs.size()));
   const size_t nsp = xs.size() - 2 - lane;
+  if (xs[1] == kSymbolicDim || (lane && xs.back() == kSymbolicDim)) {
+    return NoLowering(node, "a symbolic channel count");
+  }
   loop::BufferRef x = b.Input(xv);
   loop::BufferRef out = b.out();
+  const std::vector<Expr> xd = loop::BufferDims(*x);
   Expr identity = is_max ? Lowest(dt) : Const(0, dt);
   std::vector<Stmt> nests;
   // `idx` holds n, c(b), then (all loops) the spatial dims and the lane.
@@ -194,16 +205,17 @@ absl::StatusOr<std::vector<Stmt>> LowerGlobalPool(KernelBuilder& b, const graph:
     return o;
   };
   std::vector<std::string> init_names = {"n", lane ? "cb" : "c"};
-  std::vector<int64_t> init_extents = {xs[0], xs[1]};
+  std::vector<Expr> init_extents = {xd[0], xd[1]};
   if (lane) {
     init_names.push_back("c");
-    init_extents.push_back(xs.back());
+    init_extents.push_back(xd.back());
   }
   {
     std::vector<loop::Var> vars = b.NewVars("init.", init_names);
-    nests.push_back(Nest(vars, init_extents, loop::Store(out, out_index(Refs(vars)), identity)));
+    nests.push_back(
+        NestDims(vars, init_extents, loop::Store(out, out_index(Refs(vars)), identity)));
   }
-  int64_t count = 1;
+  std::vector<Expr> spatial;  // the dims averaged over
   {
     std::vector<std::string> names = {"n", lane ? "cb" : "c"};
     for (const std::string& s : SpatialNames("", nsp)) names.push_back(s);
@@ -214,21 +226,26 @@ absl::StatusOr<std::vector<Stmt>> LowerGlobalPool(KernelBuilder& b, const graph:
     std::vector<bool> reduction = {false, false};
     for (size_t d = 0; d < nsp; ++d) {
       reduction.push_back(true);
-      count *= xs[2 + d];
+      spatial.push_back(xd[2 + d]);
     }
     if (lane) reduction.push_back(false);
     Expr acc = loop::Load(out, out_idx);
     Expr v = loop::Load(x, idx);
     if (is_lp) v = LpTerm(v, lp, dt);
-    nests.push_back(Nest(vars, xs, loop::Store(out, out_idx, is_max ? loop::Max(acc, v) : acc + v),
-                         reduction));
+    nests.push_back(NestDims(vars, xd,
+                             loop::Store(out, out_idx, is_max ? loop::Max(acc, v) : acc + v),
+                             reduction));
   }
   std::function<Expr(Expr, const std::vector<Expr>&)> divide;
   if (is_lp) {
     divide = LpRoot(lp, dt);
   } else if (!is_max) {
     divide = [&](Expr v, const std::vector<Expr>&) {
-      return loop::Binary(BinaryOp::kDiv, v, Const(static_cast<double>(count), dt));
+      Expr count = DimProduct(spatial);
+      return loop::Binary(BinaryOp::kDiv, v,
+                          count->kind == loop::ExprKind::kIntImm
+                              ? Const(static_cast<double>(count->int_value), dt)
+                              : loop::Cast(dt, count));
     };
   }
   KILN_ASSIGN_OR_RETURN(Stmt tail, epi.FinalNest(divide));

@@ -85,10 +85,17 @@ class Placer {
     return s;
   }
 
-  /// Output elements the rewritten sites cover, counting each spatial iteration once.
+  /// Output elements the rewritten sites cover, counting each spatial iteration once; -1 when
+  /// a loop has a run-time limit (a symbolic extent: not counted).
   int64_t covered() const { return covered_; }
 
  private:
+  /// `count` times the iterations of loop `l`; -1 (not counted) once a loop has a run-time
+  /// limit.
+  static int64_t CountTimes(int64_t count, const Stmt& l) {
+    return count < 0 || l->limit ? -1 : count * l->extent;
+  }
+
   /// The spatial loops (name, extent) under the reductions of a chain starting at `root`.
   static std::vector<std::pair<std::string, int64_t>> BlockLoops(const Stmt& root) {
     std::vector<std::pair<std::string, int64_t>> loops;
@@ -120,7 +127,7 @@ class Placer {
         return Fail(absl::StrCat("reduction loop '", l->loop_var->name, "' encloses loop '",
                                  at_, "'"));
       }
-      count *= l->extent;
+      count = CountTimes(count, l);
     }
     if (!root->is_reduction) return Fail(absl::StrCat("loop '", at_, "' is not a reduction"));
     std::vector<Stmt> chain = PerfectChain(root);
@@ -138,7 +145,7 @@ class Placer {
         return Fail(absl::StrCat("loop '", l->loop_var->name, "' inside '", at_,
                                  "' is parallel"));
       }
-      count *= l->extent;
+      count = CountTimes(count, l);
     }
     const Stmt store = Unwrap(chain.back()->body);
     if (!store || store->kind != StmtKind::kStore || store->buffer != pw_.store->buffer) {
@@ -166,9 +173,17 @@ class Placer {
       body = Substitute(body, pw_.loops[d]->loop_var.get(), index);
     }
     for (size_t k = spatial.size(); k-- > 0;) {
-      body = loop::For(fresh[k], spatial[k]->extent, body, spatial[k]->for_kind, false);
+      auto copy = std::make_shared<loop::StmtNode>(
+          *loop::For(fresh[k], spatial[k]->extent, body, spatial[k]->for_kind, false));
+      if (spatial[k]->limit) {
+        copy->limit = spatial[k]->limit;
+        for (size_t j = 0; j < k; ++j) {
+          copy->limit = Substitute(copy->limit, spatial[j]->loop_var.get(), loop::VarRef(fresh[j]));
+        }
+      }
+      body = copy;
     }
-    covered_ += count;
+    covered_ = count < 0 || covered_ < 0 ? -1 : covered_ + count;
     return before_ ? loop::Block({body, root}) : loop::Block({root, body});
   }
 
@@ -237,12 +252,32 @@ absl::Status ComputeAt(loop::Func& func, const std::string& nest, const std::str
     // Every element the pointwise nest computes must be computed in the contraction's blocks
     // (each spatial iteration stores a distinct element: the lowering's output loops are a
     // bijection onto the output, which split, reorder and fuse preserve).
-    if (placer.covered() != out->NumElements()) {
+    // With run-time limits the count is unknown: then the nest of `at` must be the only one
+    // that computes part of the buffer (the lowering's output loops are a bijection onto it;
+    // Rewrite refuses a store outside a loop `at`), so any other nest that stores it must be
+    // pointwise over all of it (an epilogue), not a second contraction (a packed B's tail
+    // columns).
+    if (placer.covered() < 0) {
+      for (size_t i = 0; i < nests.size(); ++i) {
+        if (static_cast<int>(i) == from || static_cast<int>(i) == to) continue;
+        std::set<const loop::Buffer*> loads, stores;
+        CollectAccesses(nests[i], &loads, &stores);
+        if (stores.count(out.get()) != 0 && !compute_at_internal::MatchPointwise(nests[i]).ok()) {
+          return Fail(absl::StrCat("another nest computes part of %", out->name,
+                                   " (with run-time limits the blocks at '", at,
+                                   "' cannot be counted)"));
+        }
+      }
+    } else if (placer.covered() != out->NumElements()) {
       return Fail(absl::StrCat("the blocks at '", at, "' cover ", placer.covered(), " of the ",
                                out->NumElements(), " elements of %", out->name));
     }
   } else if (to_loads.count(out.get()) != 0 && workspace != func.workspaces.end() &&
              from < to) {
+    if (HasLimitedLoop(func.body)) {
+      return Fail("the kernel has loops with run-time limits (symbolic extents): a workspace "
+                  "computed per block is not supported there yet");
+    }
     // The producer case: the workspace becomes a local buffer per iteration of `at`, so no
     // other nest may use it.
     for (size_t i = 0; i < nests.size(); ++i) {

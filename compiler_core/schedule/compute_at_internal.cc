@@ -44,7 +44,11 @@ absl::StatusOr<Pointwise> MatchPointwise(const Stmt& nest) {
     if (l->for_kind != loop::ForKind::kSerial || l->is_reduction) {
       return Fail(absl::StrCat("loop '", l->loop_var->name, "' is scheduled or a reduction"));
     }
-    if (l->extent != buf->shape[d] || !IsVarRef(p.store->indices[d], l->loop_var.get())) {
+    // A symbolic dim: a loop limited to exactly that dim's expression.
+    const bool covers = buf->shape[d] == loop::kSymbolicDim
+                            ? l->limit != nullptr && SameExpr(l->limit, buf->sym_shape[d])
+                            : l->extent == buf->shape[d] && l->limit == nullptr;
+    if (!covers || !IsVarRef(p.store->indices[d], l->loop_var.get())) {
       return Fail(absl::StrCat("it does not store %", buf->name, " at its loop variables"));
     }
   }

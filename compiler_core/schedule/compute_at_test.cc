@@ -48,6 +48,69 @@ constexpr char kConv1d[] = R"(func @conv1d(%x: f32[3,10], %w: f32[3] const, %out
   }
 })";
 
+// kMatMul over a symbolic number of rows (the kernel's dims[0]): loops with run-time limits.
+constexpr char kSymbolicMatMul[] = R"(func @smm(%dims: i64[1], %a: f32[%dims[0],12], %b: f32[12,20], %bias: f32[20], %c: f32[%dims[0],20]) anchor=MatMul {
+  for init.i in 0..1099511627776 limit %dims[0] {
+    for init.j in 0..20 {
+      %c[init.i, init.j] = %bias[init.j]
+    }
+  }
+  for i in 0..1099511627776 limit %dims[0] {
+    for j in 0..20 {
+      for k in 0..12 reduce {
+        %c[i, j] = (%c[i, j] + (%a[i, k] * %b[k, j]))
+      }
+    }
+  }
+  for epi.i in 0..1099511627776 limit %dims[0] {
+    for epi.j in 0..20 {
+      %c[epi.i, epi.j] = max(%c[epi.i, epi.j], 0.0)
+    }
+  }
+})";
+
+// Its columns in two contractions (16, then the last 4), as a packed B's tail is lowered.
+constexpr char kSymbolicMatMulTwoNests[] = R"(func @smm2(%dims: i64[1], %a: f32[%dims[0],12], %b: f32[12,20], %bias: f32[20], %c: f32[%dims[0],20]) anchor=MatMul {
+  for init.i in 0..1099511627776 limit %dims[0] {
+    for init.j in 0..20 {
+      %c[init.i, init.j] = %bias[init.j]
+    }
+  }
+  for i in 0..1099511627776 limit %dims[0] {
+    for j in 0..16 {
+      for k in 0..12 reduce {
+        %c[i, j] = (%c[i, j] + (%a[i, k] * %b[k, j]))
+      }
+    }
+  }
+  for i2 in 0..1099511627776 limit %dims[0] {
+    for jt in 0..4 {
+      for k2 in 0..12 reduce {
+        %c[i2, (jt + 16)] = (%c[i2, (jt + 16)] + (%a[i2, k2] * %b[k2, (jt + 16)]))
+      }
+    }
+  }
+})";
+
+/// Runs symbolic `f` (params dims, a, b, bias, c as in kSymbolicMatMul) for `rows` rows on
+/// deterministic inputs and returns c.
+std::vector<float> InterpretRows(const loop::Func& f, int64_t rows) {
+  std::vector<int64_t> dims = {rows};
+  std::vector<std::vector<float>> buffers = {std::vector<float>(rows * 12),
+                                             std::vector<float>(12 * 20), std::vector<float>(20),
+                                             std::vector<float>(rows * 20, 0.0f)};
+  for (size_t p = 0; p + 1 < buffers.size(); ++p) {
+    for (size_t n = 0; n < buffers[p].size(); ++n) {
+      buffers[p][n] = 0.37f * static_cast<float>((n * 7 + p) % 11) - 1.5f;
+    }
+  }
+  std::vector<void*> args = {dims.data()};
+  for (std::vector<float>& b : buffers) args.push_back(b.data());
+  absl::Status s = loop::InterpretFunc(f, args);
+  EXPECT_TRUE(s.ok()) << s;
+  return buffers.back();
+}
+
 /// Runs `f` on deterministic inputs (every param but the last, then zeroed workspaces) and
 /// returns its last param.
 std::vector<float> Interpret(const loop::Func& f) {
@@ -109,6 +172,35 @@ TEST(ComputeAtTest, AReadOutsideTheLoopIsRefused) {
   EXPECT_EQ(st.message(), "func 'conv1d' step 1 compute_at(pad.c, o.o): %xpad is read outside "
                           "loop 'o.o'");
   EXPECT_EQ(f.workspaces.size(), 1u);
+}
+
+// Loops over a symbolic dim (run-time limits): the init and the ReLU move into every register
+// block, the row tail's included, and compute what the unmoved nests do at any row count.
+TEST(ComputeAtTest, SymbolicRowsInitAndEpilogueInEveryBlockMatch) {
+  const loop::Func plain = *loop::ParseFunc(kSymbolicMatMul);
+  const loop::Func moved = Scheduled(
+      kSymbolicMatMul, "split(i, 4); reorder(i.o, k, i.i, j); reorder(i.t, k, j); unroll(i.i); "
+                       "compute_at(init.i, k); compute_at(epi.i, k)");
+  ASSERT_EQ(moved.body->stmts.size(), 1u) << "the init and the epilogue are still nests";
+  for (int64_t rows : {1, 4, 7, 9}) {
+    SCOPED_TRACE(rows);
+    const std::vector<float> want = InterpretRows(plain, rows);
+    EXPECT_EQ(InterpretRows(moved, rows), want);
+    int clamped = 0;
+    for (float v : want) clamped += v == 0.0f;
+    EXPECT_GT(clamped, 0);  // the ReLU ran
+  }
+}
+
+// With run-time limits the blocks cannot be counted: a second contraction that computes part of
+// the output (a packed B's tail columns) must refuse the move, which would leave its columns
+// without the bias.
+TEST(ComputeAtTest, SymbolicSecondContractionIsRefused) {
+  loop::Func f = *loop::ParseFunc(kSymbolicMatMulTwoNests);
+  absl::Status st = ApplySchedule(*ParseSchedule("compute_at(init.i, k)"), f);
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(st.message(), "func 'smm2' step 0 compute_at(init.i, k): another nest computes part "
+                          "of %c (with run-time limits the blocks at 'k' cannot be counted)");
 }
 
 }  // namespace

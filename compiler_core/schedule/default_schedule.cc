@@ -256,8 +256,10 @@ class Planner {
     // Matmul update nests: the register-blocked micro-kernel (matmul_schedule.h), all or none.
     if (TryAll(MatMulUpdateSchedule(nest, work_.anchor, target_, knobs_, prefix_))) {
       // Knob: the zero init and the epilogue (bias, activation) inside the micro-kernel's
-      // block, at its outermost reduction.
-      if (!pending_.empty() && KnobBool("compute_at", true)) {
+      // block, at its outermost reduction. Off over symbolic dims: there it measured 1.3-1.5x
+      // slower on llama_decoder_kv's prompt (an epilogue that reads another input, the
+      // residual Add, keeps LLVM from holding the block in registers).
+      if (!pending_.empty() && KnobBool("compute_at", !HasLimitedLoop(nest))) {
         const std::string root = ReductionRoot(InnermostStore(nest));
         for (const std::string& name : pending_) {
           if (!root.empty() && Try(Kind::kComputeAt, {name, root})) placed_.insert(name);
@@ -412,6 +414,7 @@ class Planner {
       std::swap(reds[0], reds[1]);
     }
     reduction_root_ = reds[0].name;
+    if (ow >= loop::kUnboundedExtent) return PlanSymbolicConv(spatial, reds);
     int64_t cols = ow;
     bool tailed = false;
     if (ow > max_acc) {
@@ -527,6 +530,43 @@ class Planner {
                  Primitive{Kind::kUnroll, {ow + ".t"}, 0}, Primitive{Kind::kVectorize, {oc}, 0}})) {
       return {};
     }
+    return {spatial[0].name, spatial[1].name, spatial[2].name};
+  }
+
+  /// PlanBlockedConv for a symbolic output width: register blocks of C = max_acc columns (8
+  /// with AVX2, 16 with AVX-512) times one vector of output channels, and the run-time tail
+  /// r < C in blocks of halving width (C/2, ..., 2) and a last single column, each its own
+  /// register block (as the matmul row tail, matmul_schedule.cc):
+  ///   n, ocb, oh, { ow.o, <reds>, ow.i, oc ; ow.t.o, <reds>, ow.t.i, oc ; ... ; ow.t...t,
+  ///   <reds>, oc }
+  /// (the .i loops unrolled, oc vectorized). Returns {} (nothing applied) if illegal.
+  std::vector<std::string> PlanSymbolicConv(const std::vector<LoopInfo>& spatial,
+                                            const std::vector<LoopInfo>& reds) {
+    const std::string& ow = spatial[3].name;
+    const std::string& oc = spatial[4].name;
+    const int64_t cols = std::max<int64_t>(2, target_.vector_registers() / 2);
+    std::vector<Primitive> steps;
+    auto block = [&](const std::string& loop, int64_t width) {
+      steps.push_back(Primitive{Kind::kSplit, {loop}, width});
+      std::vector<std::string> order = {loop + ".o"};
+      for (const LoopInfo& l : reds) order.push_back(l.name);
+      order.insert(order.end(), {loop + ".i", oc});
+      steps.push_back(Primitive{Kind::kReorder, order, 0});
+      steps.push_back(Primitive{Kind::kUnroll, {loop + ".i"}, 0});
+    };
+    block(ow, cols);
+    std::string tail = ow + ".t";
+    for (int64_t width = cols / 2; width >= 2; width /= 2) {
+      block(tail, width);
+      tail += ".t";
+    }
+    // The last column: one iteration at most, above the reductions.
+    std::vector<std::string> last = {tail};
+    for (const LoopInfo& l : reds) last.push_back(l.name);
+    last.push_back(oc);
+    steps.push_back(Primitive{Kind::kReorder, last, 0});
+    steps.push_back(Primitive{Kind::kVectorize, {oc}, 0});
+    if (!TryAll(steps)) return {};
     return {spatial[0].name, spatial[1].name, spatial[2].name};
   }
 

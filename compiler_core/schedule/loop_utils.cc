@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "compiler_core/ir/loop/visitor.h"
 #include "compiler_core/support/status_macros.h"
 
 namespace kiln::schedule {
@@ -143,6 +144,14 @@ bool ContainsForKind(const Stmt& s, loop::ForKind kind) {
     if (ContainsForKind(c, kind)) return true;
   }
   return false;
+}
+
+bool HasLimitedLoop(const loop::Stmt& s) {
+  bool found = false;
+  loop::VisitStmts(s, [&](const loop::Stmt& st) {
+    found |= st->kind == loop::StmtKind::kFor && st->limit != nullptr;
+  });
+  return found;
 }
 
 bool ContainsFor(const Stmt& s) {

@@ -39,6 +39,8 @@ loop::Stmt FreshenVars(const loop::Stmt& s);
 loop::Stmt Unwrap(const loop::Stmt& s);
 /// True if `s` contains a For.
 bool ContainsFor(const loop::Stmt& s);
+/// Whether some loop of `s` has a run-time limit (a symbolic extent).
+bool HasLimitedLoop(const loop::Stmt& s);
 /// True if `s` contains a For of kind `kind`.
 bool ContainsForKind(const loop::Stmt& s, loop::ForKind kind);
 /// Names of all loops in `s`.

@@ -8,6 +8,7 @@
 #include "compiler_core/ir/loop/visitor.h"
 #include "compiler_core/schedule/gpu_tile.h"
 #include "compiler_core/schedule/hoist.h"
+#include "compiler_core/schedule/loop_utils.h"
 #include "compiler_core/schedule/primitives.h"
 #include "compiler_core/schedule/winograd.h"
 
@@ -23,15 +24,6 @@ std::string StepString(const Primitive& p) {
     absl::StrAppend(&args, ", ", absl::StrJoin(p.factors, ", "));
   }
   return absl::StrCat(PrimitiveKindName(p.kind), "(", args, ")");
-}
-
-// Whether some loop of `body` has a run-time limit.
-bool HasLimitedLoop(const loop::Stmt& body) {
-  bool found = false;
-  loop::VisitStmts(body, [&](const loop::Stmt& s) {
-    found |= s->kind == loop::StmtKind::kFor && s->limit != nullptr;
-  });
-  return found;
 }
 
 absl::StatusOr<loop::Stmt> ApplyStep(const Primitive& p, const loop::Stmt& body) {
@@ -113,7 +105,6 @@ absl::Status ApplySchedule(const Schedule& schedule, loop::Func& func) {
     const Primitive& p = schedule.steps[i];
     absl::Status st = absl::OkStatus();
     const bool nest_rewrite = p.kind == Primitive::Kind::kWinograd ||
-                              p.kind == Primitive::Kind::kComputeAt ||
                               p.kind == Primitive::Kind::kGpuTile ||
                               p.kind == Primitive::Kind::kGpuTileMma;
     if (!work.body) {

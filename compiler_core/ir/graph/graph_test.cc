@@ -193,8 +193,8 @@ TEST(GraphTest, SharedValueWithHundredThousandUses) {
 }
 
 // ops.def's symbolic column: a builder or lowering that takes symbolic dims is only reachable
-// through a shape rule that reads them, and MatMul (llama's decoder) has all three while Conv's
-// lowering has none yet (docs/symbolic-shapes.md).
+// through a shape rule that reads them; MatMul (llama's decoder) and Conv (squeezenet1_1_dynhw)
+// have all three, TopK none yet (docs/symbolic-shapes.md).
 TEST(OpTableTest, SymbolicSupportNeedsTheShapeRule) {
   const std::vector<OpKind> kinds = {
 #define KILN_OP(kind, name, fusion, min_in, max_in, n_out, sym) OpKind::kind,
@@ -210,8 +210,7 @@ TEST(OpTableTest, SymbolicSupportNeedsTheShapeRule) {
     }
   }
   EXPECT_TRUE(SupportsSymbolic(OpKind::kMatMul, kSymAll));
-  EXPECT_TRUE(SupportsSymbolic(OpKind::kConv, kSymRuleBuild));
-  EXPECT_FALSE(SupportsSymbolic(OpKind::kConv, kSymLower));
+  EXPECT_TRUE(SupportsSymbolic(OpKind::kConv, kSymAll));
   EXPECT_FALSE(SupportsSymbolic(OpKind::kTopK, kSymRule));
 }
 

@@ -18,27 +18,16 @@ using Types = std::vector<TensorType>;
 using rules::Invalid;
 using rules::ShapeStr;
 
-/// Output spatial sizes of a 2-D window (explicit pads) over `in`; `ceil_mode` a pool's.
-absl::StatusOr<Shape> Window2d(const Node& node, const SlidingWindowAttrs& a, const Shape& in,
-                               const Shape& kernel, bool ceil_mode) {
-  const Shape strides = OrFill(a.strides, 2, 1);
-  const Shape dilations = OrFill(a.dilations, 2, 1);
-  const Shape pads = OrFill(a.pads, 4, 0);
-  if (a.auto_pad != AutoPad::kNotSet || strides.size() != 2 || dilations.size() != 2 ||
-      pads.size() != 4 || kernel.size() != 2) {
+/// Output spatial sizes of a 2-D window (explicit pads) over `in` (static or symbolic dims);
+/// `ceil_mode` a pool's.
+absl::StatusOr<rules::Dims> Window2d(const Node& node, const SlidingWindowAttrs& a,
+                                     const rules::Dims& in, const Shape& kernel, bool ceil_mode) {
+  if (a.auto_pad != AutoPad::kNotSet || OrFill(a.strides, 2, 1).size() != 2 ||
+      OrFill(a.dilations, 2, 1).size() != 2 || OrFill(a.pads, 4, 0).size() != 4 ||
+      kernel.size() != 2) {
     return Invalid(node, "a blocked layout needs 2-D explicit strides/dilations/pads");
   }
-  Shape out(2);
-  for (size_t i = 0; i < 2; ++i) {
-    int64_t span = (kernel[i] - 1) * dilations[i] + 1;
-    int64_t padded = in[i] + pads[i] + pads[i + 2];
-    if (strides[i] <= 0 || dilations[i] <= 0 || kernel[i] <= 0 || padded < span) {
-      return Invalid(node, absl::StrCat("window ", span, " does not fit spatial dim ", i));
-    }
-    int64_t num = padded - span;
-    out[i] = (ceil_mode ? (num + strides[i] - 1) / strides[i] : num / strides[i]) + 1;
-  }
-  return out;
+  return rules::WindowOutput(node, a, in, kernel, ceil_mode);
 }
 
 absl::StatusOr<int64_t> NodeBlock(const Node& node) {
@@ -95,9 +84,9 @@ absl::StatusOr<Types> QuantConvOutput(const Node& node, const ConvAttrs& a, cons
     return Invalid(node,
                    absl::StrCat("bias ", b->type().ToString(), ", expected i32[", w[0] * x, "]"));
   }
-  KILN_ASSIGN_OR_RETURN(Shape sp, Window2d(node, SlidingWindowAttrs::From(a),
-                                           {in.shape[2], in.shape[3]}, {w[2], w[3]}, false));
-  return Types{TensorType{DType::kInt32, {in.shape[0], w[0], sp[0], sp[1], x}}};
+  KILN_ASSIGN_OR_RETURN(rules::Dims sp, Window2d(node, SlidingWindowAttrs::From(a),
+                                                 {in.dim(2), in.dim(3)}, {w[2], w[3]}, false));
+  return Types{TensorType::WithDims(DType::kInt32, {in.dim(0), w[0], sp[0], sp[1], x})};
 }
 
 /// A "quant"="u8s8" blocked conv: x i32 words [N, ICb, H, W, ICW], w i32 words
@@ -162,9 +151,9 @@ absl::StatusOr<Types> ConvRule(const Node& node, int64_t x) {
     return Invalid(node, absl::StrCat("bias ", b->type().ToString(), ", expected [", w[0] * x,
                                       "]"));
   }
-  KILN_ASSIGN_OR_RETURN(Shape sp, Window2d(node, SlidingWindowAttrs::From(a),
-                                           {in.shape[2], in.shape[3]}, {w[2], w[3]}, false));
-  return Types{TensorType{in.dtype, {in.shape[0], w[0], sp[0], sp[1], x}}};
+  KILN_ASSIGN_OR_RETURN(rules::Dims sp, Window2d(node, SlidingWindowAttrs::From(a),
+                                                 {in.dim(2), in.dim(3)}, {w[2], w[3]}, false));
+  return Types{TensorType::WithDims(in.dtype, {in.dim(0), w[0], sp[0], sp[1], x})};
 }
 
 absl::StatusOr<Types> PoolRule(const Node& node, int64_t x) {
@@ -173,18 +162,18 @@ absl::StatusOr<Types> PoolRule(const Node& node, int64_t x) {
     return Invalid(node, absl::StrCat("input ", in.ToString(), " is not in layout ",
                                       BlockedLayoutName(x)));
   }
-  Shape out = in.shape;
+  rules::Dims out = in.dims();
   if (node.op() == OpKind::kGlobalAveragePool || node.op() == OpKind::kGlobalMaxPool) {
     out[2] = out[3] = 1;
   } else {
     const PoolAttrs a = PoolAttrs::Of(node);
-    KILN_ASSIGN_OR_RETURN(Shape sp,
-                          Window2d(node, SlidingWindowAttrs::From(a), {in.shape[2], in.shape[3]},
+    KILN_ASSIGN_OR_RETURN(rules::Dims sp,
+                          Window2d(node, SlidingWindowAttrs::From(a), {in.dim(2), in.dim(3)},
                                    a.kernel_shape, a.ceil_mode));
     out[2] = sp[0];
     out[3] = sp[1];
   }
-  return Types{TensorType{in.dtype, out}};
+  return Types{TensorType::WithDims(in.dtype, out)};
 }
 
 }  // namespace
@@ -203,16 +192,17 @@ int64_t LayoutBlock(const std::string& layout) {
 std::string BlockedLayoutName(int64_t block) { return absl::StrCat("NCHW", block, "c"); }
 
 TensorType BlockedType(const TensorType& plain, int64_t block) {
-  Shape s = plain.shape;
-  s[1] = (s[1] + block - 1) / block;
-  s.push_back(block);
-  return TensorType{plain.dtype, s};
+  std::vector<sym::Expr> d = plain.dims();
+  d[1] = (plain.shape[1] + block - 1) / block;
+  d.push_back(block);
+  return TensorType::WithDims(plain.dtype, d);
 }
 
 TensorType UnblockedType(const TensorType& blocked, int64_t channels) {
-  Shape s(blocked.shape.begin(), blocked.shape.end() - 1);
-  s[1] = channels;
-  return TensorType{blocked.dtype, s};
+  std::vector<sym::Expr> d = blocked.dims();
+  d.pop_back();
+  d[1] = channels;
+  return TensorType::WithDims(blocked.dtype, d);
 }
 
 bool IsLayoutNode(const Node& node) {

@@ -16,7 +16,8 @@ namespace kiln::graph {
 int64_t LayoutBlock(const std::string& layout);
 /// "NCHW<x>c".
 std::string BlockedLayoutName(int64_t block);
-/// A plain [N, C, spatial...] type blocked: [N, ceil(C/x), spatial..., x].
+/// A plain [N, C, spatial...] type blocked: [N, ceil(C/x), spatial..., x] (C static; N and the
+/// spatial dims may be symbolic).
 TensorType BlockedType(const TensorType& plain, int64_t block);
 /// A blocked [N, Cb, spatial..., x] type unblocked to [N, channels, spatial...].
 TensorType UnblockedType(const TensorType& blocked, int64_t channels);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler_core/ir/graph/graph.h"
+#include "compiler_core/ir/graph/op_attrs.h"
 #include "compiler_core/ir/graph/tensor_size.h"
 
 namespace kiln::graph::rules {
@@ -63,6 +64,15 @@ inline const std::vector<sym::Expr>* ShapeValue(const Value* v) {
 
 /// A shape as expressions, one per dim (TensorType::dims()).
 using Dims = std::vector<sym::Expr>;
+
+/// Output spatial sizes of a windowed op (conv, pooling) over spatial dims `in` with window
+/// `kernel` (ONNX Conv/MaxPool: floor((in + pads - dilated window) / stride) + 1, ceil with
+/// `ceil_mode`). A symbolic dim gives that expression; an input shorter than the window then
+/// gives a size below 1, which the run-time shape check refuses. Errors: kInvalidArgument for
+/// auto_pad left unresolved, attributes of the wrong length or sign, a static input shorter
+/// than the window, or an overflow.
+absl::StatusOr<Dims> WindowOutput(const Node& node, const SlidingWindowAttrs& a, const Dims& in,
+                                  const std::vector<int64_t>& kernel, bool ceil_mode);
 
 /// "[1,seq,256]": dims as ShapeStr prints static ones.
 inline std::string DimsStr(const Dims& dims) {

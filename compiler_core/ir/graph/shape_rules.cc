@@ -30,6 +30,7 @@ using rules::Dims;
 using rules::DimsStr;
 using rules::In;
 using rules::Invalid;
+using rules::WindowOutput;
 using rules::Mul;
 using rules::Prefix;
 using rules::ShapeStr;
@@ -147,50 +148,6 @@ absl::StatusOr<Shape> SpatialAttr(const Node& node, const std::string& name, con
                                       " values, expected ", n));
   }
   return v;
-}
-
-// Output spatial sizes of a windowed op (conv, pooling) over x's spatial dims. A symbolic dim
-// gives floor((in + pads - window) / stride) + 1 (ceil with ceil_mode); an input shorter than
-// the window then gives a size below 1, which the run-time shape check refuses.
-absl::StatusOr<Dims> WindowOutput(const Node& node, const SlidingWindowAttrs& a, const Dims& in,
-                                  const Shape& kernel, bool ceil_mode) {
-  size_t n = in.size();
-  if (a.auto_pad != AutoPad::kNotSet) {
-    return Invalid(node, "auto_pad must be resolved to explicit pads");
-  }
-  KILN_ASSIGN_OR_RETURN(Shape strides, SpatialAttr(node, "strides", OrFill(a.strides, n, 1), n));
-  KILN_ASSIGN_OR_RETURN(Shape dilations,
-                        SpatialAttr(node, "dilations", OrFill(a.dilations, n, 1), n));
-  KILN_ASSIGN_OR_RETURN(Shape pads, SpatialAttr(node, "pads", OrFill(a.pads, 2 * n, 0), 2 * n));
-  Dims out(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (strides[i] <= 0 || dilations[i] <= 0 || kernel[i] <= 0 || pads[i] < 0 ||
-        pads[i + n] < 0) {
-      return Invalid(node, "kernel_shape, strides and dilations must be positive, pads >= 0");
-    }
-    const std::string dim = absl::StrCat(" of spatial dim ", i);
-    KILN_ASSIGN_OR_RETURN(int64_t span, Mul(node, kernel[i] - 1, dilations[i], "window" + dim));
-    KILN_ASSIGN_OR_RETURN(span, Add(node, span, 1, "window" + dim));
-    std::optional<int64_t> in_size = in[i].AsConstant();
-    if (!in_size) {
-      sym::Expr num = in[i] + sym::Expr(pads[i]) + sym::Expr(pads[i + n]) - sym::Expr(span);
-      sym::Expr steps = ceil_mode ? sym::CeilDiv(num, strides[i]) : sym::FloorDiv(num, strides[i]);
-      out[i] = steps + 1;
-      if (out[i].is_invalid()) return Invalid(node, "output size" + dim + " overflows int64");
-      continue;
-    }
-    KILN_ASSIGN_OR_RETURN(int64_t padded, Add(node, *in_size, pads[i], "padded input" + dim));
-    KILN_ASSIGN_OR_RETURN(padded, Add(node, padded, pads[i + n], "padded input" + dim));
-    if (padded < span) {
-      return Invalid(node, absl::StrCat("window ", span, " exceeds padded input size ", padded,
-                                        " in spatial dim ", i));
-    }
-    const int64_t num = padded - span;
-    // ceil(num / stride) without forming num + stride - 1, which a huge stride overflows.
-    const int64_t steps = num / strides[i] + (ceil_mode && num % strides[i] != 0 ? 1 : 0);
-    out[i] = steps + 1;
-  }
-  return out;
 }
 
 absl::StatusOr<Types> ConvRule(const Node& node) {
@@ -596,6 +553,11 @@ absl::StatusOr<Types> RuntimeOperandShape(const Node& node, const TensorType& x,
 absl::StatusOr<Types> PadRule(const Node& node) {
   KILN_ASSIGN_OR_RETURN(const TensorType* x, In(node, 0));
   if (HasRuntimeOperand(node, 1, 1)) {
+    if (!x->is_static()) {
+      return absl::UnimplementedError(Prefix(node) +
+                                      "pads computed at run time over symbolic dims " +
+                                      x->ToString());
+    }
     if (const Value* c = node.input(2)) {
       KILN_RETURN_IF_ERROR(ExpectSameDType(node, 2, c->type(), x->dtype));
     }
@@ -615,14 +577,21 @@ absl::StatusOr<Types> PadRule(const Node& node) {
     }
     KILN_RETURN_IF_ERROR(ExpectSameDType(node, 2, c->type(), x->dtype));
   }
-  Shape out = x->shape;
+  Dims out = x->dims();
   for (int64_t i = 0; i < x->rank(); ++i) {
     const std::string what = absl::StrCat("padded dim ", i);
-    KILN_ASSIGN_OR_RETURN(out[i], Add(node, out[i], pads[i], what));
-    KILN_ASSIGN_OR_RETURN(out[i], Add(node, out[i], pads[i + x->rank()], what));
-    if (out[i] < 0) return Invalid(node, what + " is negative");
+    if (x->shape[i] == kSymbolicDim) {
+      // A symbolic dim grows by the pads (a crop below 0 is refused by the run-time check).
+      out[i] = out[i] + sym::Expr(pads[i]) + sym::Expr(pads[i + x->rank()]);
+      if (out[i].is_invalid()) return Invalid(node, what + " overflows int64");
+      continue;
+    }
+    KILN_ASSIGN_OR_RETURN(int64_t d, Add(node, x->shape[i], pads[i], what));
+    KILN_ASSIGN_OR_RETURN(d, Add(node, d, pads[i + x->rank()], what));
+    if (d < 0) return Invalid(node, what + " is negative");
+    out[i] = d;
   }
-  return Types{TensorType{x->dtype, out}};
+  return Types{TensorType::WithDims(x->dtype, out)};
 }
 
 absl::StatusOr<Types> ShapeRule(const Node& node) {
@@ -938,5 +907,50 @@ absl::StatusOr<std::vector<int64_t>> BroadcastShapes(const std::vector<int64_t>&
   }
   return out;
 }
+
+namespace rules {
+
+absl::StatusOr<Dims> WindowOutput(const Node& node, const SlidingWindowAttrs& a, const Dims& in,
+                                  const Shape& kernel, bool ceil_mode) {
+  size_t n = in.size();
+  if (a.auto_pad != AutoPad::kNotSet) {
+    return Invalid(node, "auto_pad must be resolved to explicit pads");
+  }
+  KILN_ASSIGN_OR_RETURN(Shape strides, SpatialAttr(node, "strides", OrFill(a.strides, n, 1), n));
+  KILN_ASSIGN_OR_RETURN(Shape dilations,
+                        SpatialAttr(node, "dilations", OrFill(a.dilations, n, 1), n));
+  KILN_ASSIGN_OR_RETURN(Shape pads, SpatialAttr(node, "pads", OrFill(a.pads, 2 * n, 0), 2 * n));
+  Dims out(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (strides[i] <= 0 || dilations[i] <= 0 || kernel[i] <= 0 || pads[i] < 0 ||
+        pads[i + n] < 0) {
+      return Invalid(node, "kernel_shape, strides and dilations must be positive, pads >= 0");
+    }
+    const std::string dim = absl::StrCat(" of spatial dim ", i);
+    KILN_ASSIGN_OR_RETURN(int64_t span, Mul(node, kernel[i] - 1, dilations[i], "window" + dim));
+    KILN_ASSIGN_OR_RETURN(span, Add(node, span, 1, "window" + dim));
+    std::optional<int64_t> in_size = in[i].AsConstant();
+    if (!in_size) {
+      sym::Expr num = in[i] + sym::Expr(pads[i]) + sym::Expr(pads[i + n]) - sym::Expr(span);
+      sym::Expr steps = ceil_mode ? sym::CeilDiv(num, strides[i]) : sym::FloorDiv(num, strides[i]);
+      out[i] = steps + 1;
+      if (out[i].is_invalid()) return Invalid(node, "output size" + dim + " overflows int64");
+      continue;
+    }
+    KILN_ASSIGN_OR_RETURN(int64_t padded, Add(node, *in_size, pads[i], "padded input" + dim));
+    KILN_ASSIGN_OR_RETURN(padded, Add(node, padded, pads[i + n], "padded input" + dim));
+    if (padded < span) {
+      return Invalid(node, absl::StrCat("window ", span, " exceeds padded input size ", padded,
+                                        " in spatial dim ", i));
+    }
+    const int64_t num = padded - span;
+    // ceil(num / stride) without forming num + stride - 1, which a huge stride overflows.
+    const int64_t steps = num / strides[i] + (ceil_mode && num % strides[i] != 0 ? 1 : 0);
+    out[i] = steps + 1;
+  }
+  return out;
+}
+
+}  // namespace rules
 
 }  // namespace kiln::graph

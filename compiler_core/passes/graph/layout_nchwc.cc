@@ -48,10 +48,15 @@ bool IsBlockableType(DType t) {
 /// channel constants.
 bool IsWordType(DType t) { return t == DType::kFloat32 || t == DType::kInt32; }
 
-/// A static NCHW tensor of a blockable type (symbolic dims keep the plain layout for now).
+/// An NCHW tensor of a blockable type with a static channel count (N, H and W may be
+/// symbolic).
 bool IsPlainBlockable(const Value* v) {
   return v != nullptr && IsBlockableType(v->type().dtype) && v->type().rank() == 4 &&
-         v->type().is_static();
+         v->type().shape[1] != kSymbolicDim;
+}
+
+bool AllZero(const Shape& s) {
+  return std::all_of(s.begin(), s.end(), [](int64_t d) { return d == 0; });
 }
 
 bool AllOnes(const Shape& s) {
@@ -208,10 +213,41 @@ class Converter {
     const bool plain_input = !Blocked(in) && !depthwise && ic < x_;
     Value* xin = plain_input ? in : BlockOf(node, in);
     const int64_t ici = plain_input ? ic : x_;
+    graph::AttrMap attrs = node.attrs();
+    const std::vector<int64_t> pads = graph::OrFill(a.pads, 4, 0);
+    if (!in->type().is_static() && !AllZero(pads)) {
+      // Symbolic spatial dims: the padded input is a tensor of its own (a Pad node), since a
+      // kernel's padded workspace has a static size and a select in the update nest costs the
+      // register block two vector ops per FMA.
+      xin = PadSpatial(node, xin, pads);
+      attrs.Set("pads", std::vector<int64_t>(4, 0));
+    }
     std::vector<Value*> inputs = {
         xin, Constant(w->name() + "_packed", PackWeights(*w->constant(), x_, ici, depthwise))};
     if (b != nullptr) inputs.push_back(Constant(b->name() + "_padded", PadBias(*b->constant(), x_)));
-    return Emit(node, std::move(inputs), node.attrs());
+    return Emit(node, std::move(inputs), std::move(attrs));
+  }
+
+  /// A Pad node before `node` that zero-pads the spatial dims (2 and 3) of `v` ([N, C, H, W]
+  /// or blocked [N, Cb, H, W, x]) by `pads` (top, left, bottom, right).
+  Value* PadSpatial(Node& node, Value* v, const std::vector<int64_t>& pads) {
+    const int64_t rank = v->type().rank();
+    auto t = Tensor::Zeros(TensorType{DType::kInt64, {2 * rank}});
+    int64_t* p = t->mutable_data<int64_t>();
+    p[2] = pads[0];
+    p[3] = pads[1];
+    p[rank + 2] = pads[2];
+    p[rank + 3] = pads[3];
+    std::vector<sym::Expr> dims = v->type().dims();
+    dims[2] = dims[2] + sym::Expr(pads[0] + pads[2]);
+    dims[3] = dims[3] + sym::Expr(pads[1] + pads[3]);
+    graph::AttrMap attrs;
+    attrs.Set("mode", std::string("constant"));
+    return graph_
+        .InsertNodeBefore(&node, OpKind::kPad, node.name() + "/pad",
+                          {v, Constant(node.name() + "/pads", std::move(t)), nullptr},
+                          {TensorType::WithDims(v->type().dtype, dims)}, attrs)
+        ->output(0);
   }
 
   Value* ConvertPool(Node& node) {

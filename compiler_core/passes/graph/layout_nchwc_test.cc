@@ -51,6 +51,31 @@ graph @g(%0 "x": f32[1,16,4,4]) -> (%6 "y") {
   EXPECT_TRUE(graph::VerifyGraph(**parsed).ok());
 }
 
+// A symbolic batch and image size (channels static): the chain is blocked all the same, and a
+// padded conv reads a Pad node's padded copy of its blocked input (a kernel's padding workspace
+// has a static size), its own pads cleared.
+TEST(LayoutNchwcTest, BlocksSymbolicImagesAndPadsInANodeOfItsOwn) {
+  auto out = RunPassOnText("layout-nchwc", R"(
+graph @g<H=[0,inf], N=[0,inf], W=[0,inf]>(%0 "x": f32["N",16,"H","W"]) -> (%4 "y") {
+  %1 = const f32[32,16,3,3] splat<0.5>
+  %2 = Conv(%0, %1) {dilations=[1,1], group=1, kernel_shape=[3,3], pads=[1,2,1,0], strides=[1,1]} : f32["N",32,"H","W"]
+  %3 = Relu(%2) : f32["N",32,"H","W"]
+  %4 = GlobalAveragePool(%3) : f32["N",32,1,1]
+  return %4
+}
+)");
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(*out, HasSubstr(": f32[\"N\",1,\"H\",\"W\",16]"));
+  EXPECT_THAT(*out, HasSubstr("const i64[10] dense<[0,0,1,2,0,0,0,1,0,0]>"));
+  EXPECT_THAT(*out, HasSubstr("{mode=\"constant\"} : f32[\"N\",1,\"H + 2\",\"W + 2\",16]"));
+  EXPECT_THAT(*out, HasSubstr("layout=\"NCHW16c\", pads=[0,0,0,0], strides=[1,1]} : "
+                              "f32[\"N\",2,\"H\",\"W\",16]"));
+  EXPECT_THAT(*out, Not(HasSubstr("pads=[1,2,1,0]")));
+  auto parsed = graph::ParseGraph(*out);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(graph::VerifyGraph(**parsed).ok());
+}
+
 TEST(LayoutNchwcTest, ReadsAPlainStemInPlace) {
   auto out = RunPassOnText("layout-nchwc", R"(
 graph @g(%0 "x": f32[1,3,8,8]) -> (%2 "y") {

@@ -96,9 +96,20 @@ absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph
     Expr value = bias ? loop::Load(bias, {IdxAdd(IdxMul(idx[1], os[4]), idx[4])}) : Const(0, dt);
     nests.push_back(NestDims(vars, od, loop::Store(out, idx, value)));
   }
+  // A 1x1, stride-1, unpadded conv over symbolic dims is a matmul over the image's pixels: its
+  // update nest runs one loop "ow" over all OH*OW of them ("oh" has extent 1), so that a
+  // register block's run-time tail comes once per image and channel block, not once per row
+  // (each tail block reads all the weights again: 3 passes per row of 7 on squeezenet's last
+  // conv at 96x128).
+  const bool flat = symbolic && blocked_in && !depthwise && !u8s8 && !u8 && ws[2] == 1 &&
+                    ws[3] == 1 && strides[0] == 1 && strides[1] == 1 && !padded;
   {
     std::vector<std::string> names = onames;
     std::vector<Expr> extents = od;
+    if (flat) {
+      extents[2] = Idx(1);
+      extents[3] = DimProduct({od[2], od[3]});
+    }
     std::vector<bool> reduction(5, false);
     auto add_red = [&](const std::string& name, int64_t extent) {
       names.push_back(name);
@@ -116,8 +127,13 @@ absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph
     Expr icb = has_icb ? idx[r] : Idx(0);
     Expr kh = idx[r + (has_icb ? 1 : 0)], kw = idx[r + (has_icb ? 2 : 1)];
     Expr ic = depthwise ? Idx(0) : idx.back();
-    Expr ih = IdxAdd(IdxMul(idx[2], strides[0]), IdxMul(kh, dilations[0]));
-    Expr iw = IdxAdd(IdxMul(idx[3], strides[1]), IdxMul(kw, dilations[1]));
+    Expr oh = idx[2], ow = idx[3];
+    if (flat) {
+      oh = loop::Binary(BinaryOp::kFloorDiv, idx[3], od[3]);
+      ow = loop::Binary(BinaryOp::kFloorMod, idx[3], od[3]);
+    }
+    Expr ih = IdxAdd(IdxMul(oh, strides[0]), IdxMul(kh, dilations[0]));
+    Expr iw = IdxAdd(IdxMul(ow, strides[1]), IdxMul(kw, dilations[1]));
     // Symbolic with pads: x at the unpadded position where in bounds, else the pad value.
     Expr cond;
     if (padded && symbolic) {
@@ -130,7 +146,7 @@ absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph
         *pos[d] = IdxClampDim(p, xd[2 + d]);
       }
     }
-    std::vector<Expr> out_idx(idx.begin(), idx.begin() + 5);
+    std::vector<Expr> out_idx = {idx[0], idx[1], oh, ow, idx[4]};
     std::vector<Expr> in_idx;
     if (depthwise) {
       in_idx = {idx[0], idx[1], ih, iw, idx[4]};

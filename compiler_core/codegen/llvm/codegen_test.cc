@@ -413,5 +413,30 @@ TEST(CodegenTest, FlattenedRowIndicesFoldIntoOneAddress) {
   for (size_t n = 0; n < in.size(); ++n) ASSERT_EQ(out[n], 2 * in[n]) << n;
 }
 
+// The symbolic counterpart: a loop over the pixels of a symbolic image addresses (p // W,
+// p % W) of dims (H, W) as element p, with no division and no remainder, at any H and W.
+TEST(CodegenTest, SymbolicPixelIndicesFoldIntoOneAddress) {
+  absl::StatusOr<Func> f = loop::ParseFunc(R"(func @pixels(%dims: i64[2], %x: f32[%dims[0],%dims[1],8], %y: f32[%dims[0],%dims[1],8]) anchor=Mul {
+  for p in 0..1099511627776 limit (%dims[0] * %dims[1]) {
+    vectorized for k in 0..8 {
+      %y[(p // %dims[1]), (p % %dims[1]), k] = (%x[(p // %dims[1]), (p % %dims[1]), k] * 2.0)
+    }
+  }
+})");
+  ASSERT_TRUE(f.ok()) << f.status();
+  auto ir = EmitLlvmIr({*f}, HostTarget());
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  EXPECT_FALSE(absl::StrContains(*ir, "sdiv")) << *ir;
+  EXPECT_FALSE(absl::StrContains(*ir, "srem")) << *ir;
+  auto lib = CompileAndLoad({*f});
+  ASSERT_TRUE(lib.ok()) << lib.status();
+  for (auto [h, w] : {std::pair<int64_t, int64_t>{3, 5}, {1, 7}, {4, 1}}) {
+    std::vector<int64_t> dims = {h, w};
+    std::vector<float> in = RandomFloats(h * w * 8, -1, 1, 5), out(h * w * 8, 0);
+    CallKernel((*lib)->Get("pixels"), {dims.data(), in.data(), out.data()});
+    for (size_t n = 0; n < in.size(); ++n) ASSERT_EQ(out[n], 2 * in[n]) << h << "x" << w << " " << n;
+  }
+}
+
 }  // namespace
 }  // namespace kiln::codegen

@@ -246,24 +246,50 @@ llvm::Value* KernelEmitter::FlatIndex(const loop::Buffer& buffer,
       return flat;
     }
   }
+  // A symbolic dim's expression reads only params, so LLVM hoists it out of the loops.
+  auto dim = [&](size_t d) -> llvm::Value* {
+    return buffer.is_symbolic() && buffer.shape[d] == loop::kSymbolicDim
+               ? EmitExpr(buffer.sym_shape[d])
+               : b_.getInt64(buffer.shape[d]);
+  };
+  // Indices (floordiv(e, D), floormod(e, D)) over dims (d, D) address element e of the two
+  // dims flattened (a loop over the pixels of a symbolic image): emitted as e, so that
+  // addresses of consecutive e stay visibly distinct (LLVM keeps a register block's
+  // accumulators in registers only then).
+  auto merged_pair = [&](size_t d) -> loop::Expr {
+    if (!buffer.is_symbolic() || d + 1 >= indices.size()) return nullptr;
+    const loop::Expr& div = indices[d];
+    const loop::Expr& mod = indices[d + 1];
+    if (div->kind != loop::ExprKind::kBinary || mod->kind != loop::ExprKind::kBinary ||
+        div->binary_op != loop::BinaryOp::kFloorDiv ||
+        mod->binary_op != loop::BinaryOp::kFloorMod ||
+        !loop::SameExpr(div->operands[0], mod->operands[0]) ||
+        !loop::SameExpr(div->operands[1], mod->operands[1]) ||
+        !loop::SameExpr(div->operands[1], buffer.sym_shape[d + 1])) {
+      return nullptr;
+    }
+    return div->operands[0];
+  };
   llvm::Value* flat = b_.getInt64(0);
   for (size_t d = 0; d < indices.size(); ++d) {
-    llvm::Value* idx = EmitExpr(indices[d]);
-    if (indices[d]->dtype != DType::kInt64) {
-      idx = b_.CreateIntCast(idx, WithLanes(b_.getInt64Ty(), idx), IsSigned(indices[d]->dtype));
+    // flat * dim_d * D + e for a merged pair (d, d + 1), flat * dim_d + index otherwise.
+    const loop::Expr merged = merged_pair(d);
+    const loop::Expr& index = merged ? merged : indices[d];
+    llvm::Value* idx = EmitExpr(index);
+    if (index->dtype != DType::kInt64) {
+      idx = b_.CreateIntCast(idx, WithLanes(b_.getInt64Ty(), idx), IsSigned(index->dtype));
     }
-    if (d == 0) {
+    if (d > 0) {
+      llvm::Value* stride = dim(d);
+      if (merged) stride = b_.CreateMul(stride, dim(d + 1), "", true, true);
+      Unify(flat, stride);
+      flat = b_.CreateMul(flat, stride, "", /*HasNUW=*/true, /*HasNSW=*/true);
+      Unify(flat, idx);
+      flat = b_.CreateAdd(flat, idx, "", /*HasNUW=*/true, /*HasNSW=*/true);
+    } else {
       flat = idx;
-      continue;
     }
-    // A symbolic dim's expression reads only params, so LLVM hoists it out of the loops.
-    llvm::Value* stride = buffer.is_symbolic() && buffer.shape[d] == loop::kSymbolicDim
-                              ? EmitExpr(buffer.sym_shape[d])
-                              : b_.getInt64(buffer.shape[d]);
-    Unify(flat, stride);
-    flat = b_.CreateMul(flat, stride, "", /*HasNUW=*/true, /*HasNSW=*/true);
-    Unify(flat, idx);
-    flat = b_.CreateAdd(flat, idx, "", /*HasNUW=*/true, /*HasNSW=*/true);
+    if (merged) ++d;
   }
   index_mode_ = saved;
   return flat;

@@ -48,7 +48,7 @@ INSTANTIATE_TEST_SUITE_P(Shared, ManifestModelsTest, ::testing::ValuesIn(testing
 
 // The CNNs of ../shared/models and the mlp with the batch dim of their input and outputs made
 // symbolic (dim_param "N", as exporters mark it): kiln check compiles each once with a symbolic
-// batch (one artifact) and passes at
+// batch (one artifact; mobilenet_v2 once per shape, for its Clip) and passes at
 // batch 1 (test_data_set_0 as stored) and at batch 4 (x, 0.5 x, -x and x
 // flipped along its last axis; references from ONNX Runtime 1.30 in
 // tests/data/symbolic_batch/, made by scripts/make-symbolic-batch-refs). mobilenet_v2's logits
@@ -118,9 +118,18 @@ TEST_P(SymbolicBatchTest, PassesAtBatch1And4) {
   auto report = client::CheckModelDir(dir.string(), pipeline::CompileOptions{});
   ASSERT_TRUE(report.ok()) << report.status();
   // One artifact with a symbolic batch: every op of these models (Gemm, Conv, pooling, the
-  // NCHW<x>c layout) has a symbolic lowering.
-  EXPECT_EQ(report->symbolic.rfind("one artifact for all 2 data sets", 0), 0u) << report->symbolic;
-  EXPECT_TRUE(report->input_shapes.empty()) << report->symbolic;
+  // NCHW<x>c layout) has a symbolic lowering, except mobilenet_v2's Clip, whose importer
+  // builder does not take symbolic inputs yet (ops.def), so it compiles once per batch size,
+  // saying why.
+  if (name != "mobilenet_v2") {
+    EXPECT_EQ(report->symbolic.rfind("one artifact for all 2 data sets", 0), 0u)
+        << report->symbolic;
+    EXPECT_TRUE(report->input_shapes.empty()) << report->symbolic;
+  } else {
+    EXPECT_NE(report->symbolic.find("(Clip): input 0 has symbolic dims"), std::string::npos)
+        << report->symbolic;
+    ASSERT_EQ(report->input_shapes.size(), 2u) << "one compile per batch size";
+  }
   ASSERT_EQ(report->outputs.size(), 2u);
   for (const client::OutputComparison& c : report->outputs) {
     EXPECT_TRUE(c.pass) << name << " " << c.data_set << "/" << c.name << ": " << c.error;

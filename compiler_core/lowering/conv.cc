@@ -80,10 +80,7 @@ absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph
     std::vector<Expr> in_idx = idx;
     Expr cond;
     for (size_t d = 0; d < 2; ++d) {
-      Expr i = IdxAdd(idx[2 + d], -pads[d]);
-      cond = AndCond(cond, loop::Binary(BinaryOp::kGe, i, Idx(0)));
-      cond = AndCond(cond, loop::Binary(BinaryOp::kLt, i, Idx(xs[2 + d])));
-      in_idx[2 + d] = IdxClamp(i, xs[2 + d]);
+      in_idx[2 + d] = InBounds(IdxAdd(idx[2 + d], -pads[d]), Idx(xs[2 + d]), &cond);
     }
     Expr value = loop::Select(cond, loop::Load(x, in_idx), pad_value);
     nests.push_back(Nest(vars, ps, loop::Store(src, idx, value)));
@@ -108,7 +105,7 @@ absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph
     std::vector<Expr> extents = od;
     if (flat) {
       extents[2] = Idx(1);
-      extents[3] = DimProduct({od[2], od[3]});
+      extents[3] = MulDims(od[2], od[3]);
     }
     std::vector<bool> reduction(5, false);
     auto add_red = [&](const std::string& name, int64_t extent) {
@@ -129,8 +126,9 @@ absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph
     Expr ic = depthwise ? Idx(0) : idx.back();
     Expr oh = idx[2], ow = idx[3];
     if (flat) {
-      oh = loop::Binary(BinaryOp::kFloorDiv, idx[3], od[3]);
-      ow = loop::Binary(BinaryOp::kFloorMod, idx[3], od[3]);
+      const std::vector<Expr> pixel = Unflatten({od[2], od[3]}, idx[3]);
+      oh = pixel[0];
+      ow = pixel[1];
     }
     Expr ih = IdxAdd(IdxMul(oh, strides[0]), IdxMul(kh, dilations[0]));
     Expr iw = IdxAdd(IdxMul(ow, strides[1]), IdxMul(kw, dilations[1]));
@@ -140,10 +138,7 @@ absl::StatusOr<std::vector<Stmt>> LowerBlockedConv(KernelBuilder& b, const graph
       Expr* pos[2] = {&ih, &iw};
       for (size_t d = 0; d < 2; ++d) {
         if (pads[d] == 0 && pads[2 + d] == 0) continue;
-        Expr p = IdxAdd(*pos[d], -pads[d]);
-        cond = AndCond(cond, loop::Binary(BinaryOp::kGe, p, Idx(0)));
-        cond = AndCond(cond, loop::Binary(BinaryOp::kLt, p, xd[2 + d]));
-        *pos[d] = IdxClampDim(p, xd[2 + d]);
+        *pos[d] = InBounds(IdxAdd(*pos[d], -pads[d]), xd[2 + d], &cond);
       }
     }
     std::vector<Expr> out_idx = {idx[0], idx[1], oh, ow, idx[4]};
@@ -236,10 +231,7 @@ absl::StatusOr<std::vector<Stmt>> LowerConv(KernelBuilder& b, const graph::Node&
     std::vector<Expr> in_idx = {idx[0], idx[1]};
     Expr cond;
     for (size_t d = 0; d < nsp; ++d) {
-      Expr i = IdxAdd(idx[2 + d], -pads[d]);
-      cond = AndCond(cond, loop::Binary(BinaryOp::kGe, i, Idx(0)));
-      cond = AndCond(cond, loop::Binary(BinaryOp::kLt, i, Idx(xs[2 + d])));
-      in_idx.push_back(IdxClamp(i, xs[2 + d]));
+      in_idx.push_back(InBounds(IdxAdd(idx[2 + d], -pads[d]), Idx(xs[2 + d]), &cond));
     }
     Expr value = loop::Select(cond, loop::Load(x, in_idx), Const(0, dt));
     nests.push_back(Nest(vars, ps, loop::Store(src, idx, value)));
@@ -285,10 +277,7 @@ absl::StatusOr<std::vector<Stmt>> LowerConv(KernelBuilder& b, const graph::Node&
       Expr k = idx[os.size() + 1 + d];
       Expr pos = IdxAdd(IdxMul(idx[2 + d], strides[d]), IdxMul(k, dilations[d]));
       if (inline_pad && (pads[d] != 0 || pads[nsp + d] != 0)) {
-        pos = IdxAdd(pos, -pads[d]);
-        cond = AndCond(cond, loop::Binary(BinaryOp::kGe, pos, Idx(0)));
-        cond = AndCond(cond, loop::Binary(BinaryOp::kLt, pos, xd[2 + d]));
-        pos = IdxClampDim(pos, xd[2 + d]);
+        pos = InBounds(IdxAdd(pos, -pads[d]), xd[2 + d], &cond);
       }
       in_idx.push_back(pos);
       w_idx.push_back(k);

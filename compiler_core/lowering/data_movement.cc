@@ -264,9 +264,10 @@ absl::StatusOr<std::vector<Stmt>> LowerPad(KernelBuilder& b, const graph::Node& 
         continue;
       }
       if (mode == PadMode::kConstant) {
-        cond = AndCond(cond, loop::Binary(BinaryOp::kGe, j, Idx(0)));
-        cond = AndCond(cond, loop::Binary(BinaryOp::kLt, j, n));
-      } else if (mode == PadMode::kReflect) {
+        in_idx.push_back(InBounds(j, n, &cond));
+        continue;
+      }
+      if (mode == PadMode::kReflect) {
         j = loop::Select(loop::Binary(BinaryOp::kLt, j, Idx(0)), Idx(0) - j, j);
         j = loop::Select(loop::Binary(BinaryOp::kGe, j, n), IdxAdd(IdxMul(n, 2), -2) - j, j);
       }

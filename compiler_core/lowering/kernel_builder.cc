@@ -270,18 +270,36 @@ Expr IdxClampDim(Expr a, const Expr& extent) {
   return loop::Min(loop::Max(std::move(a), Idx(0)), IdxAdd(extent, -1));
 }
 
-Expr DimProduct(const std::vector<Expr>& dims) {
-  int64_t folded = 1;
-  Expr product;
-  for (const Expr& d : dims) {
-    if (d->kind == loop::ExprKind::kIntImm) {
-      folded *= d->int_value;
-    } else {
-      product = product ? product * d : d;
-    }
+Expr InBounds(Expr a, const Expr& extent, Expr* cond) {
+  *cond = AndCond(*cond, loop::Binary(loop::BinaryOp::kGe, a, Idx(0)));
+  *cond = AndCond(*cond, loop::Binary(loop::BinaryOp::kLt, a, extent));
+  return IdxClampDim(std::move(a), extent);
+}
+
+Expr MulDims(const Expr& a, const Expr& b) {
+  if (IsIntImm(a, 1)) return b;
+  if (IsIntImm(b, 1)) return a;
+  if (a->kind == loop::ExprKind::kIntImm && b->kind == loop::ExprKind::kIntImm) {
+    return Idx(a->int_value * b->int_value);
   }
-  if (!product) return Idx(folded);
-  return IdxMul(product, folded);
+  return a * b;
+}
+
+std::vector<Expr> Unflatten(const std::vector<Expr>& dims, const Expr& flat) {
+  std::vector<Expr> idx(dims.size());
+  Expr stride = Idx(1);
+  for (size_t d = dims.size(); d-- > 0;) {
+    if (IsIntImm(dims[d], 1)) {
+      idx[d] = loop::IntImm(0);
+    } else {
+      Expr e = IsIntImm(stride, 1) ? flat : loop::Binary(loop::BinaryOp::kFloorDiv, flat, stride);
+      bool outer_ones = true;
+      for (size_t o = 0; o < d; ++o) outer_ones &= IsIntImm(dims[o], 1);
+      idx[d] = outer_ones ? e : loop::Binary(loop::BinaryOp::kFloorMod, e, dims[d]);
+    }
+    stride = MulDims(stride, dims[d]);
+  }
+  return idx;
 }
 
 Expr Bin(loop::BinaryOp op, Expr a, Expr b) { return loop::Binary(op, std::move(a), std::move(b)); }

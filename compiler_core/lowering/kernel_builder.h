@@ -117,8 +117,16 @@ loop::Expr IdxClamp(loop::Expr a, int64_t extent);
 /// Clamps an index to [0, extent-1] for an extent given as an i64 expression (a symbolic dim;
 /// an IntImm gives IdxClamp's expression).
 loop::Expr IdxClampDim(loop::Expr a, const loop::Expr& extent);
-/// The product of i64 dim expressions, folding immediates (1 for none).
-loop::Expr DimProduct(const std::vector<loop::Expr>& dims);
+/// `a` within [0, extent) (extent an i64 dim expression): appends `a >= 0 && a < extent` to
+/// `*cond` (AndCond) and returns `a` clamped into range (IdxClampDim), so that a load there is
+/// always in bounds and a select on `*cond` masks the positions outside (padding).
+loop::Expr InBounds(loop::Expr a, const loop::Expr& extent, loop::Expr* cond);
+/// a * b for dims (i64 expressions), folding constants and ones.
+loop::Expr MulDims(const loop::Expr& a, const loop::Expr& b);
+/// Indices into dims `dims` (row-major, i64 expressions) of the flat index `flat` over them;
+/// trivial divisions and remainders are left out (a dim of 1, a remainder where every outer
+/// dim is 1).
+std::vector<loop::Expr> Unflatten(const std::vector<loop::Expr>& dims, const loop::Expr& flat);
 /// loop::Binary, short.
 loop::Expr Bin(loop::BinaryOp op, loop::Expr a, loop::Expr b);
 /// a && b, folding a null `a`.

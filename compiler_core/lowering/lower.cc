@@ -105,7 +105,7 @@ absl::StatusOr<LoweredKernel> LowerCopy(const graph::Value* source, const graph:
     auto non_unit = [](const TensorType& t) {
       std::vector<sym::Expr> kept;
       for (size_t d = 0; d < t.shape.size(); ++d) {
-        if (t.shape[d] != 1) kept.push_back(t.dims()[d]);
+        if (t.shape[d] != 1) kept.push_back(t.dim(static_cast<int64_t>(d)));
       }
       return kept;
     };

@@ -137,36 +137,6 @@ std::vector<Expr> OperandIndices(const std::vector<int64_t>& shape, const std::v
   return idx;
 }
 
-/// a * b for dims (i64 expressions), folding constants and ones.
-Expr MulDims(const Expr& a, const Expr& b) {
-  if (IsIntImm(a, 1)) return b;
-  if (IsIntImm(b, 1)) return a;
-  if (a->kind == loop::ExprKind::kIntImm && b->kind == loop::ExprKind::kIntImm) {
-    return Idx(a->int_value * b->int_value);
-  }
-  return a * b;
-}
-
-/// Indices into dims `dims` (row-major, i64 expressions) of the flat index `flat` over them;
-/// trivial divisions and remainders are left out (a dim of 1, a remainder where every outer
-/// dim is 1).
-std::vector<Expr> Unflatten(const std::vector<Expr>& dims, const Expr& flat) {
-  std::vector<Expr> idx(dims.size());
-  Expr stride = Idx(1);
-  for (size_t d = dims.size(); d-- > 0;) {
-    if (IsIntImm(dims[d], 1)) {
-      idx[d] = loop::IntImm(0);
-    } else {
-      Expr e = IsIntImm(stride, 1) ? flat : loop::Binary(loop::BinaryOp::kFloorDiv, flat, stride);
-      bool outer_ones = true;
-      for (size_t o = 0; o < d; ++o) outer_ones &= IsIntImm(dims[o], 1);
-      idx[d] = outer_ones ? e : loop::Binary(loop::BinaryOp::kFloorMod, e, dims[d]);
-    }
-    stride = MulDims(stride, dims[d]);
-  }
-  return idx;
-}
-
 /// The update nest of a MatMul whose B is one matrix shared by every batch of a batched A
 /// (a Linear layer on [seq, batch, d] activations): the batch rows and A's rows form one i
 /// loop of extent batch·M, so the matmul schedule tiles them together instead of running one

@@ -125,9 +125,7 @@ absl::StatusOr<std::vector<Stmt>> LowerWindowPool(KernelBuilder& b, const graph:
     for (size_t d = 0; d < nsp; ++d) {
       Expr k = idx[os.size() + d];
       Expr pos = IdxAdd(IdxAdd(IdxMul(idx[2 + d], strides[d]), IdxMul(k, dilations[d])), -pads[d]);
-      cond = AndCond(cond, loop::Binary(BinaryOp::kGe, pos, Idx(0)));
-      cond = AndCond(cond, loop::Binary(BinaryOp::kLt, pos, xd[2 + d]));
-      in_idx.push_back(IdxClampDim(pos, xd[2 + d]));
+      in_idx.push_back(InBounds(pos, xd[2 + d], &cond));
       extents.push_back(Idx(kernel[d]));
       reduction.push_back(true);
     }
@@ -241,7 +239,8 @@ absl::StatusOr<std::vector<Stmt>> LowerGlobalPool(KernelBuilder& b, const graph:
     divide = LpRoot(lp, dt);
   } else if (!is_max) {
     divide = [&](Expr v, const std::vector<Expr>&) {
-      Expr count = DimProduct(spatial);
+      Expr count = Idx(1);
+      for (const Expr& d : spatial) count = MulDims(count, d);
       return loop::Binary(BinaryOp::kDiv, v,
                           count->kind == loop::ExprKind::kIntImm
                               ? Const(static_cast<double>(count->int_value), dt)

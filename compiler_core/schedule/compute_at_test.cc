@@ -92,6 +92,11 @@ constexpr char kSymbolicMatMulTwoNests[] = R"(func @smm2(%dims: i64[1], %a: f32[
   }
 })";
 
+/// Element `n` of input param `p`: a fixed pattern in [-1.5, 2.2].
+float InputValue(size_t n, size_t p) {
+  return 0.37f * static_cast<float>((n * 7 + p) % 11) - 1.5f;
+}
+
 /// Runs symbolic `f` (params dims, a, b, bias, c as in kSymbolicMatMul) for `rows` rows on
 /// deterministic inputs and returns c.
 std::vector<float> InterpretRows(const loop::Func& f, int64_t rows) {
@@ -100,9 +105,7 @@ std::vector<float> InterpretRows(const loop::Func& f, int64_t rows) {
                                              std::vector<float>(12 * 20), std::vector<float>(20),
                                              std::vector<float>(rows * 20, 0.0f)};
   for (size_t p = 0; p + 1 < buffers.size(); ++p) {
-    for (size_t n = 0; n < buffers[p].size(); ++n) {
-      buffers[p][n] = 0.37f * static_cast<float>((n * 7 + p) % 11) - 1.5f;
-    }
+    for (size_t n = 0; n < buffers[p].size(); ++n) buffers[p][n] = InputValue(n, p);
   }
   std::vector<void*> args = {dims.data()};
   for (std::vector<float>& b : buffers) args.push_back(b.data());
@@ -118,7 +121,7 @@ std::vector<float> Interpret(const loop::Func& f) {
   for (size_t p = 0; p < f.params.size(); ++p) {
     std::vector<float> v(f.params[p]->NumElements());
     for (size_t n = 0; n < v.size(); ++n) {
-      v[n] = p + 1 == f.params.size() ? 0.0f : 0.37f * static_cast<float>((n * 7 + p) % 11) - 1.5f;
+      v[n] = p + 1 == f.params.size() ? 0.0f : InputValue(n, p);
     }
     buffers.push_back(std::move(v));
   }
